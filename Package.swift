@@ -1,0 +1,61 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings every Swift target shares (DESIGN.md § Style).
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .treatAllWarnings(as: .error),
+]
+
+/// Pure (sans-IO) targets additionally opt into strict memory safety.
+let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety()]
+
+let package = Package(
+    name: "Tether",
+    products: [
+        .library(name: "TetherCore", targets: ["TetherCore"]),
+        .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
+        .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
+        .executable(name: "tether", targets: ["tether"]),
+        .executable(name: "tether-bench", targets: ["TetherBench"]),
+    ],
+    targets: [
+        .target(name: "TetherCore", swiftSettings: pureSettings),
+        .target(name: "TetherMessagePack", dependencies: ["TetherCore"], swiftSettings: pureSettings),
+        .target(
+            name: "TetherSignalR",
+            dependencies: ["TetherCore", "TetherMessagePack"],
+            swiftSettings: pureSettings
+        ),
+        .executableTarget(
+            name: "tether",
+            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR"],
+            swiftSettings: strictSettings
+        ),
+        /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
+        .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+        .executableTarget(
+            name: "TetherBench",
+            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR", "CMallocCounter"],
+            path: "Benchmarks/TetherBench",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherMessagePackTests",
+            dependencies: ["TetherMessagePack", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherSignalRTests",
+            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherCLITests",
+            dependencies: ["tether"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,398 @@
+import TetherCore
+
+/// Decodes `Decodable` values from MessagePack bytes.
+///
+/// Maps are matched to keyed containers (string keys, or integer keys for `CodingKey`s with an
+/// `intValue`), arrays to unkeyed containers; `[UInt8]` also accepts a bin value and
+/// `MessagePackTimestamp` the timestamp extension. The input is validated (structure and nesting
+/// depth) before decoding starts, so decoding cannot recurse deeper than `maximumDepth` levels of
+/// the input.
+///
+/// Decoding allocates one object per keyed container and nothing else beyond the values it
+/// produces. To keep it that way, `Decoder.codingPath` is empty inside `init(from:)`; the path is
+/// reconstructed into the `DecodingError` that reaches the caller.
+public struct MessagePackDecoder: Sendable {
+    /// The deepest array/map nesting accepted (default 100).
+    public var maximumDepth: Int
+
+    /// Creates a decoder.
+    public init(maximumDepth: Int = MessagePackReader.defaultMaximumDepth) {
+        self.maximumDepth = maximumDepth
+    }
+
+    /// Decodes a `T` from `bytes`, which must hold exactly one MessagePack value.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
+        try decode(type, from: bytes, range: 0..<bytes.count)
+    }
+
+    /// Decodes a `T` from `bytes[range]`, which must hold exactly one MessagePack value.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8], range: Range<Int>) throws -> T {
+        var reader = MessagePackReader(bytes, range: range, maximumDepth: maximumDepth)
+        do {
+            try reader.skipValue()
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+        }
+        guard reader.isAtEnd else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value."))
+        }
+        return try Self.decodeValidated(type, from: bytes, at: range.lowerBound)
+    }
+
+    /// Decodes a `T` from the value at `offset`, which the caller has already validated with
+    /// `MessagePackReader.skipValue()` (used by protocols that validate while framing).
+    public static func decodeValidated<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8], at offset: Int) throws -> T {
+        try MessagePackValueDecoder(bytes: bytes, position: offset).decode(type)
+    }
+}
+
+/// The `Decoder` for one value: two words, so it fits an existential's inline buffer.
+struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
+    let bytes: [UInt8]
+    let position: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    var reader: MessagePackReader { MessagePackReader(bytes, range: position..<bytes.count) }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(try MessagePackKeyedContainer<Key>(bytes: bytes, position: position))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try MessagePackUnkeyedContainer(bytes: bytes, position: position)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    // MARK: SingleValueDecodingContainer
+
+    func decodeNil() -> Bool {
+        bytes[position] == 0xc0
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool {
+        var reader = reader
+        return try convert(type) { () throws(MessagePackError) in try reader.readBool() }
+    }
+
+    func decode(_ type: String.Type) throws -> String {
+        var reader = reader
+        return try convert(type) { () throws(MessagePackError) in try reader.readString() }
+    }
+
+    func decode(_ type: Double.Type) throws -> Double {
+        var reader = reader
+        return try convert(type) { () throws(MessagePackError) in try reader.readDouble() }
+    }
+
+    func decode(_ type: Float.Type) throws -> Float {
+        var reader = reader
+        return try convert(type) { () throws(MessagePackError) in try reader.readFloat() }
+    }
+
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+        var reader = reader
+        return try convert(type) { () throws(MessagePackError) in try reader.readInteger(T.self) }
+    }
+
+    func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decodeInteger(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decodeInteger(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decodeInteger(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decodeInteger(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decodeInteger(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeInteger(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeInteger(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeInteger(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type) }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        if T.self == [UInt8].self, bytes[position] >= 0xc4 && bytes[position] <= 0xc6 {
+            var reader = reader
+            let binary = try convert([UInt8].self) { () throws(MessagePackError) in try reader.readBinary() }
+            return unsafe unsafeBitCast(binary, to: T.self)
+        }
+        if T.self == MessagePackTimestamp.self {
+            var reader = reader
+            let timestamp = try convert(MessagePackTimestamp.self) { () throws(MessagePackError) in
+                try reader.readTimestamp()
+            }
+            return unsafe unsafeBitCast(timestamp, to: T.self)
+        }
+        return try T(from: self)
+    }
+
+    func convert<T>(_ type: T.Type, _ read: () throws(MessagePackError) -> T) throws -> T {
+        do {
+            return try read()
+        } catch {
+            throw decodingError(error, for: type)
+        }
+    }
+}
+
+/// Maps a reader error to the `DecodingError` that Codable users expect.
+func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
+    switch error {
+    case .typeMismatch, .integerOutOfRange:
+        return .typeMismatch(type, .init(codingPath: [], debugDescription: error.description, underlyingError: error))
+    default:
+        return .dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+    }
+}
+
+/// A map seen as a keyed container. The first 16 entries are indexed at creation (inline, no
+/// allocation), so lookups never rescan values; larger maps fall back to a scan of the rest.
+struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    struct Entry {
+        /// Start of the key's UTF-8 bytes, or the integer key itself when `keyLength < 0`.
+        var keyStart: Int
+        var keyLength: Int
+        var valueStart: Int
+    }
+
+    static var indexedCapacity: Int { 16 }
+
+    let bytes: [UInt8]
+    let count: Int
+    var entries: InlineArray<16, Entry>
+    /// Where the first entry that is not indexed starts (only meaningful when `count > 16`).
+    var overflowStart: Int
+
+    var codingPath: [any CodingKey] { [] }
+
+    init(bytes: [UInt8], position: Int) throws {
+        self.bytes = bytes
+        var reader = MessagePackReader(bytes, range: position..<bytes.count)
+        do {
+            count = try reader.readMapHeader()
+        } catch {
+            throw decodingError(error, for: [String: Any].self)
+        }
+        entries = .init(repeating: Entry(keyStart: 0, keyLength: 0, valueStart: 0))
+        var index = 0
+        while index < min(count, Self.indexedCapacity) {
+            entries[index] = try Self.readEntry(&reader)
+            index += 1
+        }
+        overflowStart = reader.position
+    }
+
+    /// Reads one key and skips its value (the input was validated, so reads only fail on keys
+    /// that are neither strings nor integers).
+    static func readEntry(_ reader: inout MessagePackReader) throws -> Entry {
+        let keyStart: Int
+        let keyLength: Int
+        do {
+            if try reader.peekType() == .integer {
+                keyStart = Int(truncatingIfNeeded: try reader.readInt64())
+                keyLength = -1
+            } else {
+                let range = try reader.readStringRange()
+                keyStart = range.lowerBound
+                keyLength = range.count
+            }
+            let valueStart = reader.position
+            try reader.skipValue()
+            return Entry(keyStart: keyStart, keyLength: keyLength, valueStart: valueStart)
+        } catch {
+            throw decodingError(error, for: String.self)
+        }
+    }
+
+    func matches(_ entry: Entry, _ key: Key) -> Bool {
+        if entry.keyLength < 0 { return key.intValue == entry.keyStart }
+        let utf8 = key.stringValue.utf8.span
+        guard utf8.count == entry.keyLength else { return false }
+        var index = 0
+        while index < entry.keyLength {
+            if utf8[index] != bytes[entry.keyStart + index] { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// The offset of the value for `key`, or nil.
+    func valueStart(_ key: Key) -> Int? {
+        let indexed = min(count, Self.indexedCapacity)
+        var index = 0
+        while index < indexed {
+            if matches(entries[index], key) { return entries[index].valueStart }
+            index += 1
+        }
+        guard count > indexed else { return nil }
+        var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
+        for _ in indexed..<count {
+            guard let entry = try? Self.readEntry(&reader) else { return nil }
+            if matches(entry, key) { return entry.valueStart }
+        }
+        return nil
+    }
+
+    var allKeys: [Key] {
+        var keys: [Key] = []
+        var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
+        for index in 0..<count {
+            let entry: Entry
+            if index < Self.indexedCapacity {
+                entry = entries[index]
+            } else {
+                guard let next = try? Self.readEntry(&reader) else { break }
+                entry = next
+            }
+            let key: Key?
+            if entry.keyLength < 0 {
+                key = Key(intValue: entry.keyStart)
+            } else {
+                key = MessagePackReader.string(bytes, entry.keyStart..<(entry.keyStart + entry.keyLength)).flatMap(Key.init(stringValue:))
+            }
+            if let key { keys.append(key) }
+        }
+        return keys
+    }
+
+    func contains(_ key: Key) -> Bool { valueStart(key) != nil }
+
+    func valueDecoder(_ key: Key) throws -> MessagePackValueDecoder {
+        guard let start = valueStart(key) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+        }
+        return MessagePackValueDecoder(bytes: bytes, position: start)
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        try valueDecoder(key).decodeNil()
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
+        do { return try valueDecoder(key).decodeInteger(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, forKey: key) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        do { return try valueDecoder(key).container(keyedBy: type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        do { return try valueDecoder(key).unkeyedContainer() } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func superDecoder() throws -> any Decoder {
+        guard let key = Key(stringValue: "super") else {
+            throw DecodingError.keyNotFound(CodingIndexKey(0), .init(codingPath: [], debugDescription: "No 'super' key."))
+        }
+        return try valueDecoder(key)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        try valueDecoder(key)
+    }
+}
+
+/// An array seen as an unkeyed container.
+struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
+    let bytes: [UInt8]
+    var position: Int
+    let total: Int
+    var currentIndex: Int = 0
+
+    var codingPath: [any CodingKey] { [] }
+    var count: Int? { total }
+    var isAtEnd: Bool { currentIndex >= total }
+
+    init(bytes: [UInt8], position: Int) throws {
+        self.bytes = bytes
+        var reader = MessagePackReader(bytes, range: position..<bytes.count)
+        do {
+            total = try reader.readArrayHeader()
+        } catch {
+            throw decodingError(error, for: [Any].self)
+        }
+        self.position = reader.position
+    }
+
+    /// Decodes the next element with `body` and advances past it.
+    mutating func next<T>(_ type: T.Type, _ body: (MessagePackValueDecoder) throws -> T) throws -> T {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(type, .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+        }
+        let value: T
+        do {
+            value = try body(MessagePackValueDecoder(bytes: bytes, position: position))
+        } catch {
+            throw CodingPathPrefix.prefixing(error, with: CodingIndexKey(currentIndex))
+        }
+        var reader = MessagePackReader(bytes, range: position..<bytes.count)
+        try? reader.skipValue()
+        position = reader.position
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, bytes[position] == 0xc0 else { return false }
+        position += 1
+        currentIndex += 1
+        return true
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try next((any UnkeyedDecodingContainer).self) { try $0.unkeyedContainer() }
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        try next((any Decoder).self) { $0 }
+    }
+}

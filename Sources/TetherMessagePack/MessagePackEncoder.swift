@@ -1,0 +1,247 @@
+/// Encodes `Encodable` values as MessagePack, streaming straight into the output bytes.
+///
+/// Keyed containers become maps with string keys (integer keys for `CodingKey`s that have an
+/// `intValue` and `useIntegerKeys` set), unkeyed containers arrays; `[UInt8]` becomes a bin value
+/// and `MessagePackTimestamp` the timestamp extension. Every value uses its shortest encoding:
+/// a container's header is written once its element count is known.
+///
+/// Containers must be used in the usual nested order: once a sibling value has been encoded
+/// after a nested container, writing to that nested container again is a programming error.
+public struct MessagePackEncoder: Sendable {
+    /// Whether keys with an `intValue` are written as integers instead of strings (default false).
+    public var useIntegerKeys: Bool
+
+    /// Creates an encoder.
+    public init(useIntegerKeys: Bool = false) {
+        self.useIntegerKeys = useIntegerKeys
+    }
+
+    /// The MessagePack encoding of `value`.
+    public func encode(_ value: some Encodable) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try encode(value, into: &bytes)
+        return bytes
+    }
+
+    /// Appends the MessagePack encoding of `value` to `bytes`.
+    public func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
+        let sink = MessagePackEncodingSink(bytes: bytes, useIntegerKeys: useIntegerKeys)
+        bytes = []
+        defer { bytes = sink.writer.bytes }
+        try sink.encodeValue(value, level: 0)
+    }
+}
+
+/// The shared output of one `encode` call and the stack of containers still open in it.
+final class MessagePackEncodingSink {
+    struct OpenContainer {
+        var headerOffset: Int
+        var count: Int
+        var isMap: Bool
+    }
+
+    var writer: MessagePackWriter
+    var open: [OpenContainer] = []
+    let useIntegerKeys: Bool
+
+    init(bytes: [UInt8], useIntegerKeys: Bool) {
+        writer = MessagePackWriter(bytes: bytes)
+        self.useIntegerKeys = useIntegerKeys
+    }
+
+    /// Finishes every container at `level` or deeper, innermost first, writing their headers.
+    func close(downTo level: Int) {
+        while open.count > level {
+            let container = open.removeLast()
+            let offset = container.headerOffset
+            let count = container.count
+            if count < 16 {
+                writer.bytes[offset] = (container.isMap ? 0x80 : 0x90) | UInt8(count)
+                continue
+            }
+            var header = MessagePackWriter()
+            if container.isMap {
+                header.writeMapHeader(count: count)
+            } else {
+                header.writeArrayHeader(count: count)
+            }
+            writer.bytes.replaceSubrange(offset..<(offset + 1), with: header.bytes)
+        }
+    }
+
+    /// Opens a container at `level` (closing anything deeper) and returns its header offset.
+    func openContainer(level: Int, isMap: Bool) -> Int {
+        close(downTo: level)
+        let offset = writer.bytes.count
+        writer.bytes.append(isMap ? 0x80 : 0x90)
+        open.append(OpenContainer(headerOffset: offset, count: 0, isMap: isMap))
+        return offset
+    }
+
+    /// Prepares the container at `level` (identified by `headerOffset`) for one more element.
+    func beginElement(level: Int, headerOffset: Int) {
+        close(downTo: level + 1)
+        precondition(
+            open.count == level + 1 && open[level].headerOffset == headerOffset,
+            "An encoding container was used after a sibling value was encoded."
+        )
+        open[level].count += 1
+    }
+
+    func writeKey(_ key: some CodingKey) {
+        if useIntegerKeys, let intValue = key.intValue {
+            writer.writeInt(Int64(intValue))
+        } else {
+            writer.writeString(key.stringValue)
+        }
+    }
+
+    /// Encodes a nested value whose containers live at `level`.
+    func encodeValue<T: Encodable>(_ value: T, level: Int) throws {
+        if T.self == [UInt8].self {
+            writer.writeBinary(unsafe unsafeBitCast(value, to: [UInt8].self))
+            return
+        }
+        if T.self == MessagePackTimestamp.self {
+            writer.writeTimestamp(unsafe unsafeBitCast(value, to: MessagePackTimestamp.self))
+            return
+        }
+        let before = writer.bytes.count
+        try value.encode(to: MessagePackValueEncoder(sink: self, level: level))
+        close(downTo: level)
+        if writer.bytes.count == before {
+            writer.writeMapHeader(count: 0)  // like JSONEncoder's `{}` for a value that encodes nothing
+        }
+    }
+}
+
+struct MessagePackValueEncoder: Encoder, SingleValueEncodingContainer {
+    let sink: MessagePackEncodingSink
+    let level: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        if sink.open.count == level + 1, sink.open[level].isMap {
+            return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.open[level].headerOffset))
+        }
+        let offset = sink.openContainer(level: level, isMap: true)
+        return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: offset))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let offset = sink.openContainer(level: level, isMap: false)
+        return MessagePackUnkeyedEncodingContainer(sink: sink, level: level, headerOffset: offset)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer { self }
+
+    func encodeNil() { sink.writer.writeNil() }
+    func encode(_ value: Bool) { sink.writer.writeBool(value) }
+    func encode(_ value: String) { sink.writer.writeString(value) }
+    func encode(_ value: Double) { sink.writer.writeDouble(value) }
+    func encode(_ value: Float) { sink.writer.writeFloat(value) }
+    func encode(_ value: Int) { sink.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int8) { sink.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int16) { sink.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int32) { sink.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int64) { sink.writer.writeInt(value) }
+    func encode(_ value: UInt) { sink.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt8) { sink.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt16) { sink.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt32) { sink.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt64) { sink.writer.writeUInt(value) }
+    func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, level: level) }
+}
+
+struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let sink: MessagePackEncodingSink
+    let level: Int
+    let headerOffset: Int
+
+    var codingPath: [any CodingKey] { [] }
+
+    /// Starts the entry for `key` and returns the writer-level encoder for its value.
+    func entry(_ key: Key) -> MessagePackValueEncoder {
+        sink.beginElement(level: level, headerOffset: headerOffset)
+        sink.writeKey(key)
+        return MessagePackValueEncoder(sink: sink, level: level + 1)
+    }
+
+    mutating func encodeNil(forKey key: Key) { entry(key).encodeNil() }
+    mutating func encode(_ value: Bool, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: String, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Double, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Float, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Int, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Int8, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Int16, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Int32, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: Int64, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: UInt8, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: UInt16, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: UInt32, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode(_ value: UInt64, forKey key: Key) { entry(key).encode(value) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try entry(key).encode(value) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        entry(key).container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        entry(key).unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        sink.beginElement(level: level, headerOffset: headerOffset)
+        sink.writer.writeString("super")
+        return MessagePackValueEncoder(sink: sink, level: level + 1)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder { entry(key) }
+}
+
+struct MessagePackUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+    let sink: MessagePackEncodingSink
+    let level: Int
+    let headerOffset: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var count: Int {
+        sink.open.count > level && sink.open[level].headerOffset == headerOffset ? sink.open[level].count : 0
+    }
+
+    func element() -> MessagePackValueEncoder {
+        sink.beginElement(level: level, headerOffset: headerOffset)
+        return MessagePackValueEncoder(sink: sink, level: level + 1)
+    }
+
+    mutating func encodeNil() { element().encodeNil() }
+    mutating func encode(_ value: Bool) { element().encode(value) }
+    mutating func encode(_ value: String) { element().encode(value) }
+    mutating func encode(_ value: Double) { element().encode(value) }
+    mutating func encode(_ value: Float) { element().encode(value) }
+    mutating func encode(_ value: Int) { element().encode(value) }
+    mutating func encode(_ value: Int8) { element().encode(value) }
+    mutating func encode(_ value: Int16) { element().encode(value) }
+    mutating func encode(_ value: Int32) { element().encode(value) }
+    mutating func encode(_ value: Int64) { element().encode(value) }
+    mutating func encode(_ value: UInt) { element().encode(value) }
+    mutating func encode(_ value: UInt8) { element().encode(value) }
+    mutating func encode(_ value: UInt16) { element().encode(value) }
+    mutating func encode(_ value: UInt32) { element().encode(value) }
+    mutating func encode(_ value: UInt64) { element().encode(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        element().container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        element().unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder { element() }
+}

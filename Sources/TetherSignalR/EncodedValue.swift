@@ -1,0 +1,267 @@
+public import TetherMessagePack
+
+/// The wire encoding of a hub protocol's values.
+public enum ValueEncoding: Hashable, Sendable {
+    /// JSON text (RFC 8259), as in the `json` hub protocol.
+    case json
+    /// MessagePack, as in the `messagepack` hub protocol.
+    case messagePack
+}
+
+/// One argument, result or stream item exactly as it arrived (or will leave) on the wire.
+///
+/// Decoding a hub message does not decode its payload values: each stays a slice of the received
+/// bytes, validated (syntax, UTF-8, nesting depth) but not interpreted, until the app asks for a
+/// concrete type with `decode(_:)`. Integers beyond 2^53, key order and number spelling therefore
+/// survive a decode → encode round trip byte for byte.
+///
+/// A value shares the storage of the chunk it was received in; keep it only as long as needed, or
+/// copy it with `compacted()` to release the rest of that chunk.
+public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
+    /// How `bytes` are encoded.
+    public let encoding: ValueEncoding
+    let storage: [UInt8]
+    let range: Range<Int>
+
+    init(encoding: ValueEncoding, storage: [UInt8], range: Range<Int>) {
+        self.encoding = encoding
+        self.storage = storage
+        self.range = range
+    }
+
+    /// The encoded bytes.
+    public var bytes: ArraySlice<UInt8> { storage[range] }
+
+    /// A value from the JSON text `bytes`, validated. Throws `HubProtocolError` for invalid JSON.
+    public init(json bytes: [UInt8], maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth) throws(HubProtocolError) {
+        var scanner = JSONScanner(bytes, range: 0..<bytes.count, maximumDepth: maximumDepth)
+        _ = scanner.peek()
+        let start = scanner.position
+        do {
+            try scanner.skipValue()
+        } catch {
+            throw .errorReadingJSON
+        }
+        let end = scanner.position
+        guard scanner.peek() == nil else { throw .errorReadingJSON }
+        self.init(encoding: .json, storage: bytes, range: start..<end)
+    }
+
+    /// A value from the MessagePack bytes `bytes`, validated.
+    public init(messagePack bytes: [UInt8], maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth) throws(MessagePackError) {
+        var reader = MessagePackReader(bytes, maximumDepth: maximumDepth)
+        try reader.skipValue()
+        guard reader.isAtEnd else { throw .typeMismatch(expected: .nil, found: try reader.peekType(), offset: reader.position) }
+        self.init(encoding: .messagePack, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// Encodes `value` in `encoding`.
+    public init(_ value: some Encodable, encoding: ValueEncoding) throws {
+        var bytes: [UInt8] = []
+        switch encoding {
+        case .json: try JSONValueEncoding.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// The JSON `null` or MessagePack nil value.
+    public static func null(_ encoding: ValueEncoding) -> EncodedValue {
+        switch encoding {
+        case .json: EncodedValue(encoding: .json, storage: Array("null".utf8), range: 0..<4)
+        case .messagePack: EncodedValue(encoding: .messagePack, storage: [0xc0], range: 0..<1)
+        }
+    }
+
+    /// Decodes the value as a `T`.
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        switch encoding {
+        case .json: try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
+        case .messagePack: try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+        }
+    }
+
+    /// Whether the value is JSON `null` / MessagePack nil.
+    public var isNull: Bool {
+        switch encoding {
+        case .json: storage[range.lowerBound] == UInt8(ascii: "n")
+        case .messagePack: storage[range.lowerBound] == 0xc0
+        }
+    }
+
+    /// A copy that owns exactly its bytes (releasing the rest of the chunk it came from).
+    public func compacted() -> EncodedValue {
+        let copy = Array(bytes)
+        return EncodedValue(encoding: encoding, storage: copy, range: 0..<copy.count)
+    }
+
+    public static func == (lhs: EncodedValue, rhs: EncodedValue) -> Bool {
+        lhs.encoding == rhs.encoding && lhs.bytes.elementsEqual(rhs.bytes)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(encoding)
+        hasher.combine(range.count)
+        for byte in bytes { hasher.combine(byte) }
+    }
+
+    public var description: String {
+        switch encoding {
+        case .json: String(decoding: bytes, as: UTF8.self)
+        case .messagePack: "msgpack(" + bytes.map { String($0, radix: 16) }.joined(separator: " ") + ")"
+        }
+    }
+}
+
+/// The `arguments` of an invocation: an encoded array, with its elements available one by one
+/// as `EncodedValue`s without copying.
+public struct EncodedArguments: Hashable, Sendable, Sequence {
+    /// How the array is encoded.
+    public let encoding: ValueEncoding
+    /// The number of arguments.
+    public let count: Int
+    let storage: [UInt8]
+    /// The whole array (JSON brackets or MessagePack header included).
+    let range: Range<Int>
+
+    init(encoding: ValueEncoding, count: Int, storage: [UInt8], range: Range<Int>) {
+        self.encoding = encoding
+        self.count = count
+        self.storage = storage
+        self.range = range
+    }
+
+    /// The arguments made of `values`, which must all be in `encoding`.
+    public init(encoding: ValueEncoding, values: [EncodedValue]) {
+        var bytes: [UInt8] = []
+        switch encoding {
+        case .json:
+            bytes.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                precondition(value.encoding == .json, "argument \(index) is not JSON")
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(contentsOf: value.bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .messagePack:
+            var writer = MessagePackWriter()
+            writer.writeArrayHeader(count: values.count)
+            bytes = writer.bytes
+            for (index, value) in values.enumerated() {
+                precondition(value.encoding == .messagePack, "argument \(index) is not MessagePack")
+                bytes.append(contentsOf: value.bytes)
+            }
+        }
+        self.init(encoding: encoding, count: values.count, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// Encodes each of `values` as one argument, in `encoding`.
+    public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
+        var bytes: [UInt8] = []
+        var count = 0
+        switch encoding {
+        case .json:
+            bytes.append(UInt8(ascii: "["))
+            for value in repeat each values {
+                if count > 0 { bytes.append(UInt8(ascii: ",")) }
+                try JSONValueEncoding.encode(value, into: &bytes)
+                count += 1
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .messagePack:
+            for _ in repeat each values { count += 1 }
+            var writer = MessagePackWriter()
+            writer.writeArrayHeader(count: count)
+            bytes = writer.bytes
+            let encoder = MessagePackEncoder()
+            for value in repeat each values { try encoder.encode(value, into: &bytes) }
+        }
+        self.init(encoding: encoding, count: count, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// No arguments.
+    public static func empty(_ encoding: ValueEncoding) -> EncodedArguments {
+        EncodedArguments(encoding: encoding, values: [])
+    }
+
+    /// The whole encoded array.
+    public var bytes: ArraySlice<UInt8> { storage[range] }
+
+    /// An iterator over the arguments.
+    public struct Iterator: IteratorProtocol {
+        let arguments: EncodedArguments
+        var position: Int
+        var remaining: Int
+
+        public mutating func next() -> EncodedValue? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
+            switch arguments.encoding {
+            case .json:
+                var scanner = JSONScanner(arguments.storage, range: position..<arguments.range.upperBound, maximumDepth: .max)
+                _ = scanner.peek()
+                let start = scanner.position
+                guard (try? scanner.skipValue()) != nil else { return nil }
+                let end = scanner.position
+                _ = scanner.consume(UInt8(ascii: ","))
+                position = scanner.position
+                return EncodedValue(encoding: .json, storage: arguments.storage, range: start..<end)
+            case .messagePack:
+                var reader = MessagePackReader(arguments.storage, range: position..<arguments.range.upperBound, maximumDepth: .max)
+                guard (try? reader.skipValue()) != nil else { return nil }
+                defer { position = reader.position }
+                return EncodedValue(encoding: .messagePack, storage: arguments.storage, range: position..<reader.position)
+            }
+        }
+    }
+
+    public func makeIterator() -> Iterator {
+        switch encoding {
+        case .json:
+            return Iterator(arguments: self, position: range.lowerBound + 1, remaining: count)
+        case .messagePack:
+            var reader = MessagePackReader(storage, range: range)
+            _ = try? reader.readArrayHeader()
+            return Iterator(arguments: self, position: reader.position, remaining: count)
+        }
+    }
+
+    /// The argument at `index` (found by walking the array). Precondition: `index < count`.
+    public subscript(index: Int) -> EncodedValue {
+        precondition(index >= 0 && index < count, "argument index out of range")
+        var iterator = makeIterator()
+        for _ in 0..<index { _ = iterator.next() }
+        return iterator.next()!
+    }
+
+    /// Decodes the argument at `index` as a `T`.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+        try self[index].decode(type)
+    }
+
+    /// A copy that owns exactly its bytes (releasing the rest of the chunk it came from).
+    public func compacted() -> EncodedArguments {
+        let copy = Array(bytes)
+        return EncodedArguments(encoding: encoding, count: count, storage: copy, range: 0..<copy.count)
+    }
+
+    public static func == (lhs: EncodedArguments, rhs: EncodedArguments) -> Bool {
+        lhs.encoding == rhs.encoding && lhs.count == rhs.count && lhs.elementsEqual(rhs)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(encoding)
+        hasher.combine(count)
+        for value in self { hasher.combine(value) }
+    }
+}
+
+/// Default limits shared by the hub protocols.
+public enum HubProtocolLimits {
+    /// The default maximum size of one hub message: 1 MiB (the ASP.NET Core server's own default
+    /// is 32 KiB for what it receives; clients receive larger results and stream items).
+    public static let defaultMaximumMessageSize = 1 << 20
+    /// The default maximum nesting of arrays/objects inside a message's values (64 levels, like
+    /// System.Text.Json's default `MaxDepth`).
+    public static let defaultMaximumDepth = 64
+}

@@ -1,0 +1,175 @@
+/// One SignalR hub message (HubProtocol.md "Message Types"), independent of the hub protocol.
+///
+/// Payload values (arguments, results, stream items) stay encoded as `EncodedValue`s until the app
+/// decodes them; everything else is plain Swift values.
+public enum HubMessage: Hashable, Sendable {
+    /// Type 1: a call of `target`; blocking when it has an invocation id.
+    case invocation(InvocationMessage)
+    /// Type 2: one item of a stream (either direction).
+    case streamItem(StreamItemMessage)
+    /// Type 3: the end of an invocation or a stream.
+    case completion(CompletionMessage)
+    /// Type 4: a call of `target` whose result is a stream.
+    case streamInvocation(StreamInvocationMessage)
+    /// Type 5: asks the callee to stop a stream (or invocation).
+    case cancelInvocation(CancelInvocationMessage)
+    /// Type 6: keep-alive.
+    case ping
+    /// Type 7: the sender is closing the connection.
+    case close(CloseMessage)
+    /// Type 8: stateful reconnect: every message up to `sequenceId` was received.
+    case ack(sequenceId: Int64)
+    /// Type 9: stateful reconnect: the next message the sender sends has `sequenceId`.
+    case sequence(sequenceId: Int64)
+
+    /// The message's numeric type on the wire.
+    public var messageType: Int {
+        switch self {
+        case .invocation: 1
+        case .streamItem: 2
+        case .completion: 3
+        case .streamInvocation: 4
+        case .cancelInvocation: 5
+        case .ping: 6
+        case .close: 7
+        case .ack: 8
+        case .sequence: 9
+        }
+    }
+
+    /// Whether stateful reconnect numbers, buffers and acknowledges this message (types 1–5).
+    public var isSequenced: Bool { messageType <= 5 }
+}
+
+/// Message headers: string keys and values (never `nil`).
+public typealias HubMessageHeaders = [String: String]
+
+/// Type 1: Invocation.
+public struct InvocationMessage: Hashable, Sendable {
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+    /// The id the callee answers with a Completion; nil for a non-blocking call.
+    public var invocationId: String?
+    /// The method to call.
+    public var target: String
+    /// The arguments (upload-stream placeholders excluded).
+    public var arguments: EncodedArguments
+    /// Ids of client→server streams that provide further arguments, if any.
+    public var streamIds: [String]?
+
+    /// Creates an invocation.
+    public init(
+        headers: HubMessageHeaders = [:],
+        invocationId: String? = nil,
+        target: String,
+        arguments: EncodedArguments,
+        streamIds: [String]? = nil
+    ) {
+        self.headers = headers
+        self.invocationId = invocationId
+        self.target = target
+        self.arguments = arguments
+        self.streamIds = streamIds
+    }
+}
+
+/// Type 4: StreamInvocation.
+public struct StreamInvocationMessage: Hashable, Sendable {
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+    /// The stream's id, used by its StreamItems, Completion and CancelInvocation.
+    public var invocationId: String
+    /// The streaming method to call.
+    public var target: String
+    /// The arguments (upload-stream placeholders excluded).
+    public var arguments: EncodedArguments
+    /// Ids of client→server streams that provide further arguments, if any.
+    public var streamIds: [String]?
+
+    /// Creates a stream invocation.
+    public init(
+        headers: HubMessageHeaders = [:],
+        invocationId: String,
+        target: String,
+        arguments: EncodedArguments,
+        streamIds: [String]? = nil
+    ) {
+        self.headers = headers
+        self.invocationId = invocationId
+        self.target = target
+        self.arguments = arguments
+        self.streamIds = streamIds
+    }
+}
+
+/// Type 2: StreamItem.
+public struct StreamItemMessage: Hashable, Sendable {
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+    /// The stream the item belongs to.
+    public var invocationId: String
+    /// The item (may be null).
+    public var item: EncodedValue
+
+    /// Creates a stream item.
+    public init(headers: HubMessageHeaders = [:], invocationId: String, item: EncodedValue) {
+        self.headers = headers
+        self.invocationId = invocationId
+        self.item = item
+    }
+}
+
+/// How an invocation or stream ended.
+public enum CompletionResult: Hashable, Sendable {
+    /// No value (a void method, or the end of a stream).
+    case void
+    /// A result value (may be null).
+    case value(EncodedValue)
+    /// The callee's error text.
+    case error(String)
+}
+
+/// Type 3: Completion.
+public struct CompletionMessage: Hashable, Sendable {
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+    /// The invocation or stream that ended.
+    public var invocationId: String
+    /// Its outcome.
+    public var result: CompletionResult
+
+    /// Creates a completion.
+    public init(headers: HubMessageHeaders = [:], invocationId: String, result: CompletionResult) {
+        self.headers = headers
+        self.invocationId = invocationId
+        self.result = result
+    }
+}
+
+/// Type 5: CancelInvocation.
+public struct CancelInvocationMessage: Hashable, Sendable {
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+    /// The stream (or invocation) to cancel.
+    public var invocationId: String
+
+    /// Creates a cancellation.
+    public init(headers: HubMessageHeaders = [:], invocationId: String) {
+        self.headers = headers
+        self.invocationId = invocationId
+    }
+}
+
+/// Type 7: Close.
+public struct CloseMessage: Hashable, Sendable {
+    /// Why the sender closes; nil for a normal close (the empty string is still an error).
+    public var error: String?
+    /// Whether the receiver may reconnect (only `true` enters the reconnect path).
+    public var allowReconnect: Bool
+
+    /// Creates a close message.
+    public init(error: String? = nil, allowReconnect: Bool = false) {
+        self.error = error
+        self.allowReconnect = allowReconnect
+    }
+}

@@ -1,0 +1,75 @@
+import TetherCore
+
+/// How a transport must carry a hub protocol's messages (TransportProtocols.md "transfer format").
+public enum TransferFormat: Hashable, Sendable {
+    /// UTF-8 text: WebSocket Text frames.
+    case text
+    /// Arbitrary bytes: WebSocket Binary frames.
+    case binary
+}
+
+/// A SignalR hub protocol: how hub messages become bytes and back.
+///
+/// `JSONHubProtocol` and `MessagePackHubProtocol` are the two that ASP.NET Core ships. Both are
+/// stateless values; the incremental decoding state lives in the `Parser` each one makes.
+public protocol HubProtocol: Sendable {
+    /// The incremental decoder for a byte stream of this protocol.
+    associatedtype Parser: HubMessageParser
+
+    /// The protocol name sent in the handshake (`json`, `messagepack`).
+    var name: String { get }
+    /// The highest protocol version implemented (2: Ack and Sequence for stateful reconnect).
+    var version: Int { get }
+    /// The transfer format the transport must provide.
+    var transferFormat: TransferFormat { get }
+    /// The encoding of payload values.
+    var valueEncoding: ValueEncoding { get }
+
+    /// A new incremental decoder.
+    func makeParser() -> Parser
+    /// Appends the framed encoding of `message` to `bytes`.
+    func write(_ message: HubMessage, into bytes: inout [UInt8])
+}
+
+/// An incremental decoder of hub messages from a byte stream: feed bytes as they arrive, in any
+/// split, and pull complete messages. Any split of the same stream yields the same messages.
+public protocol HubMessageParser: Sendable {
+    /// Adds received bytes.
+    mutating func append(_ bytes: Span<UInt8>)
+    /// The next complete message, or nil if more bytes are needed. Unknown message types are
+    /// skipped. After an error the parser stays failed: every later call throws the same error.
+    mutating func next() throws(HubProtocolError) -> HubMessage?
+    /// Whether bytes of an unfinished message are buffered (at the end of input that is the
+    /// error `HubProtocolError.incomplete`).
+    var hasPartialMessage: Bool { get }
+}
+
+/// The bytes a parser has received but not yet consumed.
+///
+/// Messages keep slices of `storage`, so a chunk is never modified once a message may reference
+/// it: consumed bytes are dropped by starting a new array for the next chunk, and only an
+/// unfinished message's bytes are carried over (copied once per chunk).
+struct ReceiveBuffer: Sendable {
+    var storage: [UInt8] = []
+    /// Offset of the first byte not yet consumed.
+    var start = 0
+
+    var pendingCount: Int { storage.count - start }
+
+    mutating func append(_ bytes: Span<UInt8>) {
+        if start == storage.count {
+            var fresh: [UInt8] = []
+            fresh.append(copying: bytes)
+            storage = fresh
+        } else if start > 0 {
+            var fresh: [UInt8] = []
+            fresh.reserveCapacity(pendingCount + bytes.count)
+            fresh.append(contentsOf: storage[start...])
+            fresh.append(copying: bytes)
+            storage = fresh
+        } else {
+            storage.append(copying: bytes)
+        }
+        start = 0
+    }
+}

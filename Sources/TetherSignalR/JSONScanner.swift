@@ -1,0 +1,397 @@
+/// The kinds of JSON tokens, named as System.Text.Json names them in its error texts.
+enum JSONTokenKind: String {
+    case object = "StartObject"
+    case array = "Array"
+    case string = "String"
+    case number = "Number"
+    case trueLiteral = "True"
+    case falseLiteral = "False"
+    case null = "Null"
+}
+
+/// A string token: the range of its raw contents (between the quotes) and whether it has escapes.
+struct JSONStringToken {
+    var contents: Range<Int>
+    var hasEscapes: Bool
+}
+
+/// Low-level JSON (RFC 8259) scanning over a byte array: validate and skip values, read strings
+/// and numbers. Positions are offsets into `bytes`; `end` bounds every read. Failures are
+/// reported as `JSONScanner.Failure` and turned into protocol errors by the callers.
+struct JSONScanner {
+    struct Failure: Error {}
+
+    let bytes: [UInt8]
+    var position: Int
+    let end: Int
+    let maximumDepth: Int
+
+    init(_ bytes: [UInt8], range: Range<Int>, maximumDepth: Int) {
+        self.bytes = bytes
+        self.position = range.lowerBound
+        self.end = range.upperBound
+        self.maximumDepth = maximumDepth
+    }
+
+    @inline(__always)
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while position < end, Self.isWhitespace(bytes[position]) { position += 1 }
+    }
+
+    /// The next non-whitespace byte, or nil at the end (does not consume it).
+    @inline(__always)
+    mutating func peek() -> UInt8? {
+        skipWhitespace()
+        return position < end ? bytes[position] : nil
+    }
+
+    /// Consumes `byte` if it is next (after whitespace).
+    @inline(__always)
+    mutating func consume(_ byte: UInt8) -> Bool {
+        if peek() == byte {
+            position += 1
+            return true
+        }
+        return false
+    }
+
+    /// The kind of the next token, or nil if the next byte cannot start a value.
+    mutating func peekKind() -> JSONTokenKind? {
+        guard let byte = peek() else { return nil }
+        return switch byte {
+        case UInt8(ascii: "{"): .object
+        case UInt8(ascii: "["): .array
+        case UInt8(ascii: "\""): .string
+        case UInt8(ascii: "t"): .trueLiteral
+        case UInt8(ascii: "f"): .falseLiteral
+        case UInt8(ascii: "n"): .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): .number
+        default: nil
+        }
+    }
+
+    // MARK: - Strings
+
+    /// Reads a string token (validating escapes and UTF-8); the cursor must be at its quote.
+    mutating func readString() throws(Failure) -> JSONStringToken {
+        guard position < end, bytes[position] == UInt8(ascii: "\"") else { throw Failure() }
+        let storage = bytes
+        let span = storage.span
+        var index = position + 1
+        let start = index
+        var hasEscapes = false
+        while true {
+            guard index < end else { throw Failure() }
+            let byte = span[index]
+            if byte == UInt8(ascii: "\"") { break }
+            if byte == UInt8(ascii: "\\") {
+                hasEscapes = true
+                index = try Self.skipEscape(span, index + 1, end)
+            } else if byte < 0x20 {
+                throw Failure()
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                index = try Self.skipUTF8Sequence(span, index, end)
+            }
+        }
+        position = index + 1
+        return JSONStringToken(contents: start..<index, hasEscapes: hasEscapes)
+    }
+
+    /// Validates the escape whose letter is at `index`; returns the offset after it.
+    static func skipEscape(_ span: Span<UInt8>, _ index: Int, _ end: Int) throws(Failure) -> Int {
+        guard index < end else { throw Failure() }
+        switch span[index] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+            UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            return index + 1
+        case UInt8(ascii: "u"):
+            guard index + 4 < end else { throw Failure() }
+            for offset in 1...4 where hexValue(span[index + offset]) == nil { throw Failure() }
+            return index + 5
+        default:
+            throw Failure()
+        }
+    }
+
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    /// Validates one multi-byte UTF-8 sequence starting at `index` (RFC 3629: no overlongs, no
+    /// surrogates, nothing above U+10FFFF); returns the offset after it.
+    static func skipUTF8Sequence(_ span: Span<UInt8>, _ index: Int, _ end: Int) throws(Failure) -> Int {
+        let lead = span[index]
+        let length: Int
+        var lower: UInt8 = 0x80
+        var upper: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0:
+            length = 3
+            lower = 0xA0
+        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
+        case 0xED:
+            length = 3
+            upper = 0x9F
+        case 0xF0:
+            length = 4
+            lower = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4:
+            length = 4
+            upper = 0x8F
+        default: throw Failure()
+        }
+        guard index + length <= end else { throw Failure() }
+        let second = span[index + 1]
+        guard second >= lower && second <= upper else { throw Failure() }
+        var offset = 2
+        while offset < length {
+            guard span[index + offset] & 0xC0 == 0x80 else { throw Failure() }
+            offset += 1
+        }
+        return index + length
+    }
+
+    /// The Swift string for a validated string token.
+    static func string(_ bytes: [UInt8], _ token: JSONStringToken) -> String {
+        let span = bytes.span.extracting(token.contents)
+        if !token.hasEscapes {
+            // Validated while scanning.
+            return unsafe span.withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+        }
+        return unescape(span)
+    }
+
+    /// Decodes the escapes of a validated string token's contents.
+    static func unescape(_ span: Span<UInt8>) -> String {
+        unsafe String(unsafeUninitializedCapacity: span.count) { buffer in
+            var out = 0
+            var index = 0
+            let count = span.count
+            while index < count {
+                let byte = span[index]
+                if byte != UInt8(ascii: "\\") {
+                    unsafe buffer[out] = byte
+                    out += 1
+                    index += 1
+                    continue
+                }
+                let letter = span[index + 1]
+                index += 2
+                let scalar: UInt32
+                switch letter {
+                case UInt8(ascii: "b"): scalar = 0x08
+                case UInt8(ascii: "f"): scalar = 0x0C
+                case UInt8(ascii: "n"): scalar = 0x0A
+                case UInt8(ascii: "r"): scalar = 0x0D
+                case UInt8(ascii: "t"): scalar = 0x09
+                case UInt8(ascii: "u"):
+                    var unit = hex4(span, index)
+                    index += 4
+                    if unit >= 0xD800 && unit < 0xDC00, index + 6 <= count, span[index] == UInt8(ascii: "\\"),
+                        span[index + 1] == UInt8(ascii: "u")
+                    {
+                        let low = hex4(span, index + 2)
+                        if low >= 0xDC00 && low < 0xE000 {
+                            unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                            index += 6
+                        }
+                    }
+                    scalar = (unit >= 0xD800 && unit < 0xE000) ? 0xFFFD : unit
+                default: scalar = UInt32(letter)  // " \ /
+                }
+                for unit in UTF8.encode(Unicode.Scalar(scalar) ?? "\u{FFFD}")! {
+                    unsafe buffer[out] = unit
+                    out += 1
+                }
+            }
+            return out
+        }
+    }
+
+    @inline(__always)
+    static func hex4(_ span: Span<UInt8>, _ index: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for offset in 0..<4 { value = value << 4 | (hexValue(span[index + offset]) ?? 0) }
+        return value
+    }
+
+    /// Whether a validated string token's contents equal `utf8` (escapes decoded when present).
+    static func stringEquals(_ bytes: [UInt8], _ token: JSONStringToken, _ utf8: Span<UInt8>) -> Bool {
+        if token.hasEscapes {
+            let decoded = string(bytes, token)
+            let decodedUTF8 = decoded.utf8.span
+            guard decodedUTF8.count == utf8.count else { return false }
+            for index in 0..<utf8.count where decodedUTF8[index] != utf8[index] { return false }
+            return true
+        }
+        guard token.contents.count == utf8.count else { return false }
+        let span = bytes.span
+        var index = 0
+        let start = token.contents.lowerBound
+        while index < utf8.count {
+            if span[start + index] != utf8[index] { return false }
+            index += 1
+        }
+        return true
+    }
+
+    // MARK: - Numbers and literals
+
+    /// Reads a number token (RFC 8259 grammar); returns its range and whether it is an integer
+    /// (no fraction, no exponent).
+    mutating func readNumber() throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
+        let storage = bytes
+        let span = storage.span
+        let start = position
+        var index = position
+        if index < end, span[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < end else { throw Failure() }
+        if span[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if span[index] >= UInt8(ascii: "1") && span[index] <= UInt8(ascii: "9") {
+            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+        } else {
+            throw Failure()
+        }
+        var isInteger = true
+        if index < end, span[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            let digits = index
+            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+            guard index > digits else { throw Failure() }
+        }
+        if index < end, span[index] == UInt8(ascii: "e") || span[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < end, span[index] == UInt8(ascii: "+") || span[index] == UInt8(ascii: "-") { index += 1 }
+            let digits = index
+            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+            guard index > digits else { throw Failure() }
+        }
+        position = index
+        return (start..<index, isInteger)
+    }
+
+    /// The exact integer value of an integer number token, or nil if it does not fit `Int64`.
+    static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
+        let span = bytes.span
+        var index = range.lowerBound
+        let negative = span[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var magnitude: UInt64 = 0
+        while index < range.upperBound {
+            let digit = UInt64(span[index] &- UInt8(ascii: "0"))
+            guard digit < 10 else { return nil }
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(digit)
+            if overflow1 || overflow2 { return nil }
+            magnitude = sum
+            index += 1
+        }
+        if negative {
+            if magnitude == UInt64(Int64.max) + 1 { return .min }
+            return magnitude <= UInt64(Int64.max) ? -Int64(magnitude) : nil
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
+    /// The exact value of a non-negative integer number token, or nil if it does not fit `UInt64`.
+    static func uint64(_ bytes: [UInt8], _ range: Range<Int>) -> UInt64? {
+        let span = bytes.span
+        var magnitude: UInt64 = 0
+        for index in range {
+            let digit = UInt64(span[index] &- UInt8(ascii: "0"))
+            guard digit < 10 else { return nil }
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(digit)
+            if overflow1 || overflow2 { return nil }
+            magnitude = sum
+        }
+        return magnitude
+    }
+
+    /// The nearest `Double` to a number token.
+    static func double(_ bytes: [UInt8], _ range: Range<Int>) -> Double? {
+        if range.count <= 16, let exact = int64(bytes, range), exact.magnitude < 1 << 53 { return Double(exact) }
+        let text = unsafe bytes.span.extracting(range).withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+        return Double(text)
+    }
+
+    /// Consumes the literal `word` (`true`, `false`, `null`).
+    mutating func readLiteral(_ word: StaticString) throws(Failure) {
+        let length = word.utf8CodeUnitCount
+        guard end - position >= length else { throw Failure() }
+        var offset = 0
+        while offset < length {
+            let expected = unsafe word.utf8Start[offset]
+            guard bytes[position + offset] == expected else { throw Failure() }
+            offset += 1
+        }
+        position += length
+    }
+
+    // MARK: - Whole values
+
+    /// Validates and skips one value (after whitespace), at most `maximumDepth` containers deep.
+    mutating func skipValue() throws(Failure) {
+        try skipValue(depth: 0)
+    }
+
+    private mutating func skipValue(depth: Int) throws(Failure) {
+        guard let kind = peekKind() else { throw Failure() }
+        switch kind {
+        case .object:
+            guard depth < maximumDepth else { throw Failure() }
+            position += 1
+            if consume(UInt8(ascii: "}")) { return }
+            repeat {
+                guard peek() == UInt8(ascii: "\"") else { throw Failure() }
+                _ = try readString()
+                guard consume(UInt8(ascii: ":")) else { throw Failure() }
+                try skipValue(depth: depth + 1)
+            } while consume(UInt8(ascii: ","))
+            guard consume(UInt8(ascii: "}")) else { throw Failure() }
+        case .array:
+            guard depth < maximumDepth else { throw Failure() }
+            position += 1
+            if consume(UInt8(ascii: "]")) { return }
+            repeat { try skipValue(depth: depth + 1) } while consume(UInt8(ascii: ","))
+            guard consume(UInt8(ascii: "]")) else { throw Failure() }
+        case .string: _ = try readString()
+        case .number: _ = try readNumber()
+        case .trueLiteral: try readLiteral("true")
+        case .falseLiteral: try readLiteral("false")
+        case .null: try readLiteral("null")
+        }
+    }
+
+    /// Validates an array (cursor at `[`) and returns its element count; elements are checked
+    /// with the depth limit counted from the array's elements.
+    mutating func skipArrayCountingElements() throws(Failure) -> Int {
+        guard consume(UInt8(ascii: "[")) else { throw Failure() }
+        if consume(UInt8(ascii: "]")) { return 0 }
+        var count = 0
+        repeat {
+            try skipValue()
+            count += 1
+        } while consume(UInt8(ascii: ","))
+        guard consume(UInt8(ascii: "]")) else { throw Failure() }
+        return count
+    }
+}

@@ -1,0 +1,332 @@
+import TetherCore
+
+/// The `Decoder` over one validated JSON value (two words, so it fits an existential's inline
+/// buffer and costs no allocation). Objects are keyed containers, arrays unkeyed containers.
+///
+/// The value was validated (syntax, UTF-8, depth) when its message was parsed, so scanning here
+/// only fails on type mismatches. As in `MessagePackDecoder`, `codingPath` is empty inside
+/// `init(from:)` and the path is rebuilt into the `DecodingError` on its way out.
+struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
+    let bytes: [UInt8]
+    /// Offset of the value's first byte (no leading whitespace).
+    let position: Int
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    var scanner: JSONScanner {
+        JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+    }
+
+    func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
+        var scanner = scanner
+        let found = scanner.peekKind()?.rawValue ?? "nothing"
+        return .typeMismatch(type, .init(codingPath: [], debugDescription: "Expected \(expected) but found \(found)."))
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard bytes[position] == UInt8(ascii: "{") else { throw mismatch([String: Any].self, "an object") }
+        return KeyedDecodingContainer(JSONKeyedContainer<Key>(bytes: bytes, position: position))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard bytes[position] == UInt8(ascii: "[") else { throw mismatch([Any].self, "an array") }
+        return JSONUnkeyedContainer(bytes: bytes, position: position)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    func decodeNil() -> Bool { bytes[position] == UInt8(ascii: "n") }
+
+    func decode(_ type: Bool.Type) throws -> Bool {
+        switch bytes[position] {
+        case UInt8(ascii: "t"): return true
+        case UInt8(ascii: "f"): return false
+        default: throw mismatch(type, "a boolean")
+        }
+    }
+
+    func decode(_ type: String.Type) throws -> String {
+        var scanner = scanner
+        guard bytes[position] == UInt8(ascii: "\""), let token = try? scanner.readString() else {
+            throw mismatch(type, "a string")
+        }
+        return JSONScanner.string(bytes, token)
+    }
+
+    func numberRange(_ type: Any.Type) throws -> (range: Range<Int>, isInteger: Bool) {
+        var scanner = scanner
+        guard scanner.peekKind() == .number, let number = try? scanner.readNumber() else {
+            throw mismatch(type, "a number")
+        }
+        return number
+    }
+
+    func decode(_ type: Double.Type) throws -> Double {
+        let number = try numberRange(type)
+        guard let value = JSONScanner.double(bytes, number.range) else { throw mismatch(type, "a number") }
+        return value
+    }
+
+    func decode(_ type: Float.Type) throws -> Float {
+        let value = try decode(Double.self)
+        let narrowed = Float(value)
+        guard narrowed.isFinite || !value.isFinite else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Number \(value) does not fit in Float."))
+        }
+        return narrowed
+    }
+
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+        let number = try numberRange(type)
+        let result: T?
+        if number.isInteger {
+            if bytes[number.range.lowerBound] == UInt8(ascii: "-") {
+                result = JSONScanner.int64(bytes, number.range).flatMap { T(exactly: $0) }
+            } else {
+                result = JSONScanner.uint64(bytes, number.range).flatMap { T(exactly: $0) }
+            }
+        } else {
+            result = JSONScanner.double(bytes, number.range).flatMap { T(exactly: $0) }
+        }
+        guard let result else {
+            let text = String(decoding: bytes[number.range], as: UTF8.self)
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Number \(text) does not fit in \(T.self)."))
+        }
+        return result
+    }
+
+    func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decodeInteger(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decodeInteger(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decodeInteger(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decodeInteger(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decodeInteger(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeInteger(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeInteger(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeInteger(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type) }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try T(from: self)
+    }
+}
+
+/// An object seen as a keyed container; its first 16 members are indexed at creation.
+struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    struct Entry {
+        var key: JSONStringToken
+        var valueStart: Int
+    }
+
+    static var indexedCapacity: Int { 16 }
+
+    let bytes: [UInt8]
+    var entries: InlineArray<16, Entry>
+    var indexedCount = 0
+    /// Offset of the first member that is not indexed, or nil if all are.
+    var overflowStart: Int?
+
+    var codingPath: [any CodingKey] { [] }
+
+    init(bytes: [UInt8], position: Int) {
+        self.bytes = bytes
+        entries = .init(repeating: Entry(key: JSONStringToken(contents: 0..<0, hasEscapes: false), valueStart: 0))
+        var scanner = JSONScanner(bytes, range: (position + 1)..<bytes.count, maximumDepth: .max)
+        if scanner.consume(UInt8(ascii: "}")) { return }
+        repeat {
+            if indexedCount == Self.indexedCapacity {
+                overflowStart = scanner.position
+                return
+            }
+            guard let entry = Self.readMember(&scanner) else { return }
+            entries[indexedCount] = entry
+            indexedCount += 1
+        } while scanner.consume(UInt8(ascii: ","))
+    }
+
+    /// Reads `"key": value` of a validated object, leaving the scanner after the value.
+    static func readMember(_ scanner: inout JSONScanner) -> Entry? {
+        _ = scanner.peek()
+        guard let key = try? scanner.readString(), scanner.consume(UInt8(ascii: ":")) else { return nil }
+        _ = scanner.peek()
+        let valueStart = scanner.position
+        guard (try? scanner.skipValue()) != nil else { return nil }
+        return Entry(key: key, valueStart: valueStart)
+    }
+
+    func valueStart(_ key: Key) -> Int? {
+        let name = key.stringValue
+        let utf8 = name.utf8.span
+        var index = 0
+        while index < indexedCount {
+            if JSONScanner.stringEquals(bytes, entries[index].key, utf8) { return entries[index].valueStart }
+            index += 1
+        }
+        guard let overflowStart else { return nil }
+        var scanner = JSONScanner(bytes, range: overflowStart..<bytes.count, maximumDepth: .max)
+        repeat {
+            guard let entry = Self.readMember(&scanner) else { return nil }
+            if JSONScanner.stringEquals(bytes, entry.key, utf8) { return entry.valueStart }
+        } while scanner.consume(UInt8(ascii: ","))
+        return nil
+    }
+
+    var allKeys: [Key] {
+        var keys: [Key] = []
+        for index in 0..<indexedCount {
+            if let key = Key(stringValue: JSONScanner.string(bytes, entries[index].key)) { keys.append(key) }
+        }
+        if let overflowStart {
+            var scanner = JSONScanner(bytes, range: overflowStart..<bytes.count, maximumDepth: .max)
+            repeat {
+                guard let entry = Self.readMember(&scanner) else { break }
+                if let key = Key(stringValue: JSONScanner.string(bytes, entry.key)) { keys.append(key) }
+            } while scanner.consume(UInt8(ascii: ","))
+        }
+        return keys
+    }
+
+    func contains(_ key: Key) -> Bool { valueStart(key) != nil }
+
+    func valueDecoder(_ key: Key) throws -> JSONValueDecoder {
+        guard let start = valueStart(key) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+        }
+        return JSONValueDecoder(bytes: bytes, position: start)
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try valueDecoder(key).decodeNil() }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
+        do { return try valueDecoder(key).decodeInteger(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, forKey: key) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        do { return try valueDecoder(key).container(keyedBy: type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        do { return try valueDecoder(key).unkeyedContainer() } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+
+    func superDecoder() throws -> any Decoder {
+        guard let key = Key(stringValue: "super") else {
+            throw DecodingError.keyNotFound(CodingIndexKey(0), .init(codingPath: [], debugDescription: "No 'super' key."))
+        }
+        return try valueDecoder(key)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder { try valueDecoder(key) }
+}
+
+/// An array seen as an unkeyed container.
+struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
+    let bytes: [UInt8]
+    /// Offset of the next element (or of the closing bracket).
+    var position: Int
+    var currentIndex = 0
+    var isAtEnd: Bool
+
+    var codingPath: [any CodingKey] { [] }
+    var count: Int? {
+        var scanner = JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+        var remaining = 0
+        while scanner.peek() != UInt8(ascii: "]"), (try? scanner.skipValue()) != nil {
+            remaining += 1
+            _ = scanner.consume(UInt8(ascii: ","))
+        }
+        return currentIndex + remaining
+    }
+
+    init(bytes: [UInt8], position: Int) {
+        self.bytes = bytes
+        var scanner = JSONScanner(bytes, range: (position + 1)..<bytes.count, maximumDepth: .max)
+        isAtEnd = scanner.peek() == UInt8(ascii: "]")
+        self.position = scanner.position
+    }
+
+    mutating func next<T>(_ type: T.Type, _ body: (JSONValueDecoder) throws -> T) throws -> T {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(type, .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+        }
+        let value: T
+        do {
+            value = try body(JSONValueDecoder(bytes: bytes, position: position))
+        } catch {
+            throw CodingPathPrefix.prefixing(error, with: CodingIndexKey(currentIndex))
+        }
+        var scanner = JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+        try? scanner.skipValue()
+        _ = scanner.consume(UInt8(ascii: ","))
+        isAtEnd = scanner.peek() == UInt8(ascii: "]")
+        position = scanner.position
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, bytes[position] == UInt8(ascii: "n") else { return false }
+        _ = try next(Bool.self) { _ in true }
+        return true
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try next((any UnkeyedDecodingContainer).self) { try $0.unkeyedContainer() }
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        try next((any Decoder).self) { $0 }
+    }
+}

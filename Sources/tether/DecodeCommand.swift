@@ -1,0 +1,79 @@
+import TetherSignalR
+
+/// `tether decode`: decodes captured traffic and prints one compact JSON line per message.
+///
+/// The input is fed to the decoder in chunks of `chunkSize` bytes; the output does not depend on
+/// the chunk size. On the first error the command prints `{"error":"TEXT"}` and exits 1; an
+/// unfinished message at the end of the input is the error "Message is incomplete.".
+struct DecodeCommand {
+    /// What the input holds.
+    enum Format: String, CaseIterable {
+        case signalRJSON = "signalr-json"
+        case signalRMessagePack = "signalr-msgpack"
+        case signalRHandshakeRequest = "signalr-handshake-request"
+        case signalRHandshakeResponse = "signalr-handshake-response"
+    }
+
+    static let defaultChunkSize = 65536
+
+    var format: Format
+    var chunkSize: Int = Self.defaultChunkSize
+
+    /// Decodes `input`, passing each output line to `emit`; returns the exit status.
+    func run(input: [UInt8], emit: (String) -> Void) -> Int32 {
+        switch format {
+        case .signalRJSON: runHub(JSONHubProtocol().makeParser(), input, emit)
+        case .signalRMessagePack: runHub(MessagePackHubProtocol().makeParser(), input, emit)
+        case .signalRHandshakeRequest:
+            runHandshake(input, emit) { span throws(HubProtocolError) in
+                try HandshakeRequest.parse(span).map { (JSONLineWriter.line(for: $0.request), $0.consumed) }
+            }
+        case .signalRHandshakeResponse:
+            runHandshake(input, emit) { span throws(HubProtocolError) in
+                try HandshakeResponse.parse(span).map { (JSONLineWriter.line(for: $0.response), $0.consumed) }
+            }
+        }
+    }
+
+    /// The chunks of `input`, in order.
+    func chunks(_ input: [UInt8]) -> StrideTo<Int> {
+        stride(from: 0, to: input.count, by: max(chunkSize, 1))
+    }
+
+    func runHub<Parser: HubMessageParser>(_ parser: Parser, _ input: [UInt8], _ emit: (String) -> Void) -> Int32 {
+        var parser = parser
+        do throws(HubProtocolError) {
+            for start in chunks(input) {
+                parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
+                while let message = try parser.next() { emit(JSONLineWriter.line(for: message)) }
+            }
+            if parser.hasPartialMessage { throw HubProtocolError.incomplete }
+        } catch {
+            emit(JSONLineWriter.error(error.message))
+            return 1
+        }
+        return 0
+    }
+
+    func runHandshake(
+        _ input: [UInt8],
+        _ emit: (String) -> Void,
+        _ parse: (Span<UInt8>) throws(HubProtocolError) -> (String, Int)?
+    ) -> Int32 {
+        var pending: [UInt8] = []
+        do throws(HubProtocolError) {
+            for start in chunks(input) {
+                pending.append(contentsOf: input[start..<min(start + max(chunkSize, 1), input.count)])
+                while let (line, consumed) = try parse(pending.span) {
+                    emit(line)
+                    pending.removeFirst(consumed)
+                }
+            }
+            if !pending.isEmpty { throw HubProtocolError.incomplete }
+        } catch {
+            emit(JSONLineWriter.error(error.message))
+            return 1
+        }
+        return 0
+    }
+}

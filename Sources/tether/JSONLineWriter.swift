@@ -1,0 +1,216 @@
+import TetherCore
+import TetherMessagePack
+import TetherSignalR
+
+/// Prints hub messages and payload values as compact JSON lines for `tether decode`.
+enum JSONLineWriter {
+    /// The line for a hub message, with the JSON hub protocol's property names and order.
+    static func line(for message: HubMessage) -> String {
+        var out: [UInt8] = []
+        out.append(contentsOf: #"{"type":"#.utf8)
+        JSONText.appendInteger(Int64(message.messageType), to: &out)
+        switch message {
+        case .invocation(let invocation):
+            headers(invocation.headers, &out)
+            if let id = invocation.invocationId { string("invocationId", id, &out) }
+            call(invocation.target, invocation.arguments, invocation.streamIds, &out)
+        case .streamInvocation(let invocation):
+            headers(invocation.headers, &out)
+            string("invocationId", invocation.invocationId, &out)
+            call(invocation.target, invocation.arguments, invocation.streamIds, &out)
+        case .streamItem(let item):
+            headers(item.headers, &out)
+            string("invocationId", item.invocationId, &out)
+            name("item", &out)
+            value(item.item, &out)
+        case .completion(let completion):
+            headers(completion.headers, &out)
+            string("invocationId", completion.invocationId, &out)
+            switch completion.result {
+            case .void: break
+            case .value(let result):
+                name("result", &out)
+                value(result, &out)
+            case .error(let error): string("error", error, &out)
+            }
+        case .cancelInvocation(let cancel):
+            headers(cancel.headers, &out)
+            string("invocationId", cancel.invocationId, &out)
+        case .ping: break
+        case .close(let close):
+            if let error = close.error { string("error", error, &out) }
+            if close.allowReconnect { out.append(contentsOf: #","allowReconnect":true"#.utf8) }
+        case .ack(let sequenceId), .sequence(let sequenceId):
+            name("sequenceId", &out)
+            JSONText.appendInteger(sequenceId, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func name(_ name: String, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
+        JSONText.appendString(name, to: &out)
+        out.append(UInt8(ascii: ":"))
+    }
+
+    static func string(_ key: String, _ value: String, _ out: inout [UInt8]) {
+        name(key, &out)
+        JSONText.appendString(value, to: &out)
+    }
+
+    static func headers(_ headers: HubMessageHeaders, _ out: inout [UInt8]) {
+        guard !headers.isEmpty else { return }
+        name("headers", &out)
+        out.append(UInt8(ascii: "{"))
+        for (index, entry) in headers.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(entry.key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONText.appendString(entry.value, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func call(_ target: String, _ arguments: EncodedArguments, _ streamIds: [String]?, _ out: inout [UInt8]) {
+        string("target", target, &out)
+        name("arguments", &out)
+        out.append(UInt8(ascii: "["))
+        for (index, argument) in arguments.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            value(argument, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        if let streamIds {
+            name("streamIds", &out)
+            out.append(UInt8(ascii: "["))
+            for (index, id) in streamIds.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendString(id, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+    }
+
+    /// A payload value as compact JSON: JSON values lose their insignificant whitespace,
+    /// MessagePack values are converted (see `appendMessagePack`).
+    static func value(_ value: EncodedValue, _ out: inout [UInt8]) {
+        switch value.encoding {
+        case .json:
+            var inString = false
+            var escaped = false
+            for byte in value.bytes {
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                } else if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 {
+                    continue
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = true
+                }
+                out.append(byte)
+            }
+        case .messagePack:
+            var reader = MessagePackReader(Array(value.bytes))
+            // The value was validated when its message was parsed.
+            if let tree = try? reader.readValue() { appendMessagePack(tree, &out) }
+        }
+    }
+
+    /// MessagePack → JSON: bin → base64 string; ext → {"ext":TYPE,"data":"BASE64"}; timestamp →
+    /// {"timestamp":SECONDS,"nanoseconds":N}; float32 → the number; non-string map keys → their
+    /// JSON text as the key; NaN and infinities (which JSON cannot express) → "NaN", "Infinity",
+    /// "-Infinity" strings.
+    static func appendMessagePack(_ value: MessagePackValue, _ out: inout [UInt8]) {
+        switch value {
+        case .nil: out.append(contentsOf: "null".utf8)
+        case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .int(let number): JSONText.appendInteger(number, to: &out)
+        case .uint(let number): JSONText.appendInteger(number, to: &out)
+        case .float(let number):
+            if number.isFinite { JSONText.appendFloat(number, to: &out) } else { nonFinite(Double(number), &out) }
+        case .double(let number):
+            if number.isFinite { JSONText.appendDouble(number, to: &out) } else { nonFinite(number, &out) }
+        case .string(let text): JSONText.appendString(text, to: &out)
+        case .binary(let bytes): JSONText.appendString(Base64.encode(bytes), to: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                appendMessagePack(element, &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .map(let pairs):
+            out.append(UInt8(ascii: "{"))
+            for (index, pair) in pairs.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                if case .string(let key) = pair.key {
+                    JSONText.appendString(key, to: &out)
+                } else {
+                    var keyText: [UInt8] = []
+                    appendMessagePack(pair.key, &keyText)
+                    JSONText.appendString(String(decoding: keyText, as: UTF8.self), to: &out)
+                }
+                out.append(UInt8(ascii: ":"))
+                appendMessagePack(pair.value, &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .extension(let type, let data):
+            out.append(contentsOf: #"{"ext":"#.utf8)
+            JSONText.appendInteger(Int64(type), to: &out)
+            out.append(contentsOf: #","data":"#.utf8)
+            JSONText.appendString(Base64.encode(data), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .timestamp(let timestamp):
+            out.append(contentsOf: #"{"timestamp":"#.utf8)
+            JSONText.appendInteger(timestamp.seconds, to: &out)
+            out.append(contentsOf: #","nanoseconds":"#.utf8)
+            JSONText.appendInteger(UInt64(timestamp.nanoseconds), to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func nonFinite(_ number: Double, _ out: inout [UInt8]) {
+        let text = number.isNaN ? "NaN" : (number > 0 ? "Infinity" : "-Infinity")
+        JSONText.appendString(text, to: &out)
+    }
+
+    /// `{"error":"TEXT"}`.
+    static func error(_ message: String) -> String {
+        var out: [UInt8] = Array(#"{"error":"#.utf8)
+        JSONText.appendString(message, to: &out)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The line for a handshake request.
+    static func line(for request: HandshakeRequest) -> String {
+        var out: [UInt8] = Array(#"{"protocol":"#.utf8)
+        JSONText.appendString(request.protocolName, to: &out)
+        out.append(contentsOf: #","version":"#.utf8)
+        JSONText.appendInteger(Int64(request.version), to: &out)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The line for a handshake response.
+    static func line(for response: HandshakeResponse) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        if let error = response.error {
+            out.append(contentsOf: #""error":"#.utf8)
+            JSONText.appendString(error, to: &out)
+        }
+        if let minorVersion = response.minorVersion {
+            if response.error != nil { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #""minorVersion":"#.utf8)
+            JSONText.appendInteger(Int64(minorVersion), to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+}
