@@ -83,7 +83,7 @@ public enum JSONText {
     /// JavaScript and System.Text.Json do. Precondition: `value` is finite.
     public static func appendDouble(_ value: Double, to output: inout [UInt8]) {
         precondition(value.isFinite, "JSON cannot represent \(value)")
-        if value == value.rounded(), abs(value) <= 9_007_199_254_740_992 {
+        if value.magnitude <= 9_007_199_254_740_992, Double(Int64(value)) == value {
             appendInteger(Int64(value), to: &output)
             if value == 0, value.sign == .minus {
                 // Keep negative zero distinguishable, as JavaScript's JSON.stringify does not.
@@ -98,7 +98,7 @@ public enum JSONText {
     /// Appends the shortest round-tripping decimal form of a finite `value` to `output`.
     public static func appendFloat(_ value: Float, to output: inout [UInt8]) {
         precondition(value.isFinite, "JSON cannot represent \(value)")
-        if value == value.rounded(), abs(value) <= 16_777_216 {
+        if value.magnitude <= 16_777_216, Float(Int64(value)) == value {
             appendInteger(Int64(value), to: &output)
             return
         }

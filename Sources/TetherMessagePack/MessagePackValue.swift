@@ -37,7 +37,10 @@ public struct MessagePackPair: Hashable, Sendable {
 }
 
 /// The MessagePack timestamp extension (type -1): seconds since the Unix epoch plus nanoseconds.
-public struct MessagePackTimestamp: Hashable, Sendable {
+///
+/// `MessagePackEncoder`/`MessagePackDecoder` map it to the extension; other coders see a keyed
+/// value with `seconds` and `nanoseconds`.
+public struct MessagePackTimestamp: Hashable, Sendable, Codable {
     /// Whole seconds since 1970-01-01T00:00:00Z (may be negative).
     public var seconds: Int64
     /// Nanoseconds within the second, 0..<1_000_000_000.

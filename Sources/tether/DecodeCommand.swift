@@ -26,11 +26,11 @@ struct DecodeCommand {
         case .signalRMessagePack: runHub(MessagePackHubProtocol().makeParser(), input, emit)
         case .signalRHandshakeRequest:
             runHandshake(input, emit) { span throws(HubProtocolError) in
-                try HandshakeRequest.parse(span).map { (JSONLineWriter.line(for: $0.request), $0.consumed) }
+                try HandshakeRequest.parse(span).map { (CanonicalJSON.render($0.request), $0.consumed) }
             }
         case .signalRHandshakeResponse:
             runHandshake(input, emit) { span throws(HubProtocolError) in
-                try HandshakeResponse.parse(span).map { (JSONLineWriter.line(for: $0.response), $0.consumed) }
+                try HandshakeResponse.parse(span).map { (CanonicalJSON.render($0.response), $0.consumed) }
             }
         }
     }
@@ -45,11 +45,11 @@ struct DecodeCommand {
         do throws(HubProtocolError) {
             for start in chunks(input) {
                 parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
-                while let message = try parser.next() { emit(JSONLineWriter.line(for: message)) }
+                while let message = try parser.next() { emit(CanonicalJSON.render(message)) }
             }
             if parser.hasPartialMessage { throw HubProtocolError.incomplete }
         } catch {
-            emit(JSONLineWriter.error(error.message))
+            emit(CanonicalJSON.renderError(error.message))
             return 1
         }
         return 0
@@ -71,7 +71,7 @@ struct DecodeCommand {
             }
             if !pending.isEmpty { throw HubProtocolError.incomplete }
         } catch {
-            emit(JSONLineWriter.error(error.message))
+            emit(CanonicalJSON.renderError(error.message))
             return 1
         }
         return 0

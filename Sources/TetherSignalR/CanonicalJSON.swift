@@ -1,11 +1,16 @@
 import TetherCore
-import TetherMessagePack
-import TetherSignalR
+public import TetherMessagePack
 
-/// Prints hub messages and payload values as compact JSON lines for `tether decode`.
-enum JSONLineWriter {
-    /// The line for a hub message, with the JSON hub protocol's property names and order.
-    static func line(for message: HubMessage) -> String {
+/// Renders hub messages, handshakes and payload values as compact, canonical JSON text, whatever
+/// protocol they came in: for logs, debugging tools (`tether decode`) and tests.
+///
+/// A message renders with the JSON hub protocol's property names in its canonical order
+/// (`type`, `headers` if non-empty, `invocationId` if present, `target`, `arguments`, `streamIds`
+/// if present, `item`, `result`, `error`, `allowReconnect` if true, `sequenceId`); headers are
+/// sorted by name. MessagePack payloads are converted as `appendMessagePack` describes.
+public enum CanonicalJSON {
+    /// The canonical JSON text of a hub message.
+    public static func render(_ message: HubMessage) -> String {
         var out: [UInt8] = []
         out.append(contentsOf: #"{"type":"#.utf8)
         JSONText.appendInteger(Int64(message.messageType), to: &out)
@@ -92,6 +97,13 @@ enum JSONLineWriter {
         }
     }
 
+    /// The canonical JSON text of a payload value.
+    public static func render(_ value: EncodedValue) -> String {
+        var out: [UInt8] = []
+        Self.value(value, &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// A payload value as compact JSON: JSON values lose their insignificant whitespace,
     /// MessagePack values are converted (see `appendMessagePack`).
     static func value(_ value: EncodedValue, _ out: inout [UInt8]) {
@@ -118,7 +130,7 @@ enum JSONLineWriter {
         case .messagePack:
             var reader = MessagePackReader(Array(value.bytes))
             // The value was validated when its message was parsed.
-            if let tree = try? reader.readValue() { appendMessagePack(tree, &out) }
+            if let tree = try? reader.readValue() { appendMessagePack(tree, to: &out) }
         }
     }
 
@@ -126,7 +138,7 @@ enum JSONLineWriter {
     /// {"timestamp":SECONDS,"nanoseconds":N}; float32 → the number; non-string map keys → their
     /// JSON text as the key; NaN and infinities (which JSON cannot express) → "NaN", "Infinity",
     /// "-Infinity" strings.
-    static func appendMessagePack(_ value: MessagePackValue, _ out: inout [UInt8]) {
+    public static func appendMessagePack(_ value: MessagePackValue, to out: inout [UInt8]) {
         switch value {
         case .nil: out.append(contentsOf: "null".utf8)
         case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
@@ -142,7 +154,7 @@ enum JSONLineWriter {
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                appendMessagePack(element, &out)
+                appendMessagePack(element, to: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .map(let pairs):
@@ -153,11 +165,11 @@ enum JSONLineWriter {
                     JSONText.appendString(key, to: &out)
                 } else {
                     var keyText: [UInt8] = []
-                    appendMessagePack(pair.key, &keyText)
+                    appendMessagePack(pair.key, to: &keyText)
                     JSONText.appendString(String(decoding: keyText, as: UTF8.self), to: &out)
                 }
                 out.append(UInt8(ascii: ":"))
-                appendMessagePack(pair.value, &out)
+                appendMessagePack(pair.value, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         case .extension(let type, let data):
@@ -181,15 +193,15 @@ enum JSONLineWriter {
     }
 
     /// `{"error":"TEXT"}`.
-    static func error(_ message: String) -> String {
+    public static func renderError(_ message: String) -> String {
         var out: [UInt8] = Array(#"{"error":"#.utf8)
         JSONText.appendString(message, to: &out)
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The line for a handshake request.
-    static func line(for request: HandshakeRequest) -> String {
+    /// `{"protocol":"NAME","version":N}`.
+    public static func render(_ request: HandshakeRequest) -> String {
         var out: [UInt8] = Array(#"{"protocol":"#.utf8)
         JSONText.appendString(request.protocolName, to: &out)
         out.append(contentsOf: #","version":"#.utf8)
@@ -198,8 +210,8 @@ enum JSONLineWriter {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The line for a handshake response.
-    static func line(for response: HandshakeResponse) -> String {
+    /// `{}`, or `{"error":"TEXT"}`, plus `minorVersion` when present.
+    public static func render(_ response: HandshakeResponse) -> String {
         var out: [UInt8] = [UInt8(ascii: "{")]
         if let error = response.error {
             out.append(contentsOf: #""error":"#.utf8)
