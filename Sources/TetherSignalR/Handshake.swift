@@ -132,7 +132,7 @@ struct HandshakeRecord {
         _ body: (String, JSONTokenKind, inout JSONScanner) throws(HubProtocolError) -> Void
     ) throws(HubProtocolError) {
         var scanner = JSONScanner(bytes, range: 0..<bytes.count, maximumDepth: HubProtocolLimits.defaultMaximumDepth)
-        guard let kind = scanner.peekKind() else { throw Self.errorReadingJSON }
+        guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw Self.errorReadingJSON }
         guard kind == .object else {
             throw HubProtocolError(.invalidHandshake, "Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
         }

@@ -155,7 +155,7 @@ enum JSONHubRecord {
 
     /// Checks that the top-level token is an object, as System.Text.Json reports it.
     static func expectObject(_ scanner: inout JSONScanner) throws(HubProtocolError) {
-        guard let kind = scanner.peekKind() else { throw .errorReadingJSON }
+        guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw .errorReadingJSON }
         guard kind == .object else {
             throw .invalid("Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
         }

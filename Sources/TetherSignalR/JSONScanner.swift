@@ -346,6 +346,21 @@ struct JSONScanner {
         position += length
     }
 
+    /// Whether the token starting the next value is well-formed (only its first token: a
+    /// container's opening bracket always is), like a streaming reader's first `Read()`.
+    func firstTokenIsValid() -> Bool {
+        var copy = self
+        guard let kind = copy.peekKind() else { return false }
+        switch kind {
+        case .object, .array: return true
+        case .string: return (try? copy.readString()) != nil
+        case .number: return (try? copy.readNumber()) != nil
+        case .trueLiteral: return (try? copy.readLiteral("true")) != nil
+        case .falseLiteral: return (try? copy.readLiteral("false")) != nil
+        case .null: return (try? copy.readLiteral("null")) != nil
+        }
+    }
+
     // MARK: - Whole values
 
     /// Validates and skips one value (after whitespace), at most `maximumDepth` containers deep.

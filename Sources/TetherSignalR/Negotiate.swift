@@ -158,8 +158,9 @@ public enum Negotiate {
         _ scanner: inout JSONScanner,
         _ body: (String, JSONTokenKind, inout JSONScanner) throws -> Void
     ) throws {
-        guard scanner.peekKind() == .object else {
-            throw NegotiateFailure.invalid("Unexpected JSON Token Type. Expected a JSON Object.")
+        guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw JSONScanner.Failure() }
+        guard kind == .object else {
+            throw NegotiateFailure.invalid("Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
         }
         scanner.position += 1
         let bytes = scanner.bytes

@@ -1,0 +1,96 @@
+import Testing
+import TetherCore
+import TetherMessagePack
+@testable import TetherSignalR
+
+/// Arguments, results and items stay encoded and decode on demand into app types.
+struct PayloadTests {
+    static let sample = ParamData(
+        Id: "1a2b3c4d-0001", UserId: 2_147_483_000, NiceName: "Zoë \"Rock\" Ó Briain", Time: 1_701_234_567_000,
+        DataType: "chat", JsonData: #"{"text":"café\n😀","mentions":[1,2]}"#, OrganizationCode: "北京公司", CustomerId: 0
+    )
+
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func paramDataRoundTripsThroughEachProtocol(_ encoding: ValueEncoding) throws {
+        let arguments = try EncodedArguments(encoding: encoding, Self.sample, "second", 3)
+        let message = HubMessage.invocation(InvocationMessage(invocationId: "7", target: "ReceiveMessage", arguments: arguments))
+        var bytes: [UInt8] = []
+        switch encoding {
+        case .json: JSONHubProtocol().write(message, into: &bytes)
+        case .messagePack: MessagePackHubProtocol().write(message, into: &bytes)
+        }
+        let decoded = encoding == .json
+            ? decodeAll(JSONHubProtocol().makeParser(), bytes, .byteByByte).messages
+            : decodeAll(MessagePackHubProtocol().makeParser(), bytes, .byteByByte).messages
+        #expect(decoded == [message])
+        guard case .invocation(let invocation) = decoded.first else { return }
+        #expect(invocation.arguments.count == 3)
+        #expect(try invocation.arguments.decode(ParamData.self, at: 0) == Self.sample)
+        #expect(try invocation.arguments.decode(String.self, at: 1) == "second")
+        #expect(try invocation.arguments.decode(Int.self, at: 2) == 3)
+        #expect(throws: DecodingError.self) { try invocation.arguments.decode(String.self, at: 2) }
+    }
+
+    @Test func jsonDecodesFromForeignSpellings() throws {
+        // Members in another order, escapes, whitespace, exponent numbers and unknown members.
+        let text = #"""
+            { "JsonData" : "{\"a\":1}", "Time": 1.701234567E9, "UserId": 12, "Extra": [1, {"x": null}],
+              "NiceName": "Zo\u00eb \ud83d\ude00", "Id": "x", "DataType": "chat", "OrganizationCode": "ACME", "CustomerId": -0 }
+            """#
+        let value = try EncodedValue(json: Array(text.utf8))
+        let decoded = try value.decode(ParamData.self)
+        #expect(decoded.NiceName == "Zoë 😀")
+        #expect(decoded.JsonData == #"{"a":1}"#)
+        #expect(decoded.Time == 1_701_234_567)
+        #expect(decoded.CustomerId == 0)
+    }
+
+    @Test func integersBeyondTwoToTheFiftyThreeSurvive() throws {
+        let text = #"{"type":1,"target":"T","arguments":[9007199254740993,18446744073709551615,-9223372036854775808,1e400]}"#
+        let message = try parseJSONRecord(text)
+        var written: [UInt8] = []
+        JSONHubProtocol().write(message, into: &written)
+        #expect(String(decoding: written.dropLast(), as: UTF8.self) == text)
+        guard case .invocation(let invocation) = message else { return }
+        #expect(try invocation.arguments.decode(Int64.self, at: 0) == 9_007_199_254_740_993)
+        #expect(try invocation.arguments.decode(UInt64.self, at: 1) == UInt64.max)
+        #expect(try invocation.arguments.decode(Int64.self, at: 2) == Int64.min)
+        #expect(throws: DecodingError.self) { try invocation.arguments.decode(Int64.self, at: 1) }
+
+        var large = MessagePackWriter()
+        large.writeUInt(UInt64.max)
+        var small = MessagePackWriter()
+        small.writeInt(Int64.min)
+        let arguments = EncodedArguments(
+            encoding: .messagePack,
+            values: [try EncodedValue(messagePack: large.bytes), try EncodedValue(messagePack: small.bytes)]
+        )
+        let packed = HubMessage.invocation(InvocationMessage(target: "T", arguments: arguments))
+        var bytes: [UInt8] = []
+        MessagePackHubProtocol().write(packed, into: &bytes)
+        let decoded = decodeAll(MessagePackHubProtocol().makeParser(), bytes, .whole).messages
+        #expect(decoded == [packed])
+        guard case .invocation(let back) = decoded.first else { return }
+        #expect(try back.arguments.decode(UInt64.self, at: 0) == UInt64.max)
+        #expect(try back.arguments.decode(Int64.self, at: 1) == Int64.min)
+    }
+
+    @Test func encodedValuesValidateAndCompare() throws {
+        #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array("[1,".utf8)) }
+        #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array("1 2".utf8)) }
+        #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: [0x22, 0xff, 0x22]) }
+        #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)) }
+        #expect(try EncodedValue(json: Array(" [1] ".utf8)) == (try EncodedValue(json: Array("[1]".utf8))))
+        #expect(try EncodedValue(json: Array("null".utf8)).isNull)
+        #expect(EncodedValue.null(.messagePack).isNull)
+        let big = try EncodedValue(json: Array(#"{"a":[1,2,{"b":"c"}]}"#.utf8))
+        #expect(big.compacted() == big)
+        #expect(CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .messagePack)) == CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .json)))
+    }
+
+    @Test func encoderRejectsNonFiniteNumbers() {
+        #expect(throws: EncodingError.self) { try EncodedValue(Double.nan, encoding: .json) }
+        #expect(throws: EncodingError.self) { try EncodedValue([Float.infinity], encoding: .json) }
+        #expect(throws: Never.self) { try EncodedValue(Double.nan, encoding: .messagePack) }
+    }
+}
