@@ -143,25 +143,16 @@ func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingErr
     }
 }
 
-/// A map seen as a keyed container. The first 16 entries are indexed at creation (inline, no
-/// allocation), so lookups never rescan values; larger maps fall back to a scan of the rest.
-struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    struct Entry {
-        /// Start of the key's UTF-8 bytes, or the integer key itself when `keyLength < 0`.
-        var keyStart: Int
-        var keyLength: Int
-        var valueStart: Int
-    }
-
-    static var indexedCapacity: Int { 16 }
-
+/// The members of a map: string keys of the first members are indexed at creation
+/// (`MemberIndex`, inline), so lookups never rescan values; the rest (and integer keys) are
+/// found by a scan that starts where the index stops. Not generic, so that its code is compiled
+/// once and specialized, whatever `CodingKey` type looks it up.
+struct MessagePackMapIndex {
     let bytes: [UInt8]
     let count: Int
-    var entries: InlineArray<16, Entry>
-    /// Where the first entry that is not indexed starts (only meaningful when `count > 16`).
+    var index: MemberIndex
+    /// Where the first member that is not indexed starts.
     var overflowStart: Int
-
-    var codingPath: [any CodingKey] { [] }
 
     init(bytes: [UInt8], position: Int) throws {
         self.bytes = bytes
@@ -171,13 +162,22 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         } catch {
             throw decodingError(error, for: [String: Any].self)
         }
-        entries = .init(repeating: Entry(keyStart: 0, keyLength: 0, valueStart: 0))
-        var index = 0
-        while index < min(count, Self.indexedCapacity) {
-            entries[index] = try Self.readEntry(&reader)
-            index += 1
-        }
+        index = MemberIndex(base: position)
         overflowStart = reader.position
+        while index.count < count {
+            let entry = try Self.readEntry(&reader)
+            guard entry.keyLength >= 0,
+                index.append(keyStart: entry.keyStart, keyLength: entry.keyLength, valueStart: entry.valueStart)
+            else { break }
+            overflowStart = reader.position
+        }
+    }
+
+    struct Entry {
+        /// Start of the key's UTF-8 bytes, or the integer key itself when `keyLength < 0`.
+        var keyStart: Int
+        var keyLength: Int
+        var valueStart: Int
     }
 
     /// Reads one key and skips its value (the input was validated, so reads only fail on keys
@@ -202,55 +202,66 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         }
     }
 
-    func matches(_ entry: Entry, _ key: Key) -> Bool {
-        if entry.keyLength < 0 { return key.intValue == entry.keyStart }
-        let utf8 = key.stringValue.utf8.span
-        guard utf8.count == entry.keyLength else { return false }
-        var index = 0
-        while index < entry.keyLength {
-            if utf8[index] != bytes[entry.keyStart + index] { return false }
-            index += 1
+    func matches(_ entry: Entry, _ name: Span<UInt8>, _ intValue: Int?) -> Bool {
+        if entry.keyLength < 0 { return intValue == entry.keyStart }
+        guard name.count == entry.keyLength else { return false }
+        let span = bytes.span
+        var offset = 0
+        while offset < entry.keyLength {
+            if name[offset] != span[entry.keyStart + offset] { return false }
+            offset += 1
         }
         return true
     }
 
-    /// The offset of the value for `key`, or nil.
-    func valueStart(_ key: Key) -> Int? {
-        let indexed = min(count, Self.indexedCapacity)
-        var index = 0
-        while index < indexed {
-            if matches(entries[index], key) { return entries[index].valueStart }
-            index += 1
-        }
-        guard count > indexed else { return nil }
+    /// The offset of the value whose key is `name` (or the integer `intValue`), or nil.
+    func valueStart(_ name: String, _ intValue: Int?) -> Int? {
+        let utf8 = name.utf8.span
+        if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
+        guard count > index.count else { return nil }
         var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
-        for _ in indexed..<count {
+        for _ in index.count..<count {
             guard let entry = try? Self.readEntry(&reader) else { return nil }
-            if matches(entry, key) { return entry.valueStart }
+            if matches(entry, utf8, intValue) { return entry.valueStart }
         }
         return nil
     }
 
-    var allKeys: [Key] {
-        var keys: [Key] = []
+    /// Every key, as (string, integer) pairs in wire order.
+    var keys: [(string: String?, int: Int?)] {
+        var keys: [(string: String?, int: Int?)] = []
+        for position in 0..<index.count {
+            keys.append((MessagePackReader.string(bytes, index.member(position).key), nil))
+        }
         var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
-        for index in 0..<count {
-            let entry: Entry
-            if index < Self.indexedCapacity {
-                entry = entries[index]
-            } else {
-                guard let next = try? Self.readEntry(&reader) else { break }
-                entry = next
-            }
-            let key: Key?
+        for _ in index.count..<count {
+            guard let entry = try? Self.readEntry(&reader) else { break }
             if entry.keyLength < 0 {
-                key = Key(intValue: entry.keyStart)
+                keys.append((nil, entry.keyStart))
             } else {
-                key = MessagePackReader.string(bytes, entry.keyStart..<(entry.keyStart + entry.keyLength)).flatMap(Key.init(stringValue:))
+                keys.append((MessagePackReader.string(bytes, entry.keyStart..<(entry.keyStart + entry.keyLength)), nil))
             }
-            if let key { keys.append(key) }
         }
         return keys
+    }
+}
+
+/// A map seen as a keyed container (a thin generic shell around `MessagePackMapIndex`).
+struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let index: MessagePackMapIndex
+
+    var codingPath: [any CodingKey] { [] }
+
+    init(bytes: [UInt8], position: Int) throws {
+        index = try MessagePackMapIndex(bytes: bytes, position: position)
+    }
+
+    func valueStart(_ key: Key) -> Int? {
+        index.valueStart(key.stringValue, key.intValue)
+    }
+
+    var allKeys: [Key] {
+        index.keys.compactMap { key in key.string.flatMap(Key.init(stringValue:)) ?? key.int.flatMap(Key.init(intValue:)) }
     }
 
     func contains(_ key: Key) -> Bool { valueStart(key) != nil }
@@ -259,7 +270,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         guard let start = valueStart(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
         }
-        return MessagePackValueDecoder(bytes: bytes, position: start)
+        return MessagePackValueDecoder(bytes: index.bytes, position: start)
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
@@ -282,20 +293,36 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
 
-    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
-        do { return try valueDecoder(key).decodeInteger(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
-
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
@@ -372,16 +399,16 @@ struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
     mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
     mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {

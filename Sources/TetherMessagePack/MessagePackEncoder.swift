@@ -25,9 +25,9 @@ public struct MessagePackEncoder: Sendable {
 
     /// Appends the MessagePack encoding of `value` to `bytes`.
     public func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
-        let sink = MessagePackEncodingSink(bytes: bytes, useIntegerKeys: useIntegerKeys)
-        bytes = []
-        defer { bytes = sink.writer.bytes }
+        let sink = MessagePackEncodingSink(useIntegerKeys: useIntegerKeys)
+        swap(&sink.writer.bytes, &bytes)
+        defer { swap(&sink.writer.bytes, &bytes) }
         try sink.encodeValue(value, level: 0)
     }
 }
@@ -44,8 +44,8 @@ final class MessagePackEncodingSink {
     var open: [OpenContainer] = []
     let useIntegerKeys: Bool
 
-    init(bytes: [UInt8], useIntegerKeys: Bool) {
-        writer = MessagePackWriter(bytes: bytes)
+    init(useIntegerKeys: Bool) {
+        writer = MessagePackWriter()
         self.useIntegerKeys = useIntegerKeys
     }
 

@@ -198,7 +198,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
             remaining -= 1
             switch arguments.encoding {
             case .json:
-                var scanner = JSONScanner(arguments.storage, range: position..<arguments.range.upperBound, maximumDepth: .max)
+                var scanner = JSONScanner(validated: arguments.storage, range: position..<arguments.range.upperBound)
                 _ = scanner.peek()
                 let start = scanner.position
                 guard (try? scanner.skipValue()) != nil else { return nil }

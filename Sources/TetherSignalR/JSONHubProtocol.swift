@@ -100,12 +100,9 @@ public struct JSONHubMessageParser: HubMessageParser {
     /// The offset of the next 0x1E, continuing where the last search stopped.
     private mutating func findSeparator() -> Int? {
         let storage = buffer.storage
-        let span = storage.span
-        var index = buffer.start + scanned
         let end = storage.count
-        while index < end {
-            if span[index] == JSONHubProtocol.recordSeparator { return index }
-            index += 1
+        if let index = ByteScanning.firstIndex(of: JSONHubProtocol.recordSeparator, in: storage.span, from: buffer.start + scanned, to: end) {
+            return index
         }
         scanned = end - buffer.start
         return nil

@@ -1,3 +1,5 @@
+import TetherCore
+
 /// The kinds of JSON tokens, named as System.Text.Json names them in its error texts.
 enum JSONTokenKind: String {
     case object = "StartObject"
@@ -25,12 +27,24 @@ struct JSONScanner {
     var position: Int
     let end: Int
     let maximumDepth: Int
+    /// Whether the bytes were validated before, so that strings only need their end found.
+    let isValidated: Bool
 
     init(_ bytes: [UInt8], range: Range<Int>, maximumDepth: Int) {
         self.bytes = bytes
         self.position = range.lowerBound
         self.end = range.upperBound
         self.maximumDepth = maximumDepth
+        self.isValidated = false
+    }
+
+    /// A scanner over bytes that an earlier scan validated (no depth limit, fast string skips).
+    init(validated bytes: [UInt8], range: Range<Int>) {
+        self.bytes = bytes
+        self.position = range.lowerBound
+        self.end = range.upperBound
+        self.maximumDepth = .max
+        self.isValidated = true
     }
 
     @inline(__always)
@@ -85,21 +99,29 @@ struct JSONScanner {
         var index = position + 1
         let start = index
         var hasEscapes = false
-        while true {
-            guard index < end else { throw Failure() }
-            let byte = span[index]
-            if byte == UInt8(ascii: "\"") { break }
-            if byte == UInt8(ascii: "\\") {
+        if isValidated {
+            while true {
+                index = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
+                guard index < end else { throw Failure() }
+                if span[index] == UInt8(ascii: "\"") { break }
                 hasEscapes = true
-                index = try Self.skipEscape(span, index + 1, end)
-            } else if byte < 0x20 {
-                throw Failure()
-            } else if byte < 0x80 {
-                index += 1
-            } else {
-                index = try Self.skipUTF8Sequence(span, index, end)
+                index += 2
             }
+            position = index + 1
+            return JSONStringToken(contents: start..<index, hasEscapes: hasEscapes)
         }
+        // Find the end (only quotes and backslashes matter for that), validating escapes on the
+        // way, then check the contents for control characters and, if not ASCII, for UTF-8.
+        while true {
+            index = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
+            guard index < end else { throw Failure() }
+            if span[index] == UInt8(ascii: "\"") { break }
+            hasEscapes = true
+            index = try Self.skipEscape(span, index + 1, end)
+        }
+        let contents = ByteScanning.textClass(in: span, from: start, to: index)
+        if contents.hasControlCharacters { throw Failure() }
+        if contents.hasNonASCII, (try? UTF8Span(validating: span.extracting(start..<index))) == nil { throw Failure() }
         position = index + 1
         return JSONStringToken(contents: start..<index, hasEscapes: hasEscapes)
     }
@@ -130,48 +152,12 @@ struct JSONScanner {
         }
     }
 
-    /// Validates one multi-byte UTF-8 sequence starting at `index` (RFC 3629: no overlongs, no
-    /// surrogates, nothing above U+10FFFF); returns the offset after it.
-    static func skipUTF8Sequence(_ span: Span<UInt8>, _ index: Int, _ end: Int) throws(Failure) -> Int {
-        let lead = span[index]
-        let length: Int
-        var lower: UInt8 = 0x80
-        var upper: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0:
-            length = 3
-            lower = 0xA0
-        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
-        case 0xED:
-            length = 3
-            upper = 0x9F
-        case 0xF0:
-            length = 4
-            lower = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4:
-            length = 4
-            upper = 0x8F
-        default: throw Failure()
-        }
-        guard index + length <= end else { throw Failure() }
-        let second = span[index + 1]
-        guard second >= lower && second <= upper else { throw Failure() }
-        var offset = 2
-        while offset < length {
-            guard span[index + offset] & 0xC0 == 0x80 else { throw Failure() }
-            offset += 1
-        }
-        return index + length
-    }
-
     /// The Swift string for a validated string token.
     static func string(_ bytes: [UInt8], _ token: JSONStringToken) -> String {
         let span = bytes.span.extracting(token.contents)
         if !token.hasEscapes {
-            // Validated while scanning.
-            return unsafe span.withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+            // The bytes were validated as UTF-8 when the token was first read.
+            return String(copying: unsafe UTF8Span(unchecked: span))
         }
         return unescape(span)
     }

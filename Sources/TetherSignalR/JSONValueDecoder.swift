@@ -15,7 +15,7 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     var scanner: JSONScanner {
-        JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+        JSONScanner(validated: bytes, range: position..<bytes.count)
     }
 
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
@@ -112,37 +112,36 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     }
 }
 
-/// An object seen as a keyed container; its first 16 members are indexed at creation.
-struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    struct Entry {
-        var key: JSONStringToken
-        var valueStart: Int
-    }
-
-    static var indexedCapacity: Int { 16 }
-
+/// The members of an object: the first members (with unescaped keys) are indexed at creation
+/// (`MemberIndex`, inline), so lookups never rescan values; the rest are found by a scan that
+/// starts where the index stops. Not generic, so its code is compiled once and specialized,
+/// whatever `CodingKey` type looks it up.
+struct JSONObjectIndex {
     let bytes: [UInt8]
-    var entries: InlineArray<16, Entry>
-    var indexedCount = 0
+    var index: MemberIndex
     /// Offset of the first member that is not indexed, or nil if all are.
     var overflowStart: Int?
 
-    var codingPath: [any CodingKey] { [] }
-
     init(bytes: [UInt8], position: Int) {
         self.bytes = bytes
-        entries = .init(repeating: Entry(key: JSONStringToken(contents: 0..<0, hasEscapes: false), valueStart: 0))
-        var scanner = JSONScanner(bytes, range: (position + 1)..<bytes.count, maximumDepth: .max)
+        index = MemberIndex(base: position)
+        var scanner = JSONScanner(validated: bytes, range: (position + 1)..<bytes.count)
         if scanner.consume(UInt8(ascii: "}")) { return }
         repeat {
-            if indexedCount == Self.indexedCapacity {
-                overflowStart = scanner.position
+            let memberStart = scanner.position
+            guard let entry = Self.readMember(&scanner) else { return }
+            guard !entry.key.hasEscapes,
+                index.append(keyStart: entry.key.contents.lowerBound, keyLength: entry.key.contents.count, valueStart: entry.valueStart)
+            else {
+                overflowStart = memberStart
                 return
             }
-            guard let entry = Self.readMember(&scanner) else { return }
-            entries[indexedCount] = entry
-            indexedCount += 1
         } while scanner.consume(UInt8(ascii: ","))
+    }
+
+    struct Entry {
+        var key: JSONStringToken
+        var valueStart: Int
     }
 
     /// Reads `"key": value` of a validated object, leaving the scanner after the value.
@@ -155,16 +154,12 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return Entry(key: key, valueStart: valueStart)
     }
 
-    func valueStart(_ key: Key) -> Int? {
-        let name = key.stringValue
+    /// The offset of the value of member `name`, or nil.
+    func valueStart(_ name: String) -> Int? {
         let utf8 = name.utf8.span
-        var index = 0
-        while index < indexedCount {
-            if JSONScanner.stringEquals(bytes, entries[index].key, utf8) { return entries[index].valueStart }
-            index += 1
-        }
+        if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
         guard let overflowStart else { return nil }
-        var scanner = JSONScanner(bytes, range: overflowStart..<bytes.count, maximumDepth: .max)
+        var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
         repeat {
             guard let entry = Self.readMember(&scanner) else { return nil }
             if JSONScanner.stringEquals(bytes, entry.key, utf8) { return entry.valueStart }
@@ -172,20 +167,36 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return nil
     }
 
-    var allKeys: [Key] {
-        var keys: [Key] = []
-        for index in 0..<indexedCount {
-            if let key = Key(stringValue: JSONScanner.string(bytes, entries[index].key)) { keys.append(key) }
+    /// Every member name, in order.
+    var names: [String] {
+        var names: [String] = []
+        for position in 0..<index.count {
+            names.append(JSONScanner.string(bytes, JSONStringToken(contents: index.member(position).key, hasEscapes: false)))
         }
         if let overflowStart {
-            var scanner = JSONScanner(bytes, range: overflowStart..<bytes.count, maximumDepth: .max)
+            var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
             repeat {
                 guard let entry = Self.readMember(&scanner) else { break }
-                if let key = Key(stringValue: JSONScanner.string(bytes, entry.key)) { keys.append(key) }
+                names.append(JSONScanner.string(bytes, entry.key))
             } while scanner.consume(UInt8(ascii: ","))
         }
-        return keys
+        return names
     }
+}
+
+/// An object seen as a keyed container (a thin generic shell around `JSONObjectIndex`).
+struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let index: JSONObjectIndex
+
+    var codingPath: [any CodingKey] { [] }
+
+    init(bytes: [UInt8], position: Int) {
+        index = JSONObjectIndex(bytes: bytes, position: position)
+    }
+
+    func valueStart(_ key: Key) -> Int? { index.valueStart(key.stringValue) }
+
+    var allKeys: [Key] { index.names.compactMap(Key.init(stringValue:)) }
 
     func contains(_ key: Key) -> Bool { valueStart(key) != nil }
 
@@ -193,7 +204,7 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let start = valueStart(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
         }
-        return JSONValueDecoder(bytes: bytes, position: start)
+        return JSONValueDecoder(bytes: index.bytes, position: start)
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { try valueDecoder(key).decodeNil() }
@@ -214,20 +225,36 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
 
-    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
-        do { return try valueDecoder(key).decodeInteger(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
-
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeInteger(type, forKey: key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeInteger(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
@@ -261,7 +288,7 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
 
     var codingPath: [any CodingKey] { [] }
     var count: Int? {
-        var scanner = JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+        var scanner = JSONScanner(validated: bytes, range: position..<bytes.count)
         var remaining = 0
         while scanner.peek() != UInt8(ascii: "]"), (try? scanner.skipValue()) != nil {
             remaining += 1
@@ -272,7 +299,7 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
 
     init(bytes: [UInt8], position: Int) {
         self.bytes = bytes
-        var scanner = JSONScanner(bytes, range: (position + 1)..<bytes.count, maximumDepth: .max)
+        var scanner = JSONScanner(validated: bytes, range: (position + 1)..<bytes.count)
         isAtEnd = scanner.peek() == UInt8(ascii: "]")
         self.position = scanner.position
     }
@@ -287,7 +314,7 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
         } catch {
             throw CodingPathPrefix.prefixing(error, with: CodingIndexKey(currentIndex))
         }
-        var scanner = JSONScanner(bytes, range: position..<bytes.count, maximumDepth: .max)
+        var scanner = JSONScanner(validated: bytes, range: position..<bytes.count)
         try? scanner.skipValue()
         _ = scanner.consume(UInt8(ascii: ","))
         isAtEnd = scanner.peek() == UInt8(ascii: "]")
@@ -306,16 +333,16 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
     mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
     mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decodeInteger(type) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decodeInteger(type) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decode(type) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {

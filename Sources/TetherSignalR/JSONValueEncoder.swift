@@ -9,9 +9,9 @@ import TetherCore
 struct JSONValueEncoding {
     /// Appends the JSON encoding of `value` to `bytes`.
     static func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
-        let sink = JSONEncodingSink(bytes: bytes)
-        bytes = []
-        defer { bytes = sink.bytes }
+        let sink = JSONEncodingSink()
+        swap(&sink.bytes, &bytes)
+        defer { swap(&sink.bytes, &bytes) }
         try sink.encodeValue(value, level: 0)
     }
 }
@@ -23,12 +23,8 @@ final class JSONEncodingSink {
         var isObject: Bool
     }
 
-    var bytes: [UInt8]
+    var bytes: [UInt8] = []
     var open: [OpenContainer] = []
-
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
-    }
 
     func close(downTo level: Int) {
         while open.count > level {

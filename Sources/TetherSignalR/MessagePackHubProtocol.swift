@@ -35,10 +35,10 @@ public struct MessagePackHubProtocol: HubProtocol {
     public func write(_ message: HubMessage, into bytes: inout [UInt8]) {
         let prefixOffset = bytes.count
         bytes.append(0)
-        var writer = MessagePackWriter(bytes: bytes)
-        bytes = []
+        var writer = MessagePackWriter()
+        swap(&writer.bytes, &bytes)
         MessagePackHubMessageWriter.write(message, &writer)
-        bytes = writer.bytes
+        swap(&writer.bytes, &bytes)
         let length = bytes.count - prefixOffset - 1
         var prefix: InlineArray<5, UInt8> = .init(repeating: 0)
         let prefixLength = VarInt.encode(length, into: &prefix)

@@ -1,0 +1,232 @@
+import TetherCore
+import TetherMessagePack
+import TetherSignalR
+
+/// The application payload of the benchmark corpus (the motivating app's `ParamData`).
+struct ParamData: Codable, Equatable {
+    var Id: String
+    var UserId: Int
+    var NiceName: String
+    var Time: Int64
+    var DataType: String
+    var JsonData: String
+    var OrganizationCode: String
+    var CustomerId: Int
+}
+
+/// The deterministic benchmark corpus, generated in Swift with the shape of
+/// `../shared/bench/gen_corpus.py` (same word lists, mix and field distributions; the exact bytes
+/// differ because the random generator does): SignalR messages as a JSON hub-protocol stream and
+/// as a MessagePack hub-protocol stream.
+///
+/// Mix by message count: 70 % Invocation (one ParamData argument, half of them with an id),
+/// 10 % Completion with a ParamData result, 10 % StreamItem with a ParamData item, 10 % Ping;
+/// 10 % of JSON records escape non-ASCII as \uXXXX.
+struct SignalRCorpus {
+    enum Kind { case invocation, completion, streamItem, ping }
+
+    var json: [UInt8] = []
+    var messagePack: [UInt8] = []
+    var counts: [Kind: Int] = [:]
+    var messageCount = 0
+    /// Every message's ParamData, in order (none for pings), for the encode benchmarks.
+    var payloads: [ParamData] = []
+    /// Every message's shape, for rebuilding it in the encode benchmarks.
+    var shapes: [(kind: Kind, invocationId: String?, target: String)] = []
+
+    static let first = [
+        "Alice", "Bob", "Carol", "Dave", "Zoë", "Łukasz", "José", "Søren", "Ærin", "李雷", "Мария", "محمد", "Ngọc",
+        "O'Brien", "Dwayne \"Rock\"", "back\\slash", "Émilie", "Jürgen", "Ольга", "さくら", "😀 Smiley", "Tab\tName",
+    ]
+    static let last = ["Smith", "Müller", "Nowak", "García", "Øvergaard", "王", "Иванов", "Kowalczyk", "D'Angelo", "Nguyễn", "Ó Briain", ""]
+    static let words = [
+        "hello", "there", "meeting", "at", "3pm", "ok", "👍", "thanks!", "see", "you", "soon", "café", "naïve", "über", "日本語",
+        "テスト", "привет", "мир", "ção", "\"quoted\"", "back\\slash", "<tag>", "a&b", "line\nbreak", "tab\tsep", "50%",
+        "{braces}", "[brackets]", "emoji🎉", "€100", "ß", "ø", "x", "lorem", "ipsum", "dolor", "sit", "amet", "consectetur",
+        "adipiscing", "elit",
+    ]
+    static let dataTypes = ["chat", "notification", "typing", "receipt", "file", "system"]
+    static let organizations = ["ORG1", "ACME", "Contoso", "Fabrikam-ÆØÅ", "北京公司", "Initech"]
+    static let targets = ["ReceiveMessage", "ReceiveNotification", "UserTyping", "MessageRead", "ReceiveMessages"]
+
+    /// Generates messages until the JSON stream reaches `targetBytes`.
+    init(targetBytes: Int, seed: UInt64 = 20_240_601) {
+        var rng = SeededRandomNumberGenerator(seed: seed)
+        var invocationCounter = 0
+        var index = 0
+        var frame = MessagePackWriter()
+        while json.count < targetBytes {
+            let roll = Double.random(in: 0..<1, using: &rng)
+            let asciiOnly = Double.random(in: 0..<1, using: &rng) < 0.1
+            frame.bytes.removeAll(keepingCapacity: true)
+            var record = JSONWriter(asciiOnly: asciiOnly)
+            let kind: Kind
+            if roll < 0.70 {
+                kind = .invocation
+                let payload = Self.paramData(&rng, index)
+                let target = Self.targets.randomElement(using: &rng)!
+                var id: String?
+                if Bool.random(using: &rng) {
+                    invocationCounter += 1
+                    id = String(invocationCounter)
+                }
+                record.raw(#"{"type":1"#)
+                if let id { record.raw(#","invocationId":"#); record.string(id) }
+                record.raw(#","target":"#); record.string(target)
+                record.raw(#","arguments":["#); record.paramData(payload); record.raw("]}")
+                frame.writeArrayHeader(count: 6); frame.writeUInt(1); frame.writeMapHeader(count: 0)
+                if let id { frame.writeString(id) } else { frame.writeNil() }
+                frame.writeString(target); frame.writeArrayHeader(count: 1); Self.write(payload, &frame); frame.writeArrayHeader(count: 0)
+                payloads.append(payload)
+                shapes.append((kind, id, target))
+            } else if roll < 0.90 {
+                kind = roll < 0.80 ? .completion : .streamItem
+                invocationCounter += 1
+                let id = String(invocationCounter)
+                let payload = Self.paramData(&rng, index)
+                record.raw(kind == .completion ? #"{"type":3,"invocationId":"# : #"{"type":2,"invocationId":"#)
+                record.string(id)
+                record.raw(kind == .completion ? #","result":"# : #","item":"#)
+                record.paramData(payload); record.raw("}")
+                frame.writeArrayHeader(count: kind == .completion ? 5 : 4); frame.writeUInt(kind == .completion ? 3 : 2)
+                frame.writeMapHeader(count: 0); frame.writeString(id)
+                if kind == .completion { frame.writeUInt(3) }
+                Self.write(payload, &frame)
+                payloads.append(payload)
+                shapes.append((kind, id, ""))
+            } else {
+                kind = .ping
+                record.raw(#"{"type":6}"#)
+                frame.writeArrayHeader(count: 1); frame.writeUInt(6)
+                shapes.append((kind, nil, ""))
+            }
+            json.append(contentsOf: record.bytes)
+            json.append(0x1E)
+            messagePack.append(contentsOf: VarInt.encode(frame.bytes.count))
+            messagePack.append(contentsOf: frame.bytes)
+            counts[kind, default: 0] += 1
+            messageCount += 1
+            index += 1
+        }
+    }
+
+    static func text(_ rng: inout SeededRandomNumberGenerator, _ range: ClosedRange<Int>) -> String {
+        (0..<Int.random(in: range, using: &rng)).map { _ in words.randomElement(using: &rng)! }.joined(separator: " ")
+    }
+
+    static func paramData(_ rng: inout SeededRandomNumberGenerator, _ index: Int) -> ParamData {
+        var inner = JSONWriter(asciiOnly: Double.random(in: 0..<1, using: &rng) < 0.3)
+        inner.raw(#"{"text":"#)
+        inner.string(text(&rng, 1...25))
+        let roll = Double.random(in: 0..<1, using: &rng)
+        if roll < 0.3 {
+            inner.raw(#","mentions":["#)
+            let mentions = (0..<Int.random(in: 1...4, using: &rng)).map { _ in String(Int.random(in: 1...99_999, using: &rng)) }
+            inner.raw(mentions.joined(separator: ","))
+            inner.raw("]")
+        } else if roll < 0.4 {
+            inner.raw(#","attachment":{"name":"#)
+            inner.string(words.randomElement(using: &rng)! + ".png")
+            inner.raw(#","size":"# + String(Int.random(in: 1...10_000_000, using: &rng)) + "}")
+        }
+        inner.raw("}")
+        let hex = String(UInt32.random(in: 0...UInt32.max, using: &rng), radix: 16)
+        let id = String(repeating: "0", count: 8 - hex.count) + hex + "-" + String.hex4(index & 0xFFFF)
+        let name = (first.randomElement(using: &rng)! + " " + last.randomElement(using: &rng)!).trimmingSpaces()
+        let time: Int64 = Double.random(in: 0..<1, using: &rng) < 0.8 ? 1_701_234_567 + Int64(index) : 1_701_234_567_000 + Int64(index) * 37
+        return ParamData(
+            Id: id, UserId: Int.random(in: 1...(1 << 31 - 1), using: &rng), NiceName: name, Time: time,
+            DataType: dataTypes.randomElement(using: &rng)!, JsonData: String(decoding: inner.bytes, as: UTF8.self),
+            OrganizationCode: organizations.randomElement(using: &rng)!, CustomerId: Int.random(in: 0...5000, using: &rng)
+        )
+    }
+
+    /// ParamData as a MessagePack map in declaration order (what msgpack-python writes for a dict).
+    static func write(_ value: ParamData, _ writer: inout MessagePackWriter) {
+        writer.writeMapHeader(count: 8)
+        writer.writeString("Id"); writer.writeString(value.Id)
+        writer.writeString("UserId"); writer.writeInt(Int64(value.UserId))
+        writer.writeString("NiceName"); writer.writeString(value.NiceName)
+        writer.writeString("Time"); writer.writeInt(value.Time)
+        writer.writeString("DataType"); writer.writeString(value.DataType)
+        writer.writeString("JsonData"); writer.writeString(value.JsonData)
+        writer.writeString("OrganizationCode"); writer.writeString(value.OrganizationCode)
+        writer.writeString("CustomerId"); writer.writeInt(Int64(value.CustomerId))
+    }
+}
+
+/// A JSON writer that spells text the way Python's `json.dumps(separators=(",", ":"))` does,
+/// optionally with `ensure_ascii` (non-ASCII as \uXXXX, astral characters as surrogate pairs).
+struct JSONWriter {
+    var bytes: [UInt8] = []
+    let asciiOnly: Bool
+
+    init(asciiOnly: Bool) {
+        self.asciiOnly = asciiOnly
+    }
+
+    mutating func raw(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func string(_ text: String) {
+        guard asciiOnly else {
+            JSONText.appendString(text, to: &bytes)
+            return
+        }
+        var ascii = ""
+        for unit in text.utf16 {
+            if unit >= 0x80 {
+                let hex = String(unit, radix: 16)
+                ascii += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                ascii.unicodeScalars.append(Unicode.Scalar(unit)!)
+            }
+        }
+        // Escape quotes, backslashes and control characters, but keep the \u escapes made above.
+        var escaped: [UInt8] = []
+        JSONText.appendString(ascii, to: &escaped)
+        var index = 0
+        while index < escaped.count {
+            if escaped[index] == UInt8(ascii: "\\"), index + 2 < escaped.count, escaped[index + 1] == UInt8(ascii: "\\"),
+                escaped[index + 2] == UInt8(ascii: "u")
+            {
+                bytes.append(UInt8(ascii: "\\"))
+                index += 2
+                continue
+            }
+            bytes.append(escaped[index])
+            index += 1
+        }
+    }
+
+    mutating func integer(_ value: Int64) {
+        JSONText.appendInteger(value, to: &bytes)
+    }
+
+    mutating func paramData(_ value: ParamData) {
+        raw(#"{"Id":"#); string(value.Id)
+        raw(#","UserId":"#); integer(Int64(value.UserId))
+        raw(#","NiceName":"#); string(value.NiceName)
+        raw(#","Time":"#); integer(value.Time)
+        raw(#","DataType":"#); string(value.DataType)
+        raw(#","JsonData":"#); string(value.JsonData)
+        raw(#","OrganizationCode":"#); string(value.OrganizationCode)
+        raw(#","CustomerId":"#); integer(Int64(value.CustomerId))
+        raw("}")
+    }
+}
+
+extension String {
+    static func hex4(_ value: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: Swift.max(0, 4 - digits.count)) + digits
+    }
+
+    func trimmingSpaces() -> String {
+        var text = Substring(self)
+        while text.first == " " { text = text.dropFirst() }
+        while text.last == " " { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,74 @@
+import CMallocCounter
+import Foundation
+
+/// One row of the results table.
+struct BenchmarkResult {
+    var name: String
+    /// Bytes processed per pass (input for decoders, output for encoders).
+    var bytes: Int
+    /// Messages (or stanzas) per pass.
+    var messages: Int
+    /// The fastest pass.
+    var seconds: Double
+    /// Heap allocations per message in the fastest pass.
+    var mallocsPerMessage: Double
+    /// Peak resident set size of the process after the benchmark, in bytes.
+    var peakRSS: Int
+    /// A free-form comparison (for example the ratio to a baseline).
+    var note: String = ""
+
+    var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
+    var messagesPerSecond: Double { Double(messages) / seconds }
+}
+
+/// Runs `body` `passes` times and keeps the fastest pass; `body` returns a checksum that is
+/// folded into `sink` so the optimizer cannot drop the work.
+func measure(
+    _ name: String,
+    bytes: Int,
+    messages: Int,
+    passes: Int,
+    _ body: () throws -> Int
+) rethrows -> BenchmarkResult {
+    var best = Double.infinity
+    var bestMallocs: UInt64 = 0
+    for _ in 0..<passes {
+        let mallocsBefore = tether_malloc_count()
+        let start = ContinuousClock.now
+        sink &+= try body()
+        let elapsed = ContinuousClock.now - start
+        let mallocs = tether_malloc_count() - mallocsBefore
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if seconds < best {
+            best = seconds
+            bestMallocs = mallocs
+        }
+    }
+    return BenchmarkResult(
+        name: name, bytes: bytes, messages: messages, seconds: best,
+        mallocsPerMessage: Double(bestMallocs) / Double(max(messages, 1)), peakRSS: peakResidentSetSize()
+    )
+}
+
+/// Where benchmark checksums go.
+nonisolated(unsafe) var sink = 0
+
+/// The process's peak resident set size (VmHWM), in bytes.
+func peakResidentSetSize() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return digits * 1024
+    }
+    return 0
+}
+
+/// The current resident set size (VmRSS), in bytes.
+func residentSetSize() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return digits * 1024
+    }
+    return 0
+}

@@ -1,0 +1,155 @@
+import Foundation
+import TetherSignalR
+
+/// SignalR benchmarks: decode (including typed ParamData decoding) and encode of the corpus with
+/// both hub protocols, against Foundation's JSONDecoder on the same records.
+struct SignalRBenchmarks {
+    /// Every benchmark this group runs.
+    static let names = [
+        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode", "signalr-json-encode",
+        "signalr-msgpack-encode",
+    ]
+
+    let corpus: SignalRCorpus
+    let chunkSize = 65536
+    let passes: Int
+
+    /// Decodes every message of `stream` and the ParamData it carries; returns a checksum.
+    func decode<P: HubProtocol>(_ hubProtocol: P, _ stream: [UInt8], typed: Bool = true) throws -> Int {
+        var parser = hubProtocol.makeParser()
+        var checksum = 0
+        var offset = 0
+        while offset < stream.count {
+            let end = min(offset + chunkSize, stream.count)
+            parser.append(stream.span.extracting(offset..<end))
+            offset = end
+            while let message = try parser.next() {
+                switch message {
+                case .invocation(let invocation) where !typed:
+                    checksum &+= invocation.arguments.count
+                case .invocation(let invocation):
+                    let payload = try invocation.arguments.decode(ParamData.self, at: 0)
+                    checksum &+= payload.UserId &+ payload.JsonData.utf8.count &+ invocation.target.utf8.count
+                case .completion(let completion):
+                    if case .value(let value) = completion.result {
+                        checksum &+= try value.decode(ParamData.self).CustomerId
+                    }
+                case .streamItem(let item):
+                    checksum &+= Int(try item.item.decode(ParamData.self).Time)
+                case .ping:
+                    checksum &+= 1
+                default:
+                    break
+                }
+            }
+        }
+        return checksum
+    }
+
+    /// Encodes every message of the corpus from its typed ParamData; returns the output size.
+    func encode<P: HubProtocol>(_ hubProtocol: P, into output: inout [UInt8]) throws -> Int {
+        output.removeAll(keepingCapacity: true)
+        var payloads = corpus.payloads.makeIterator()
+        for shape in corpus.shapes {
+            let message: HubMessage
+            switch shape.kind {
+            case .invocation:
+                let arguments = try EncodedArguments(encoding: hubProtocol.valueEncoding, payloads.next()!)
+                message = .invocation(InvocationMessage(invocationId: shape.invocationId, target: shape.target, arguments: arguments))
+            case .completion:
+                let value = try EncodedValue(payloads.next()!, encoding: hubProtocol.valueEncoding)
+                message = .completion(CompletionMessage(invocationId: shape.invocationId!, result: .value(value)))
+            case .streamItem:
+                let value = try EncodedValue(payloads.next()!, encoding: hubProtocol.valueEncoding)
+                message = .streamItem(StreamItemMessage(invocationId: shape.invocationId!, item: value))
+            case .ping:
+                message = .ping
+            }
+            hubProtocol.write(message, into: &output)
+        }
+        return output.count
+    }
+
+    /// The record shape Foundation decodes in the baseline (the same information our decoder
+    /// yields: type, ids, target, and the typed ParamData).
+    struct FoundationRecord: Decodable {
+        var type: Int
+        var invocationId: String?
+        var target: String?
+        var arguments: [ParamData]?
+        var result: ParamData?
+        var item: ParamData?
+    }
+
+    /// Foundation's JSONDecoder on the same records (split at 0x1E); returns a checksum.
+    func foundationDecode(_ stream: [UInt8]) throws -> Int {
+        let decoder = JSONDecoder()
+        var checksum = 0
+        var start = 0
+        let data = Data(stream)
+        for index in stream.indices where stream[index] == 0x1E {
+            let record = try decoder.decode(FoundationRecord.self, from: data[start..<index])
+            checksum &+= record.arguments?.first?.UserId ?? record.result?.CustomerId ?? 1
+            start = index + 1
+        }
+        return checksum
+    }
+
+    func run(filter: (String) -> Bool, progress: (String) -> Void) throws -> [BenchmarkResult] {
+        var results: [BenchmarkResult] = []
+        let messages = corpus.messageCount
+        var baseline: BenchmarkResult?
+        if filter("signalr-json-decode") || filter("foundation-jsondecoder") {
+            progress("Foundation JSONDecoder baseline")
+            baseline = try measure("foundation-jsondecoder (baseline)", bytes: corpus.json.count, messages: messages, passes: 1) {
+                try foundationDecode(corpus.json)
+            }
+            results.append(baseline!)
+        }
+        if filter("signalr-json-decode") {
+            progress("signalr-json-decode")
+            var result = try measure("signalr-json-decode", bytes: corpus.json.count, messages: messages, passes: passes) {
+                try decode(JSONHubProtocol(), corpus.json)
+            }
+            if let baseline { result.note = String(format: "%.1fx JSONDecoder", baseline.seconds / result.seconds) }
+            results.append(result)
+        }
+        if filter("signalr-json-parse-only") {
+            progress("signalr-json-parse-only")
+            results.append(try measure("signalr-json-parse-only", bytes: corpus.json.count, messages: messages, passes: passes) {
+                try decode(JSONHubProtocol(), corpus.json, typed: false)
+            })
+        }
+        var decodeMessagePack: BenchmarkResult?
+        if filter("signalr-msgpack-decode") {
+            progress("signalr-msgpack-decode")
+            decodeMessagePack = try measure("signalr-msgpack-decode", bytes: corpus.messagePack.count, messages: messages, passes: passes) {
+                try decode(MessagePackHubProtocol(), corpus.messagePack)
+            }
+            results.append(decodeMessagePack!)
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(corpus.json.count + 1024)
+        if filter("signalr-json-encode") {
+            progress("signalr-json-encode")
+            let size = try encode(JSONHubProtocol(), into: &output)
+            var result = try measure("signalr-json-encode", bytes: size, messages: messages, passes: passes) {
+                try encode(JSONHubProtocol(), into: &output)
+            }
+            if let decode = results.first(where: { $0.name == "signalr-json-decode" }) {
+                result.note = String(format: "%.2fx decode speed", decode.seconds / result.seconds)
+            }
+            results.append(result)
+        }
+        if filter("signalr-msgpack-encode") {
+            progress("signalr-msgpack-encode")
+            let size = try encode(MessagePackHubProtocol(), into: &output)
+            var result = try measure("signalr-msgpack-encode", bytes: size, messages: messages, passes: passes) {
+                try encode(MessagePackHubProtocol(), into: &output)
+            }
+            if let decodeMessagePack { result.note = String(format: "%.2fx decode speed", decodeMessagePack.seconds / result.seconds) }
+            results.append(result)
+        }
+        return results
+    }
+}

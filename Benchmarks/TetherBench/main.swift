@@ -1,0 +1,109 @@
+import Foundation
+
+/// tether-bench: generates the benchmark corpus in memory and prints throughput, allocations per
+/// message and peak RSS for each benchmark, with same-run baselines and ratios.
+struct Options {
+    var filter: String?
+    var sizeMiB = 64.0
+    var csv = false
+    var passes = 3
+
+    static let usage = """
+        usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv]
+
+          --filter TEXT  run only the benchmarks whose name contains TEXT
+          --size MIB     size of the generated corpus streams (default 64)
+          --passes N     timed passes per benchmark; the fastest counts (default 3)
+          --csv          print CSV instead of a table
+        """
+
+    init?(_ arguments: [String]) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let value = index + 1 < arguments.count ? arguments[index + 1] : nil
+            switch argument {
+            case "--filter":
+                guard let value else { return nil }
+                filter = value
+                index += 2
+            case "--size":
+                guard let value, let size = Double(value), size > 0 else { return nil }
+                sizeMiB = size
+                index += 2
+            case "--passes":
+                guard let value, let count = Int(value), count > 0 else { return nil }
+                passes = count
+                index += 2
+            case "--csv":
+                csv = true
+                index += 1
+            default:
+                return nil
+            }
+        }
+    }
+
+    func includes(_ name: String) -> Bool {
+        guard let filter else { return true }
+        return name.contains(filter)
+    }
+}
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("… \(text)\n".utf8))
+}
+
+func format(_ results: [BenchmarkResult], csv: Bool) -> String {
+    if csv {
+        var lines = ["name,bytes,messages,seconds,MB_per_s,messages_per_s,mallocs_per_message,peak_rss_bytes,note"]
+        for result in results {
+            lines.append([
+                result.name, String(result.bytes), String(result.messages), String(format: "%.6f", result.seconds),
+                String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
+                String(format: "%.2f", result.mallocsPerMessage), String(result.peakRSS), result.note,
+            ].joined(separator: ","))
+        }
+        return lines.joined(separator: "\n")
+    }
+    let header = ["benchmark", "MB/s", "msgs/s", "mallocs/msg", "peak RSS", "note"]
+    let rows = results.map { result in
+        [
+            result.name, String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
+            String(format: "%.2f", result.mallocsPerMessage), String(format: "%.0f MiB", Double(result.peakRSS) / 1_048_576),
+            result.note,
+        ]
+    }
+    let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max()! }
+    func line(_ cells: [String]) -> String {
+        cells.indices.map { column in
+            let cell = cells[column]
+            let padding = String(repeating: " ", count: widths[column] - cell.count)
+            return column == 0 || column == cells.count - 1 ? cell + padding : padding + cell
+        }.joined(separator: "  ")
+    }
+    return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line)).joined(separator: "\n")
+}
+
+guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
+    FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
+    exit(2)
+}
+
+var results: [BenchmarkResult] = []
+if SignalRBenchmarks.names.contains(where: options.includes) {
+    progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
+    let corpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    progress(String(
+        format: "corpus: %d messages, JSON %.1f MiB, MessagePack %.1f MiB",
+        corpus.messageCount, Double(corpus.json.count) / 1_048_576, Double(corpus.messagePack.count) / 1_048_576
+    ))
+    let benchmarks = SignalRBenchmarks(corpus: corpus, passes: options.passes)
+    do {
+        results += try benchmarks.run(filter: options.includes, progress: progress)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+print(format(results, csv: options.csv))

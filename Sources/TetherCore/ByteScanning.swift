@@ -1,0 +1,115 @@
+/// Word-at-a-time byte searches (SWAR: eight bytes per step) for the hot loops of the text
+/// decoders: finding a separator byte, or the end of a run of plain string characters.
+///
+/// Each step loads eight bytes as a little-endian word and computes a mask with the high bit of
+/// every byte that matches; the lowest set bit of the mask is exact (the borrow in the
+/// subtraction only ever propagates towards higher bytes), so its position is the answer.
+public enum ByteScanning {
+    @usableFromInline static let ones: UInt64 = 0x0101_0101_0101_0101
+    @usableFromInline static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// High bits set in the bytes of `word` that are zero (exact for the lowest one).
+    @inlinable @inline(__always)
+    static func zeroMask(_ word: UInt64) -> UInt64 {
+        (word &- ones) & ~word & highs
+    }
+
+    /// High bits set in the bytes of `word` below `limit` (≤ 0x80; exact for the lowest one).
+    @inlinable @inline(__always)
+    static func lessThanMask(_ word: UInt64, _ limit: UInt8) -> UInt64 {
+        (word &- ones &* UInt64(limit)) & ~word & highs
+    }
+
+    @inlinable @inline(__always)
+    static func loadWord(_ span: Span<UInt8>, _ offset: Int) -> UInt64 {
+        // Callers guarantee offset + 8 <= span.count.
+        UInt64(littleEndian: unsafe span.withUnsafeBytes { unsafe $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self) })
+    }
+
+    /// The offset of the first `byte` in `span[start..<end]`, or nil.
+    @inlinable
+    public static func firstIndex(of byte: UInt8, in span: Span<UInt8>, from start: Int, to end: Int) -> Int? {
+        precondition(start >= 0 && end <= span.count, "range outside the span")
+        var index = start
+        let pattern = ones &* UInt64(byte)
+        while index + 8 <= end {
+            let mask = zeroMask(loadWord(span, index) ^ pattern)
+            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
+            index += 8
+        }
+        while index < end {
+            if span[index] == byte { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The offset of the first byte in `span[start..<end]` that is `"`, `\`, a control character
+    /// (below 0x20) or not ASCII (0x80 and above), or `end` if there is none: the end of a run
+    /// that a JSON string can copy verbatim.
+    @inlinable
+    public static func endOfPlainJSONText(in span: Span<UInt8>, from start: Int, to end: Int) -> Int {
+        precondition(start >= 0 && end <= span.count, "range outside the span")
+        var index = start
+        let quote = ones &* 0x22
+        let backslash = ones &* 0x5C
+        while index + 8 <= end {
+            let word = loadWord(span, index)
+            let mask = zeroMask(word ^ quote) | zeroMask(word ^ backslash) | lessThanMask(word, 0x20) | (word & highs)
+            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
+            index += 8
+        }
+        while index < end {
+            let byte = span[index]
+            if byte == 0x22 || byte == 0x5C || byte < 0x20 || byte >= 0x80 { return index }
+            index += 1
+        }
+        return end
+    }
+
+    /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
+    /// an already validated JSON string.
+    @inlinable
+    public static func endOfValidatedJSONText(in span: Span<UInt8>, from start: Int, to end: Int) -> Int {
+        precondition(start >= 0 && end <= span.count, "range outside the span")
+        var index = start
+        let quote = ones &* 0x22
+        let backslash = ones &* 0x5C
+        while index + 8 <= end {
+            let word = loadWord(span, index)
+            let mask = zeroMask(word ^ quote) | zeroMask(word ^ backslash)
+            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
+            index += 8
+        }
+        while index < end {
+            let byte = span[index]
+            if byte == 0x22 || byte == 0x5C { return index }
+            index += 1
+        }
+        return end
+    }
+
+    /// Whether `span[start..<end]` has control characters (below 0x20) and whether it has bytes
+    /// that are not ASCII.
+    @inlinable
+    public static func textClass(in span: Span<UInt8>, from start: Int, to end: Int) -> (hasControlCharacters: Bool, hasNonASCII: Bool) {
+        precondition(start >= 0 && end <= span.count, "range outside the span")
+        var control: UInt64 = 0
+        var high: UInt64 = 0
+        var index = start
+        while index + 8 <= end {
+            let word = loadWord(span, index)
+            control |= lessThanMask(word, 0x20)
+            high |= word & highs
+            index += 8
+        }
+        var tailControl = false
+        while index < end {
+            let byte = span[index]
+            if byte < 0x20 { tailControl = true }
+            if byte >= 0x80 { high |= 0x80 }
+            index += 1
+        }
+        return (control != 0 || tailControl, high != 0)
+    }
+}
