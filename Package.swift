@@ -43,6 +43,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TetherCoreTests",
+            dependencies: ["TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TetherMessagePackTests",
             dependencies: ["TetherMessagePack", "TetherCore"],
             swiftSettings: strictSettings

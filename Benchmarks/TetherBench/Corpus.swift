@@ -4,14 +4,25 @@ import TetherSignalR
 
 /// The application payload of the benchmark corpus (the motivating app's `ParamData`).
 struct ParamData: Codable, Equatable {
-    var Id: String
-    var UserId: Int
-    var NiceName: String
-    var Time: Int64
-    var DataType: String
-    var JsonData: String
-    var OrganizationCode: String
-    var CustomerId: Int
+    var id: String
+    var userId: Int
+    var niceName: String
+    var time: Int64
+    var dataType: String
+    var jsonData: String
+    var organizationCode: String
+    var customerId: Int
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id"
+        case userId = "UserId"
+        case niceName = "NiceName"
+        case time = "Time"
+        case dataType = "DataType"
+        case jsonData = "JsonData"
+        case organizationCode = "OrganizationCode"
+        case customerId = "CustomerId"
+    }
 }
 
 /// The deterministic benchmark corpus, generated in Swift with the shape of
@@ -38,11 +49,16 @@ struct SignalRCorpus {
         "Alice", "Bob", "Carol", "Dave", "Zoë", "Łukasz", "José", "Søren", "Ærin", "李雷", "Мария", "محمد", "Ngọc",
         "O'Brien", "Dwayne \"Rock\"", "back\\slash", "Émilie", "Jürgen", "Ольга", "さくら", "😀 Smiley", "Tab\tName",
     ]
-    static let last = ["Smith", "Müller", "Nowak", "García", "Øvergaard", "王", "Иванов", "Kowalczyk", "D'Angelo", "Nguyễn", "Ó Briain", ""]
+    static let last = [
+        "Smith", "Müller", "Nowak", "García", "Øvergaard", "王", "Иванов", "Kowalczyk", "D'Angelo", "Nguyễn", "Ó Briain",
+        "",
+    ]
     static let words = [
-        "hello", "there", "meeting", "at", "3pm", "ok", "👍", "thanks!", "see", "you", "soon", "café", "naïve", "über", "日本語",
+        "hello", "there", "meeting", "at", "3pm", "ok", "👍", "thanks!", "see", "you", "soon", "café", "naïve", "über",
+        "日本語",
         "テスト", "привет", "мир", "ção", "\"quoted\"", "back\\slash", "<tag>", "a&b", "line\nbreak", "tab\tsep", "50%",
-        "{braces}", "[brackets]", "emoji🎉", "€100", "ß", "ø", "x", "lorem", "ipsum", "dolor", "sit", "amet", "consectetur",
+        "{braces}", "[brackets]", "emoji🎉", "€100", "ß", "ø", "x", "lorem", "ipsum", "dolor", "sit", "amet",
+        "consectetur",
         "adipiscing", "elit",
     ]
     static let dataTypes = ["chat", "notification", "typing", "receipt", "file", "system"]
@@ -71,12 +87,23 @@ struct SignalRCorpus {
                     id = String(invocationCounter)
                 }
                 record.raw(#"{"type":1"#)
-                if let id { record.raw(#","invocationId":"#); record.string(id) }
-                record.raw(#","target":"#); record.string(target)
-                record.raw(#","arguments":["#); record.paramData(payload); record.raw("]}")
-                frame.writeArrayHeader(count: 6); frame.writeUInt(1); frame.writeMapHeader(count: 0)
+                if let id {
+                    record.raw(#","invocationId":"#)
+                    record.string(id)
+                }
+                record.raw(#","target":"#)
+                record.string(target)
+                record.raw(#","arguments":["#)
+                record.paramData(payload)
+                record.raw("]}")
+                frame.writeArrayHeader(count: 6)
+                frame.writeUInt(1)
+                frame.writeMapHeader(count: 0)
                 if let id { frame.writeString(id) } else { frame.writeNil() }
-                frame.writeString(target); frame.writeArrayHeader(count: 1); Self.write(payload, &frame); frame.writeArrayHeader(count: 0)
+                frame.writeString(target)
+                frame.writeArrayHeader(count: 1)
+                Self.write(payload, &frame)
+                frame.writeArrayHeader(count: 0)
                 payloads.append(payload)
                 shapes.append((kind, id, target))
             } else if roll < 0.90 {
@@ -87,9 +114,12 @@ struct SignalRCorpus {
                 record.raw(kind == .completion ? #"{"type":3,"invocationId":"# : #"{"type":2,"invocationId":"#)
                 record.string(id)
                 record.raw(kind == .completion ? #","result":"# : #","item":"#)
-                record.paramData(payload); record.raw("}")
-                frame.writeArrayHeader(count: kind == .completion ? 5 : 4); frame.writeUInt(kind == .completion ? 3 : 2)
-                frame.writeMapHeader(count: 0); frame.writeString(id)
+                record.paramData(payload)
+                record.raw("}")
+                frame.writeArrayHeader(count: kind == .completion ? 5 : 4)
+                frame.writeUInt(kind == .completion ? 3 : 2)
+                frame.writeMapHeader(count: 0)
+                frame.writeString(id)
                 if kind == .completion { frame.writeUInt(3) }
                 Self.write(payload, &frame)
                 payloads.append(payload)
@@ -97,7 +127,8 @@ struct SignalRCorpus {
             } else {
                 kind = .ping
                 record.raw(#"{"type":6}"#)
-                frame.writeArrayHeader(count: 1); frame.writeUInt(6)
+                frame.writeArrayHeader(count: 1)
+                frame.writeUInt(6)
                 shapes.append((kind, nil, ""))
             }
             json.append(contentsOf: record.bytes)
@@ -121,7 +152,9 @@ struct SignalRCorpus {
         let roll = Double.random(in: 0..<1, using: &rng)
         if roll < 0.3 {
             inner.raw(#","mentions":["#)
-            let mentions = (0..<Int.random(in: 1...4, using: &rng)).map { _ in String(Int.random(in: 1...99_999, using: &rng)) }
+            let mentions = (0..<Int.random(in: 1...4, using: &rng)).map { _ in
+                String(Int.random(in: 1...99_999, using: &rng))
+            }
             inner.raw(mentions.joined(separator: ","))
             inner.raw("]")
         } else if roll < 0.4 {
@@ -133,25 +166,40 @@ struct SignalRCorpus {
         let hex = String(UInt32.random(in: 0...UInt32.max, using: &rng), radix: 16)
         let id = String(repeating: "0", count: 8 - hex.count) + hex + "-" + String.hex4(index & 0xFFFF)
         let name = (first.randomElement(using: &rng)! + " " + last.randomElement(using: &rng)!).trimmingSpaces()
-        let time: Int64 = Double.random(in: 0..<1, using: &rng) < 0.8 ? 1_701_234_567 + Int64(index) : 1_701_234_567_000 + Int64(index) * 37
+        let time: Int64 =
+            Double.random(in: 0..<1, using: &rng) < 0.8
+            ? 1_701_234_567 + Int64(index) : 1_701_234_567_000 + Int64(index) * 37
         return ParamData(
-            Id: id, UserId: Int.random(in: 1...(1 << 31 - 1), using: &rng), NiceName: name, Time: time,
-            DataType: dataTypes.randomElement(using: &rng)!, JsonData: String(decoding: inner.bytes, as: UTF8.self),
-            OrganizationCode: organizations.randomElement(using: &rng)!, CustomerId: Int.random(in: 0...5000, using: &rng)
+            id: id,
+            userId: Int.random(in: 1...(1 << 31 - 1), using: &rng),
+            niceName: name,
+            time: time,
+            dataType: dataTypes.randomElement(using: &rng)!,
+            jsonData: String(decoding: inner.bytes, as: UTF8.self),
+            organizationCode: organizations.randomElement(using: &rng)!,
+            customerId: Int.random(in: 0...5000, using: &rng)
         )
     }
 
     /// ParamData as a MessagePack map in declaration order (what msgpack-python writes for a dict).
     static func write(_ value: ParamData, _ writer: inout MessagePackWriter) {
         writer.writeMapHeader(count: 8)
-        writer.writeString("Id"); writer.writeString(value.Id)
-        writer.writeString("UserId"); writer.writeInt(Int64(value.UserId))
-        writer.writeString("NiceName"); writer.writeString(value.NiceName)
-        writer.writeString("Time"); writer.writeInt(value.Time)
-        writer.writeString("DataType"); writer.writeString(value.DataType)
-        writer.writeString("JsonData"); writer.writeString(value.JsonData)
-        writer.writeString("OrganizationCode"); writer.writeString(value.OrganizationCode)
-        writer.writeString("CustomerId"); writer.writeInt(Int64(value.CustomerId))
+        writer.writeString("Id")
+        writer.writeString(value.id)
+        writer.writeString("UserId")
+        writer.writeInt(Int64(value.userId))
+        writer.writeString("NiceName")
+        writer.writeString(value.niceName)
+        writer.writeString("Time")
+        writer.writeInt(value.time)
+        writer.writeString("DataType")
+        writer.writeString(value.dataType)
+        writer.writeString("JsonData")
+        writer.writeString(value.jsonData)
+        writer.writeString("OrganizationCode")
+        writer.writeString(value.organizationCode)
+        writer.writeString("CustomerId")
+        writer.writeInt(Int64(value.customerId))
     }
 }
 
@@ -188,7 +236,8 @@ struct JSONWriter {
         JSONText.appendString(ascii, to: &escaped)
         var index = 0
         while index < escaped.count {
-            if escaped[index] == UInt8(ascii: "\\"), index + 2 < escaped.count, escaped[index + 1] == UInt8(ascii: "\\"),
+            if escaped[index] == UInt8(ascii: "\\"), index + 2 < escaped.count,
+                escaped[index + 1] == UInt8(ascii: "\\"),
                 escaped[index + 2] == UInt8(ascii: "u")
             {
                 bytes.append(UInt8(ascii: "\\"))
@@ -205,14 +254,22 @@ struct JSONWriter {
     }
 
     mutating func paramData(_ value: ParamData) {
-        raw(#"{"Id":"#); string(value.Id)
-        raw(#","UserId":"#); integer(Int64(value.UserId))
-        raw(#","NiceName":"#); string(value.NiceName)
-        raw(#","Time":"#); integer(value.Time)
-        raw(#","DataType":"#); string(value.DataType)
-        raw(#","JsonData":"#); string(value.JsonData)
-        raw(#","OrganizationCode":"#); string(value.OrganizationCode)
-        raw(#","CustomerId":"#); integer(Int64(value.CustomerId))
+        raw(#"{"Id":"#)
+        string(value.id)
+        raw(#","UserId":"#)
+        integer(Int64(value.userId))
+        raw(#","NiceName":"#)
+        string(value.niceName)
+        raw(#","Time":"#)
+        integer(value.time)
+        raw(#","DataType":"#)
+        string(value.dataType)
+        raw(#","JsonData":"#)
+        string(value.jsonData)
+        raw(#","OrganizationCode":"#)
+        string(value.organizationCode)
+        raw(#","CustomerId":"#)
+        integer(Int64(value.customerId))
         raw("}")
     }
 }

@@ -45,8 +45,12 @@ func measure(
         }
     }
     return BenchmarkResult(
-        name: name, bytes: bytes, messages: messages, seconds: best,
-        mallocsPerMessage: Double(bestMallocs) / Double(max(messages, 1)), peakRSS: peakResidentSetSize()
+        name: name,
+        bytes: bytes,
+        messages: messages,
+        seconds: best,
+        mallocsPerMessage: Double(bestMallocs) / Double(max(messages, 1)),
+        peakRSS: peakResidentSetSize()
     )
 }
 

@@ -6,7 +6,8 @@ import TetherSignalR
 struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
-        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode", "signalr-json-encode",
+        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
+        "signalr-json-encode",
         "signalr-msgpack-encode",
     ]
 
@@ -29,13 +30,13 @@ struct SignalRBenchmarks {
                     checksum &+= invocation.arguments.count
                 case .invocation(let invocation):
                     let payload = try invocation.arguments.decode(ParamData.self, at: 0)
-                    checksum &+= payload.UserId &+ payload.JsonData.utf8.count &+ invocation.target.utf8.count
+                    checksum &+= payload.userId &+ payload.jsonData.utf8.count &+ invocation.target.utf8.count
                 case .completion(let completion):
                     if case .value(let value) = completion.result {
-                        checksum &+= try value.decode(ParamData.self).CustomerId
+                        checksum &+= try value.decode(ParamData.self).customerId
                     }
                 case .streamItem(let item):
-                    checksum &+= Int(try item.item.decode(ParamData.self).Time)
+                    checksum &+= Int(try item.item.decode(ParamData.self).time)
                 case .ping:
                     checksum &+= 1
                 default:
@@ -55,7 +56,9 @@ struct SignalRBenchmarks {
             switch shape.kind {
             case .invocation:
                 let arguments = try EncodedArguments(encoding: hubProtocol.valueEncoding, payloads.next()!)
-                message = .invocation(InvocationMessage(invocationId: shape.invocationId, target: shape.target, arguments: arguments))
+                message = .invocation(
+                    InvocationMessage(invocationId: shape.invocationId, target: shape.target, arguments: arguments)
+                )
             case .completion:
                 let value = try EncodedValue(payloads.next()!, encoding: hubProtocol.valueEncoding)
                 message = .completion(CompletionMessage(invocationId: shape.invocationId!, result: .value(value)))
@@ -89,7 +92,7 @@ struct SignalRBenchmarks {
         let data = Data(stream)
         for index in stream.indices where stream[index] == 0x1E {
             let record = try decoder.decode(FoundationRecord.self, from: data[start..<index])
-            checksum &+= record.arguments?.first?.UserId ?? record.result?.CustomerId ?? 1
+            checksum &+= record.arguments?.first?.userId ?? record.result?.customerId ?? 1
             start = index + 1
         }
         return checksum
@@ -99,16 +102,26 @@ struct SignalRBenchmarks {
         var results: [BenchmarkResult] = []
         let messages = corpus.messageCount
         var baseline: BenchmarkResult?
-        if filter("signalr-json-decode") || filter("foundation-jsondecoder") {
+        if filter("foundation-jsondecoder (baseline)") {
             progress("Foundation JSONDecoder baseline")
-            baseline = try measure("foundation-jsondecoder (baseline)", bytes: corpus.json.count, messages: messages, passes: 1) {
+            baseline = try measure(
+                "foundation-jsondecoder (baseline)",
+                bytes: corpus.json.count,
+                messages: messages,
+                passes: 1
+            ) {
                 try foundationDecode(corpus.json)
             }
             results.append(baseline!)
         }
         if filter("signalr-json-decode") {
             progress("signalr-json-decode")
-            var result = try measure("signalr-json-decode", bytes: corpus.json.count, messages: messages, passes: passes) {
+            var result = try measure(
+                "signalr-json-decode",
+                bytes: corpus.json.count,
+                messages: messages,
+                passes: passes
+            ) {
                 try decode(JSONHubProtocol(), corpus.json)
             }
             if let baseline { result.note = String(format: "%.1fx JSONDecoder", baseline.seconds / result.seconds) }
@@ -116,14 +129,21 @@ struct SignalRBenchmarks {
         }
         if filter("signalr-json-parse-only") {
             progress("signalr-json-parse-only")
-            results.append(try measure("signalr-json-parse-only", bytes: corpus.json.count, messages: messages, passes: passes) {
-                try decode(JSONHubProtocol(), corpus.json, typed: false)
-            })
+            results.append(
+                try measure("signalr-json-parse-only", bytes: corpus.json.count, messages: messages, passes: passes) {
+                    try decode(JSONHubProtocol(), corpus.json, typed: false)
+                }
+            )
         }
         var decodeMessagePack: BenchmarkResult?
         if filter("signalr-msgpack-decode") {
             progress("signalr-msgpack-decode")
-            decodeMessagePack = try measure("signalr-msgpack-decode", bytes: corpus.messagePack.count, messages: messages, passes: passes) {
+            decodeMessagePack = try measure(
+                "signalr-msgpack-decode",
+                bytes: corpus.messagePack.count,
+                messages: messages,
+                passes: passes
+            ) {
                 try decode(MessagePackHubProtocol(), corpus.messagePack)
             }
             results.append(decodeMessagePack!)
@@ -147,7 +167,9 @@ struct SignalRBenchmarks {
             var result = try measure("signalr-msgpack-encode", bytes: size, messages: messages, passes: passes) {
                 try encode(MessagePackHubProtocol(), into: &output)
             }
-            if let decodeMessagePack { result.note = String(format: "%.2fx decode speed", decodeMessagePack.seconds / result.seconds) }
+            if let decodeMessagePack {
+                result.note = String(format: "%.2fx decode speed", decodeMessagePack.seconds / result.seconds)
+            }
             results.append(result)
         }
         return results

@@ -58,19 +58,23 @@ func format(_ results: [BenchmarkResult], csv: Bool) -> String {
     if csv {
         var lines = ["name,bytes,messages,seconds,MB_per_s,messages_per_s,mallocs_per_message,peak_rss_bytes,note"]
         for result in results {
-            lines.append([
-                result.name, String(result.bytes), String(result.messages), String(format: "%.6f", result.seconds),
-                String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
-                String(format: "%.2f", result.mallocsPerMessage), String(result.peakRSS), result.note,
-            ].joined(separator: ","))
+            lines.append(
+                [
+                    result.name, String(result.bytes), String(result.messages), String(format: "%.6f", result.seconds),
+                    String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
+                    String(format: "%.2f", result.mallocsPerMessage), String(result.peakRSS), result.note,
+                ].joined(separator: ",")
+            )
         }
         return lines.joined(separator: "\n")
     }
     let header = ["benchmark", "MB/s", "msgs/s", "mallocs/msg", "peak RSS", "note"]
     let rows = results.map { result in
         [
-            result.name, String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
-            String(format: "%.2f", result.mallocsPerMessage), String(format: "%.0f MiB", Double(result.peakRSS) / 1_048_576),
+            result.name, String(format: "%.1f", result.megabytesPerSecond),
+            String(format: "%.0f", result.messagesPerSecond),
+            String(format: "%.2f", result.mallocsPerMessage),
+            String(format: "%.0f MiB", Double(result.peakRSS) / 1_048_576),
             result.note,
         ]
     }
@@ -82,7 +86,8 @@ func format(_ results: [BenchmarkResult], csv: Bool) -> String {
             return column == 0 || column == cells.count - 1 ? cell + padding : padding + cell
         }.joined(separator: "  ")
     }
-    return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line)).joined(separator: "\n")
+    return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line))
+        .joined(separator: "\n")
 }
 
 guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
@@ -94,10 +99,14 @@ var results: [BenchmarkResult] = []
 if SignalRBenchmarks.names.contains(where: options.includes) {
     progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
     let corpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
-    progress(String(
-        format: "corpus: %d messages, JSON %.1f MiB, MessagePack %.1f MiB",
-        corpus.messageCount, Double(corpus.json.count) / 1_048_576, Double(corpus.messagePack.count) / 1_048_576
-    ))
+    progress(
+        String(
+            format: "corpus: %d messages, JSON %.1f MiB, MessagePack %.1f MiB",
+            corpus.messageCount,
+            Double(corpus.json.count) / 1_048_576,
+            Double(corpus.messagePack.count) / 1_048_576
+        )
+    )
     let benchmarks = SignalRBenchmarks(corpus: corpus, passes: options.passes)
     do {
         results += try benchmarks.run(filter: options.includes, progress: progress)

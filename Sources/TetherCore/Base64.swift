@@ -1,6 +1,8 @@
 /// Standard base64 (RFC 4648 §4, with padding), as used to show binary data in JSON text.
 public enum Base64 {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8
+    )
 
     /// Appends the base64 encoding of `bytes` to `output`.
     public static func encode(_ bytes: some Collection<UInt8>, into output: inout [UInt8]) {

@@ -23,7 +23,11 @@ public enum ByteScanning {
     @inlinable @inline(__always)
     static func loadWord(_ span: Span<UInt8>, _ offset: Int) -> UInt64 {
         // Callers guarantee offset + 8 <= span.count.
-        UInt64(littleEndian: unsafe span.withUnsafeBytes { unsafe $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self) })
+        UInt64(
+            littleEndian: unsafe span.withUnsafeBytes {
+                unsafe $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            }
+        )
     }
 
     /// The offset of the first `byte` in `span[start..<end]`, or nil.
@@ -92,7 +96,11 @@ public enum ByteScanning {
     /// Whether `span[start..<end]` has control characters (below 0x20) and whether it has bytes
     /// that are not ASCII.
     @inlinable
-    public static func textClass(in span: Span<UInt8>, from start: Int, to end: Int) -> (hasControlCharacters: Bool, hasNonASCII: Bool) {
+    public static func textClass(
+        in span: Span<UInt8>,
+        from start: Int,
+        to end: Int
+    ) -> (hasControlCharacters: Bool, hasNonASCII: Bool) {
         precondition(start >= 0 && end <= span.count, "range outside the span")
         var control: UInt64 = 0
         var high: UInt64 = 0
@@ -111,5 +119,45 @@ public enum ByteScanning {
             index += 1
         }
         return (control != 0 || tailControl, high != 0)
+    }
+
+    /// The offset of the first `"` or `\` in `span[start..<end]` (or `end`), and whether the
+    /// bytes before it include control characters (below 0x20) or non-ASCII bytes: one pass for
+    /// the run of a JSON string that is being validated.
+    @inlinable
+    public static func scanJSONText(
+        in span: Span<UInt8>,
+        from start: Int,
+        to end: Int
+    ) -> (end: Int, hasControlCharacters: Bool, hasNonASCII: Bool) {
+        precondition(start >= 0 && end <= span.count, "range outside the span")
+        var index = start
+        let quote = ones &* 0x22
+        let backslash = ones &* 0x5C
+        var control: UInt64 = 0
+        var high: UInt64 = 0
+        while index + 8 <= end {
+            let word = loadWord(span, index)
+            let stop = zeroMask(word ^ quote) | zeroMask(word ^ backslash)
+            if stop != 0 {
+                // Only the bytes before the stop byte count.
+                let keep = (UInt64(1) << UInt64(stop.trailingZeroBitCount)) &- 1
+                control |= lessThanMask(word, 0x20) & keep
+                high |= word & highs & keep
+                return (index + stop.trailingZeroBitCount >> 3, control != 0, high != 0)
+            }
+            control |= lessThanMask(word, 0x20)
+            high |= word & highs
+            index += 8
+        }
+        var tailControl = false
+        while index < end {
+            let byte = span[index]
+            if byte == 0x22 || byte == 0x5C { break }
+            if byte < 0x20 { tailControl = true }
+            if byte >= 0x80 { high |= 0x80 }
+            index += 1
+        }
+        return (index, control != 0 || tailControl, high != 0)
     }
 }

@@ -23,7 +23,11 @@ public enum CodingPathPrefix {
     public static func prefixing(_ error: any Error, with key: any CodingKey) -> any Error {
         guard let error = error as? DecodingError else { return error }
         func prefixed(_ context: DecodingError.Context) -> DecodingError.Context {
-            .init(codingPath: [key] + context.codingPath, debugDescription: context.debugDescription, underlyingError: context.underlyingError)
+            .init(
+                codingPath: [key] + context.codingPath,
+                debugDescription: context.debugDescription,
+                underlyingError: context.underlyingError
+            )
         }
         switch error {
         case .typeMismatch(let type, let context): return DecodingError.typeMismatch(type, prefixed(context))

@@ -1,14 +1,18 @@
 /// A small inline index of the first members of an encoded object or map: where each key's bytes
-/// are and where its value starts, packed into 8 bytes per member, for up to eight members.
+/// are, the key's length and first byte, and where the member's value starts, packed into 8 bytes
+/// per member, for up to eight members.
 ///
 /// Decoders build one per keyed container so that each `decode(_:forKey:)` finds its value
 /// without rescanning the object. It lives inline in the container (no allocation) and stays
 /// small, because `KeyedDecodingContainer` copies its container on every call. Members that do
-/// not fit (more than eight, keys longer than 255 bytes, offsets beyond 16 MiB from `base`) are
-/// left to the decoder's fallback scan, which starts where the index stops.
+/// not fit (more than eight, empty keys, keys longer than 255 bytes, offsets beyond 16 MiB from
+/// `base`) are left to the decoder's fallback scan, which starts where the index stops.
 public struct MemberIndex: Sendable {
     /// The most members an index holds.
     public static let capacity = 8
+
+    // Packing: bits 0–23 key offset, 24–31 key length, 32–55 value offset, 56–63 first key byte.
+    private static let lengthAndFirstByte: UInt64 = 0xFF00_0000_FF00_0000
 
     /// The offset all packed offsets are relative to.
     public let base: Int
@@ -21,15 +25,16 @@ public struct MemberIndex: Sendable {
         self.base = base
     }
 
-    /// Adds a member; returns false (and adds nothing) when the index is full or the member's
-    /// offsets or key length do not fit the packed form.
-    public mutating func append(keyStart: Int, keyLength: Int, valueStart: Int) -> Bool {
+    /// Adds the member whose key is `bytes[keyStart..<keyStart + keyLength]`; returns false (and
+    /// adds nothing) when the index is full or the member does not fit the packed form.
+    public mutating func append(keyStart: Int, keyLength: Int, valueStart: Int, in bytes: Span<UInt8>) -> Bool {
         let keyOffset = keyStart - base
         let valueOffset = valueStart - base
-        guard count < Self.capacity, keyLength >= 0, keyLength < 256, keyOffset >= 0, keyOffset < 1 << 24,
+        guard count < Self.capacity, keyLength > 0, keyLength < 256, keyOffset >= 0, keyOffset < 1 << 24,
             valueOffset >= 0, valueOffset < 1 << 24
         else { return false }
-        entries[count] = UInt64(keyOffset) | UInt64(keyLength) << 24 | UInt64(valueOffset) << 32
+        entries[count] =
+            UInt64(keyOffset) | UInt64(keyLength) << 24 | UInt64(valueOffset) << 32 | UInt64(bytes[keyStart]) << 56
         count += 1
         return true
     }
@@ -37,15 +42,16 @@ public struct MemberIndex: Sendable {
     /// The value offset of the member whose key bytes equal `name`, or nil if no indexed member
     /// has that key.
     public func valueStart(forKey name: Span<UInt8>, in bytes: Span<UInt8>) -> Int? {
-        let length = UInt64(name.count)
+        guard !name.isEmpty, name.count < 256 else { return nil }
+        let tag = UInt64(name.count) << 24 | UInt64(name[0]) << 56
         var index = 0
         while index < count {
             let entry = entries[index]
-            if (entry >> 24) & 0xFF == length {
+            if entry & Self.lengthAndFirstByte == tag {
                 let keyStart = base + Int(entry & 0xFF_FFFF)
-                var offset = 0
+                var offset = 1
                 while offset < name.count, bytes[keyStart + offset] == name[offset] { offset += 1 }
-                if offset == name.count { return base + Int(entry >> 32) }
+                if offset == name.count { return base + Int((entry >> 32) & 0xFF_FFFF) }
             }
             index += 1
         }
@@ -57,6 +63,6 @@ public struct MemberIndex: Sendable {
         precondition(index >= 0 && index < count, "member index out of range")
         let entry = entries[index]
         let keyStart = base + Int(entry & 0xFF_FFFF)
-        return (keyStart..<(keyStart + Int((entry >> 24) & 0xFF)), base + Int(entry >> 32))
+        return (keyStart..<(keyStart + Int((entry >> 24) & 0xFF)), base + Int((entry >> 32) & 0xFF_FFFF))
     }
 }

@@ -31,17 +31,25 @@ public struct MessagePackDecoder: Sendable {
         do {
             try reader.skipValue()
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: error.description, underlyingError: error)
+            )
         }
         guard reader.isAtEnd else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value."))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value.")
+            )
         }
         return try Self.decodeValidated(type, from: bytes, at: range.lowerBound)
     }
 
     /// Decodes a `T` from the value at `offset`, which the caller has already validated with
     /// `MessagePackReader.skipValue()` (used by protocols that validate while framing).
-    public static func decodeValidated<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8], at offset: Int) throws -> T {
+    public static func decodeValidated<T: Decodable>(
+        _ type: T.Type = T.self,
+        from bytes: [UInt8],
+        at offset: Int
+    ) throws -> T {
         try MessagePackValueDecoder(bytes: bytes, position: offset).decode(type)
     }
 }
@@ -167,7 +175,7 @@ struct MessagePackMapIndex {
         while index.count < count {
             let entry = try Self.readEntry(&reader)
             guard entry.keyLength >= 0,
-                index.append(keyStart: entry.keyStart, keyLength: entry.keyLength, valueStart: entry.valueStart)
+                index.append(keyStart: entry.keyStart, keyLength: entry.keyLength, valueStart: entry.valueStart, in: bytes.span)
             else { break }
             overflowStart = reader.position
         }
@@ -261,14 +269,19 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     var allKeys: [Key] {
-        index.keys.compactMap { key in key.string.flatMap(Key.init(stringValue:)) ?? key.int.flatMap(Key.init(intValue:)) }
+        index.keys.compactMap { key in
+            key.string.flatMap(Key.init(stringValue:)) ?? key.int.flatMap(Key.init(intValue:))
+        }
     }
 
     func contains(_ key: Key) -> Bool { valueStart(key) != nil }
 
     func valueDecoder(_ key: Key) throws -> MessagePackValueDecoder {
         guard let start = valueStart(key) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+            throw DecodingError.keyNotFound(
+                key,
+                .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
+            )
         }
         return MessagePackValueDecoder(bytes: index.bytes, position: start)
     }
@@ -328,17 +341,27 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        do { return try valueDecoder(key).container(keyedBy: type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type,
+        forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        do { return try valueDecoder(key).container(keyedBy: type) } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        do { return try valueDecoder(key).unkeyedContainer() } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        do { return try valueDecoder(key).unkeyedContainer() } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
     }
 
     func superDecoder() throws -> any Decoder {
         guard let key = Key(stringValue: "super") else {
-            throw DecodingError.keyNotFound(CodingIndexKey(0), .init(codingPath: [], debugDescription: "No 'super' key."))
+            throw DecodingError.keyNotFound(
+                CodingIndexKey(0),
+                .init(codingPath: [], debugDescription: "No 'super' key.")
+            )
         }
         return try valueDecoder(key)
     }
@@ -373,7 +396,10 @@ struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
     /// Decodes the next element with `body` and advances past it.
     mutating func next<T>(_ type: T.Type, _ body: (MessagePackValueDecoder) throws -> T) throws -> T {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+            throw DecodingError.valueNotFound(
+                type,
+                .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
+            )
         }
         let value: T
         do {
@@ -411,7 +437,9 @@ struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
         try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
     }
 

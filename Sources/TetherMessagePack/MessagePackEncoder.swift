@@ -124,7 +124,9 @@ struct MessagePackValueEncoder: Encoder, SingleValueEncodingContainer {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if sink.open.count == level + 1, sink.open[level].isMap {
-            return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.open[level].headerOffset))
+            return KeyedEncodingContainer(
+                MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.open[level].headerOffset)
+            )
         }
         let offset = sink.openContainer(level: level, isMap: true)
         return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: offset))
@@ -186,7 +188,10 @@ struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainer
     mutating func encode(_ value: UInt64, forKey key: Key) { entry(key).encode(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try entry(key).encode(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type,
+        forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         entry(key).container(keyedBy: keyType)
     }
 
@@ -235,7 +240,9 @@ struct MessagePackUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) { element().encode(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         element().container(keyedBy: keyType)
     }
 

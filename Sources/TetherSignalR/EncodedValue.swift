@@ -33,7 +33,8 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     public var bytes: ArraySlice<UInt8> { storage[range] }
 
     /// A value from the JSON text `bytes`, validated. Throws `HubProtocolError` for invalid JSON.
-    public init(json bytes: [UInt8], maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth) throws(HubProtocolError) {
+    public init(json bytes: [UInt8], maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth) throws(HubProtocolError)
+    {
         var scanner = JSONScanner(bytes, range: 0..<bytes.count, maximumDepth: maximumDepth)
         _ = scanner.peek()
         let start = scanner.position
@@ -48,10 +49,15 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A value from the MessagePack bytes `bytes`, validated.
-    public init(messagePack bytes: [UInt8], maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth) throws(MessagePackError) {
+    public init(
+        messagePack bytes: [UInt8],
+        maximumDepth: Int = HubProtocolLimits.defaultMaximumDepth
+    ) throws(MessagePackError) {
         var reader = MessagePackReader(bytes, maximumDepth: maximumDepth)
         try reader.skipValue()
-        guard reader.isAtEnd else { throw .typeMismatch(expected: .nil, found: try reader.peekType(), offset: reader.position) }
+        guard reader.isAtEnd else {
+            throw .typeMismatch(expected: .nil, found: try reader.peekType(), offset: reader.position)
+        }
         self.init(encoding: .messagePack, storage: bytes, range: 0..<bytes.count)
     }
 
@@ -207,10 +213,18 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
                 position = scanner.position
                 return EncodedValue(encoding: .json, storage: arguments.storage, range: start..<end)
             case .messagePack:
-                var reader = MessagePackReader(arguments.storage, range: position..<arguments.range.upperBound, maximumDepth: .max)
+                var reader = MessagePackReader(
+                    arguments.storage,
+                    range: position..<arguments.range.upperBound,
+                    maximumDepth: .max
+                )
                 guard (try? reader.skipValue()) != nil else { return nil }
                 defer { position = reader.position }
-                return EncodedValue(encoding: .messagePack, storage: arguments.storage, range: position..<reader.position)
+                return EncodedValue(
+                    encoding: .messagePack,
+                    storage: arguments.storage,
+                    range: position..<reader.position
+                )
             }
         }
     }
@@ -234,9 +248,20 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         return iterator.next()!
     }
 
-    /// Decodes the argument at `index` as a `T`.
+    /// Decodes the argument at `index` as a `T`. Precondition: `index < count`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
-        try self[index].decode(type)
+        precondition(index >= 0 && index < count, "argument index out of range")
+        // Only the start of the argument is needed: skip the ones before it, not the argument.
+        var iterator = makeIterator()
+        for _ in 0..<index { _ = iterator.next() }
+        switch encoding {
+        case .json:
+            var scanner = JSONScanner(validated: storage, range: iterator.position..<range.upperBound)
+            _ = scanner.peek()
+            return try JSONValueDecoder(bytes: storage, position: scanner.position).decode(type)
+        case .messagePack:
+            return try MessagePackDecoder.decodeValidated(type, from: storage, at: iterator.position)
+        }
     }
 
     /// A copy that owns exactly its bytes (releasing the rest of the chunk it came from).

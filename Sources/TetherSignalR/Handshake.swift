@@ -25,7 +25,9 @@ public struct HandshakeRequest: Hashable, Sendable {
 
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the
     /// request and the number of bytes it used (separator included).
-    public static func parse(_ bytes: Span<UInt8>) throws(HubProtocolError) -> (request: HandshakeRequest, consumed: Int)? {
+    public static func parse(
+        _ bytes: Span<UInt8>
+    ) throws(HubProtocolError) -> (request: HandshakeRequest, consumed: Int)? {
         guard let record = HandshakeRecord(bytes) else { return nil }
         var protocolName: String?
         var version: Int?
@@ -78,7 +80,9 @@ public struct HandshakeResponse: Hashable, Sendable {
 
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the
     /// response and the number of bytes it used; the bytes after it are ordinary hub messages.
-    public static func parse(_ bytes: Span<UInt8>) throws(HubProtocolError) -> (response: HandshakeResponse, consumed: Int)? {
+    public static func parse(
+        _ bytes: Span<UInt8>
+    ) throws(HubProtocolError) -> (response: HandshakeResponse, consumed: Int)? {
         guard let record = HandshakeRecord(bytes) else { return nil }
         var response = HandshakeResponse()
         try record.readProperties { (name, kind, scanner) throws(HubProtocolError) in
@@ -134,7 +138,10 @@ struct HandshakeRecord {
         var scanner = JSONScanner(bytes, range: 0..<bytes.count, maximumDepth: HubProtocolLimits.defaultMaximumDepth)
         guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw Self.errorReadingJSON }
         guard kind == .object else {
-            throw HubProtocolError(.invalidHandshake, "Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
+            throw HubProtocolError(
+                .invalidHandshake,
+                "Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object."
+            )
         }
         scanner.position += 1
         if !scanner.consume(UInt8(ascii: "}")) {

@@ -82,7 +82,12 @@ public struct JSONHubMessageParser: HubMessageParser {
             scanned = 0
             guard record.count <= maximumMessageSize else { throw fail(.tooLarge(maximumMessageSize)) }
             do {
-                if let message = try JSONHubRecord.parse(buffer.storage, record, maximumDepth: maximumDepth, targets: &targets) {
+                if let message = try JSONHubRecord.parse(
+                    buffer.storage,
+                    record,
+                    maximumDepth: maximumDepth,
+                    targets: &targets
+                ) {
                     return message
                 }
             } catch {
@@ -101,7 +106,12 @@ public struct JSONHubMessageParser: HubMessageParser {
     private mutating func findSeparator() -> Int? {
         let storage = buffer.storage
         let end = storage.count
-        if let index = ByteScanning.firstIndex(of: JSONHubProtocol.recordSeparator, in: storage.span, from: buffer.start + scanned, to: end) {
+        if let index = ByteScanning.firstIndex(
+            of: JSONHubProtocol.recordSeparator,
+            in: storage.span,
+            from: buffer.start + scanned,
+            to: end
+        ) {
             return index
         }
         scanned = end - buffer.start
@@ -182,7 +192,11 @@ enum JSONHubRecord {
         JSONScanner.stringEquals(bytes, key, unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
     }
 
-    static func readStringOrNull(_ scanner: inout JSONScanner, _ kind: JSONTokenKind, _ name: String) throws(HubProtocolError) -> JSONStringToken? {
+    static func readStringOrNull(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind,
+        _ name: String
+    ) throws(HubProtocolError) -> JSONStringToken? {
         switch kind {
         case .null:
             try scan { () throws(JSONScanner.Failure) in try scanner.readLiteral("null") }
@@ -215,17 +229,21 @@ enum JSONHubRecord {
         case 4 where keyIs(bytes, key, "type"):
             guard kind == .number else { throw expected("type", "Number") }
             let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
-            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value) else {
+            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value)
+            else {
                 throw expected("type", "Number")
             }
             fields.type = type
         case 7 where keyIs(bytes, key, "headers"):
             fields.headers = try readHeaders(&scanner, kind)
         case 12 where keyIs(bytes, key, "invocationId"):
-            fields.invocationId = try readStringOrNull(&scanner, kind, "invocationId").map { JSONScanner.string(bytes, $0) }
+            fields.invocationId = try readStringOrNull(&scanner, kind, "invocationId").map {
+                JSONScanner.string(bytes, $0)
+            }
         case 6 where keyIs(bytes, key, "target"):
             if let token = try readStringOrNull(&scanner, kind, "target") {
-                fields.target = token.hasEscapes
+                fields.target =
+                    token.hasEscapes
                     ? JSONScanner.string(bytes, token) : targets.intern(bytes.span.extracting(token.contents))
             } else {
                 fields.target = nil
@@ -234,7 +252,12 @@ enum JSONHubRecord {
             guard kind == .array else { throw expected("arguments", "Array") }
             let start = scanner.position
             let count = try scan { () throws(JSONScanner.Failure) in try scanner.skipArrayCountingElements() }
-            fields.arguments = EncodedArguments(encoding: .json, count: count, storage: bytes, range: start..<scanner.position)
+            fields.arguments = EncodedArguments(
+                encoding: .json,
+                count: count,
+                storage: bytes,
+                range: start..<scanner.position
+            )
         case 9 where keyIs(bytes, key, "streamIds"):
             fields.streamIds = try readStreamIds(&scanner, kind)
         case 4 where keyIs(bytes, key, "item"):
@@ -268,7 +291,10 @@ enum JSONHubRecord {
         return start..<scanner.position
     }
 
-    static func readHeaders(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws(HubProtocolError) -> HubMessageHeaders {
+    static func readHeaders(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind
+    ) throws(HubProtocolError) -> HubMessageHeaders {
         guard kind == .object else { throw expected("headers", "Object") }
         let bytes = scanner.bytes
         scanner.position += 1
@@ -287,7 +313,8 @@ enum JSONHubRecord {
         return headers
     }
 
-    static func readStreamIds(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws(HubProtocolError) -> [String] {
+    static func readStreamIds(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws(HubProtocolError) -> [String]
+    {
         guard kind == .array else { throw expected("streamIds", "Array") }
         let bytes = scanner.bytes
         scanner.position += 1
@@ -315,13 +342,21 @@ enum JSONHubRecord {
             guard let target = fields.target else { throw missing("target") }
             guard let arguments = fields.arguments else { throw missing("arguments") }
             let invocationId = fields.invocationId.flatMap { $0.isEmpty ? nil : $0 }
-            return .invocation(InvocationMessage(
-                headers: fields.headers, invocationId: invocationId, target: target,
-                arguments: arguments, streamIds: fields.streamIds))
+            return .invocation(
+                InvocationMessage(
+                    headers: fields.headers,
+                    invocationId: invocationId,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: fields.streamIds
+                )
+            )
         case 2:
             guard let invocationId = fields.invocationId else { throw missing("invocationId") }
             guard let item = fields.item else { throw missing("item") }
-            return .streamItem(StreamItemMessage(headers: fields.headers, invocationId: invocationId, item: value(bytes, item)))
+            return .streamItem(
+                StreamItemMessage(headers: fields.headers, invocationId: invocationId, item: value(bytes, item))
+            )
         case 3:
             guard let invocationId = fields.invocationId else { throw missing("invocationId") }
             let result: CompletionResult
@@ -336,9 +371,15 @@ enum JSONHubRecord {
             guard let invocationId = fields.invocationId else { throw missing("invocationId") }
             guard let target = fields.target else { throw missing("target") }
             guard let arguments = fields.arguments else { throw missing("arguments") }
-            return .streamInvocation(StreamInvocationMessage(
-                headers: fields.headers, invocationId: invocationId, target: target,
-                arguments: arguments, streamIds: fields.streamIds))
+            return .streamInvocation(
+                StreamInvocationMessage(
+                    headers: fields.headers,
+                    invocationId: invocationId,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: fields.streamIds
+                )
+            )
         case 5:
             guard let invocationId = fields.invocationId else { throw missing("invocationId") }
             return .cancelInvocation(CancelInvocationMessage(headers: fields.headers, invocationId: invocationId))
@@ -433,7 +474,12 @@ enum JSONHubMessageWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    static func writeCall(_ target: String, _ arguments: EncodedArguments, _ streamIds: [String]?, _ bytes: inout [UInt8]) {
+    static func writeCall(
+        _ target: String,
+        _ arguments: EncodedArguments,
+        _ streamIds: [String]?,
+        _ bytes: inout [UInt8]
+    ) {
         writeString("target", target, &bytes)
         precondition(arguments.encoding == .json, "MessagePack arguments cannot be written by the JSON hub protocol")
         writeName("arguments", &bytes)

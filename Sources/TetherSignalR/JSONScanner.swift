@@ -91,15 +91,26 @@ struct JSONScanner {
 
     // MARK: - Strings
 
-    /// Reads a string token (validating escapes and UTF-8); the cursor must be at its quote.
+    /// Reads a string token (validating escapes, control characters and UTF-8 unless the bytes
+    /// are already validated); the cursor must be at its quote.
     mutating func readString() throws(Failure) -> JSONStringToken {
-        guard position < end, bytes[position] == UInt8(ascii: "\"") else { throw Failure() }
-        let storage = bytes
-        let span = storage.span
-        var index = position + 1
-        let start = index
+        let (token, next) = try Self.readString(bytes.span, position, end, validated: isValidated)
+        position = next
+        return token
+    }
+
+    /// `readString` on a span: returns the token and the offset after its closing quote.
+    static func readString(
+        _ span: Span<UInt8>,
+        _ at: Int,
+        _ end: Int,
+        validated: Bool
+    ) throws(Failure) -> (JSONStringToken, Int) {
+        guard at < end, span[at] == UInt8(ascii: "\"") else { throw Failure() }
+        let start = at + 1
+        var index = start
         var hasEscapes = false
-        if isValidated {
+        if validated {
             while true {
                 index = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
                 guard index < end else { throw Failure() }
@@ -107,23 +118,22 @@ struct JSONScanner {
                 hasEscapes = true
                 index += 2
             }
-            position = index + 1
-            return JSONStringToken(contents: start..<index, hasEscapes: hasEscapes)
+        } else {
+            // One pass finds the end, validating escapes on the way and noting control characters
+            // (an error) and non-ASCII bytes (then checked as UTF-8).
+            var hasNonASCII = false
+            while true {
+                let run = ByteScanning.scanJSONText(in: span, from: index, to: end)
+                guard !run.hasControlCharacters, run.end < end else { throw Failure() }
+                hasNonASCII = hasNonASCII || run.hasNonASCII
+                index = run.end
+                if span[index] == UInt8(ascii: "\"") { break }
+                hasEscapes = true
+                index = try skipEscape(span, index + 1, end)
+            }
+            if hasNonASCII, (try? UTF8Span(validating: span.extracting(start..<index))) == nil { throw Failure() }
         }
-        // Find the end (only quotes and backslashes matter for that), validating escapes on the
-        // way, then check the contents for control characters and, if not ASCII, for UTF-8.
-        while true {
-            index = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
-            guard index < end else { throw Failure() }
-            if span[index] == UInt8(ascii: "\"") { break }
-            hasEscapes = true
-            index = try Self.skipEscape(span, index + 1, end)
-        }
-        let contents = ByteScanning.textClass(in: span, from: start, to: index)
-        if contents.hasControlCharacters { throw Failure() }
-        if contents.hasNonASCII, (try? UTF8Span(validating: span.extracting(start..<index))) == nil { throw Failure() }
-        position = index + 1
-        return JSONStringToken(contents: start..<index, hasEscapes: hasEscapes)
+        return (JSONStringToken(contents: start..<index, hasEscapes: hasEscapes), index + 1)
     }
 
     /// Validates the escape whose letter is at `index`; returns the offset after it.
@@ -163,50 +173,82 @@ struct JSONScanner {
     }
 
     /// Decodes the escapes of a validated string token's contents.
+    ///
+    /// The contents were validated (UTF-8, escapes) and decoding an escape yields valid UTF-8 (lone
+    /// surrogates become U+FFFD), so the result is built in a temporary buffer (on the stack for
+    /// ordinary sizes) and copied into the string without another validation pass.
     static func unescape(_ span: Span<UInt8>) -> String {
-        unsafe String(unsafeUninitializedCapacity: span.count) { buffer in
-            var out = 0
-            var index = 0
-            let count = span.count
-            while index < count {
-                let byte = span[index]
-                if byte != UInt8(ascii: "\\") {
-                    unsafe buffer[out] = byte
-                    out += 1
-                    index += 1
-                    continue
-                }
-                let letter = span[index + 1]
-                index += 2
-                let scalar: UInt32
-                switch letter {
-                case UInt8(ascii: "b"): scalar = 0x08
-                case UInt8(ascii: "f"): scalar = 0x0C
-                case UInt8(ascii: "n"): scalar = 0x0A
-                case UInt8(ascii: "r"): scalar = 0x0D
-                case UInt8(ascii: "t"): scalar = 0x09
-                case UInt8(ascii: "u"):
-                    var unit = hex4(span, index)
-                    index += 4
-                    if unit >= 0xD800 && unit < 0xDC00, index + 6 <= count, span[index] == UInt8(ascii: "\\"),
-                        span[index + 1] == UInt8(ascii: "u")
-                    {
-                        let low = hex4(span, index + 2)
-                        if low >= 0xDC00 && low < 0xE000 {
-                            unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                            index += 6
-                        }
-                    }
-                    scalar = (unit >= 0xD800 && unit < 0xE000) ? 0xFFFD : unit
-                default: scalar = UInt32(letter)  // " \ /
-                }
-                for unit in UTF8.encode(Unicode.Scalar(scalar) ?? "\u{FFFD}")! {
-                    unsafe buffer[out] = unit
-                    out += 1
-                }
-            }
-            return out
+        unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { buffer in
+            let length = unsafe unescape(span, into: buffer)
+            return String(copying: unsafe UTF8Span(unchecked: buffer.span.extracting(0..<length)))
         }
+    }
+
+    /// Writes the decoded contents into `buffer` (at least `span.count` bytes); returns the length.
+    static func unescape(_ span: Span<UInt8>, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var out = 0
+        var index = 0
+        let count = span.count
+        while index < count {
+            // Copy the run up to the next backslash in one go.
+            let runEnd = ByteScanning.firstIndex(of: UInt8(ascii: "\\"), in: span, from: index, to: count) ?? count
+            if runEnd > index {
+                let copied = unsafe span.extracting(index..<runEnd).withUnsafeBufferPointer { run in
+                    unsafe UnsafeMutableBufferPointer(rebasing: buffer[out..<(out + run.count)]).initialize(
+                        fromContentsOf: run
+                    )
+                }
+                assert(copied == runEnd - index)
+                out += runEnd - index
+                index = runEnd
+            }
+            if index == count { break }
+            let letter = span[index + 1]
+            index += 2
+            let scalar: UInt32
+            switch letter {
+            case UInt8(ascii: "b"): scalar = 0x08
+            case UInt8(ascii: "f"): scalar = 0x0C
+            case UInt8(ascii: "n"): scalar = 0x0A
+            case UInt8(ascii: "r"): scalar = 0x0D
+            case UInt8(ascii: "t"): scalar = 0x09
+            case UInt8(ascii: "u"):
+                var unit = hex4(span, index)
+                index += 4
+                if unit >= 0xD800 && unit < 0xDC00, index + 6 <= count, span[index] == UInt8(ascii: "\\"),
+                    span[index + 1] == UInt8(ascii: "u")
+                {
+                    let low = hex4(span, index + 2)
+                    if low >= 0xDC00 && low < 0xE000 {
+                        unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                        index += 6
+                    }
+                }
+                scalar = (unit >= 0xD800 && unit < 0xE000) ? 0xFFFD : unit
+            default: scalar = UInt32(letter)  // " \ /
+            }
+            // Encode the scalar as UTF-8 (escapes never yield more bytes than they take).
+            if scalar < 0x80 {
+                unsafe buffer[out] = UInt8(scalar)
+                out += 1
+            } else if scalar < 0x800 {
+                unsafe buffer[out] = UInt8(0xC0 | scalar >> 6)
+                unsafe buffer[out + 1] = UInt8(0x80 | scalar & 0x3F)
+                out += 2
+            } else if scalar < 0x10000 {
+                unsafe buffer[out] = UInt8(0xE0 | scalar >> 12)
+                unsafe buffer[out + 1] = UInt8(0x80 | (scalar >> 6) & 0x3F)
+                unsafe buffer[out + 2] = UInt8(0x80 | scalar & 0x3F)
+                out += 3
+            } else {
+                unsafe buffer[out] = UInt8(0xF0 | scalar >> 18)
+                unsafe buffer[out + 1] = UInt8(0x80 | (scalar >> 12) & 0x3F)
+                unsafe buffer[out + 2] = UInt8(0x80 | (scalar >> 6) & 0x3F)
+                unsafe buffer[out + 3] = UInt8(0x80 | scalar & 0x3F)
+                out += 4
+            }
+        }
+        return out
     }
 
     @inline(__always)
@@ -241,16 +283,26 @@ struct JSONScanner {
     /// Reads a number token (RFC 8259 grammar); returns its range and whether it is an integer
     /// (no fraction, no exponent).
     mutating func readNumber() throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
-        let storage = bytes
-        let span = storage.span
-        let start = position
-        var index = position
+        let (range, isInteger) = try Self.readNumber(bytes.span, position, end)
+        position = range.upperBound
+        return (range, isInteger)
+    }
+
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+
+    static func readNumber(
+        _ span: Span<UInt8>,
+        _ start: Int,
+        _ end: Int
+    ) throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
+        var index = start
         if index < end, span[index] == UInt8(ascii: "-") { index += 1 }
         guard index < end else { throw Failure() }
         if span[index] == UInt8(ascii: "0") {
             index += 1
         } else if span[index] >= UInt8(ascii: "1") && span[index] <= UInt8(ascii: "9") {
-            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+            while index < end, isDigit(span[index]) { index += 1 }
         } else {
             throw Failure()
         }
@@ -259,7 +311,7 @@ struct JSONScanner {
             isInteger = false
             index += 1
             let digits = index
-            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+            while index < end, isDigit(span[index]) { index += 1 }
             guard index > digits else { throw Failure() }
         }
         if index < end, span[index] == UInt8(ascii: "e") || span[index] == UInt8(ascii: "E") {
@@ -267,10 +319,9 @@ struct JSONScanner {
             index += 1
             if index < end, span[index] == UInt8(ascii: "+") || span[index] == UInt8(ascii: "-") { index += 1 }
             let digits = index
-            while index < end, span[index] >= UInt8(ascii: "0") && span[index] <= UInt8(ascii: "9") { index += 1 }
+            while index < end, isDigit(span[index]) { index += 1 }
             guard index > digits else { throw Failure() }
         }
-        position = index
         return (start..<index, isInteger)
     }
 
@@ -315,7 +366,9 @@ struct JSONScanner {
     /// The nearest `Double` to a number token.
     static func double(_ bytes: [UInt8], _ range: Range<Int>) -> Double? {
         if range.count <= 16, let exact = int64(bytes, range), exact.magnitude < 1 << 53 { return Double(exact) }
-        let text = unsafe bytes.span.extracting(range).withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+        let text = unsafe bytes.span.extracting(range).withUnsafeBufferPointer {
+            unsafe String(decoding: $0, as: UTF8.self)
+        }
         return Double(text)
     }
 
@@ -351,35 +404,109 @@ struct JSONScanner {
 
     /// Validates and skips one value (after whitespace), at most `maximumDepth` containers deep.
     mutating func skipValue() throws(Failure) {
-        try skipValue(depth: 0)
+        position = try Self.skipValue(
+            bytes.span,
+            position,
+            end,
+            depth: 0,
+            maximumDepth: maximumDepth,
+            validated: isValidated
+        )
     }
 
-    private mutating func skipValue(depth: Int) throws(Failure) {
-        guard let kind = peekKind() else { throw Failure() }
-        switch kind {
-        case .object:
+    @inline(__always)
+    static func skipWhitespace(_ span: Span<UInt8>, _ index: Int, _ end: Int) -> Int {
+        var index = index
+        while index < end, isWhitespace(span[index]) { index += 1 }
+        return index
+    }
+
+    /// Skips one value starting at or after `at` (whitespace first); returns the offset after it.
+    static func skipValue(
+        _ span: Span<UInt8>,
+        _ at: Int,
+        _ end: Int,
+        depth: Int,
+        maximumDepth: Int,
+        validated: Bool
+    ) throws(Failure) -> Int {
+        var index = skipWhitespace(span, at, end)
+        guard index < end else { throw Failure() }
+        switch span[index] {
+        case UInt8(ascii: "\""):
+            return try readString(span, index, end, validated: validated).1
+        case UInt8(ascii: "{"):
             guard depth < maximumDepth else { throw Failure() }
-            position += 1
-            if consume(UInt8(ascii: "}")) { return }
-            repeat {
-                guard peek() == UInt8(ascii: "\"") else { throw Failure() }
-                _ = try readString()
-                guard consume(UInt8(ascii: ":")) else { throw Failure() }
-                try skipValue(depth: depth + 1)
-            } while consume(UInt8(ascii: ","))
-            guard consume(UInt8(ascii: "}")) else { throw Failure() }
-        case .array:
+            index = skipWhitespace(span, index + 1, end)
+            if index < end, span[index] == UInt8(ascii: "}") { return index + 1 }
+            while true {
+                index = skipWhitespace(span, index, end)
+                index = try readString(span, index, end, validated: validated).1
+                index = skipWhitespace(span, index, end)
+                guard index < end, span[index] == UInt8(ascii: ":") else { throw Failure() }
+                index = try skipValue(
+                    span,
+                    index + 1,
+                    end,
+                    depth: depth + 1,
+                    maximumDepth: maximumDepth,
+                    validated: validated
+                )
+                index = skipWhitespace(span, index, end)
+                guard index < end else { throw Failure() }
+                if span[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                guard span[index] == UInt8(ascii: "}") else { throw Failure() }
+                return index + 1
+            }
+        case UInt8(ascii: "["):
             guard depth < maximumDepth else { throw Failure() }
-            position += 1
-            if consume(UInt8(ascii: "]")) { return }
-            repeat { try skipValue(depth: depth + 1) } while consume(UInt8(ascii: ","))
-            guard consume(UInt8(ascii: "]")) else { throw Failure() }
-        case .string: _ = try readString()
-        case .number: _ = try readNumber()
-        case .trueLiteral: try readLiteral("true")
-        case .falseLiteral: try readLiteral("false")
-        case .null: try readLiteral("null")
+            index = skipWhitespace(span, index + 1, end)
+            if index < end, span[index] == UInt8(ascii: "]") { return index + 1 }
+            while true {
+                index = try skipValue(
+                    span,
+                    index,
+                    end,
+                    depth: depth + 1,
+                    maximumDepth: maximumDepth,
+                    validated: validated
+                )
+                index = skipWhitespace(span, index, end)
+                guard index < end else { throw Failure() }
+                if span[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                guard span[index] == UInt8(ascii: "]") else { throw Failure() }
+                return index + 1
+            }
+        case UInt8(ascii: "t"): return try literal(span, index, end, 0x74_72_75_65, 4)
+        case UInt8(ascii: "f"):
+            guard index + 5 <= end, span[index + 4] == UInt8(ascii: "e") else { throw Failure() }
+            return try literal(span, index, end, 0x66_61_6C_73, 4) + 1
+        case UInt8(ascii: "n"): return try literal(span, index, end, 0x6E_75_6C_6C, 4)
+        default:
+            return try readNumber(span, index, end).range.upperBound
         }
+    }
+
+    /// Checks that the `length` (≤ 4) bytes at `index` spell `expected` (big-endian packed).
+    @inline(__always)
+    static func literal(
+        _ span: Span<UInt8>,
+        _ index: Int,
+        _ end: Int,
+        _ expected: UInt32,
+        _ length: Int
+    ) throws(Failure) -> Int {
+        guard index + length <= end else { throw Failure() }
+        var value: UInt32 = 0
+        for offset in 0..<length { value = value << 8 | UInt32(span[index + offset]) }
+        guard value == expected else { throw Failure() }
+        return index + length
     }
 
     /// Validates an array (cursor at `[`) and returns its element count; elements are checked

@@ -72,7 +72,9 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
         let value = try decode(Double.self)
         let narrowed = Float(value)
         guard narrowed.isFinite || !value.isFinite else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Number \(value) does not fit in Float."))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "Number \(value) does not fit in Float.")
+            )
         }
         return narrowed
     }
@@ -91,7 +93,9 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
         }
         guard let result else {
             let text = String(decoding: bytes[number.range], as: UTF8.self)
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "Number \(text) does not fit in \(T.self)."))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "Number \(text) does not fit in \(T.self).")
+            )
         }
         return result
     }
@@ -131,7 +135,12 @@ struct JSONObjectIndex {
             let memberStart = scanner.position
             guard let entry = Self.readMember(&scanner) else { return }
             guard !entry.key.hasEscapes,
-                index.append(keyStart: entry.key.contents.lowerBound, keyLength: entry.key.contents.count, valueStart: entry.valueStart)
+                index.append(
+                    keyStart: entry.key.contents.lowerBound,
+                    keyLength: entry.key.contents.count,
+                    valueStart: entry.valueStart,
+                    in: bytes.span
+                )
             else {
                 overflowStart = memberStart
                 return
@@ -171,7 +180,9 @@ struct JSONObjectIndex {
     var names: [String] {
         var names: [String] = []
         for position in 0..<index.count {
-            names.append(JSONScanner.string(bytes, JSONStringToken(contents: index.member(position).key, hasEscapes: false)))
+            names.append(
+                JSONScanner.string(bytes, JSONStringToken(contents: index.member(position).key, hasEscapes: false))
+            )
         }
         if let overflowStart {
             var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
@@ -202,7 +213,10 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func valueDecoder(_ key: Key) throws -> JSONValueDecoder {
         guard let start = valueStart(key) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+            throw DecodingError.keyNotFound(
+                key,
+                .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
+            )
         }
         return JSONValueDecoder(bytes: index.bytes, position: start)
     }
@@ -260,17 +274,27 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        do { return try valueDecoder(key).container(keyedBy: type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type,
+        forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        do { return try valueDecoder(key).container(keyedBy: type) } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        do { return try valueDecoder(key).unkeyedContainer() } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        do { return try valueDecoder(key).unkeyedContainer() } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
     }
 
     func superDecoder() throws -> any Decoder {
         guard let key = Key(stringValue: "super") else {
-            throw DecodingError.keyNotFound(CodingIndexKey(0), .init(codingPath: [], debugDescription: "No 'super' key."))
+            throw DecodingError.keyNotFound(
+                CodingIndexKey(0),
+                .init(codingPath: [], debugDescription: "No 'super' key.")
+            )
         }
         return try valueDecoder(key)
     }
@@ -306,7 +330,10 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func next<T>(_ type: T.Type, _ body: (JSONValueDecoder) throws -> T) throws -> T {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
+            throw DecodingError.valueNotFound(
+                type,
+                .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
+            )
         }
         let value: T
         do {
@@ -345,7 +372,9 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
         try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
     }
 

@@ -57,14 +57,20 @@ final class JSONEncodingSink {
 
     func writeDouble(_ value: Double) throws {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "JSON cannot represent \(value)."))
+            throw EncodingError.invalidValue(
+                value,
+                .init(codingPath: [], debugDescription: "JSON cannot represent \(value).")
+            )
         }
         JSONText.appendDouble(value, to: &bytes)
     }
 
     func writeFloat(_ value: Float) throws {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "JSON cannot represent \(value)."))
+            throw EncodingError.invalidValue(
+                value,
+                .init(codingPath: [], debugDescription: "JSON cannot represent \(value).")
+            )
         }
         JSONText.appendFloat(value, to: &bytes)
     }
@@ -88,7 +94,9 @@ struct JSONValueEncoder: Encoder, SingleValueEncodingContainer {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if sink.open.count == level + 1, sink.open[level].isObject {
-            return KeyedEncodingContainer(JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: sink.open[level].openOffset))
+            return KeyedEncodingContainer(
+                JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: sink.open[level].openOffset)
+            )
         }
         let offset = sink.openContainer(level: level, isObject: true)
         return KeyedEncodingContainer(JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: offset))
@@ -155,7 +163,10 @@ struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     mutating func encode(_ value: UInt64, forKey key: Key) { entry(key).encode(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try entry(key).encode(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type,
+        forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         entry(key).container(keyedBy: keyType)
     }
 
@@ -204,7 +215,9 @@ struct JSONUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) { element().encode(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         element().container(keyedBy: keyType)
     }
 

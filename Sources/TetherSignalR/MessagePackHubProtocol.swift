@@ -141,7 +141,12 @@ public struct MessagePackHubMessageParser: HubMessageParser {
             guard storage.count - bodyStart >= length else { return nil }
             buffer.start = bodyStart + length
             do {
-                if let message = try MessagePackHubRecord.parse(storage, bodyStart..<(bodyStart + length), maximumDepth: maximumDepth, targets: &targets) {
+                if let message = try MessagePackHubRecord.parse(
+                    storage,
+                    bodyStart..<(bodyStart + length),
+                    maximumDepth: maximumDepth,
+                    targets: &targets
+                ) {
                     return message
                 }
             } catch {
@@ -173,7 +178,9 @@ enum MessagePackHubRecord {
         targets: inout StringInterner
     ) throws(HubProtocolError) -> HubMessage? {
         var reader = MessagePackReader(bytes, range: body, maximumDepth: maximumDepth)
-        guard let count = try? reader.readArrayHeader() else { throw .invalid("Reading array length for 'elementCount' failed.") }
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'elementCount' failed.")
+        }
         guard let type = try? reader.readInteger(Int32.self) else { throw readFailed("messageType", "Int32") }
         var read = 1
         let message: HubMessage?
@@ -187,9 +194,15 @@ enum MessagePackHubRecord {
             read = 5
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             if count > 5 { read = 6 }
-            message = .invocation(InvocationMessage(
-                headers: headers, invocationId: id.flatMap { $0.isEmpty ? nil : $0 }, target: target,
-                arguments: arguments, streamIds: streamIds))
+            message = .invocation(
+                InvocationMessage(
+                    headers: headers,
+                    invocationId: id.flatMap { $0.isEmpty ? nil : $0 },
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds
+                )
+            )
         case 2:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamItem")
@@ -220,13 +233,22 @@ enum MessagePackHubRecord {
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamInvocation")
             let target = try readTarget(&reader, &targets)
-            guard let target, !target.isEmpty else { throw .invalid("Null or empty target for StreamInvocation message.") }
+            guard let target, !target.isEmpty else {
+                throw .invalid("Null or empty target for StreamInvocation message.")
+            }
             let arguments = try readArguments(&reader)
             read = 5
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             if count > 5 { read = 6 }
-            message = .streamInvocation(StreamInvocationMessage(
-                headers: headers, invocationId: id, target: target, arguments: arguments, streamIds: streamIds))
+            message = .streamInvocation(
+                StreamInvocationMessage(
+                    headers: headers,
+                    invocationId: id,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds
+                )
+            )
         case 5:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "CancelInvocation")
@@ -269,7 +291,9 @@ enum MessagePackHubRecord {
             _ = try? reader.readInt64()
             return [:]
         }
-        guard let count = try? reader.readMapHeader() else { throw .invalid("Reading map length for 'headers' failed.") }
+        guard let count = try? reader.readMapHeader() else {
+            throw .invalid("Reading map length for 'headers' failed.")
+        }
         var headers: HubMessageHeaders = [:]
         for index in 0..<count {
             let key = try readString(&reader, "headers[\(index)].Key")
@@ -289,7 +313,10 @@ enum MessagePackHubRecord {
         }
     }
 
-    static func readTarget(_ reader: inout MessagePackReader, _ targets: inout StringInterner) throws(HubProtocolError) -> String? {
+    static func readTarget(
+        _ reader: inout MessagePackReader,
+        _ targets: inout StringInterner
+    ) throws(HubProtocolError) -> String? {
         if reader.readNilIfPresent() { return nil }
         let start = reader.position
         guard let range = try? reader.readStringRange(),
@@ -301,7 +328,10 @@ enum MessagePackHubRecord {
         return targets.intern(reader.bytes.span.extracting(range))
     }
 
-    static func readInvocationId(_ reader: inout MessagePackReader, _ messageName: String) throws(HubProtocolError) -> String {
+    static func readInvocationId(
+        _ reader: inout MessagePackReader,
+        _ messageName: String
+    ) throws(HubProtocolError) -> String {
         guard let id = try readString(&reader, "invocationId"), !id.isEmpty else {
             throw .invalid("Null or empty invocation ID for \(messageName) message.")
         }
@@ -310,7 +340,9 @@ enum MessagePackHubRecord {
 
     static func readArguments(_ reader: inout MessagePackReader) throws(HubProtocolError) -> EncodedArguments {
         let start = reader.position
-        guard let count = try? reader.readArrayHeader() else { throw .invalid("Reading array length for 'arguments' failed.") }
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'arguments' failed.")
+        }
         for _ in 0..<count {
             do {
                 try reader.skipValue()
@@ -318,7 +350,12 @@ enum MessagePackHubRecord {
                 throw .invalid("Reading 'arguments' failed: \(error.description)")
             }
         }
-        return EncodedArguments(encoding: .messagePack, count: count, storage: reader.bytes, range: start..<reader.position)
+        return EncodedArguments(
+            encoding: .messagePack,
+            count: count,
+            storage: reader.bytes,
+            range: start..<reader.position
+        )
     }
 
     static func readValue(_ reader: inout MessagePackReader, _ field: String) throws(HubProtocolError) -> EncodedValue {
@@ -332,7 +369,9 @@ enum MessagePackHubRecord {
     }
 
     static func readStreamIds(_ reader: inout MessagePackReader) throws(HubProtocolError) -> [String]? {
-        guard let count = try? reader.readArrayHeader() else { throw .invalid("Reading array length for 'streamIds' failed.") }
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'streamIds' failed.")
+        }
         guard count > 0 else { return nil }
         var ids: [String] = []
         ids.reserveCapacity(min(count, 64))
@@ -423,9 +462,17 @@ enum MessagePackHubMessageWriter {
         writer.bytes.append(contentsOf: value.bytes)
     }
 
-    static func writeCall(_ target: String, _ arguments: EncodedArguments, _ streamIds: [String]?, _ writer: inout MessagePackWriter) {
+    static func writeCall(
+        _ target: String,
+        _ arguments: EncodedArguments,
+        _ streamIds: [String]?,
+        _ writer: inout MessagePackWriter
+    ) {
         writer.writeString(target)
-        precondition(arguments.encoding == .messagePack, "JSON arguments cannot be written by the MessagePack hub protocol")
+        precondition(
+            arguments.encoding == .messagePack,
+            "JSON arguments cannot be written by the MessagePack hub protocol"
+        )
         writer.bytes.append(contentsOf: arguments.bytes)
         let ids = streamIds ?? []
         writer.writeArrayHeader(count: ids.count)

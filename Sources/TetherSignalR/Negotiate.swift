@@ -65,7 +65,10 @@ public enum Negotiate {
     public static let maximumRedirects = 100
 
     /// The error for the 101st redirect.
-    public static let redirectLimitExceeded = HubProtocolError(.invalidNegotiateResponse, "Negotiate redirection limit exceeded.")
+    public static let redirectLimitExceeded = HubProtocolError(
+        .invalidNegotiateResponse,
+        "Negotiate redirection limit exceeded."
+    )
 
     /// The error for a response from an ASP.NET (not Core) SignalR server.
     public static let aspNetSignalRDetected = HubProtocolError(
@@ -97,15 +100,25 @@ public enum Negotiate {
         let version = fields.negotiateVersion ?? 0
         let token: String
         if version > 0 {
-            guard let connectionToken = fields.connectionToken else { throw invalid("Missing required property 'connectionToken'.") }
+            guard let connectionToken = fields.connectionToken else {
+                throw invalid("Missing required property 'connectionToken'.")
+            }
             token = connectionToken
         } else {
             token = connectionId
         }
-        guard let transports = fields.availableTransports else { throw invalid("Missing required property 'availableTransports'.") }
-        return .connect(NegotiateResponse(
-            negotiateVersion: version, connectionId: connectionId, connectionToken: token,
-            availableTransports: transports, useStatefulReconnect: fields.useStatefulReconnect))
+        guard let transports = fields.availableTransports else {
+            throw invalid("Missing required property 'availableTransports'.")
+        }
+        return .connect(
+            NegotiateResponse(
+                negotiateVersion: version,
+                connectionId: connectionId,
+                connectionToken: token,
+                availableTransports: transports,
+                useStatefulReconnect: fields.useStatefulReconnect
+            )
+        )
     }
 
     static func invalid(_ reason: String) -> HubProtocolError {
@@ -186,14 +199,18 @@ public enum Negotiate {
     static func readInteger(_ scanner: inout JSONScanner, _ kind: JSONTokenKind, _ name: String) throws -> Int {
         guard kind == .number else { throw NegotiateFailure.invalid("Expected '\(name)' to be of type Number.") }
         let number = try scanner.readNumber()
-        guard number.isInteger, let value = JSONScanner.int64(scanner.bytes, number.range), let int = Int(exactly: value) else {
+        guard number.isInteger, let value = JSONScanner.int64(scanner.bytes, number.range),
+            let int = Int(exactly: value)
+        else {
             throw NegotiateFailure.invalid("Expected '\(name)' to be of type Number.")
         }
         return int
     }
 
     static func readTransports(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws -> [AvailableTransport] {
-        guard kind == .array else { throw NegotiateFailure.invalid("Expected 'availableTransports' to be of type Array.") }
+        guard kind == .array else {
+            throw NegotiateFailure.invalid("Expected 'availableTransports' to be of type Array.")
+        }
         scanner.position += 1
         var transports: [AvailableTransport] = []
         if scanner.consume(UInt8(ascii: "]")) { return transports }
@@ -204,12 +221,15 @@ public enum Negotiate {
                 switch name {
                 case "transport": transport = try readString(&scanner, kind, name)
                 case "transferFormats":
-                    guard kind == .array else { throw NegotiateFailure.invalid("Expected 'transferFormats' to be of type Array.") }
+                    guard kind == .array else {
+                        throw NegotiateFailure.invalid("Expected 'transferFormats' to be of type Array.")
+                    }
                     scanner.position += 1
                     var list: [String] = []
                     if !scanner.consume(UInt8(ascii: "]")) {
                         repeat {
-                            guard let itemKind = scanner.peekKind(), let format = try readString(&scanner, itemKind, "transferFormats")
+                            guard let itemKind = scanner.peekKind(),
+                                let format = try readString(&scanner, itemKind, "transferFormats")
                             else { throw NegotiateFailure.invalid("Expected 'transferFormats' to be of type String.") }
                             list.append(format)
                         } while scanner.consume(UInt8(ascii: ","))
@@ -260,7 +280,8 @@ public enum Negotiate {
 
     /// Splits off the query (and drops a fragment).
     static func split(_ url: String) -> (base: String, query: String?) {
-        let withoutFragment = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? url
+        let withoutFragment =
+            url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? url
         let parts = withoutFragment.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         return (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
     }
@@ -271,7 +292,8 @@ public enum Negotiate {
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
                 result.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 result += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)

@@ -18,7 +18,9 @@ func parseDecodeArguments(_ arguments: [String]) -> (command: DecodeCommand, pat
         let argument = arguments[index]
         switch argument {
         case "--format":
-            guard index + 1 < arguments.count, let value = DecodeCommand.Format(rawValue: arguments[index + 1]) else { return nil }
+            guard index + 1 < arguments.count, let value = DecodeCommand.Format(rawValue: arguments[index + 1]) else {
+                return nil
+            }
             format = value
             index += 2
         case "--chunk":

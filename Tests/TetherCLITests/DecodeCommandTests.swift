@@ -1,9 +1,14 @@
 import Testing
+
 @testable import tether
 
 /// `tether decode`: the exact output contract, for every chunk size.
 struct DecodeCommandTests {
-    func run(_ format: DecodeCommand.Format, _ input: [UInt8], chunk: Int = DecodeCommand.defaultChunkSize) -> (lines: [String], status: Int32) {
+    func run(
+        _ format: DecodeCommand.Format,
+        _ input: [UInt8],
+        chunk: Int = DecodeCommand.defaultChunkSize
+    ) -> (lines: [String], status: Int32) {
         var lines: [String] = []
         let status = DecodeCommand(format: format, chunkSize: chunk).run(input: input) { lines.append($0) }
         return (lines, status)
@@ -21,24 +26,31 @@ struct DecodeCommandTests {
     }
 
     @Test func signalRJSON() {
-        let input = Array("""
+        let input = Array(
+            """
             {"type":1,"headers":{"b":"2","a":"1"},"invocationId":"9","target":"Send","arguments":[1, {"x" : [true,null]}],"streamIds":["s"]}\u{1E}\
             {"type":99,"unknown":1}\u{1E}{"type":3,"invocationId":"1"}\u{1E}{"type":3,"invocationId":"2","result":null}\u{1E}\
             {"type":7,"allowReconnect":false}\u{1E}{"type":9,"sequenceId":12}\u{1E}
-            """.utf8)
+            """.utf8
+        )
         let result = runAllChunkings(.signalRJSON, input)
         #expect(result.status == 0)
-        #expect(result.lines == [
-            #"{"type":1,"headers":{"a":"1","b":"2"},"invocationId":"9","target":"Send","arguments":[1,{"x":[true,null]}],"streamIds":["s"]}"#,
-            #"{"type":3,"invocationId":"1"}"#,
-            #"{"type":3,"invocationId":"2","result":null}"#,
-            #"{"type":7}"#,
-            #"{"type":9,"sequenceId":12}"#,
-        ])
+        #expect(
+            result.lines == [
+                #"{"type":1,"headers":{"a":"1","b":"2"},"invocationId":"9","target":"Send","arguments":[1,{"x":[true,null]}],"streamIds":["s"]}"#,
+                #"{"type":3,"invocationId":"1"}"#,
+                #"{"type":3,"invocationId":"2","result":null}"#,
+                #"{"type":7}"#,
+                #"{"type":9,"sequenceId":12}"#,
+            ]
+        )
     }
 
     @Test func signalRJSONErrorsStopAtTheFirstOne() {
-        let input = Array(#"{"type":6}"#.utf8) + [0x1E] + Array(#"{"type":1}"#.utf8) + [0x1E] + Array(#"{"type":6}"#.utf8) + [0x1E]
+        let input =
+            Array(#"{"type":6}"#.utf8) + [0x1E] + Array(#"{"type":1}"#.utf8) + [0x1E] + Array(#"{"type":6}"#.utf8) + [
+                0x1E
+            ]
         let result = runAllChunkings(.signalRJSON, input)
         #expect(result.status == 1)
         #expect(result.lines == [#"{"type":6}"#, #"{"error":"Missing required property 'target'."}"#])
@@ -62,17 +74,22 @@ struct DecodeCommandTests {
         let input = [UInt8(body.count)] + body + [0x0a, 0x95, 0x03, 0xcc, 0x80, 0xa1, 0x31, 0x03, 0xa2, 0x68, 0x69]
         let result = runAllChunkings(.signalRMessagePack, input)
         #expect(result.status == 0)
-        #expect(result.lines == [
-            #"{"type":1,"target":"T","arguments":["AQID",{"ext":5,"data":"qg=="},{"timestamp":1,"nanoseconds":0},1.5,{"1":"x","k":[]}]}"#,
-            #"{"type":3,"invocationId":"1","result":"hi"}"#,
-        ])
+        #expect(
+            result.lines == [
+                #"{"type":1,"target":"T","arguments":["AQID",{"ext":5,"data":"qg=="},{"timestamp":1,"nanoseconds":0},1.5,{"1":"x","k":[]}]}"#,
+                #"{"type":3,"invocationId":"1","result":"hi"}"#,
+            ]
+        )
         let truncated = runAllChunkings(.signalRMessagePack, Array(input.dropLast()))
         #expect(truncated.lines.last == #"{"error":"Message is incomplete."}"#)
         #expect(truncated.status == 1)
     }
 
     @Test func handshakes() {
-        let requests = runAllChunkings(.signalRHandshakeRequest, Array(#"{"protocol":"json","version":1}"#.utf8) + [0x1E])
+        let requests = runAllChunkings(
+            .signalRHandshakeRequest,
+            Array(#"{"protocol":"json","version":1}"#.utf8) + [0x1E]
+        )
         #expect(requests.lines == [#"{"protocol":"json","version":1}"#])
         #expect(requests.status == 0)
         let responses = runAllChunkings(
@@ -86,7 +103,9 @@ struct DecodeCommandTests {
     }
 
     @Test func parsesArguments() {
-        #expect(parseDecodeArguments(["--format", "signalr-json"])?.command.chunkSize == DecodeCommand.defaultChunkSize)
+        #expect(
+            parseDecodeArguments(["--format", "signalr-json"])?.command.chunkSize == DecodeCommand.defaultChunkSize
+        )
         #expect(parseDecodeArguments(["--format", "signalr-msgpack", "--chunk", "5", "file.bin"])?.path == "file.bin")
         #expect(parseDecodeArguments(["--format", "nope"]) == nil)
         #expect(parseDecodeArguments(["--chunk", "0", "--format", "signalr-json"]) == nil)

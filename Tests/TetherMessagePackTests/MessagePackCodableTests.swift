@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+
 @testable import TetherMessagePack
 
 struct MessagePackCodableTests {
@@ -23,9 +24,15 @@ struct MessagePackCodableTests {
     }
 
     static let person = Person(
-        name: "Zoë", age: 42, tags: ["a", "b"], nickname: nil, scores: ["x": 1.5],
-        avatar: [0, 1, 255], seen: MessagePackTimestamp(seconds: 1_701_234_567, nanoseconds: 5),
-        nested: .init(level: 3, ratio: 0.25, big: UInt64.max, small: Int64.min), flags: [true, false]
+        name: "Zoë",
+        age: 42,
+        tags: ["a", "b"],
+        nickname: nil,
+        scores: ["x": 1.5],
+        avatar: [0, 1, 255],
+        seen: MessagePackTimestamp(seconds: 1_701_234_567, nanoseconds: 5),
+        nested: .init(level: 3, ratio: 0.25, big: UInt64.max, small: Int64.min),
+        flags: [true, false]
     )
 
     @Test func roundTripsAStruct() throws {
@@ -38,7 +45,10 @@ struct MessagePackCodableTests {
             return
         }
         #expect(pairs.first { $0.key == .string("avatar") }?.value == .binary([0, 1, 255]))
-        #expect(pairs.first { $0.key == .string("seen") }?.value == .timestamp(MessagePackTimestamp(seconds: 1_701_234_567, nanoseconds: 5)))
+        #expect(
+            pairs.first { $0.key == .string("seen") }?.value
+                == .timestamp(MessagePackTimestamp(seconds: 1_701_234_567, nanoseconds: 5))
+        )
         #expect(pairs.first { $0.key == .string("nickname") } == nil, "nil optionals are omitted, as JSONEncoder does")
     }
 
@@ -55,7 +65,9 @@ struct MessagePackCodableTests {
 
     @Test func errorsCarryTheCodingPath() throws {
         struct Wrong: Decodable { var nested: Person.Nested }
-        let bytes = hexBytes("81 a6 6e 65 73 74 65 64 84 a5 6c 65 76 65 6c cd 01 00 a5 72 61 74 69 6f 00 a3 62 69 67 00 a5 73 6d 61 6c 6c 00")
+        let bytes = hexBytes(
+            "81 a6 6e 65 73 74 65 64 84 a5 6c 65 76 65 6c cd 01 00 a5 72 61 74 69 6f 00 a3 62 69 67 00 a5 73 6d 61 6c 6c 00"
+        )
         do {
             _ = try MessagePackDecoder().decode(Wrong.self, from: bytes)
             Issue.record("decoded an out-of-range UInt8")
@@ -67,17 +79,25 @@ struct MessagePackCodableTests {
     }
 
     @Test func integerKeysAndLargeMaps() throws {
-        enum Keys: Int, CodingKey { case a = 1, b = 2 }
+        enum Keys: Int, CodingKey {
+            case a = 1
+            case b = 2
+        }
         struct Keyed: Codable, Equatable {
             var a: String
             var b: Int
-            enum CodingKeys: Int, CodingKey { case a = 1, b = 2 }
+            enum CodingKeys: Int, CodingKey {
+                case a = 1
+                case b = 2
+            }
         }
         let bytes = try MessagePackEncoder(useIntegerKeys: true).encode(Keyed(a: "x", b: 7))
         #expect(hex(bytes) == "82 01 a1 78 02 07")
         #expect(try MessagePackDecoder().decode(Keyed.self, from: bytes) == Keyed(a: "x", b: 7))
         // More members than the container indexes inline are still found.
         let wide = Dictionary(uniqueKeysWithValues: (0..<40).map { ("key\($0)", "v\($0)") })
-        #expect(try MessagePackDecoder().decode([String: String].self, from: try MessagePackEncoder().encode(wide)) == wide)
+        #expect(
+            try MessagePackDecoder().decode([String: String].self, from: try MessagePackEncoder().encode(wide)) == wide
+        )
     }
 }

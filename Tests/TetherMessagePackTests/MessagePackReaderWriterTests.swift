@@ -1,9 +1,12 @@
 import Testing
 import TetherCore
+
 @testable import TetherMessagePack
 
 func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
+    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(
+        separator: " "
+    )
 }
 
 func written(_ body: (inout MessagePackWriter) -> Void) -> String {
@@ -55,9 +58,15 @@ struct MessagePackFormatTests {
         Case(value: .binary([1, 2]), hex: "c4 02 01 02"),
         Case(value: .array([]), hex: "90"),
         Case(value: .array([.uint(1), .nil]), hex: "92 01 c0"),
-        Case(value: .array(Array(repeating: .uint(0), count: 16)), hex: "dc 00 10" + String(repeating: " 00", count: 16)),
+        Case(
+            value: .array(Array(repeating: .uint(0), count: 16)),
+            hex: "dc 00 10" + String(repeating: " 00", count: 16)
+        ),
         Case(value: .map([]), hex: "80"),
-        Case(value: .map([MessagePackPair(.string("a"), .uint(1)), MessagePackPair(.uint(2), .bool(true))]), hex: "82 a1 61 01 02 c3"),
+        Case(
+            value: .map([MessagePackPair(.string("a"), .uint(1)), MessagePackPair(.uint(2), .bool(true))]),
+            hex: "82 a1 61 01 02 c3"
+        ),
         Case(
             value: .map((0..<16).map { MessagePackPair(.uint(UInt64($0)), .nil) }),
             hex: "de 00 10" + (0..<16).map { " " + hex([UInt8($0)]) + " c0" }.joined()
@@ -65,13 +74,22 @@ struct MessagePackFormatTests {
         Case(value: .extension(type: 5, data: [0xaa]), hex: "d4 05 aa"),
         Case(value: .extension(type: 5, data: [1, 2]), hex: "d5 05 01 02"),
         Case(value: .extension(type: 5, data: [1, 2, 3, 4]), hex: "d6 05 01 02 03 04"),
-        Case(value: .extension(type: 5, data: Array(repeating: 7, count: 8)), hex: "d7 05" + String(repeating: " 07", count: 8)),
-        Case(value: .extension(type: 5, data: Array(repeating: 7, count: 16)), hex: "d8 05" + String(repeating: " 07", count: 16)),
+        Case(
+            value: .extension(type: 5, data: Array(repeating: 7, count: 8)),
+            hex: "d7 05" + String(repeating: " 07", count: 8)
+        ),
+        Case(
+            value: .extension(type: 5, data: Array(repeating: 7, count: 16)),
+            hex: "d8 05" + String(repeating: " 07", count: 16)
+        ),
         Case(value: .extension(type: -3, data: [1, 2, 3]), hex: "c7 03 fd 01 02 03"),
         Case(value: .extension(type: 1, data: []), hex: "c7 00 01"),
         Case(value: .timestamp(MessagePackTimestamp(seconds: 1)), hex: "d6 ff 00 00 00 01"),
         Case(value: .timestamp(MessagePackTimestamp(seconds: 1, nanoseconds: 1)), hex: "d7 ff 00 00 00 04 00 00 00 01"),
-        Case(value: .timestamp(MessagePackTimestamp(seconds: -1, nanoseconds: 0)), hex: "c7 0c ff 00 00 00 00 ff ff ff ff ff ff ff ff"),
+        Case(
+            value: .timestamp(MessagePackTimestamp(seconds: -1, nanoseconds: 0)),
+            hex: "c7 0c ff 00 00 00 00 ff ff ff ff ff ff ff ff"
+        ),
     ]
 
     @Test(arguments: cases)
@@ -95,13 +113,17 @@ struct MessagePackFormatTests {
     @Test func readsEveryWidthOfIntegersStringsAndContainers() throws {
         // Non-shortest encodings that other writers emit must be read too.
         let wide: [(String, MessagePackValue)] = [
-            ("cc 05", .uint(5)), ("cd 00 05", .uint(5)), ("ce 00 00 00 05", .uint(5)), ("cf 00 00 00 00 00 00 00 05", .uint(5)),
-            ("d0 05", .uint(5)), ("d1 ff fb", .int(-5)), ("d2 ff ff ff fb", .int(-5)), ("d3 ff ff ff ff ff ff ff fb", .int(-5)),
+            ("cc 05", .uint(5)), ("cd 00 05", .uint(5)), ("ce 00 00 00 05", .uint(5)),
+            ("cf 00 00 00 00 00 00 00 05", .uint(5)),
+            ("d0 05", .uint(5)), ("d1 ff fb", .int(-5)), ("d2 ff ff ff fb", .int(-5)),
+            ("d3 ff ff ff ff ff ff ff fb", .int(-5)),
             ("d9 01 61", .string("a")), ("da 00 01 61", .string("a")), ("db 00 00 00 01 61", .string("a")),
             ("c5 00 01 09", .binary([9])), ("c6 00 00 00 01 09", .binary([9])),
             ("dc 00 01 c3", .array([.bool(true)])), ("dd 00 00 00 01 c3", .array([.bool(true)])),
-            ("de 00 01 c0 c0", .map([MessagePackPair(.nil, .nil)])), ("df 00 00 00 01 c0 c0", .map([MessagePackPair(.nil, .nil)])),
-            ("c8 00 01 07 aa", .extension(type: 7, data: [0xaa])), ("c9 00 00 00 01 07 aa", .extension(type: 7, data: [0xaa])),
+            ("de 00 01 c0 c0", .map([MessagePackPair(.nil, .nil)])),
+            ("df 00 00 00 01 c0 c0", .map([MessagePackPair(.nil, .nil)])),
+            ("c8 00 01 07 aa", .extension(type: 7, data: [0xaa])),
+            ("c9 00 00 00 01 07 aa", .extension(type: 7, data: [0xaa])),
         ]
         for (text, value) in wide {
             var reader = MessagePackReader(hexBytes(text))
@@ -123,7 +145,9 @@ struct MessagePackFormatTests {
         reader = MessagePackReader(hexBytes("2a"))
         #expect(try reader.readDouble() == 42)
         reader = MessagePackReader(hexBytes("a1 61"))
-        #expect(throws: MessagePackError.typeMismatch(expected: .integer, found: .string, offset: 0)) { try reader.readInt64() }
+        #expect(throws: MessagePackError.typeMismatch(expected: .integer, found: .string, offset: 0)) {
+            try reader.readInt64()
+        }
     }
 
     @Test func malformedInputIsATypedError() {
@@ -154,9 +178,13 @@ struct MessagePackFormatTests {
         #expect(enough.isAtEnd)
         // A hostile input far deeper than the stack could recurse is refused, not a crash.
         var hostile = MessagePackReader(Array(repeating: UInt8(0x91), count: 1_000_000))
-        #expect(throws: MessagePackError.depthLimitExceeded(limit: MessagePackReader.defaultMaximumDepth)) { try hostile.skipValue() }
+        #expect(throws: MessagePackError.depthLimitExceeded(limit: MessagePackReader.defaultMaximumDepth)) {
+            try hostile.skipValue()
+        }
         let decoder = MessagePackDecoder()
-        #expect(throws: DecodingError.self) { try decoder.decode([[Int]].self, from: Array(repeating: UInt8(0x91), count: 1_000_000)) }
+        #expect(throws: DecodingError.self) {
+            try decoder.decode([[Int]].self, from: Array(repeating: UInt8(0x91), count: 1_000_000))
+        }
     }
 
     @Test func randomValuesRoundTrip() throws {
@@ -178,7 +206,9 @@ struct MessagePackFormatTests {
 
 func hexBytes(_ text: String) -> [UInt8] {
     let digits = Array(text.split(separator: " ").joined().utf8)
-    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    return stride(from: 0, to: digits.count, by: 2).map {
+        UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+    }
 }
 
 func randomValue(_ rng: inout SeededRandomNumberGenerator, depth: Int) -> MessagePackValue {
@@ -195,19 +225,28 @@ func randomValue(_ rng: inout SeededRandomNumberGenerator, depth: Int) -> Messag
             Character(Unicode.Scalar(UInt32.random(in: 0x20...0x7e, using: &rng))!)
         }
         return .string(String(scalars) + (Bool.random(using: &rng) ? "é😀" : ""))
-    case 7: return .binary((0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    case 7:
+        return .binary((0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
     case 8:
         let length = [0, 1, 2, 4, 8, 16, 3, 300].randomElement(using: &rng)!
-        return .extension(type: Int8.random(in: 0...127, using: &rng), data: (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        return .extension(
+            type: Int8.random(in: 0...127, using: &rng),
+            data: (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        )
     case 9:
-        return .timestamp(MessagePackTimestamp(
-            seconds: Int64.random(in: -(1 << 40)...(1 << 40), using: &rng),
-            nanoseconds: UInt32.random(in: 0..<1_000_000_000, using: &rng)))
+        return .timestamp(
+            MessagePackTimestamp(
+                seconds: Int64.random(in: -(1 << 40)...(1 << 40), using: &rng),
+                nanoseconds: UInt32.random(in: 0..<1_000_000_000, using: &rng)
+            )
+        )
     case 10, 11:
         return .array((0..<Int.random(in: 0...20, using: &rng)).map { _ in randomValue(&rng, depth: depth + 1) })
     default:
-        return .map((0..<Int.random(in: 0...20, using: &rng)).map { _ in
-            MessagePackPair(randomValue(&rng, depth: depth + 1), randomValue(&rng, depth: depth + 1))
-        })
+        return .map(
+            (0..<Int.random(in: 0...20, using: &rng)).map { _ in
+                MessagePackPair(randomValue(&rng, depth: depth + 1), randomValue(&rng, depth: depth + 1))
+            }
+        )
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TetherCore
 import TetherMessagePack
+
 @testable import TetherSignalR
 
 /// Every test vector of ../shared/specs/signalr.md §12, read from the data files in
@@ -73,8 +74,14 @@ struct JSONVectorTests {
     }
 
     @Test func textRecordsAndIncompleteInput() throws {
-        struct Record: Decodable { var input: String; var records: [String]? }
-        struct Framing: Decodable { var textRecords: [Record]; var textIncomplete: [Record] }
+        struct Record: Decodable {
+            var input: String
+            var records: [String]?
+        }
+        struct Framing: Decodable {
+            var textRecords: [Record]
+            var textIncomplete: [Record]
+        }
         let framing: Framing = try loadVector("framing.json")
         // The parser splits at 0x1E; the records of these vectors are not JSON objects, so the
         // first one fails to parse, which shows that the split happened (and nothing waited).
@@ -194,9 +201,19 @@ struct MessagePackVectorTests {
 }
 
 struct FramingVectorTests {
-    struct VarIntCase: Decodable { var value: Int; var hex: String }
-    struct FrameCase: Decodable { var hex: String; var frames: [String] }
-    struct FrameError: Decodable { var hex: String; var stream: String; var error: String? }
+    struct VarIntCase: Decodable {
+        var value: Int
+        var hex: String
+    }
+    struct FrameCase: Decodable {
+        var hex: String
+        var frames: [String]
+    }
+    struct FrameError: Decodable {
+        var hex: String
+        var stream: String
+        var error: String?
+    }
     struct File: Decodable {
         var varint: [VarIntCase]
         var binaryFrames: [FrameCase]
@@ -222,7 +239,9 @@ struct FramingVectorTests {
     @Test func varInts() throws {
         for vector in Self.file.varint {
             #expect(hexString(VarInt.encode(vector.value)) == vector.hex)
-            #expect(try VarInt.read(hexBytes(vector.hex).span) == .value(vector.value, length: hexBytes(vector.hex).count))
+            #expect(
+                try VarInt.read(hexBytes(vector.hex).span) == .value(vector.value, length: hexBytes(vector.hex).count)
+            )
             let truncated = Array(hexBytes(vector.hex).dropLast())
             #expect(try VarInt.read(truncated.span) == .needMoreData)
         }

@@ -1,10 +1,21 @@
 import Testing
 import TetherCore
+
 @testable import TetherSignalR
 
 struct HandshakeVectorTests {
-    struct Request: Decodable { var input: String; var `protocol`: String?; var version: Int?; var error: String? }
-    struct Response: Decodable { var input: String; var error: String?; var minorVersion: Int?; var messages: [String]? }
+    struct Request: Decodable {
+        var input: String
+        var `protocol`: String?
+        var version: Int?
+        var error: String?
+    }
+    struct Response: Decodable {
+        var input: String
+        var error: String?
+        var minorVersion: Int?
+        var messages: [String]?
+    }
     struct File: Decodable {
         var requests: [Request]
         var responses: [Response]
@@ -36,7 +47,10 @@ struct HandshakeVectorTests {
         var bytes: [UInt8] = []
         HandshakeRequest(protocolName: "json", version: 1).write(into: &bytes)
         HandshakeRequest(protocolName: "messagepack", version: 2).write(into: &bytes)
-        #expect(String(decoding: bytes, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}{\"protocol\":\"messagepack\",\"version\":2}\u{1E}")
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
+                == "{\"protocol\":\"json\",\"version\":1}\u{1E}{\"protocol\":\"messagepack\",\"version\":2}\u{1E}"
+        )
     }
 
     @Test func rejectsRequestsWithExactText() {
@@ -83,10 +97,30 @@ struct NegotiateVectorTests {
         var transports: [String]
         var useStatefulReconnect: Bool
     }
-    struct Redirect: Decodable { var body: String; var url: String; var accessToken: String? }
-    struct Failure: Decodable { var body: String; var kind: String; var error: String }
-    struct URLCase: Decodable { var url: String; var stateful: Bool; var negotiate: String; var token: String; var connect: String; var webSocket: String }
-    struct File: Decodable { var responses: [Success]; var redirects: [Redirect]; var errors: [Failure]; var urls: [URLCase] }
+    struct Redirect: Decodable {
+        var body: String
+        var url: String
+        var accessToken: String?
+    }
+    struct Failure: Decodable {
+        var body: String
+        var kind: String
+        var error: String
+    }
+    struct URLCase: Decodable {
+        var url: String
+        var stateful: Bool
+        var negotiate: String
+        var token: String
+        var connect: String
+        var webSocket: String
+    }
+    struct File: Decodable {
+        var responses: [Success]
+        var redirects: [Redirect]
+        var errors: [Failure]
+        var urls: [URLCase]
+    }
 
     static let file: File = try! loadVector("negotiate.json")
 
@@ -110,14 +144,20 @@ struct NegotiateVectorTests {
 
     @Test func parsesRedirects() throws {
         for vector in Self.file.redirects {
-            #expect(try Negotiate.parse(Array(vector.body.utf8)) == .redirect(url: vector.url, accessToken: vector.accessToken))
+            #expect(
+                try Negotiate.parse(Array(vector.body.utf8))
+                    == .redirect(url: vector.url, accessToken: vector.accessToken)
+            )
         }
     }
 
     @Test func rejectsWithExactText() {
         for vector in Self.file.errors {
-            let kind: HubProtocolError.Kind = vector.kind == "negotiateRejected" ? .negotiateRejected : .invalidNegotiateResponse
-            #expect(throws: HubProtocolError(kind, vector.error), "\(vector.body)") { try Negotiate.parse(Array(vector.body.utf8)) }
+            let kind: HubProtocolError.Kind =
+                vector.kind == "negotiateRejected" ? .negotiateRejected : .invalidNegotiateResponse
+            #expect(throws: HubProtocolError(kind, vector.error), "\(vector.body)") {
+                try Negotiate.parse(Array(vector.body.utf8))
+            }
         }
     }
 

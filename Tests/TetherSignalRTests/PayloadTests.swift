@@ -1,25 +1,35 @@
 import Testing
 import TetherCore
 import TetherMessagePack
+
 @testable import TetherSignalR
 
 /// Arguments, results and items stay encoded and decode on demand into app types.
 struct PayloadTests {
     static let sample = ParamData(
-        Id: "1a2b3c4d-0001", UserId: 2_147_483_000, NiceName: "Zoë \"Rock\" Ó Briain", Time: 1_701_234_567_000,
-        DataType: "chat", JsonData: #"{"text":"café\n😀","mentions":[1,2]}"#, OrganizationCode: "北京公司", CustomerId: 0
+        id: "1a2b3c4d-0001",
+        userId: 2_147_483_000,
+        niceName: "Zoë \"Rock\" Ó Briain",
+        time: 1_701_234_567_000,
+        dataType: "chat",
+        jsonData: #"{"text":"café\n😀","mentions":[1,2]}"#,
+        organizationCode: "北京公司",
+        customerId: 0
     )
 
     @Test(arguments: [ValueEncoding.json, .messagePack])
     func paramDataRoundTripsThroughEachProtocol(_ encoding: ValueEncoding) throws {
         let arguments = try EncodedArguments(encoding: encoding, Self.sample, "second", 3)
-        let message = HubMessage.invocation(InvocationMessage(invocationId: "7", target: "ReceiveMessage", arguments: arguments))
+        let message = HubMessage.invocation(
+            InvocationMessage(invocationId: "7", target: "ReceiveMessage", arguments: arguments)
+        )
         var bytes: [UInt8] = []
         switch encoding {
         case .json: JSONHubProtocol().write(message, into: &bytes)
         case .messagePack: MessagePackHubProtocol().write(message, into: &bytes)
         }
-        let decoded = encoding == .json
+        let decoded =
+            encoding == .json
             ? decodeAll(JSONHubProtocol().makeParser(), bytes, .byteByByte).messages
             : decodeAll(MessagePackHubProtocol().makeParser(), bytes, .byteByByte).messages
         #expect(decoded == [message])
@@ -39,14 +49,15 @@ struct PayloadTests {
             """#
         let value = try EncodedValue(json: Array(text.utf8))
         let decoded = try value.decode(ParamData.self)
-        #expect(decoded.NiceName == "Zoë 😀")
-        #expect(decoded.JsonData == #"{"a":1}"#)
-        #expect(decoded.Time == 1_701_234_567)
-        #expect(decoded.CustomerId == 0)
+        #expect(decoded.niceName == "Zoë 😀")
+        #expect(decoded.jsonData == #"{"a":1}"#)
+        #expect(decoded.time == 1_701_234_567)
+        #expect(decoded.customerId == 0)
     }
 
     @Test func integersBeyondTwoToTheFiftyThreeSurvive() throws {
-        let text = #"{"type":1,"target":"T","arguments":[9007199254740993,18446744073709551615,-9223372036854775808,1e400]}"#
+        let text =
+            #"{"type":1,"target":"T","arguments":[9007199254740993,18446744073709551615,-9223372036854775808,1e400]}"#
         let message = try parseJSONRecord(text)
         var written: [UInt8] = []
         JSONHubProtocol().write(message, into: &written)
@@ -79,13 +90,20 @@ struct PayloadTests {
         #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array("[1,".utf8)) }
         #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array("1 2".utf8)) }
         #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: [0x22, 0xff, 0x22]) }
-        #expect(throws: HubProtocolError.errorReadingJSON) { try EncodedValue(json: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)) }
+        #expect(throws: HubProtocolError.errorReadingJSON) {
+            try EncodedValue(
+                json: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)
+            )
+        }
         #expect(try EncodedValue(json: Array(" [1] ".utf8)) == (try EncodedValue(json: Array("[1]".utf8))))
         #expect(try EncodedValue(json: Array("null".utf8)).isNull)
         #expect(EncodedValue.null(.messagePack).isNull)
         let big = try EncodedValue(json: Array(#"{"a":[1,2,{"b":"c"}]}"#.utf8))
         #expect(big.compacted() == big)
-        #expect(CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .messagePack)) == CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .json)))
+        #expect(
+            CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .messagePack))
+                == CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .json))
+        )
     }
 
     @Test func encoderRejectsNonFiniteNumbers() {

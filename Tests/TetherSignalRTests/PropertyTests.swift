@@ -1,6 +1,7 @@
 import Testing
 import TetherCore
 import TetherMessagePack
+
 @testable import TetherSignalR
 
 /// Seeded property tests: random messages round-trip through each protocol, and every chunking
@@ -20,11 +21,14 @@ struct HubProtocolPropertyTests {
         case 3: return .uint(UInt64.random(in: 0...UInt64.max, using: &rng) >> UInt64.random(in: 0...63, using: &rng))
         case 4: return .double(Double.random(in: -1e6...1e6, using: &rng))
         case 5: return .string(randomString(&rng))
-        case 6: return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in randomPayload(&rng, depth: depth + 1) })
+        case 6:
+            return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in randomPayload(&rng, depth: depth + 1) })
         default:
-            return .map((0..<Int.random(in: 0...4, using: &rng)).map { index in
-                MessagePackPair(.string("k\(index)" + randomString(&rng)), randomPayload(&rng, depth: depth + 1))
-            })
+            return .map(
+                (0..<Int.random(in: 0...4, using: &rng)).map { index in
+                    MessagePackPair(.string("k\(index)" + randomString(&rng)), randomPayload(&rng, depth: depth + 1))
+                }
+            )
         }
     }
 
@@ -41,31 +45,66 @@ struct HubProtocolPropertyTests {
         }
     }
 
-    static func randomMessage(_ rng: inout SeededRandomNumberGenerator, _ encoding: ValueEncoding) throws -> HubMessage {
+    static func randomMessage(_ rng: inout SeededRandomNumberGenerator, _ encoding: ValueEncoding) throws -> HubMessage
+    {
         func headers() -> HubMessageHeaders {
             Bool.random(using: &rng) ? [:] : ["h" + randomString(&rng): "v" + randomString(&rng)]
         }
         func id() -> String { "id" + randomString(&rng) }
         func arguments() throws -> EncodedArguments {
-            EncodedArguments(encoding: encoding, values: try (0..<Int.random(in: 0...3, using: &rng)).map { _ in try encode(randomPayload(&rng), encoding) })
+            EncodedArguments(
+                encoding: encoding,
+                values: try (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    try encode(randomPayload(&rng), encoding)
+                }
+            )
         }
         func streamIds() -> [String]? { Bool.random(using: &rng) ? nil : ["s" + randomString(&rng), "t"] }
         switch Int.random(in: 1...9, using: &rng) {
         case 1:
-            return .invocation(InvocationMessage(
-                headers: headers(), invocationId: Bool.random(using: &rng) ? id() : nil,
-                target: "T" + randomString(&rng), arguments: try arguments(), streamIds: streamIds()))
-        case 2: return .streamItem(StreamItemMessage(headers: headers(), invocationId: id(), item: try encode(randomPayload(&rng), encoding)))
+            return .invocation(
+                InvocationMessage(
+                    headers: headers(),
+                    invocationId: Bool.random(using: &rng) ? id() : nil,
+                    target: "T" + randomString(&rng),
+                    arguments: try arguments(),
+                    streamIds: streamIds()
+                )
+            )
+        case 2:
+            return .streamItem(
+                StreamItemMessage(
+                    headers: headers(),
+                    invocationId: id(),
+                    item: try encode(randomPayload(&rng), encoding)
+                )
+            )
         case 3:
-            let results: [CompletionResult] = [.void, .error(randomString(&rng)), .value(try encode(randomPayload(&rng), encoding))]
-            return .completion(CompletionMessage(headers: headers(), invocationId: id(), result: results.randomElement(using: &rng)!))
+            let results: [CompletionResult] = [
+                .void, .error(randomString(&rng)), .value(try encode(randomPayload(&rng), encoding)),
+            ]
+            return .completion(
+                CompletionMessage(headers: headers(), invocationId: id(), result: results.randomElement(using: &rng)!)
+            )
         case 4:
-            return .streamInvocation(StreamInvocationMessage(
-                headers: headers(), invocationId: id(), target: "S" + randomString(&rng), arguments: try arguments(), streamIds: streamIds()))
+            return .streamInvocation(
+                StreamInvocationMessage(
+                    headers: headers(),
+                    invocationId: id(),
+                    target: "S" + randomString(&rng),
+                    arguments: try arguments(),
+                    streamIds: streamIds()
+                )
+            )
         case 5: return .cancelInvocation(CancelInvocationMessage(headers: headers(), invocationId: id()))
         case 6: return .ping
         case 7:
-            return .close(CloseMessage(error: Bool.random(using: &rng) ? randomString(&rng) : nil, allowReconnect: Bool.random(using: &rng)))
+            return .close(
+                CloseMessage(
+                    error: Bool.random(using: &rng) ? randomString(&rng) : nil,
+                    allowReconnect: Bool.random(using: &rng)
+                )
+            )
         case 8: return .ack(sequenceId: Int64.random(in: 0...Int64.max, using: &rng))
         default: return .sequence(sequenceId: Int64.random(in: 0...Int64.max, using: &rng))
         }
@@ -127,7 +166,9 @@ struct HubProtocolLimitTests {
         parser.append(chunk.span)
         #expect(try parser.next() == nil)
         parser.append(chunk.span)
-        #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 100B was exceeded.")) { try parser.next() }
+        #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 100B was exceeded.")) {
+            try parser.next()
+        }
         // The parser stays failed and drops what it had buffered.
         parser.append(Array(#"{"type":6}"#.utf8 + [0x1E]).span)
         #expect(throws: HubProtocolError.self) { try parser.next() }
@@ -156,7 +197,9 @@ struct HubProtocolLimitTests {
         var parser = MessagePackHubProtocol(maximumMessageSize: 1000).makeParser()
         let prefix = VarInt.encode(1001)
         parser.append(prefix.span)
-        #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 1000B was exceeded.")) { try parser.next() }
+        #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 1000B was exceeded.")) {
+            try parser.next()
+        }
     }
 
     @Test func nestingDepthIsLimited() {
@@ -168,21 +211,28 @@ struct HubProtocolLimitTests {
         #expect(allowed.error == nil)
         #expect(allowed.messages.count == 1)
         // A hostile nesting far beyond the stack's reach is refused, not a crash.
-        let hostile = Array((#"{"type":1,"target":"T","arguments":"# + String(repeating: "[", count: 500_000)).utf8) + [0x1E]
+        let hostile =
+            Array((#"{"type":1,"target":"T","arguments":"# + String(repeating: "[", count: 500_000)).utf8) + [0x1E]
         #expect(decodeAll(JSONHubProtocol().makeParser(), hostile, .whole).error == .errorReadingJSON)
-        let packed = VarInt.encode(200_006) + [0x96, 0x01, 0x80, 0xc0, 0xa1, 0x54] + Array(repeating: UInt8(0x91), count: 200_000)
+        let packed =
+            VarInt.encode(200_006) + [0x96, 0x01, 0x80, 0xc0, 0xa1, 0x54]
+            + Array(repeating: UInt8(0x91), count: 200_000)
         #expect(decodeAll(MessagePackHubProtocol().makeParser(), packed, .whole).error?.kind == .invalidMessage)
     }
 
     @Test func invalidUTF8IsRejected() {
-        let record: [UInt8] = Array(#"{"type":1,"target":"T","arguments":[""#.utf8) + [0xC3, 0x28] + Array(#""]}"#.utf8) + [0x1E]
+        let record: [UInt8] =
+            Array(#"{"type":1,"target":"T","arguments":[""#.utf8) + [0xC3, 0x28] + Array(#""]}"#.utf8) + [0x1E]
         #expect(decodeAll(JSONHubProtocol().makeParser(), record, .whole).error == .errorReadingJSON)
         let overlong: [UInt8] = Array(#"{"type":7,"error":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8) + [0x1E]
         #expect(decodeAll(JSONHubProtocol().makeParser(), overlong, .whole).error == .errorReadingJSON)
         let surrogate: [UInt8] = Array(#"{"type":7,"error":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8) + [0x1E]
         #expect(decodeAll(JSONHubProtocol().makeParser(), surrogate, .whole).error == .errorReadingJSON)
         let packedTarget: [UInt8] = [0x96, 0x01, 0x80, 0xc0, 0xa2, 0xC3, 0x28, 0x90, 0x90]
-        #expect(decodeAll(MessagePackHubProtocol().makeParser(), VarInt.encode(packedTarget.count) + packedTarget, .whole).error
-            == HubProtocolError(.invalidMessage, "Reading 'target' as String failed."))
+        #expect(
+            decodeAll(MessagePackHubProtocol().makeParser(), VarInt.encode(packedTarget.count) + packedTarget, .whole)
+                .error
+                == HubProtocolError(.invalidMessage, "Reading 'target' as String failed.")
+        )
     }
 }

@@ -1,11 +1,13 @@
 import Foundation
 import TetherCore
 import TetherMessagePack
+
 @testable import TetherSignalR
 
 /// Loads `Specs/signalr/NAME` as `T`.
 func loadVector<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     let data = try Data(contentsOf: root.appendingPathComponent("Specs/signalr/\(name)"))
     return try JSONDecoder().decode(T.self, from: data)
 }
@@ -13,7 +15,9 @@ func loadVector<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -
 /// Bytes from "96 01 80 …" (spaces optional).
 func hexBytes(_ hex: String) -> [UInt8] {
     let digits = Array(hex.replacingOccurrences(of: " ", with: "").utf8)
-    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    return stride(from: 0, to: digits.count, by: 2).map {
+        UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+    }
 }
 
 func hexString(_ bytes: some Sequence<UInt8>) -> String {
@@ -51,7 +55,11 @@ enum Feeding: CaseIterable, CustomStringConvertible {
 }
 
 /// Feeds `bytes` to `parser` as `feeding` says and collects the messages (or the first error).
-func decodeAll<P: HubMessageParser>(_ parser: P, _ bytes: [UInt8], _ feeding: Feeding) -> (messages: [HubMessage], error: HubProtocolError?, partial: Bool) {
+func decodeAll<P: HubMessageParser>(
+    _ parser: P,
+    _ bytes: [UInt8],
+    _ feeding: Feeding
+) -> (messages: [HubMessage], error: HubProtocolError?, partial: Bool) {
     var parser = parser
     var messages: [HubMessage] = []
     for chunk in feeding.chunks(bytes) {
@@ -69,7 +77,13 @@ func decodeAll<P: HubMessageParser>(_ parser: P, _ bytes: [UInt8], _ feeding: Fe
 /// Any JSON value, decoded with Foundation (for building MessagePack messages from JSON
 /// descriptions in tests).
 indirect enum TestJSON: Decodable {
-    case null, bool(Bool), int(Int64), double(Double), string(String), array([TestJSON]), object([String: TestJSON])
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([TestJSON])
+    case object([String: TestJSON])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -102,21 +116,33 @@ indirect enum TestJSON: Decodable {
         case .double(let value): .double(value)
         case .string(let value): .string(value)
         case .array(let values): .array(values.map(\.messagePack))
-        case .object(let members): .map(members.sorted { $0.key < $1.key }.map { MessagePackPair(.string($0.key), $0.value.messagePack) })
+        case .object(let members):
+            .map(members.sorted { $0.key < $1.key }.map { MessagePackPair(.string($0.key), $0.value.messagePack) })
         }
     }
 }
 
 /// The `ParamData` of the motivating app (spec §"Arguments, results and stream items").
 struct ParamData: Codable, Hashable {
-    var Id: String
-    var UserId: Int
-    var NiceName: String
-    var Time: Int64
-    var DataType: String
-    var JsonData: String
-    var OrganizationCode: String
-    var CustomerId: Int
+    var id: String
+    var userId: Int
+    var niceName: String
+    var time: Int64
+    var dataType: String
+    var jsonData: String
+    var organizationCode: String
+    var customerId: Int
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id"
+        case userId = "UserId"
+        case niceName = "NiceName"
+        case time = "Time"
+        case dataType = "DataType"
+        case jsonData = "JsonData"
+        case organizationCode = "OrganizationCode"
+        case customerId = "CustomerId"
+    }
 }
 
 /// A JSON payload value re-encoded as MessagePack.

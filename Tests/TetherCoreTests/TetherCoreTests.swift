@@ -1,0 +1,153 @@
+import Testing
+import TetherCore
+
+/// The word-at-a-time scanners must agree with the obvious byte loops on every input and range.
+struct ByteScanningTests {
+    static func randomBytes(_ rng: inout SeededRandomNumberGenerator, count: Int) -> [UInt8] {
+        // Mostly plain text, with the bytes the scanners look for sprinkled in.
+        let specials: [UInt8] = [0x22, 0x5C, 0x1E, 0x00, 0x1F, 0x20, 0x7F, 0x80, 0xC3, 0xFF]
+        return (0..<count).map { _ in
+            Int.random(in: 0..<10, using: &rng) == 0
+                ? specials.randomElement(using: &rng)! : UInt8.random(in: 0x21...0x7E, using: &rng)
+        }
+    }
+
+    @Test func agreesWithByteLoops() {
+        var rng = SeededRandomNumberGenerator(seed: 99)
+        for _ in 0..<400 {
+            let bytes = Self.randomBytes(&rng, count: Int.random(in: 0...40, using: &rng))
+            let span = bytes.span
+            for start in 0...bytes.count {
+                for end in start...bytes.count {
+                    let slice = bytes[start..<end]
+                    #expect(
+                        ByteScanning.firstIndex(of: 0x1E, in: span, from: start, to: end) == slice.firstIndex(of: 0x1E)
+                    )
+                    let plainEnd = slice.firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 } ?? end
+                    #expect(ByteScanning.endOfPlainJSONText(in: span, from: start, to: end) == plainEnd)
+                    let stop = slice.firstIndex { $0 == 0x22 || $0 == 0x5C } ?? end
+                    #expect(ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end) == stop)
+                    let run = ByteScanning.scanJSONText(in: span, from: start, to: end)
+                    #expect(run.end == stop)
+                    #expect(run.hasControlCharacters == bytes[start..<stop].contains { $0 < 0x20 })
+                    #expect(run.hasNonASCII == bytes[start..<stop].contains { $0 >= 0x80 })
+                    let textClass = ByteScanning.textClass(in: span, from: start, to: end)
+                    #expect(textClass.hasControlCharacters == slice.contains { $0 < 0x20 })
+                    #expect(textClass.hasNonASCII == slice.contains { $0 >= 0x80 })
+                }
+            }
+        }
+    }
+}
+
+struct MemberIndexTests {
+    func append(_ index: inout MemberIndex, keyStart: Int, keyLength: Int, valueStart: Int) -> Bool {
+        let bytes = Array("xxIdUserIdName".utf8)
+        return index.append(keyStart: keyStart, keyLength: keyLength, valueStart: valueStart, in: bytes.span)
+    }
+
+    @Test func findsMembersAndRefusesWhatDoesNotFit() {
+        let bytes = Array("xxIdUserIdName".utf8)
+        var index = MemberIndex(base: 2)
+        #expect(append(&index, keyStart: 2, keyLength: 2, valueStart: 100))
+        #expect(append(&index, keyStart: 4, keyLength: 6, valueStart: 200))
+        #expect(append(&index, keyStart: 10, keyLength: 4, valueStart: 300))
+        #expect(index.valueStart(forKey: Array("UserId".utf8).span, in: bytes.span) == 200)
+        #expect(index.valueStart(forKey: Array("Id".utf8).span, in: bytes.span) == 100)
+        #expect(index.valueStart(forKey: Array("Name".utf8).span, in: bytes.span) == 300)
+        #expect(index.valueStart(forKey: Array("Nam".utf8).span, in: bytes.span) == nil)
+        #expect(index.member(1).key == 4..<10)
+        #expect(!append(&index, keyStart: 2, keyLength: 300, valueStart: 10), "key too long")
+        #expect(!append(&index, keyStart: 2, keyLength: 1, valueStart: 2 + (1 << 24)), "offset too far")
+        #expect(!append(&index, keyStart: 1, keyLength: 1, valueStart: 3), "before the base")
+        #expect(!append(&index, keyStart: 2, keyLength: 0, valueStart: 3), "empty key")
+        for member in 3..<MemberIndex.capacity { #expect(append(&index, keyStart: 2, keyLength: 2, valueStart: member)) }
+        #expect(!append(&index, keyStart: 2, keyLength: 2, valueStart: 1), "full")
+        #expect(index.count == MemberIndex.capacity)
+    }
+}
+
+struct StringInternerTests {
+    @Test func sharesRecurringStringsAndStaysBounded() {
+        var interner = StringInterner(capacity: 4, maximumLength: 8)
+        let first = interner.intern(Array("Send".utf8).span)
+        let second = interner.intern(Array("Send".utf8).span)
+        #expect(first == "Send" && second == "Send")
+        #expect(interner.intern(Array("a much longer name".utf8).span) == "a much longer name")
+        for index in 0..<100 { #expect(interner.intern(Array("n\(index)".utf8).span) == "n\(index)") }
+        #expect(interner.intern(Array("Send".utf8).span) == "Send")
+        #expect(interner.intern(Array("é".utf8).span) == "é")
+    }
+}
+
+struct JSONTextTests {
+    func text(_ body: (inout [UInt8]) -> Void) -> String {
+        var bytes: [UInt8] = []
+        body(&bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test func escapesStringsAndFormatsNumbers() {
+        do {
+            let written = text { bytes in JSONText.appendString("a\"b\\c\n\r\t\u{8}\u{C}\u{1}é😀/", to: &bytes) }
+            #expect(written == #""a\"b\\c\n\r\t\b\f\u0001é😀/""#)
+        }
+        do {
+            let written = text { bytes in JSONText.appendInteger(Int64.min, to: &bytes) }
+            #expect(written == "-9223372036854775808")
+        }
+        do {
+            let written = text { bytes in JSONText.appendInteger(UInt64.max, to: &bytes) }
+            #expect(written == "18446744073709551615")
+        }
+        do {
+            let written = text { bytes in JSONText.appendInteger(Int64(0), to: &bytes) }
+            #expect(written == "0")
+        }
+        do {
+            let written = text { bytes in JSONText.appendDouble(42, to: &bytes) }
+            #expect(written == "42")
+        }
+        do {
+            let written = text { bytes in JSONText.appendDouble(-0.0, to: &bytes) }
+            #expect(written == "-0")
+        }
+        do {
+            let written = text { bytes in JSONText.appendDouble(0.1, to: &bytes) }
+            #expect(written == "0.1")
+        }
+        do {
+            let written = text { bytes in JSONText.appendDouble(1e300, to: &bytes) }
+            #expect(written == "1e+300")
+        }
+        do {
+            let written = text { bytes in JSONText.appendFloat(1.5, to: &bytes) }
+            #expect(written == "1.5")
+        }
+        do {
+            let written = text { bytes in JSONText.appendFloat(42, to: &bytes) }
+            #expect(written == "42")
+        }
+    }
+
+    @Test func base64() {
+        #expect(Base64.encode([UInt8]()) == "")
+        #expect(Base64.encode(Array("f".utf8)) == "Zg==")
+        #expect(Base64.encode(Array("fo".utf8)) == "Zm8=")
+        #expect(Base64.encode(Array("foo".utf8)) == "Zm9v")
+        #expect(Base64.encode(Array("foobar".utf8)) == "Zm9vYmFy")
+        #expect(Base64.encode([0xFF, 0xFE]) == "//4=")
+    }
+}
+
+struct InstantTests {
+    @Test func arithmeticSaturates() {
+        let start = Instant(nanoseconds: 1_000)
+        #expect((start + .seconds(1)).nanoseconds == 1_000_001_000)
+        #expect((start - .nanoseconds(500)).nanoseconds == 500)
+        #expect(Instant(nanoseconds: 5_000) - start == .nanoseconds(4_000))
+        #expect((Instant(nanoseconds: .max) + .seconds(1)).nanoseconds == .max)
+        #expect((Instant(nanoseconds: .min) - .seconds(1)).nanoseconds == .min)
+        #expect(Instant.zero < start)
+    }
+}
