@@ -175,7 +175,12 @@ struct MessagePackMapIndex {
         while index.count < count {
             let entry = try Self.readEntry(&reader)
             guard entry.keyLength >= 0,
-                index.append(keyStart: entry.keyStart, keyLength: entry.keyLength, valueStart: entry.valueStart, in: bytes.span)
+                index.append(
+                    keyStart: entry.keyStart,
+                    keyLength: entry.keyLength,
+                    valueStart: entry.valueStart,
+                    in: bytes.span
+                )
             else { break }
             overflowStart = reader.position
         }

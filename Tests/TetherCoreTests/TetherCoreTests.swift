@@ -61,7 +61,9 @@ struct MemberIndexTests {
         #expect(!append(&index, keyStart: 2, keyLength: 1, valueStart: 2 + (1 << 24)), "offset too far")
         #expect(!append(&index, keyStart: 1, keyLength: 1, valueStart: 3), "before the base")
         #expect(!append(&index, keyStart: 2, keyLength: 0, valueStart: 3), "empty key")
-        for member in 3..<MemberIndex.capacity { #expect(append(&index, keyStart: 2, keyLength: 2, valueStart: member)) }
+        for member in 3..<MemberIndex.capacity {
+            #expect(append(&index, keyStart: 2, keyLength: 2, valueStart: member))
+        }
         #expect(!append(&index, keyStart: 2, keyLength: 2, valueStart: 1), "full")
         #expect(index.count == MemberIndex.capacity)
     }
