@@ -44,9 +44,10 @@ public struct MemberIndex: Sendable {
     public func valueStart(forKey name: Span<UInt8>, in bytes: Span<UInt8>) -> Int? {
         guard !name.isEmpty, name.count < 256 else { return nil }
         let tag = UInt64(name.count) << 24 | UInt64(name[0]) << 56
+        let packed = entries.span  // indexing the span avoids copying the array per access
         var index = 0
         while index < count {
-            let entry = entries[index]
+            let entry = packed[index]
             if entry & Self.lengthAndFirstByte == tag {
                 let keyStart = base + Int(entry & 0xFF_FFFF)
                 var offset = 1
