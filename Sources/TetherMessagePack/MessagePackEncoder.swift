@@ -1,3 +1,5 @@
+import TetherCore
+
 /// Encodes `Encodable` values as MessagePack, streaming straight into the output bytes.
 ///
 /// Keyed containers become maps with string keys (integer keys for `CodingKey`s that have an
@@ -26,91 +28,94 @@ public struct MessagePackEncoder: Sendable {
     /// Appends the MessagePack encoding of `value` to `bytes`.
     public func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
         let sink = MessagePackEncodingSink(useIntegerKeys: useIntegerKeys)
-        swap(&sink.writer.bytes, &bytes)
-        defer { swap(&sink.writer.bytes, &bytes) }
+        swap(&sink.state.writer.bytes, &bytes)
+        defer { swap(&sink.state.writer.bytes, &bytes) }
         try sink.encodeValue(value, level: 0)
     }
 }
 
-/// The shared output of one `encode` call and the stack of containers still open in it.
-final class MessagePackEncodingSink {
-    struct OpenContainer {
-        var headerOffset: Int
-        var count: Int
-        var isMap: Bool
-    }
-
-    var writer: MessagePackWriter
-    var open: [OpenContainer] = []
+/// The output of one `encode` call and the stack of containers still open in it.
+///
+/// A value type behind the sink's single stored property, so that each step (an entry's key, a
+/// value) is one access to the class's storage rather than several dynamically checked ones.
+struct MessagePackEncodingState {
+    var writer = MessagePackWriter()
+    var open = EncodingContainerStack()
     let useIntegerKeys: Bool
 
-    init(useIntegerKeys: Bool) {
-        writer = MessagePackWriter()
-        self.useIntegerKeys = useIntegerKeys
-    }
-
     /// Finishes every container at `level` or deeper, innermost first, writing their headers.
-    func close(downTo level: Int) {
+    mutating func close(downTo level: Int) {
         while open.count > level {
             let container = open.removeLast()
-            let offset = container.headerOffset
+            let offset = container.offset
             let count = container.count
             if count < 16 {
-                writer.bytes[offset] = (container.isMap ? 0x80 : 0x90) | UInt8(count)
+                writer.bytes[offset] = (container.isKeyed ? 0x80 : 0x90) | UInt8(count)
                 continue
             }
-            var header = MessagePackWriter()
-            if container.isMap {
-                header.writeMapHeader(count: count)
-            } else {
-                header.writeArrayHeader(count: count)
+            // A 16- or 32-bit count: widen the one-byte placeholder in place.
+            let width = count <= Int(UInt16.max) ? 2 : 4
+            writer.bytes.insert(contentsOf: repeatElement(0, count: width), at: offset + 1)
+            writer.bytes[offset] = (container.isKeyed ? 0xde : 0xdc) + (width == 2 ? 0 : 1)
+            for index in 0..<width {
+                writer.bytes[offset + 1 + index] = UInt8(truncatingIfNeeded: count >> (8 * (width - 1 - index)))
             }
-            writer.bytes.replaceSubrange(offset..<(offset + 1), with: header.bytes)
         }
     }
 
     /// Opens a container at `level` (closing anything deeper) and returns its header offset.
-    func openContainer(level: Int, isMap: Bool) -> Int {
+    mutating func openContainer(level: Int, isMap: Bool) -> Int {
         close(downTo: level)
         let offset = writer.bytes.count
         writer.bytes.append(isMap ? 0x80 : 0x90)
-        open.append(OpenContainer(headerOffset: offset, count: 0, isMap: isMap))
+        open.append(EncodingContainerStack.Entry(offset: offset, count: 0, isKeyed: isMap))
         return offset
     }
 
     /// Prepares the container at `level` (identified by `headerOffset`) for one more element.
-    func beginElement(level: Int, headerOffset: Int) {
+    mutating func beginElement(level: Int, headerOffset: Int) {
         close(downTo: level + 1)
         precondition(
-            open.count == level + 1 && open[level].headerOffset == headerOffset,
+            open.count == level + 1 && open[level].offset == headerOffset,
             "An encoding container was used after a sibling value was encoded."
         )
         open[level].count += 1
     }
 
-    func writeKey(_ key: some CodingKey) {
+    /// Starts a map entry: one more element for the map at `level`, then its key.
+    mutating func beginEntry(level: Int, headerOffset: Int, key: some CodingKey) {
+        beginElement(level: level, headerOffset: headerOffset)
         if useIntegerKeys, let intValue = key.intValue {
             writer.writeInt(Int64(intValue))
         } else {
             writer.writeString(key.stringValue)
         }
     }
+}
+
+/// The shared output of one `encode` call, referenced by all its encoder and container values.
+final class MessagePackEncodingSink {
+    var state: MessagePackEncodingState
+
+    init(useIntegerKeys: Bool) {
+        state = MessagePackEncodingState(useIntegerKeys: useIntegerKeys)
+    }
 
     /// Encodes a nested value whose containers live at `level`.
     func encodeValue<T: Encodable>(_ value: T, level: Int) throws {
         if T.self == [UInt8].self {
-            writer.writeBinary(unsafe unsafeBitCast(value, to: [UInt8].self))
+            state.writer.writeBinary(unsafe unsafeBitCast(value, to: [UInt8].self))
             return
         }
         if T.self == MessagePackTimestamp.self {
-            writer.writeTimestamp(unsafe unsafeBitCast(value, to: MessagePackTimestamp.self))
+            state.writer.writeTimestamp(unsafe unsafeBitCast(value, to: MessagePackTimestamp.self))
             return
         }
-        let before = writer.bytes.count
+        let before = state.writer.bytes.count
         try value.encode(to: MessagePackValueEncoder(sink: self, level: level))
-        close(downTo: level)
-        if writer.bytes.count == before {
-            writer.writeMapHeader(count: 0)  // like JSONEncoder's `{}` for a value that encodes nothing
+        state.close(downTo: level)
+        if state.writer.bytes.count == before {
+            state.writer.writeMapHeader(count: 0)  // like JSONEncoder's `{}` for a value that encodes nothing
         }
     }
 }
@@ -123,37 +128,37 @@ struct MessagePackValueEncoder: Encoder, SingleValueEncodingContainer {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if sink.open.count == level + 1, sink.open[level].isMap {
+        if sink.state.open.count == level + 1, sink.state.open[level].isKeyed {
             return KeyedEncodingContainer(
-                MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.open[level].headerOffset)
+                MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.state.open[level].offset)
             )
         }
-        let offset = sink.openContainer(level: level, isMap: true)
+        let offset = sink.state.openContainer(level: level, isMap: true)
         return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: offset))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        let offset = sink.openContainer(level: level, isMap: false)
+        let offset = sink.state.openContainer(level: level, isMap: false)
         return MessagePackUnkeyedEncodingContainer(sink: sink, level: level, headerOffset: offset)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer { self }
 
-    func encodeNil() { sink.writer.writeNil() }
-    func encode(_ value: Bool) { sink.writer.writeBool(value) }
-    func encode(_ value: String) { sink.writer.writeString(value) }
-    func encode(_ value: Double) { sink.writer.writeDouble(value) }
-    func encode(_ value: Float) { sink.writer.writeFloat(value) }
-    func encode(_ value: Int) { sink.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int8) { sink.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int16) { sink.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int32) { sink.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int64) { sink.writer.writeInt(value) }
-    func encode(_ value: UInt) { sink.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt8) { sink.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt16) { sink.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt32) { sink.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt64) { sink.writer.writeUInt(value) }
+    func encodeNil() { sink.state.writer.writeNil() }
+    func encode(_ value: Bool) { sink.state.writer.writeBool(value) }
+    func encode(_ value: String) { sink.state.writer.writeString(value) }
+    func encode(_ value: Double) { sink.state.writer.writeDouble(value) }
+    func encode(_ value: Float) { sink.state.writer.writeFloat(value) }
+    func encode(_ value: Int) { sink.state.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int8) { sink.state.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int16) { sink.state.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int32) { sink.state.writer.writeInt(Int64(value)) }
+    func encode(_ value: Int64) { sink.state.writer.writeInt(value) }
+    func encode(_ value: UInt) { sink.state.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt8) { sink.state.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt16) { sink.state.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt32) { sink.state.writer.writeUInt(UInt64(value)) }
+    func encode(_ value: UInt64) { sink.state.writer.writeUInt(value) }
     func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, level: level) }
 }
 
@@ -166,8 +171,7 @@ struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainer
 
     /// Starts the entry for `key` and returns the writer-level encoder for its value.
     func entry(_ key: Key) -> MessagePackValueEncoder {
-        sink.beginElement(level: level, headerOffset: headerOffset)
-        sink.writeKey(key)
+        sink.state.beginEntry(level: level, headerOffset: headerOffset, key: key)
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
 
@@ -200,8 +204,8 @@ struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainer
     }
 
     mutating func superEncoder() -> any Encoder {
-        sink.beginElement(level: level, headerOffset: headerOffset)
-        sink.writer.writeString("super")
+        sink.state.beginElement(level: level, headerOffset: headerOffset)
+        sink.state.writer.writeString("super")
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
 
@@ -215,11 +219,12 @@ struct MessagePackUnkeyedEncodingContainer: UnkeyedEncodingContainer {
 
     var codingPath: [any CodingKey] { [] }
     var count: Int {
-        sink.open.count > level && sink.open[level].headerOffset == headerOffset ? sink.open[level].count : 0
+        sink.state.open.count > level && sink.state.open[level].offset == headerOffset
+            ? sink.state.open[level].count : 0
     }
 
     func element() -> MessagePackValueEncoder {
-        sink.beginElement(level: level, headerOffset: headerOffset)
+        sink.state.beginElement(level: level, headerOffset: headerOffset)
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
 

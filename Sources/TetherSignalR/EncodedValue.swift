@@ -64,6 +64,7 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// Encodes `value` in `encoding`.
     public init(_ value: some Encodable, encoding: ValueEncoding) throws {
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(128)
         switch encoding {
         case .json: try JSONValueEncoding.encode(value, into: &bytes)
         case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
@@ -164,6 +165,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// Encodes each of `values` as one argument, in `encoding`.
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(128)
         var count = 0
         switch encoding {
         case .json:
@@ -177,8 +179,9 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         case .messagePack:
             for _ in repeat each values { count += 1 }
             var writer = MessagePackWriter()
+            swap(&writer.bytes, &bytes)
             writer.writeArrayHeader(count: count)
-            bytes = writer.bytes
+            swap(&writer.bytes, &bytes)
             let encoder = MessagePackEncoder()
             for value in repeat each values { try encoder.encode(value, into: &bytes) }
         }

@@ -10,52 +10,51 @@ struct JSONValueEncoding {
     /// Appends the JSON encoding of `value` to `bytes`.
     static func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
         let sink = JSONEncodingSink()
-        swap(&sink.bytes, &bytes)
-        defer { swap(&sink.bytes, &bytes) }
+        swap(&sink.state.bytes, &bytes)
+        defer { swap(&sink.state.bytes, &bytes) }
         try sink.encodeValue(value, level: 0)
     }
 }
 
-final class JSONEncodingSink {
-    struct OpenContainer {
-        var openOffset: Int
-        var count: Int
-        var isObject: Bool
-    }
-
+/// The output of one `encode` call and the stack of containers still open in it: a value type
+/// behind the sink's single stored property, so that each step is one access to the class's
+/// storage rather than several dynamically checked ones.
+struct JSONEncodingState {
     var bytes: [UInt8] = []
-    var open: [OpenContainer] = []
+    var open = EncodingContainerStack()
 
-    func close(downTo level: Int) {
+    mutating func close(downTo level: Int) {
         while open.count > level {
-            bytes.append(open.removeLast().isObject ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+            bytes.append(open.removeLast().isKeyed ? UInt8(ascii: "}") : UInt8(ascii: "]"))
         }
     }
 
-    func openContainer(level: Int, isObject: Bool) -> Int {
+    mutating func openContainer(level: Int, isObject: Bool) -> Int {
         close(downTo: level)
         let offset = bytes.count
         bytes.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
-        open.append(OpenContainer(openOffset: offset, count: 0, isObject: isObject))
+        open.append(EncodingContainerStack.Entry(offset: offset, count: 0, isKeyed: isObject))
         return offset
     }
 
-    func beginElement(level: Int, openOffset: Int) {
+    mutating func beginElement(level: Int, openOffset: Int) {
         close(downTo: level + 1)
         precondition(
-            open.count == level + 1 && open[level].openOffset == openOffset,
+            open.count == level + 1 && open[level].offset == openOffset,
             "An encoding container was used after a sibling value was encoded."
         )
         if open[level].count > 0 { bytes.append(UInt8(ascii: ",")) }
         open[level].count += 1
     }
 
-    func writeKey(_ key: String) {
+    /// Starts an object member: a separator if needed, then `"key":`.
+    mutating func beginMember(level: Int, openOffset: Int, key: String) {
+        beginElement(level: level, openOffset: openOffset)
         JSONText.appendString(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
     }
 
-    func writeDouble(_ value: Double) throws {
+    mutating func writeDouble(_ value: Double) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(
                 value,
@@ -65,7 +64,7 @@ final class JSONEncodingSink {
         JSONText.appendDouble(value, to: &bytes)
     }
 
-    func writeFloat(_ value: Float) throws {
+    mutating func writeFloat(_ value: Float) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(
                 value,
@@ -74,13 +73,18 @@ final class JSONEncodingSink {
         }
         JSONText.appendFloat(value, to: &bytes)
     }
+}
+
+/// The shared output of one `encode` call, referenced by all its encoder and container values.
+final class JSONEncodingSink {
+    var state = JSONEncodingState()
 
     func encodeValue<T: Encodable>(_ value: T, level: Int) throws {
-        let before = bytes.count
+        let before = state.bytes.count
         try value.encode(to: JSONValueEncoder(sink: self, level: level))
-        close(downTo: level)
-        if bytes.count == before {
-            bytes.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")])  // as JSONEncoder does
+        state.close(downTo: level)
+        if state.bytes.count == before {
+            state.bytes.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")])  // as JSONEncoder does
         }
     }
 }
@@ -93,43 +97,43 @@ struct JSONValueEncoder: Encoder, SingleValueEncodingContainer {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if sink.open.count == level + 1, sink.open[level].isObject {
+        if sink.state.open.count == level + 1, sink.state.open[level].isKeyed {
             return KeyedEncodingContainer(
-                JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: sink.open[level].openOffset)
+                JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: sink.state.open[level].offset)
             )
         }
-        let offset = sink.openContainer(level: level, isObject: true)
+        let offset = sink.state.openContainer(level: level, isObject: true)
         return KeyedEncodingContainer(JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: offset))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        let offset = sink.openContainer(level: level, isObject: false)
+        let offset = sink.state.openContainer(level: level, isObject: false)
         return JSONUnkeyedEncodingContainer(sink: sink, level: level, openOffset: offset)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer { self }
 
-    func encodeNil() { sink.bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
+    func encodeNil() { sink.state.bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
     func encode(_ value: Bool) {
         if value {
-            sink.bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
+            sink.state.bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
         } else {
-            sink.bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
+            sink.state.bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
         }
     }
-    func encode(_ value: String) { JSONText.appendString(value, to: &sink.bytes) }
-    func encode(_ value: Double) throws { try sink.writeDouble(value) }
-    func encode(_ value: Float) throws { try sink.writeFloat(value) }
-    func encode(_ value: Int) { JSONText.appendInteger(Int64(value), to: &sink.bytes) }
-    func encode(_ value: Int8) { JSONText.appendInteger(Int64(value), to: &sink.bytes) }
-    func encode(_ value: Int16) { JSONText.appendInteger(Int64(value), to: &sink.bytes) }
-    func encode(_ value: Int32) { JSONText.appendInteger(Int64(value), to: &sink.bytes) }
-    func encode(_ value: Int64) { JSONText.appendInteger(value, to: &sink.bytes) }
-    func encode(_ value: UInt) { JSONText.appendInteger(UInt64(value), to: &sink.bytes) }
-    func encode(_ value: UInt8) { JSONText.appendInteger(UInt64(value), to: &sink.bytes) }
-    func encode(_ value: UInt16) { JSONText.appendInteger(UInt64(value), to: &sink.bytes) }
-    func encode(_ value: UInt32) { JSONText.appendInteger(UInt64(value), to: &sink.bytes) }
-    func encode(_ value: UInt64) { JSONText.appendInteger(value, to: &sink.bytes) }
+    func encode(_ value: String) { JSONText.appendString(value, to: &sink.state.bytes) }
+    func encode(_ value: Double) throws { try sink.state.writeDouble(value) }
+    func encode(_ value: Float) throws { try sink.state.writeFloat(value) }
+    func encode(_ value: Int) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
+    func encode(_ value: Int8) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
+    func encode(_ value: Int16) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
+    func encode(_ value: Int32) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
+    func encode(_ value: Int64) { JSONText.appendInteger(value, to: &sink.state.bytes) }
+    func encode(_ value: UInt) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
+    func encode(_ value: UInt8) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
+    func encode(_ value: UInt16) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
+    func encode(_ value: UInt32) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
+    func encode(_ value: UInt64) { JSONText.appendInteger(value, to: &sink.state.bytes) }
     func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, level: level) }
 }
 
@@ -141,8 +145,7 @@ struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     var codingPath: [any CodingKey] { [] }
 
     func entry(_ key: Key) -> JSONValueEncoder {
-        sink.beginElement(level: level, openOffset: openOffset)
-        sink.writeKey(key.stringValue)
+        sink.state.beginMember(level: level, openOffset: openOffset, key: key.stringValue)
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
 
@@ -175,8 +178,7 @@ struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     }
 
     mutating func superEncoder() -> any Encoder {
-        sink.beginElement(level: level, openOffset: openOffset)
-        sink.writeKey("super")
+        sink.state.beginMember(level: level, openOffset: openOffset, key: "super")
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
 
@@ -190,11 +192,11 @@ struct JSONUnkeyedEncodingContainer: UnkeyedEncodingContainer {
 
     var codingPath: [any CodingKey] { [] }
     var count: Int {
-        sink.open.count > level && sink.open[level].openOffset == openOffset ? sink.open[level].count : 0
+        sink.state.open.count > level && sink.state.open[level].offset == openOffset ? sink.state.open[level].count : 0
     }
 
     func element() -> JSONValueEncoder {
-        sink.beginElement(level: level, openOffset: openOffset)
+        sink.state.beginElement(level: level, openOffset: openOffset)
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
 

@@ -44,9 +44,8 @@ public struct MessagePackHubProtocol: HubProtocol {
         let prefixLength = VarInt.encode(length, into: &prefix)
         bytes[prefixOffset] = prefix[0]
         if prefixLength > 1 {
-            var extra: [UInt8] = []
-            for index in 1..<prefixLength { extra.append(prefix[index]) }
-            bytes.insert(contentsOf: extra, at: prefixOffset + 1)
+            bytes.insert(contentsOf: repeatElement(0, count: prefixLength - 1), at: prefixOffset + 1)
+            for index in 1..<prefixLength { bytes[prefixOffset + index] = prefix[index] }
         }
     }
 }
