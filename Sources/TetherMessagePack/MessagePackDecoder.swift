@@ -86,8 +86,9 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decode(_ type: String.Type) throws -> String {
-        var reader = reader
-        return try convert(type) { () throws(MessagePackError) in try reader.readString() }
+        try convert(type) { () throws(MessagePackError) in
+            try MessagePackReader.string(bytes.span, position, bytes.count).0
+        }
     }
 
     func decode(_ type: Double.Type) throws -> Double {
@@ -101,8 +102,9 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        var reader = reader
-        return try convert(type) { () throws(MessagePackError) in try reader.readInteger(T.self) }
+        try convert(type) { () throws(MessagePackError) in
+            try MessagePackReader.integer(T.self, bytes.span, position, bytes.count).0
+        }
     }
 
     func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type) }
@@ -172,6 +174,22 @@ struct MessagePackMapIndex {
         }
         index = MemberIndex(base: position)
         overflowStart = reader.position
+        // Fast path for the common shape (short string keys, scalar values), straight on the
+        // bytes; anything else continues in the general loop below.
+        let span = bytes.span
+        var offset = reader.position
+        while index.count < count, offset < span.count {
+            let keyByte = span[offset]
+            guard keyByte >= 0xa0 && keyByte <= 0xbf else { break }
+            let keyStart = offset + 1
+            let keyLength = Int(keyByte & 0x1f)
+            guard let valueEnd = Self.endOfScalar(span, keyStart + keyLength),
+                index.append(keyStart: keyStart, keyLength: keyLength, valueStart: keyStart + keyLength, in: span)
+            else { break }
+            offset = valueEnd
+        }
+        reader.position = offset
+        overflowStart = offset
         while index.count < count {
             let entry = try Self.readEntry(&reader)
             guard entry.keyLength >= 0,
@@ -183,6 +201,29 @@ struct MessagePackMapIndex {
                 )
             else { break }
             overflowStart = reader.position
+        }
+    }
+
+    /// The end of the scalar (nil, bool, number, str, bin) starting at `offset` of validated
+    /// bytes, or nil for containers and extensions.
+    @inline(__always)
+    static func endOfScalar(_ span: Span<UInt8>, _ offset: Int) -> Int? {
+        guard offset < span.count else { return nil }
+        let byte = span[offset]
+        switch byte {
+        case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3: return offset + 1
+        case 0xa0...0xbf: return offset + 1 + Int(byte & 0x1f)
+        case 0xcc, 0xd0: return offset + 2
+        case 0xcd, 0xd1: return offset + 3
+        case 0xca, 0xce, 0xd2: return offset + 5
+        case 0xcb, 0xcf, 0xd3: return offset + 9
+        case 0xd9, 0xc4:
+            guard offset + 1 < span.count else { return nil }
+            return offset + 2 + Int(span[offset + 1])
+        case 0xda, 0xc5:
+            guard offset + 2 < span.count else { return nil }
+            return offset + 3 + (Int(span[offset + 1]) << 8 | Int(span[offset + 2]))
+        default: return nil
         }
     }
 
@@ -291,6 +332,27 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         return MessagePackValueDecoder(bytes: index.bytes, position: start)
     }
 
+    /// Reads the value for `key` with `read` straight from the bytes (no decoder value in between).
+    @inline(__always)
+    func read<T>(_ type: T.Type, _ key: Key, _ read: (Span<UInt8>, Int, Int) throws(MessagePackError) -> T) throws -> T
+    {
+        do {
+            guard let start = valueStart(key) else {
+                throw DecodingError.keyNotFound(
+                    key,
+                    .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
+                )
+            }
+            do {
+                return try read(index.bytes.span, start, index.bytes.count)
+            } catch {
+                throw decodingError(error, for: type)
+            }
+        } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
+    }
+
     func decodeNil(forKey key: Key) throws -> Bool {
         try valueDecoder(key).decodeNil()
     }
@@ -300,7 +362,9 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.string(span, start, end).0
+        }
     }
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
@@ -312,34 +376,54 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(Int.self, span, start, end).0
+        }
     }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(Int8.self, span, start, end).0
+        }
     }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(Int16.self, span, start, end).0
+        }
     }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(Int32.self, span, start, end).0
+        }
     }
     func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(Int64.self, span, start, end).0
+        }
     }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(UInt.self, span, start, end).0
+        }
     }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(UInt8.self, span, start, end).0
+        }
     }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(UInt16.self, span, start, end).0
+        }
     }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(UInt32.self, span, start, end).0
+        }
     }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(type, key) { (span, start, end) throws(MessagePackError) in
+            try MessagePackReader.integer(UInt64.self, span, start, end).0
+        }
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {

@@ -60,12 +60,25 @@ public struct MessagePackReader: Sendable {
 
     @inline(__always)
     func uint(at offset: Int, width: Int) throws(MessagePackError) -> UInt64 {
+        try Self.uint(bytes.span, at: offset, width: width, end: end)
+    }
+
+    @inline(__always)
+    static func uint(_ span: Span<UInt8>, at offset: Int, width: Int, end: Int) throws(MessagePackError) -> UInt64 {
         guard offset + width <= end else { throw .truncated(offset: offset) }
         var value: UInt64 = 0
         for index in offset..<(offset + width) {
-            value = value << 8 | UInt64(bytes[index])
+            value = value << 8 | UInt64(span[index])
         }
         return value
+    }
+
+    static func mismatch(
+        _ expected: MessagePackType,
+        _ byte: UInt8,
+        _ offset: Int
+    ) throws(MessagePackError) -> MessagePackError {
+        .typeMismatch(expected: expected, found: try type(of: byte, at: offset), offset: offset)
     }
 
     // MARK: - Scalars
@@ -100,66 +113,74 @@ public struct MessagePackReader: Sendable {
 
     /// Reads an integer of any width as `Int64` (uint64 values above `Int64.max` are out of range).
     public mutating func readInt64() throws(MessagePackError) -> Int64 {
+        let (value, next) = try Self.int64(bytes.span, position, end)
+        position = next
+        return value
+    }
+
+    /// `readInt64` on a span: the value and the offset after it.
+    static func int64(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (Int64, Int) {
         guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
-        let value: Int64
-        var length = 1
+        let byte = span[position]
         switch byte {
-        case 0x00...0x7f: value = Int64(byte)
-        case 0xe0...0xff: value = Int64(Int8(bitPattern: byte))
+        case 0x00...0x7f: return (Int64(byte), position + 1)
+        case 0xe0...0xff: return (Int64(Int8(bitPattern: byte)), position + 1)
         case 0xcc...0xcf:
-            length = 1 + (1 << Int(byte - 0xcc))
-            let raw = try uint(at: position + 1, width: length - 1)
+            let width = 1 << Int(byte - 0xcc)
+            let raw = try uint(span, at: position + 1, width: width, end: end)
             guard raw <= UInt64(Int64.max) else { throw .integerOutOfRange(offset: position) }
-            value = Int64(raw)
+            return (Int64(raw), position + 1 + width)
         case 0xd0...0xd3:
             let width = 1 << Int(byte - 0xd0)
-            length = 1 + width
-            let raw = try uint(at: position + 1, width: width)
+            let raw = try uint(span, at: position + 1, width: width, end: end)
             let shift = UInt64(64 - 8 * width)
-            value = Int64(bitPattern: raw << shift) >> shift
-        default: throw try mismatch(.integer)
+            return (Int64(bitPattern: raw << shift) >> shift, position + 1 + width)
+        default: throw try mismatch(.integer, byte, position)
         }
-        position += length
-        return value
     }
 
     /// Reads a non-negative integer of any width as `UInt64` (negative values are out of range).
     public mutating func readUInt64() throws(MessagePackError) -> UInt64 {
+        let (value, next) = try Self.uint64(bytes.span, position, end)
+        position = next
+        return value
+    }
+
+    /// `readUInt64` on a span: the value and the offset after it.
+    static func uint64(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (UInt64, Int) {
         guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
+        let byte = span[position]
         if byte >= 0xcc && byte <= 0xcf {
             let width = 1 << Int(byte - 0xcc)
-            let value = try uint(at: position + 1, width: width)
-            position += 1 + width
-            return value
+            return (try uint(span, at: position + 1, width: width, end: end), position + 1 + width)
         }
-        let start = position
-        let signed = try readInt64()
-        guard signed >= 0 else {
-            position = start
-            throw .integerOutOfRange(offset: start)
+        let (signed, next) = try int64(span, position, end)
+        guard signed >= 0 else { throw .integerOutOfRange(offset: position) }
+        return (UInt64(signed), next)
+    }
+
+    /// An integer that must fit `T`, read from a span: the value and the offset after it.
+    static func integer<T: FixedWidthInteger>(
+        _: T.Type,
+        _ span: Span<UInt8>,
+        _ position: Int,
+        _ end: Int
+    ) throws(MessagePackError) -> (T, Int) {
+        if T.isSigned {
+            let (value, next) = try int64(span, position, end)
+            guard let result = T(exactly: value) else { throw .integerOutOfRange(offset: position) }
+            return (result, next)
         }
-        return UInt64(signed)
+        let (value, next) = try uint64(span, position, end)
+        guard let result = T(exactly: value) else { throw .integerOutOfRange(offset: position) }
+        return (result, next)
     }
 
     /// Reads an integer that must fit `T`.
     public mutating func readInteger<T: FixedWidthInteger>(_: T.Type = T.self) throws(MessagePackError) -> T {
-        let start = position
-        if T.isSigned {
-            let value = try readInt64()
-            guard let result = T(exactly: value) else {
-                position = start
-                throw .integerOutOfRange(offset: start)
-            }
-            return result
-        }
-        let value = try readUInt64()
-        guard let result = T(exactly: value) else {
-            position = start
-            throw .integerOutOfRange(offset: start)
-        }
-        return result
+        let (value, next) = try Self.integer(T.self, bytes.span, position, end)
+        position = next
+        return value
     }
 
     /// Reads a float32 or float64 (integers are converted when exactly representable).
@@ -216,8 +237,15 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a str header and returns the range of its UTF-8 bytes (not validated).
     public mutating func readStringRange() throws(MessagePackError) -> Range<Int> {
+        let range = try Self.stringRange(bytes.span, position, end)
+        position = range.upperBound
+        return range
+    }
+
+    /// `readStringRange` on a span (the string ends where its range does).
+    static func stringRange(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> Range<Int> {
         guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
+        let byte = span[position]
         let headerLength: Int
         let length: Int
         switch byte {
@@ -227,13 +255,19 @@ public struct MessagePackReader: Sendable {
         case 0xd9...0xdb:
             let width = 1 << Int(byte - 0xd9)
             headerLength = 1 + width
-            length = Int(try uint(at: position + 1, width: width))
-        default: throw try mismatch(.string)
+            length = Int(try uint(span, at: position + 1, width: width, end: end))
+        default: throw try mismatch(.string, byte, position)
         }
         let start = position + headerLength
         guard length <= end - start else { throw .truncated(offset: position) }
-        position = start + length
         return start..<(start + length)
+    }
+
+    /// A validated string read from a span: the string and the offset after it.
+    static func string(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (String, Int) {
+        let range = try stringRange(span, position, end)
+        guard let utf8 = try? UTF8Span(validating: span.extracting(range)) else { throw .invalidUTF8(offset: position) }
+        return (String(copying: utf8), range.upperBound)
     }
 
     /// Reads a str value as a validated Swift string.

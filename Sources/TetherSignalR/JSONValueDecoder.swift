@@ -14,14 +14,8 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    var scanner: JSONScanner {
-        JSONScanner(validated: bytes, range: position..<bytes.count)
-    }
-
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
-        var scanner = scanner
-        let found = scanner.peekKind()?.rawValue ?? "nothing"
-        return .typeMismatch(type, .init(codingPath: [], debugDescription: "Expected \(expected) but found \(found)."))
+        Self.mismatch(in: bytes, at: position, type, expected)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -47,18 +41,36 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decode(_ type: String.Type) throws -> String {
-        var scanner = scanner
-        guard bytes[position] == UInt8(ascii: "\""), let token = try? scanner.readString() else {
-            throw mismatch(type, "a string")
-        }
+        try Self.string(in: bytes, at: position)
+    }
+
+    /// The string value at `position` of the validated `bytes`.
+    static func string(in bytes: [UInt8], at position: Int) throws -> String {
+        guard bytes[position] == UInt8(ascii: "\""),
+            let (token, _) = try? JSONScanner.readString(bytes.span, position, bytes.count, validated: true)
+        else { throw mismatch(in: bytes, at: position, String.self, "a string") }
         return JSONScanner.string(bytes, token)
     }
 
+    static func mismatch(in bytes: [UInt8], at position: Int, _ type: Any.Type, _ expected: String) -> DecodingError {
+        var scanner = JSONScanner(validated: bytes, range: position..<bytes.count)
+        let found = scanner.peekKind()?.rawValue ?? "nothing"
+        return .typeMismatch(type, .init(codingPath: [], debugDescription: "Expected \(expected) but found \(found)."))
+    }
+
     func numberRange(_ type: Any.Type) throws -> (range: Range<Int>, isInteger: Bool) {
-        var scanner = scanner
-        guard scanner.peekKind() == .number, let number = try? scanner.readNumber() else {
-            throw mismatch(type, "a number")
-        }
+        try Self.numberRange(in: bytes, at: position, type)
+    }
+
+    static func numberRange(
+        in bytes: [UInt8],
+        at position: Int,
+        _ type: Any.Type
+    ) throws -> (range: Range<Int>, isInteger: Bool) {
+        let first = bytes[position]
+        guard first == UInt8(ascii: "-") || JSONScanner.isDigit(first),
+            let number = try? JSONScanner.readNumber(bytes.span, position, bytes.count)
+        else { throw mismatch(in: bytes, at: position, type, "a number") }
         return number
     }
 
@@ -80,7 +92,12 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        let number = try numberRange(type)
+        try Self.integer(type, in: bytes, at: position)
+    }
+
+    /// The integer value at `position` of the validated `bytes`, which must fit `T` exactly.
+    static func integer<T: FixedWidthInteger>(_ type: T.Type, in bytes: [UInt8], at position: Int) throws -> T {
+        let number = try numberRange(in: bytes, at: position, type)
         let result: T?
         if number.isInteger {
             if bytes[number.range.lowerBound] == UInt8(ascii: "-") {
@@ -129,23 +146,38 @@ struct JSONObjectIndex {
     init(bytes: [UInt8], position: Int) {
         self.bytes = bytes
         index = MemberIndex(base: position)
-        var scanner = JSONScanner(validated: bytes, range: (position + 1)..<bytes.count)
-        if scanner.consume(UInt8(ascii: "}")) { return }
-        repeat {
-            let memberStart = scanner.position
-            guard let entry = Self.readMember(&scanner) else { return }
-            guard !entry.key.hasEscapes,
+        // The object was validated, so the walk only needs to find each key and value start.
+        let span = bytes.span
+        let end = bytes.count
+        var offset = JSONScanner.skipWhitespace(span, position + 1, end)
+        if offset < end, span[offset] == UInt8(ascii: "}") { return }
+        while offset < end {
+            let memberStart = offset
+            guard let (key, afterKey) = try? JSONScanner.readString(span, offset, end, validated: true) else { return }
+            let valueStart = JSONScanner.skipWhitespace(span, JSONScanner.skipWhitespace(span, afterKey, end) + 1, end)
+            guard !key.hasEscapes,
                 index.append(
-                    keyStart: entry.key.contents.lowerBound,
-                    keyLength: entry.key.contents.count,
-                    valueStart: entry.valueStart,
-                    in: bytes.span
+                    keyStart: key.contents.lowerBound,
+                    keyLength: key.contents.count,
+                    valueStart: valueStart,
+                    in: span
+                ),
+                let afterValue = try? JSONScanner.skipValue(
+                    span,
+                    valueStart,
+                    end,
+                    depth: 0,
+                    maximumDepth: .max,
+                    validated: true
                 )
             else {
                 overflowStart = memberStart
                 return
             }
-        } while scanner.consume(UInt8(ascii: ","))
+            offset = JSONScanner.skipWhitespace(span, afterValue, end)
+            guard offset < end, span[offset] == UInt8(ascii: ",") else { return }
+            offset = JSONScanner.skipWhitespace(span, offset + 1, end)
+        }
     }
 
     struct Entry {
@@ -221,6 +253,22 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return JSONValueDecoder(bytes: index.bytes, position: start)
     }
 
+    /// Reads the value for `key` with `read` straight from the bytes (no decoder value in between).
+    @inline(__always)
+    func read<T>(_ key: Key, _ read: ([UInt8], Int) throws -> T) throws -> T {
+        do {
+            guard let start = valueStart(key) else {
+                throw DecodingError.keyNotFound(
+                    key,
+                    .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
+                )
+            }
+            return try read(index.bytes, start)
+        } catch {
+            throw CodingPathPrefix.prefixing(error, with: key)
+        }
+    }
+
     func decodeNil(forKey key: Key) throws -> Bool { try valueDecoder(key).decodeNil() }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
@@ -228,7 +276,7 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.string(in: bytes, at: start) }
     }
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
@@ -240,34 +288,34 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(Int.self, in: bytes, at: start) }
     }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(Int8.self, in: bytes, at: start) }
     }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(Int16.self, in: bytes, at: start) }
     }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(Int32.self, in: bytes, at: start) }
     }
     func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(Int64.self, in: bytes, at: start) }
     }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt.self, in: bytes, at: start) }
     }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt8.self, in: bytes, at: start) }
     }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt16.self, in: bytes, at: start) }
     }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt32.self, in: bytes, at: start) }
     }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt64.self, in: bytes, at: start) }
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
