@@ -170,3 +170,36 @@ struct NegotiateVectorTests {
         #expect(Negotiate.connectURL(for: "http://h/hub?a=1", connectionToken: nil) == "http://h/hub?a=1")
     }
 }
+
+/// Vector 57: every record of the aiosignalr stateful-reconnect transcript is a valid handshake or
+/// hub message of the expected type (the connection machine's tests replay the exchange itself).
+struct StatefulReconnectTranscriptTests {
+    struct Line: Decodable {
+        var ws: Int
+        var dir: String
+        var record: String
+        var duplicate: Bool?
+    }
+    struct File: Decodable {
+        var negotiateQuery: String
+        var transcript: [Line]
+    }
+
+    @Test func everyRecordParses() throws {
+        let file: File = try loadVector("stateful-reconnect.json")
+        #expect(
+            Negotiate.negotiateURL(for: "http://h/hub", statefulReconnect: true) == "http://h/hub/negotiate?"
+                + file.negotiateQuery
+        )
+        let request = try #require(try HandshakeRequest.parse(Array((file.transcript[0].record + "\u{1E}").utf8).span))
+        #expect(request.request == HandshakeRequest(protocolName: "json", version: 2))
+        let response = try #require(
+            try HandshakeResponse.parse(Array((file.transcript[1].record + "\u{1E}").utf8).span)
+        )
+        #expect(response.response.error == nil)
+        let types = try file.transcript.dropFirst(2).map { try parseJSONRecord($0.record).messageType }
+        #expect(types == [1, 1, 3, 3, 8, 9, 9, 3, 3, 1, 3, 8])
+        let duplicates = file.transcript.filter { $0.duplicate == true }.map(\.record)
+        #expect(duplicates.count == 2)
+    }
+}
