@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "TetherCore", targets: ["TetherCore"]),
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
+        .library(name: "TetherXML", targets: ["TetherXML"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
@@ -29,9 +30,12 @@ let package = Package(
             dependencies: ["TetherCore", "TetherMessagePack"],
             swiftSettings: pureSettings
         ),
+        /// The system Expat (Debian: libexpat1-dev).
+        .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
+        .target(name: "TetherXML", dependencies: ["TetherCore", "CExpat"], swiftSettings: pureSettings),
         .executableTarget(
             name: "tether",
-            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR"],
+            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML"],
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -55,6 +59,11 @@ let package = Package(
         .testTarget(
             name: "TetherSignalRTests",
             dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherXMLTests",
+            dependencies: ["TetherXML", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,4 +1,6 @@
+import TetherCore
 import TetherSignalR
+import TetherXML
 
 /// `tether decode`: decodes captured traffic and prints one compact JSON line per message.
 ///
@@ -12,6 +14,7 @@ struct DecodeCommand {
         case signalRMessagePack = "signalr-msgpack"
         case signalRHandshakeRequest = "signalr-handshake-request"
         case signalRHandshakeResponse = "signalr-handshake-response"
+        case xmpp
     }
 
     static let defaultChunkSize = 65536
@@ -32,7 +35,48 @@ struct DecodeCommand {
             runHandshake(input, emit) { span throws(HubProtocolError) in
                 try HandshakeResponse.parse(span).map { (CanonicalJSON.render($0.response), $0.consumed) }
             }
+        case .xmpp: runXMPP(input, emit)
         }
+    }
+
+    /// XMPP: one line per stream event; an input that simply ends is not an error (like a socket
+    /// that went quiet).
+    func runXMPP(_ input: [UInt8], _ emit: (String) -> Void) -> Int32 {
+        var parser = XMLStreamParser()
+        do throws(XMLStreamError) {
+            for start in chunks(input) {
+                parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
+                while let event = try parser.next() { emit(Self.line(for: event)) }
+            }
+        } catch {
+            emit(#"{"event":"error","condition":"# + "\"\(error.condition.rawValue)\"}")
+            return 1
+        }
+        return 0
+    }
+
+    static func line(for event: XMLStreamEvent) -> String {
+        var out: [UInt8] = []
+        switch event {
+        case .streamOpen(let header):
+            out.append(contentsOf: #"{"event":"stream-open","name":"#.utf8)
+            JSONText.appendString(header.name.description, to: &out)
+            out.append(contentsOf: #","attributes":{"#.utf8)
+            for (index, attribute) in header.attributes.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendString(attribute.name.description, to: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONText.appendString(attribute.value, to: &out)
+            }
+            out.append(contentsOf: "}}".utf8)
+        case .element(let element):
+            out.append(contentsOf: #"{"event":"element","xml":"#.utf8)
+            JSONText.appendString(XMLSerializer.string(element), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .streamClose:
+            out.append(contentsOf: #"{"event":"stream-close"}"#.utf8)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The chunks of `input`, in order.

@@ -3,8 +3,8 @@ import Foundation
 let usage = """
     usage: tether decode --format FORMAT [--chunk N] [FILE]
 
-    Decodes captured SignalR traffic from FILE (or standard input) and prints one line of compact
-    JSON per message. FORMAT is one of: \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", ")).
+    Decodes captured SignalR or XMPP traffic from FILE (or standard input) and prints one line of
+    compact JSON per message (XMPP: per stream event). FORMAT is one of: \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", ")).
     --chunk N feeds the decoder N bytes at a time (default 65536); the output is the same for any N.
     """
 

@@ -1,0 +1,204 @@
+import TetherCore
+
+/// The namespace bindings in force where an element is written: the default namespace and the
+/// prefixes declared by its ancestors (for stanzas, those of the stream header).
+public struct XMLNamespaceScope: Sendable, Equatable {
+    /// The default namespace URI ("" when none).
+    public var defaultNamespace: String
+    /// Bound prefixes → URIs (`xml` is always bound and need not be listed).
+    public var prefixes: [String: String]
+
+    /// A scope; an empty one (the default) suits a standalone document.
+    public init(defaultNamespace: String = "", prefixes: [String: String] = [:]) {
+        self.defaultNamespace = defaultNamespace
+        self.prefixes = prefixes
+    }
+
+    /// The scope inside a client stream header: default `jabber:client`, `stream:` bound.
+    public static let clientStream = XMLNamespaceScope(
+        defaultNamespace: "jabber:client",
+        prefixes: ["stream": "http://etherx.jabber.org/streams"]
+    )
+
+    func uri(for prefix: String?) -> String? {
+        guard let prefix else { return defaultNamespace }
+        if prefix == "xml" { return XMLName.xmlNamespace }
+        return prefixes[prefix]
+    }
+
+    mutating func bind(_ prefix: String?, to uri: String) {
+        if let prefix {
+            prefixes[prefix] = uri
+        } else {
+            defaultNamespace = uri
+        }
+    }
+}
+
+/// Writes XML: stream headers and footers, and elements with their namespaces declared only
+/// where the scope does not already bind them, so that each serialised stanza parses on its own
+/// (with an empty scope) or inside its stream (with the stream's scope).
+///
+/// Text escapes `&`, `<`, `>` and carriage returns; attribute values are single-quoted and escape
+/// `&`, `<`, `'` and the whitespace characters that attribute normalisation would otherwise change,
+/// so parsing what was written gives back the same values.
+public enum XMLSerializer {
+    /// The element as a string, namespaces declared relative to `scope`.
+    public static func string(_ element: XMLElement, in scope: XMLNamespaceScope = XMLNamespaceScope()) -> String {
+        var bytes: [UInt8] = []
+        write(element, in: scope, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the element to `bytes`, namespaces declared relative to `scope`.
+    public static func write(_ element: XMLElement, in scope: XMLNamespaceScope, into bytes: inout [UInt8]) {
+        var scope = scope
+        var generated = 0
+        write(element, &scope, &generated, &bytes)
+    }
+
+    /// `<?xml version='1.0'?>` and the opening tag of `stream:stream` with `attributes` (values
+    /// escaped), declaring `jabber:client` as default and the `stream` prefix.
+    public static func streamHeader(
+        attributes: [(String, String)],
+        defaultNamespace: String = "jabber:client"
+    ) -> [UInt8] {
+        var bytes = Array("<?xml version='1.0'?><stream:stream".utf8)
+        for (name, value) in attributes {
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(contentsOf: name.utf8)
+            bytes.append(contentsOf: "='".utf8)
+            appendAttributeValue(value, &bytes)
+            bytes.append(UInt8(ascii: "'"))
+        }
+        bytes.append(contentsOf: " xmlns='".utf8)
+        appendAttributeValue(defaultNamespace, &bytes)
+        bytes.append(contentsOf: "' xmlns:stream='http://etherx.jabber.org/streams'>".utf8)
+        return bytes
+    }
+
+    /// `</stream:stream>`.
+    public static let streamFooter: [UInt8] = Array("</stream:stream>".utf8)
+
+    private static func qualifiedName(_ prefix: String?, _ local: String, _ bytes: inout [UInt8]) {
+        if let prefix, !prefix.isEmpty {
+            bytes.append(contentsOf: prefix.utf8)
+            bytes.append(UInt8(ascii: ":"))
+        }
+        bytes.append(contentsOf: local.utf8)
+    }
+
+    private static func declare(_ prefix: String?, _ uri: String, _ bytes: inout [UInt8]) {
+        bytes.append(contentsOf: " xmlns".utf8)
+        if let prefix {
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(contentsOf: prefix.utf8)
+        }
+        bytes.append(contentsOf: "='".utf8)
+        appendAttributeValue(uri, &bytes)
+        bytes.append(UInt8(ascii: "'"))
+    }
+
+    private static func write(
+        _ element: XMLElement,
+        _ scope: inout XMLNamespaceScope,
+        _ generated: inout Int,
+        _ bytes: inout [UInt8]
+    ) {
+        let saved = scope
+        defer { scope = saved }
+        let name = element.name
+        let uri = name.namespace ?? ""
+        // A prefix cannot be bound to "no namespace": such names use the default namespace.
+        let prefix = uri.isEmpty ? nil : name.prefix
+        bytes.append(UInt8(ascii: "<"))
+        qualifiedName(prefix, name.local, &bytes)
+        // The declarations written on the original element, where the scope lacks them.
+        for declaration in element.namespaceDeclarations
+        where declaration.prefix != "xml" && scope.uri(for: declaration.prefix) != declaration.uri {
+            if declaration.prefix != nil && declaration.uri.isEmpty { continue }
+            declare(declaration.prefix, declaration.uri, &bytes)
+            scope.bind(declaration.prefix, to: declaration.uri)
+        }
+        if scope.uri(for: prefix) != uri {
+            declare(prefix, uri, &bytes)
+            scope.bind(prefix, to: uri)
+        }
+        for attribute in element.attributes {
+            var attributePrefix: String?
+            if let namespace = attribute.name.namespace, !namespace.isEmpty {
+                if namespace == XMLName.xmlNamespace {
+                    attributePrefix = "xml"
+                } else if let original = attribute.name.prefix, original != "xml", scope.uri(for: original) == namespace
+                {
+                    attributePrefix = original
+                } else if let bound = scope.prefixes.first(where: { $0.value == namespace })?.key {
+                    attributePrefix = bound
+                } else {
+                    var candidate = attribute.name.prefix ?? ""
+                    if candidate.isEmpty || candidate == "xml" || scope.prefixes[candidate] != nil {
+                        repeat {
+                            generated += 1
+                            candidate = "ns\(generated)"
+                        } while scope.prefixes[candidate] != nil
+                    }
+                    declare(candidate, namespace, &bytes)
+                    scope.bind(candidate, to: namespace)
+                    attributePrefix = candidate
+                }
+            }
+            bytes.append(UInt8(ascii: " "))
+            qualifiedName(attributePrefix, attribute.name.local, &bytes)
+            bytes.append(contentsOf: "='".utf8)
+            appendAttributeValue(attribute.value, &bytes)
+            bytes.append(UInt8(ascii: "'"))
+        }
+        if element.isEmpty {
+            bytes.append(contentsOf: "/>".utf8)
+            return
+        }
+        bytes.append(UInt8(ascii: ">"))
+        element.forEachChildIndex { position in
+            let child = element.tree.nodes[position]
+            if child.kind == .element {
+                write(XMLElement(tree: element.tree, index: position), &scope, &generated, &bytes)
+            } else {
+                appendText(element.tree.text.span.extracting(Int(child.start)..<Int(child.end)), &bytes)
+            }
+        }
+        bytes.append(contentsOf: "</".utf8)
+        qualifiedName(prefix, name.local, &bytes)
+        bytes.append(UInt8(ascii: ">"))
+    }
+
+    /// Appends character data, escaped.
+    public static func appendText(_ text: Span<UInt8>, _ bytes: inout [UInt8]) {
+        appendEscaped(text, &bytes, attribute: false)
+    }
+
+    /// Appends a single-quoted attribute value's contents, escaped.
+    public static func appendAttributeValue(_ value: String, _ bytes: inout [UInt8]) {
+        appendEscaped(value.utf8.span, &bytes, attribute: true)
+    }
+
+    private static func appendEscaped(_ text: Span<UInt8>, _ bytes: inout [UInt8], attribute: Bool) {
+        var runStart = 0
+        for index in 0..<text.count {
+            let replacement: String
+            switch text[index] {
+            case UInt8(ascii: "&"): replacement = "&amp;"
+            case UInt8(ascii: "<"): replacement = "&lt;"
+            case UInt8(ascii: ">"): replacement = "&gt;"
+            case 0x0D: replacement = "&#13;"
+            case UInt8(ascii: "'") where attribute: replacement = "&apos;"
+            case 0x0A where attribute: replacement = "&#10;"
+            case 0x09 where attribute: replacement = "&#9;"
+            default: continue
+            }
+            if runStart < index { bytes.append(copying: text.extracting(runStart..<index)) }
+            bytes.append(contentsOf: replacement.utf8)
+            runStart = index + 1
+        }
+        if runStart < text.count { bytes.append(copying: text.extracting(runStart..<text.count)) }
+    }
+}

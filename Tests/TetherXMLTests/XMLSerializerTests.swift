@@ -1,0 +1,98 @@
+import Testing
+import TetherCore
+
+@testable import TetherXML
+
+struct XMLSerializerTests {
+    @Test func declaresNamespacesOnlyWhereNeeded() {
+        let message = XMLElement(
+            XMLName("message", namespace: "jabber:client"),
+            attributes: [
+                XMLAttribute(XMLName("to"), "bob@example.com"),
+                XMLAttribute(XMLName("lang", namespace: XMLName.xmlNamespace), "en"),
+            ],
+            children: [
+                .element(
+                    XMLElement(XMLName("body", namespace: "jabber:client"), children: [.text("a < b & 'c' > d\r")])
+                ),
+                .element(XMLElement(XMLName("request", namespace: "urn:xmpp:receipts"))),
+                .element(
+                    XMLElement(
+                        XMLName("x", namespace: "urn:x", prefix: "x"),
+                        attributes: [XMLAttribute(XMLName("a", namespace: "urn:y"), "v\t1\n")]
+                    )
+                ),
+            ]
+        )
+        #expect(
+            XMLSerializer.string(message)
+                == "<message xmlns='jabber:client' to='bob@example.com' xml:lang='en'><body>a &lt; b &amp; 'c' &gt; d&#13;</body><request xmlns='urn:xmpp:receipts'/><x:x xmlns:x='urn:x' xmlns:ns1='urn:y' ns1:a='v&#9;1&#10;'/></message>"
+        )
+        // Inside a client stream the default namespace is already bound.
+        #expect(XMLSerializer.string(message, in: .clientStream).hasPrefix("<message to='bob@example.com'"))
+        #expect(
+            String(
+                decoding: XMLSerializer.streamHeader(attributes: [("to", "example.com"), ("version", "1.0")]),
+                as: UTF8.self
+            )
+                == "<?xml version='1.0'?><stream:stream to='example.com' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
+        )
+    }
+
+    /// parse(serialize(x)) == x for generated trees.
+    @Test func randomTreesRoundTrip() throws {
+        var rng = SeededRandomNumberGenerator(seed: 4242)
+        for _ in 0..<300 {
+            let tree = Self.randomElement(&rng, depth: 0)
+            let text = XMLSerializer.string(tree)
+            let bytes = Array(("<root>" + text + "</root>").utf8)
+            for chunks in [nil, randomChunks(bytes.count, seed: rng.next())] {
+                let result = parse(bytes, chunks: chunks)
+                #expect(result.error == nil, "\(text)")
+                #expect(result.events.dropFirst().first == .element(tree), "\(text)")
+            }
+        }
+    }
+
+    static let namespaces: [String?] = [nil, "jabber:client", "urn:a", "urn:b", "http://example.com/ns?x=1&y='2'"]
+    static let prefixes: [String?] = [nil, nil, "a", "b", "stream"]
+
+    static func randomText(_ rng: inout SeededRandomNumberGenerator) -> String {
+        let pool = ["a", "Z", " ", "<", ">", "&", "'", "\"", "é", "😀", "\n", "\t", "]]>", "\r", "x"]
+        return (0..<Int.random(in: 0...8, using: &rng)).map { _ in pool.randomElement(using: &rng)! }.joined()
+    }
+
+    static func randomElement(_ rng: inout SeededRandomNumberGenerator, depth: Int) -> XMLElement {
+        let namespace = namespaces.randomElement(using: &rng)!
+        let name = XMLName(
+            "e\(Int.random(in: 0...3, using: &rng))",
+            namespace: namespace,
+            prefix: prefixes.randomElement(using: &rng)!
+        )
+        var attributes: [XMLAttribute] = []
+        var used = Set<XMLName>()
+        for index in 0..<Int.random(in: 0...3, using: &rng) {
+            let attributeNamespace: String? =
+                Bool.random(using: &rng) ? nil : ["urn:a", "urn:c", XMLName.xmlNamespace].randomElement(using: &rng)!
+            let attributeName = XMLName(
+                "at\(index)",
+                namespace: attributeNamespace,
+                prefix: Bool.random(using: &rng) ? "p" : nil
+            )
+            guard used.insert(attributeName).inserted else { continue }
+            attributes.append(XMLAttribute(attributeName, randomText(&rng)))
+        }
+        var children: [XMLNode] = []
+        if depth < 4 {
+            for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                if Bool.random(using: &rng) {
+                    children.append(.element(randomElement(&rng, depth: depth + 1)))
+                } else {
+                    let text = String(randomText(&rng).filter { $0 != "\r" })
+                    if !text.isEmpty { children.append(.text(text)) }
+                }
+            }
+        }
+        return XMLElement(name, attributes: attributes, children: children)
+    }
+}

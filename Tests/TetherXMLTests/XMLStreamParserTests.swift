@@ -1,0 +1,305 @@
+import Testing
+import TetherCore
+
+@testable import TetherXML
+
+let streamsNamespace = "http://etherx.jabber.org/streams"
+
+/// Feeds `bytes` in the given chunk sizes (nil: whole) and collects the events or the first error.
+func parse(
+    _ bytes: [UInt8],
+    chunks: [Int]? = nil,
+    configuration: XMLStreamParser.Configuration = .init()
+) -> (events: [XMLStreamEvent], error: XMLStreamError?) {
+    var parser = XMLStreamParser(configuration: configuration)
+    var events: [XMLStreamEvent] = []
+    var offset = 0
+    var sizes = (chunks ?? [max(bytes.count, 1)]).makeIterator()
+    while offset < bytes.count {
+        let size = sizes.next() ?? 1
+        let end = min(offset + size, bytes.count)
+        parser.append(bytes.span.extracting(offset..<end))
+        offset = end
+        do {
+            while let event = try parser.next() { events.append(event) }
+        } catch {
+            return (events, error)
+        }
+    }
+    return (events, nil)
+}
+
+func randomChunks(_ count: Int, seed: UInt64) -> [Int] {
+    var rng = SeededRandomNumberGenerator(seed: seed)
+    return (0..<count).map { _ in Int.random(in: 1...23, using: &rng) }
+}
+
+/// Every way of feeding the same bytes gives the same events.
+func parseAllWays(
+    _ text: String,
+    configuration: XMLStreamParser.Configuration = .init()
+) -> (events: [XMLStreamEvent], error: XMLStreamError?) {
+    let bytes = Array(text.utf8)
+    let whole = parse(bytes, configuration: configuration)
+    let oneByte = parse(bytes, chunks: Array(repeating: 1, count: bytes.count), configuration: configuration)
+    #expect(oneByte.events == whole.events)
+    #expect(oneByte.error?.condition == whole.error?.condition)
+    for seed in 1...3 as ClosedRange<UInt64> {
+        let random = parse(bytes, chunks: randomChunks(bytes.count, seed: seed), configuration: configuration)
+        #expect(random.events == whole.events)
+        #expect(random.error?.condition == whole.error?.condition)
+    }
+    return whole
+}
+
+struct ProsodyWireTests {
+    static let header =
+        "<?xml version='1.0'?><stream:stream from='localhost' xml:lang='en' xmlns:stream='http://etherx.jabber.org/streams' id='5d80917d-1a2b' version='1.0' xmlns='jabber:client'>"
+    static let reorderedHeader =
+        "<?xml version='1.0'?><stream:stream version='1.0' xmlns='jabber:client' id='5d80917d-1a2b' xml:lang='en' from='localhost' xmlns:stream='http://etherx.jabber.org/streams'>"
+    static let features = [
+        "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+        "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism><mechanism>SCRAM-SHA-256</mechanism></mechanisms></stream:features>",
+        "<stream:features><ver xmlns='urn:xmpp:features:rosterver'/><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/><c ver='wBr6DNC6Vxj+iDPS/AmhkECMTr8=' node='http://prosody.im' hash='sha-1' xmlns='http://jabber.org/protocol/caps'/><sm xmlns='urn:xmpp:sm:2'><optional/></sm><sm xmlns='urn:xmpp:sm:3'><optional/></sm><sub xmlns='urn:xmpp:features:pre-approval'/><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session></stream:features>",
+        "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+        "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism><mechanism>SCRAM-SHA-1-PLUS</mechanism></mechanisms></stream:features>",
+    ]
+
+    @Test(arguments: [header, reorderedHeader])
+    func headersInAnyAttributeOrder(_ header: String) throws {
+        let result = parseAllWays(header)
+        #expect(result.error == nil)
+        guard case .streamOpen(let open) = try #require(result.events.first) else {
+            Issue.record("no stream header")
+            return
+        }
+        #expect(open.name == XMLName("stream", namespace: streamsNamespace))
+        #expect(open.name.prefix == "stream")
+        #expect(open.attribute("from") == "localhost")
+        #expect(open.attribute("id") == "5d80917d-1a2b")
+        #expect(open.attribute("version") == "1.0")
+        #expect(open.attribute("lang", namespace: XMLName.xmlNamespace) == "en")
+        #expect(open.defaultNamespace == "jabber:client")
+        #expect(Set(open.namespaceDeclarations.map(\.uri)) == ["jabber:client", streamsNamespace])
+    }
+
+    @Test(arguments: features)
+    func featuresParseAndRoundTrip(_ features: String) throws {
+        let result = parseAllWays(Self.header + features + "</stream:stream>")
+        #expect(result.error == nil)
+        #expect(result.events.count == 3)
+        guard case .element(let element) = result.events[1] else {
+            Issue.record("no features element")
+            return
+        }
+        #expect(element.name == XMLName("features", namespace: streamsNamespace))
+        if let mechanisms = element.firstChild("mechanisms", namespace: "urn:ietf:params:xml:ns:xmpp-sasl") {
+            #expect(mechanisms.children.map(\.text).contains("PLAIN"))
+        } else {
+            #expect(
+                element.firstChild("bind", namespace: "urn:ietf:params:xml:ns:xmpp-bind")?.firstChild("required") != nil
+            )
+        }
+        #expect(result.events.last == .streamClose)
+        // The standalone serialisation parses back to the same element.
+        let again = parseAllWays("<root>" + XMLSerializer.string(element) + "</root>")
+        #expect(again.events.dropFirst().first == .element(element))
+    }
+
+    @Test func featureChildOrderDoesNotMatter() throws {
+        let a =
+            "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/></stream:features>"
+        let b =
+            "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>"
+        for text in [a, b] {
+            guard case .element(let element) = parseAllWays(Self.header + text).events.last else {
+                Issue.record("no element")
+                continue
+            }
+            #expect(element.firstChild("starttls", namespace: "urn:ietf:params:xml:ns:xmpp-tls") != nil)
+            #expect(element.firstChild("mechanisms", namespace: "urn:ietf:params:xml:ns:xmpp-sasl") != nil)
+        }
+    }
+}
+
+struct RestrictedXMLTests {
+    static let open = "<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
+
+    static let table: [(String, XMLStreamError.Condition)] = [
+        (open + "<!-- hi -->", .restrictedXML),
+        (open + "<?foo bar?>", .restrictedXML),
+        ("<!DOCTYPE stream:stream [<!ENTITY x 'y'>]>" + open, .restrictedXML),
+        (open + "<message>&foo;</message>", .restrictedXML),
+        (open + "<message><body></message>", .notWellFormed),
+        (open + "<foo:bar/>", .notWellFormed),
+        (open + "<message><body>\u{FF}\u{FE}</body></message>", .notWellFormed),
+        ("\u{FEFF}" + open, .unsupportedEncoding),
+        ("<?xml version='1.0' encoding='ISO-8859-1'?>" + open, .unsupportedEncoding),
+        (open + "<?xml version='1.0'?>", .notWellFormed),
+    ]
+
+    @Test func rejectsWhatRFC6120Restricts() {
+        for (text, condition) in Self.table {
+            var bytes = Array(text.utf8)
+            if text.contains("\u{FF}\u{FE}") {
+                // Raw invalid bytes, not their UTF-8 encoding.
+                bytes = Array((Self.open + "<message><body>").utf8) + [0xFF, 0xFE] + Array("</body></message>".utf8)
+            }
+            for chunks in [nil, Array(repeating: 1, count: bytes.count)] {
+                let result = parse(bytes, chunks: chunks)
+                #expect(result.error?.condition == condition, "\(text)")
+            }
+        }
+    }
+
+    @Test func acceptsWhatIsAllowed() throws {
+        let result = parseAllWays(
+            Self.open
+                + "  \n<message><body>x &lt; &#65; <![CDATA[<b>]]> &apos;&quot;&gt;&amp;</body></message> keep-alive text "
+        )
+        #expect(result.error == nil)
+        guard case .element(let message) = result.events.last else {
+            Issue.record("no message")
+            return
+        }
+        #expect(message.firstChild("body")?.text == "x < A <b> '\">&")
+        #expect(message.namespace == "jabber:client")
+    }
+
+    @Test func errorsAreSticky() {
+        var parser = XMLStreamParser()
+        parser.append(Array((Self.open + "<!-- x -->").utf8).span)
+        #expect(throws: XMLStreamError.self) { while try parser.next() != nil {} }
+        parser.append(Array("<message/>".utf8).span)
+        #expect(throws: XMLStreamError.self) { try parser.next() }
+    }
+}
+
+struct IncrementalDeliveryTests {
+    @Test func everyEventArrivesWithItsLastByte() throws {
+        let header = ProsodyWireTests.header
+        let stanza = "<Foo a='1'/>"
+        let bytes = Array((header + stanza + "<iq type='get' id='1'><ping xmlns='urn:xmpp:ping'/></iq>").utf8)
+        var parser = XMLStreamParser()
+        #expect(parser.reparseDeferral != .couldNotDisable)
+        var boundaries: [Int] = []
+        for (index, byte) in bytes.enumerated() {
+            parser.append([byte].span)
+            while try parser.next() != nil { boundaries.append(index + 1) }
+        }
+        let headerEnd = header.utf8.count
+        let fooEnd = headerEnd + stanza.utf8.count
+        #expect(boundaries == [headerEnd, fooEnd, bytes.count])
+    }
+
+    @Test func restartAfterSuccessHandsTheRestToTheNewStream() throws {
+        let first = ProsodyWireTests.header
+        let success = "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>"
+        let second =
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='second' version='1.0'>"
+        let chunk = Array((success + second + "<stream:features/>").utf8)
+        for split in [chunk.count, 1, 7] {
+            var parser = XMLStreamParser()
+            parser.append(Array(first.utf8).span)
+            #expect(try parser.next().map { if case .streamOpen = $0 { true } else { false } } == true)
+            var offset = 0
+            var successSeen = false
+            var remainder: [UInt8] = []
+            while offset < chunk.count {
+                let end = min(offset + split, chunk.count)
+                parser.append(chunk.span.extracting(offset..<end))
+                offset = end
+                if let event = try parser.next(), case .element(let element) = event, element.localName == "success" {
+                    successSeen = true
+                    remainder = parser.restart() + Array(chunk[offset...])
+                    break
+                }
+            }
+            #expect(successSeen)
+            #expect(remainder == Array((second + "<stream:features/>").utf8), "split \(split)")
+            parser.append(remainder.span)
+            guard case .streamOpen(let header) = try parser.next() else {
+                Issue.record("no second header")
+                continue
+            }
+            #expect(header.attribute("id") == "second")
+            guard case .element(let features) = try parser.next() else {
+                Issue.record("no features")
+                continue
+            }
+            #expect(features.localName == "features")
+        }
+    }
+
+    @Test func restartAfterProceedReturnsTheTLSBytes() throws {
+        var parser = XMLStreamParser()
+        let tlsRecord: [UInt8] = [0x16, 0x03, 0x03, 0x00, 0x05, 0x01, 0x02]
+        parser.append(Array((ProsodyWireTests.header + "<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").utf8).span)
+        parser.append(tlsRecord.span)
+        _ = try parser.next()
+        guard case .element(let proceed) = try parser.next() else {
+            Issue.record("no proceed")
+            return
+        }
+        #expect(proceed.localName == "proceed")
+        #expect(parser.restart() == tlsRecord)
+        // The reset parser starts a fresh document.
+        parser.append(Array(ProsodyWireTests.header.utf8).span)
+        #expect(try parser.next() != nil)
+    }
+
+    @Test func characterDataPiecesAreJoined() throws {
+        let result = parseAllWays(RestrictedXMLTests.open + "<m><body>x &lt; &#65;</body><body>a<b/>c</body></m>")
+        guard case .element(let message) = result.events.last else {
+            Issue.record("no message")
+            return
+        }
+        #expect(message.children.map(\.text) == ["x < A", "ac"])
+        #expect(
+            message.children[1].childNodes == [
+                .text("a"), .element(XMLElement(XMLName("b", namespace: "jabber:client"))), .text("c"),
+            ]
+        )
+    }
+}
+
+struct LimitTests {
+    static let open = RestrictedXMLTests.open
+
+    @Test func elementSizeIsCountedInRawBytesWhileItArrives() {
+        let limit = 256 * 1024
+        let overhead = "<message><body></body></message>".utf8.count
+        let fits = Self.open + "<message><body>" + String(repeating: "a", count: limit - overhead) + "</body></message>"
+        #expect(parse(Array(fits.utf8)).error == nil)
+        let tooBig =
+            Self.open + "<message><body>" + String(repeating: "a", count: limit - overhead + 1) + "</body></message>"
+        #expect(
+            parse(Array(tooBig.utf8), chunks: Array(repeating: 4096, count: 100)).error?.condition == .policyViolation
+        )
+        // A start tag that never ends is stopped too, so memory stays bounded.
+        let endless = Array((Self.open + "<message to='").utf8) + Array(repeating: UInt8(ascii: "a"), count: limit + 1)
+        #expect(parse(endless, chunks: Array(repeating: 8192, count: 100)).error?.condition == .policyViolation)
+    }
+
+    @Test func depthAttributesAndElementCountAreLimited() {
+        let configuration = XMLStreamParser.Configuration(maximumDepth: 3, maximumAttributes: 2, maximumElements: 4)
+        #expect(parse(Array((Self.open + "<a><b><c/></b></a>").utf8), configuration: configuration).error == nil)
+        #expect(
+            parse(Array((Self.open + "<a><b><c><d/></c></b></a>").utf8), configuration: configuration).error?.condition
+                == .policyViolation
+        )
+        #expect(parse(Array((Self.open + "<a x='1' y='2'/>").utf8), configuration: configuration).error == nil)
+        #expect(
+            parse(Array((Self.open + "<a x='1' y='2' z='3'/>").utf8), configuration: configuration).error?.condition
+                == .policyViolation
+        )
+        #expect(parse(Array((Self.open + "<a><b/><b/><b/></a>").utf8), configuration: configuration).error == nil)
+        #expect(
+            parse(Array((Self.open + "<a><b/><b/><b/><b/></a>").utf8), configuration: configuration).error?.condition
+                == .policyViolation
+        )
+        // Deep nesting far beyond any stack cannot crash the parser.
+        let deep = Self.open + String(repeating: "<a>", count: 100_000)
+        #expect(parse(Array(deep.utf8)).error?.condition == .policyViolation)
+    }
+}
