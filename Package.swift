@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
         .library(name: "TetherXML", targets: ["TetherXML"]),
+        .library(name: "TetherXMPP", targets: ["TetherXMPP"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
@@ -33,6 +34,7 @@ let package = Package(
         /// The system Expat (Debian: libexpat1-dev).
         .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
         .target(name: "TetherXML", dependencies: ["TetherCore", "CExpat"], swiftSettings: pureSettings),
+        .target(name: "TetherXMPP", dependencies: ["TetherCore", "TetherXML"], swiftSettings: pureSettings),
         .executableTarget(
             name: "tether",
             dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML"],
@@ -64,6 +66,11 @@ let package = Package(
         .testTarget(
             name: "TetherXMLTests",
             dependencies: ["TetherXML", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherXMPPTests",
+            dependencies: ["TetherXMPP", "TetherXML"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,44 @@
+public import TetherXML
+
+/// A typed view of `<stream:features/>` (RFC 6120 §4.3.2).
+///
+/// Child order does not matter (prosody's varies between runs); unknown features stay available
+/// in `element`.
+public struct StreamFeatures: Hashable, Sendable {
+    /// The features element itself.
+    public let element: XMLElement
+
+    /// Whether STARTTLS is offered.
+    public var startTLS: Bool { element.firstChild("starttls", namespace: XMPPNamespace.tls) != nil }
+    /// Whether STARTTLS is offered with `<required/>`.
+    public var startTLSRequired: Bool {
+        element.firstChild("starttls", namespace: XMPPNamespace.tls)?.firstChild("required") != nil
+    }
+    /// The SASL mechanisms offered, in the server's order.
+    public var mechanisms: [String] {
+        element.firstChild("mechanisms", namespace: XMPPNamespace.sasl)?.children("mechanism").map(\.text) ?? []
+    }
+    /// Whether resource binding is offered.
+    public var bind: Bool { element.firstChild("bind", namespace: XMPPNamespace.bind) != nil }
+    /// Whether the legacy session is offered at all.
+    public var session: Bool { element.firstChild("session", namespace: XMPPNamespace.session) != nil }
+    /// Whether the legacy session is offered and marked `<optional/>` (so it is not to be sent).
+    public var sessionOptional: Bool {
+        element.firstChild("session", namespace: XMPPNamespace.session)?.firstChild("optional") != nil
+    }
+    /// The XEP-0198 stream management versions offered (2, 3), in the server's order.
+    public var streamManagementVersions: [Int] {
+        element.children("sm").compactMap { feature in
+            guard let namespace = feature.namespace, namespace.hasPrefix("urn:xmpp:sm:") else { return nil }
+            return Int(namespace.dropFirst("urn:xmpp:sm:".count))
+        }
+    }
+    /// Whether roster versioning is offered.
+    public var rosterVersioning: Bool { element.firstChild("ver", namespace: XMPPNamespace.rosterVersioning) != nil }
+
+    /// The view of `element`, or nil if it is not `<stream:features/>`.
+    public init?(_ element: XMLElement) {
+        guard element.localName == "features", element.namespace == XMPPNamespace.streams else { return nil }
+        self.element = element
+    }
+}

@@ -1,0 +1,26 @@
+/// The namespace URIs of RFC 6120 and the XEPs Tether implements.
+public enum XMPPNamespace {
+    /// Client-to-server stanzas (the default namespace of a c2s stream).
+    public static let client = "jabber:client"
+    /// The stream element and `<stream:features/>`, `<stream:error/>`.
+    public static let streams = "http://etherx.jabber.org/streams"
+    /// STARTTLS.
+    public static let tls = "urn:ietf:params:xml:ns:xmpp-tls"
+    /// SASL.
+    public static let sasl = "urn:ietf:params:xml:ns:xmpp-sasl"
+    /// Resource binding.
+    public static let bind = "urn:ietf:params:xml:ns:xmpp-bind"
+    /// The legacy session establishment (RFC 3921).
+    public static let session = "urn:ietf:params:xml:ns:xmpp-session"
+    /// Stream error conditions.
+    public static let streamErrors = "urn:ietf:params:xml:ns:xmpp-streams"
+    /// Stanza error conditions.
+    public static let stanzaErrors = "urn:ietf:params:xml:ns:xmpp-stanzas"
+    /// Roster versioning (stream feature).
+    public static let rosterVersioning = "urn:xmpp:features:rosterver"
+    /// XEP-0199 ping.
+    public static let ping = "urn:xmpp:ping"
+
+    /// XEP-0198 stream management, version `n` (2 or 3).
+    public static func streamManagement(_ version: Int) -> String { "urn:xmpp:sm:\(version)" }
+}
