@@ -44,7 +44,9 @@ let package = Package(
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
         .executableTarget(
             name: "TetherBench",
-            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR", "CMallocCounter"],
+            dependencies: [
+                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "CExpat", "CMallocCounter",
+            ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
         ),

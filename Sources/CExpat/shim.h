@@ -7,6 +7,7 @@
 #endif
 #include <expat.h>
 #include <dlfcn.h>
+#include <string.h>
 
 /// Switches Expat's reparse deferral off on `parser`.
 ///

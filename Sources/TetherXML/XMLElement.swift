@@ -271,7 +271,14 @@ struct XMLTreeBuilder {
     /// emptied and keeps its capacity.
     mutating func finish() -> XMLElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
-        let tree = XMLTree(nodes: Array(nodes), text: Array(text))
+        // Copies into new, exactly sized buffers, so the builder keeps its own (unshared) ones.
+        var treeNodes: [XMLTree.Node] = []
+        treeNodes.reserveCapacity(nodes.count)
+        treeNodes.append(contentsOf: nodes)
+        var treeText: [UInt8] = []
+        treeText.reserveCapacity(text.count)
+        treeText.append(contentsOf: text)
+        let tree = XMLTree(nodes: treeNodes, text: treeText)
         nodes.removeAll(keepingCapacity: true)
         text.removeAll(keepingCapacity: true)
         return XMLElement(tree: tree, index: 0)

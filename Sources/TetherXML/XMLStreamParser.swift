@@ -215,7 +215,7 @@ import TetherCore
     /// The Expat parser the callbacks run for (set once; the parser struct owns and frees it).
     var parser: XML_Parser?
     var builder = XMLTreeBuilder()
-    var names = StringInterner(capacity: 512)
+    var names = StringInterner(capacity: 4096)
     /// Namespace declarations reported for the element about to start.
     var declarations: [XMLNamespaceDeclaration] = []
 
@@ -275,22 +275,19 @@ import TetherCore
     /// Splits an Expat triplet name (`uri␟local␟prefix`, `uri␟local` or `local`) into a name.
     func name(_ raw: UnsafePointer<CChar>) -> XMLName {
         let bytes = unsafe UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self)
-        var length = 0
-        while unsafe bytes[length] != 0 { length += 1 }
+        let length = unsafe strlen(raw)
         let span = unsafe Span(_unsafeStart: bytes, count: length)
-        var separators: (Int, Int) = (-1, -1)
-        for index in 0..<length where span[index] == 0x1F {
-            if separators.0 < 0 { separators.0 = index } else { separators.1 = index }
+        guard let first = ByteScanning.firstIndex(of: 0x1F, in: span, from: 0, to: length) else {
+            return XMLName(names.intern(span))
         }
-        if separators.0 < 0 { return XMLName(names.intern(span)) }
-        let namespace = names.intern(span.extracting(0..<separators.0))
-        if separators.1 < 0 {
-            return XMLName(names.intern(span.extracting((separators.0 + 1)..<length)), namespace: namespace)
+        let namespace = names.intern(span.extracting(0..<first))
+        guard let second = ByteScanning.firstIndex(of: 0x1F, in: span, from: first + 1, to: length) else {
+            return XMLName(names.intern(span.extracting((first + 1)..<length)), namespace: namespace)
         }
         return XMLName(
-            names.intern(span.extracting((separators.0 + 1)..<separators.1)),
+            names.intern(span.extracting((first + 1)..<second)),
             namespace: namespace,
-            prefix: names.intern(span.extracting((separators.1 + 1)..<length))
+            prefix: names.intern(span.extracting((second + 1)..<length))
         )
     }
 
@@ -369,8 +366,7 @@ private let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawA
         guard index / 2 < limits.maximumAttributes else {
             return abort(state, .init(.policyViolation, "more than \(limits.maximumAttributes) attributes"))
         }
-        var length = 0
-        while unsafe value[length] != 0 { length += 1 }
+        let length = unsafe strlen(value)
         let bytes = unsafe UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
         unsafe state.builder.attribute(state.name(attributeName), value: Span(_unsafeStart: bytes, count: length))
         index += 2
