@@ -12,7 +12,7 @@ struct BenchmarkResult {
     var seconds: Double
     /// Heap allocations per message in the fastest pass.
     var mallocsPerMessage: Double
-    /// Peak resident set size of the process after the benchmark, in bytes.
+    /// Peak resident set size of the process during the benchmark (corpus included), in bytes.
     var peakRSS: Int
     /// A free-form comparison (for example the ratio to a baseline).
     var note: String = ""
@@ -30,6 +30,7 @@ func measure(
     passes: Int,
     _ body: () throws -> Int
 ) rethrows -> BenchmarkResult {
+    resetPeakResidentSetSize()
     var best = Double.infinity
     var bestMallocs: UInt64 = 0
     for _ in 0..<passes {
@@ -56,6 +57,12 @@ func measure(
 
 /// Where benchmark checksums go.
 nonisolated(unsafe) var sink = 0
+
+/// Restarts the peak-RSS measurement (Linux: writing 5 to /proc/self/clear_refs resets VmHWM
+/// to the current RSS), so that each benchmark reports its own peak.
+func resetPeakResidentSetSize() {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+}
 
 /// The process's peak resident set size (VmHWM), in bytes.
 func peakResidentSetSize() -> Int {
