@@ -1,0 +1,192 @@
+/// When to try again after a connection was lost: a schedule of delays, and when to give up.
+///
+/// A policy is a plain value; the running state (attempt count, when reconnecting started) lives
+/// in `ReconnectSchedule`, which machines keep. Randomness (jitter) comes from the generator the
+/// caller passes, so tests are deterministic.
+///
+/// ```swift
+/// .signalRDefault                                   // 0, 2, 10, 30 s, then stop
+/// .tiered([.init(attempts: 5, delay: .seconds(3)), .init(attempts: 5, delay: .seconds(9)),
+///          .init(attempts: 5, delay: .seconds(15))], repeats: false)
+/// .exponentialBackoff(slot: .seconds(60), maximumExponent: 5)   // RFC 6120 §3.3
+/// ```
+public struct ReconnectPolicy: Sendable {
+    /// What a custom rule is told about the attempt to schedule.
+    public struct Context: Sendable {
+        /// How many attempts have been made since the connection was lost (0 for the first).
+        public var attempt: Int
+        /// How long ago the connection was lost.
+        public var elapsed: Duration
+        /// Why the connection was lost, as text (never containing secrets).
+        public var reason: String?
+
+        /// Creates a context.
+        public init(attempt: Int, elapsed: Duration, reason: String?) {
+            self.attempt = attempt
+            self.elapsed = elapsed
+            self.reason = reason
+        }
+    }
+
+    /// One tier of a tiered schedule: `attempts` tries, `delay` apart.
+    public struct Tier: Sendable, Equatable {
+        /// How many attempts this tier makes.
+        public var attempts: Int
+        /// The delay before each of them.
+        public var delay: Duration
+
+        /// Creates a tier.
+        public init(attempts: Int, delay: Duration) {
+            precondition(attempts > 0, "a tier makes at least one attempt")
+            self.attempts = attempts
+            self.delay = delay
+        }
+    }
+
+    enum Rule: Sendable {
+        case delays([Duration])
+        case fixed(Duration)
+        case tiered([Tier], repeats: Bool)
+        case exponential(slot: Duration, maximumExponent: Int)
+        case custom(@Sendable (Context) -> Duration?)
+    }
+
+    let rule: Rule
+    /// Give up after this many attempts (nil: as the schedule says).
+    public var maximumAttempts: Int?
+    /// Give up once this much time has passed since the connection was lost (nil: never).
+    public var maximumElapsed: Duration?
+
+    init(_ rule: Rule, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil) {
+        self.rule = rule
+        self.maximumAttempts = maximumAttempts
+        self.maximumElapsed = maximumElapsed
+    }
+
+    /// The SignalR clients' default: immediately, then after 2, 10 and 30 seconds, then stop.
+    public static let signalRDefault = delays([.zero, .seconds(2), .seconds(10), .seconds(30)])
+
+    /// These delays in turn, then stop.
+    public static func delays(_ delays: [Duration]) -> ReconnectPolicy {
+        ReconnectPolicy(.delays(delays))
+    }
+
+    /// The same delay before every attempt, forever (or up to the limits).
+    public static func fixed(
+        _ delay: Duration,
+        maximumAttempts: Int? = nil,
+        maximumElapsed: Duration? = nil
+    ) -> ReconnectPolicy {
+        ReconnectPolicy(.fixed(delay), maximumAttempts: maximumAttempts, maximumElapsed: maximumElapsed)
+    }
+
+    /// Tiers in turn (e.g. 5 attempts every 3 s, 5 every 9 s, 5 every 15 s); afterwards start
+    /// over (`repeats`) or stop.
+    public static func tiered(_ tiers: [Tier], repeats: Bool, maximumElapsed: Duration? = nil) -> ReconnectPolicy {
+        precondition(!tiers.isEmpty, "a tiered schedule needs at least one tier")
+        return ReconnectPolicy(.tiered(tiers, repeats: repeats), maximumElapsed: maximumElapsed)
+    }
+
+    /// Truncated binary exponential back-off with full jitter (RFC 6120 §3.3): attempt `n`
+    /// (from 1) waits a random time in `0...(2^min(n, maximumExponent) − 1) × slot`, so the first
+    /// wait is random in 0–60 s with the default slot.
+    public static func exponentialBackoff(
+        slot: Duration = .seconds(60),
+        maximumExponent: Int = 5,
+        maximumAttempts: Int? = nil,
+        maximumElapsed: Duration? = nil
+    ) -> ReconnectPolicy {
+        precondition(maximumExponent >= 1 && maximumExponent < 31, "maximumExponent must be in 1..<31")
+        return ReconnectPolicy(
+            .exponential(slot: slot, maximumExponent: maximumExponent),
+            maximumAttempts: maximumAttempts,
+            maximumElapsed: maximumElapsed
+        )
+    }
+
+    /// A rule of the app's own: the delay before the attempt described by the context, or nil to
+    /// give up.
+    public static func custom(_ rule: @escaping @Sendable (Context) -> Duration?) -> ReconnectPolicy {
+        ReconnectPolicy(.custom(rule))
+    }
+
+    /// The delay before the attempt described by `context`, or nil to give up.
+    public func delay(for context: Context, using generator: inout some RandomNumberGenerator) -> Duration? {
+        if let maximumAttempts, context.attempt >= maximumAttempts { return nil }
+        if let maximumElapsed, context.elapsed >= maximumElapsed { return nil }
+        switch rule {
+        case .delays(let delays):
+            return context.attempt < delays.count ? delays[context.attempt] : nil
+        case .fixed(let delay):
+            return delay
+        case .tiered(let tiers, let repeats):
+            let total = tiers.reduce(0) { $0 + $1.attempts }
+            var position = context.attempt
+            if position >= total {
+                guard repeats else { return nil }
+                position %= total
+            }
+            for tier in tiers {
+                if position < tier.attempts { return tier.delay }
+                position -= tier.attempts
+            }
+            return nil
+        case .exponential(let slot, let maximumExponent):
+            let exponent = min(context.attempt + 1, maximumExponent)
+            let ceiling = slot.totalNanoseconds.multipliedReportingOverflow(by: (1 << exponent) - 1)
+            let upper = ceiling.overflow ? Int64.max : ceiling.partialValue
+            return .nanoseconds(Int64.random(in: 0...max(0, upper), using: &generator))
+        case .custom(let rule):
+            return rule(context)
+        }
+    }
+}
+
+/// The running state of reconnecting under a `ReconnectPolicy`: how many attempts have been
+/// made since the connection was lost and when it was lost.
+///
+/// The count restarts only when a connection is actually established again
+/// (`connectionEstablished()`), never merely because an attempt began, so a server that accepts
+/// the socket and then drops it cannot reset the back-off (a bug of several XMPP libraries).
+public struct ReconnectSchedule: Sendable {
+    /// The policy in force.
+    public var policy: ReconnectPolicy
+    /// Attempts made since the connection was lost.
+    public private(set) var attempts = 0
+    /// When the connection was lost (nil while connected).
+    public private(set) var lostAt: Instant?
+
+    /// A schedule for `policy`.
+    public init(policy: ReconnectPolicy) {
+        self.policy = policy
+    }
+
+    /// Records that the connection was lost at `now` (the first loss since it was established
+    /// starts the count).
+    public mutating func connectionLost(at now: Instant) {
+        if lostAt == nil {
+            lostAt = now
+            attempts = 0
+        }
+    }
+
+    /// The delay before the next attempt, counting it, or nil when the policy gives up.
+    public mutating func nextDelay(
+        now: Instant,
+        reason: String?,
+        using generator: inout some RandomNumberGenerator
+    ) -> Duration? {
+        let lost = lostAt ?? now
+        if lostAt == nil { lostAt = now }
+        let context = ReconnectPolicy.Context(attempt: attempts, elapsed: now - lost, reason: reason)
+        guard let delay = policy.delay(for: context, using: &generator) else { return nil }
+        attempts += 1
+        return delay
+    }
+
+    /// Records that a connection was established: the next loss starts the schedule over.
+    public mutating func connectionEstablished() {
+        attempts = 0
+        lostAt = nil
+    }
+}

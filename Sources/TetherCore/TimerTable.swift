@@ -1,0 +1,49 @@
+/// The timers a protocol machine has armed, keyed by a small enum of its own: at most one
+/// deadline per key, and `earliest` is what the machine's `pollTimeout()` reports.
+///
+/// Machines never sleep or schedule anything: the driver asks for `earliest`, waits until then
+/// (or until input arrives), and calls the machine's `handleTimeout(now:)`, which asks the table
+/// which timers have `expired(at:)`.
+public struct TimerTable<Key: Hashable & Sendable>: Sendable {
+    private var entries: [(key: Key, deadline: Instant)] = []
+
+    /// An empty table.
+    public init() {}
+
+    /// Arms (or re-arms) the timer `key` for `deadline`.
+    public mutating func set(_ key: Key, at deadline: Instant) {
+        if let index = entries.firstIndex(where: { $0.key == key }) {
+            entries[index].deadline = deadline
+        } else {
+            entries.append((key, deadline))
+        }
+    }
+
+    /// Disarms the timer `key` (a no-op if it is not armed).
+    public mutating func cancel(_ key: Key) {
+        entries.removeAll { $0.key == key }
+    }
+
+    /// Disarms every timer.
+    public mutating func cancelAll() {
+        entries.removeAll(keepingCapacity: true)
+    }
+
+    /// The deadline of `key`, if armed.
+    public func deadline(_ key: Key) -> Instant? {
+        entries.first { $0.key == key }?.deadline
+    }
+
+    /// Whether `key` is armed.
+    public func isArmed(_ key: Key) -> Bool { deadline(key) != nil }
+
+    /// The earliest deadline of all armed timers.
+    public var earliest: Instant? { entries.lazy.map(\.deadline).min() }
+
+    /// Disarms and returns the timers due at `now`, earliest first.
+    public mutating func expired(at now: Instant) -> [Key] {
+        let due = entries.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }.map(\.key)
+        if !due.isEmpty { entries.removeAll { $0.deadline <= now } }
+        return due
+    }
+}

@@ -1,0 +1,140 @@
+import Testing
+import TetherCore
+
+struct ReconnectPolicyTests {
+    func delays(_ policy: ReconnectPolicy, count: Int, seed: UInt64 = 1, step: Duration = .seconds(1)) -> [Duration?] {
+        var schedule = ReconnectSchedule(policy: policy)
+        var rng = SeededRandomNumberGenerator(seed: seed)
+        var now = Instant.zero
+        schedule.connectionLost(at: now)
+        return (0..<count).map { _ in
+            let delay = schedule.nextDelay(now: now, reason: "lost", using: &rng)
+            now = now + (delay ?? .zero) + step
+            return delay
+        }
+    }
+
+    @Test func signalRDefault() {
+        #expect(delays(.signalRDefault, count: 6) == [.zero, .seconds(2), .seconds(10), .seconds(30), nil, nil])
+    }
+
+    @Test func fixedWithLimits() {
+        #expect(
+            delays(.fixed(.seconds(5), maximumAttempts: 3), count: 4) == [.seconds(5), .seconds(5), .seconds(5), nil]
+        )
+        // Elapsed: attempts at 0, 6, 12 s (delay 5 + 1 s per attempt); the limit of 12 s stops the third.
+        #expect(delays(.fixed(.seconds(5), maximumElapsed: .seconds(12)), count: 3) == [.seconds(5), .seconds(5), nil])
+    }
+
+    @Test func tieredStopsOrRepeats() {
+        let tiers = [
+            ReconnectPolicy.Tier(attempts: 5, delay: .seconds(3)), .init(attempts: 5, delay: .seconds(9)),
+            .init(attempts: 5, delay: .seconds(15)),
+        ]
+        let expected: [Duration?] =
+            Array(repeating: .seconds(3), count: 5) + Array(repeating: .seconds(9), count: 5)
+            + Array(repeating: .seconds(15), count: 5)
+        #expect(delays(.tiered(tiers, repeats: false), count: 17) == expected + [nil, nil])
+        #expect(delays(.tiered(tiers, repeats: true), count: 17) == expected + [.seconds(3), .seconds(3)])
+    }
+
+    @Test func exponentialBackoffWithFullJitter() {
+        for seed in 1...20 as ClosedRange<UInt64> {
+            let values = delays(.exponentialBackoff(), count: 7, seed: seed).map { $0! }
+            let ceilings: [Int64] = [60, 180, 420, 900, 1860, 1860, 1860]
+            for (value, ceiling) in zip(values, ceilings) {
+                #expect(value >= .zero && value <= .seconds(ceiling))
+            }
+        }
+        // Deterministic for a seed, different across seeds.
+        #expect(delays(.exponentialBackoff(), count: 3, seed: 7) == delays(.exponentialBackoff(), count: 3, seed: 7))
+        #expect(delays(.exponentialBackoff(), count: 3, seed: 7) != delays(.exponentialBackoff(), count: 3, seed: 8))
+    }
+
+    @Test func customRuleSeesAttemptElapsedAndReason() {
+        let policy = ReconnectPolicy.custom { context in
+            context.reason == "lost" && context.attempt < 2
+                ? .seconds(Int64(context.attempt) + 1) + context.elapsed : nil
+        }
+        #expect(delays(policy, count: 3, step: .zero) == [.seconds(1), .seconds(3), nil])
+    }
+
+    @Test func backOffRestartsOnlyAfterAnEstablishedConnection() {
+        var schedule = ReconnectSchedule(policy: .signalRDefault)
+        var rng = SeededRandomNumberGenerator(seed: 1)
+        schedule.connectionLost(at: .zero)
+        #expect(schedule.nextDelay(now: .zero, reason: nil, using: &rng) == .zero)
+        #expect(schedule.nextDelay(now: .zero, reason: nil, using: &rng) == .seconds(2))
+        // A second loss report while still reconnecting does not start over.
+        schedule.connectionLost(at: .zero + .seconds(3))
+        #expect(schedule.nextDelay(now: .zero, reason: nil, using: &rng) == .seconds(10))
+        schedule.connectionEstablished()
+        schedule.connectionLost(at: .zero + .seconds(100))
+        #expect(schedule.nextDelay(now: .zero + .seconds(100), reason: nil, using: &rng) == .zero)
+    }
+}
+
+struct HeartbeatTests {
+    let start = Instant.zero
+
+    @Test func keepAliveAfterSendSilence() {
+        var heartbeat = Heartbeat(
+            configuration: .init(keepAliveInterval: .seconds(15), receiveTimeout: .seconds(30)),
+            now: start
+        )
+        #expect(heartbeat.nextDeadline == start + .seconds(15))
+        #expect(heartbeat.check(now: start + .seconds(14)) == nil)
+        #expect(heartbeat.check(now: start + .seconds(15)) == .keepAlive)
+        heartbeat.didSend(at: start + .seconds(15))
+        heartbeat.didReceive(at: start + .seconds(20))
+        #expect(heartbeat.nextDeadline == start + .seconds(30))
+        #expect(heartbeat.check(now: start + .seconds(30)) == .keepAlive)
+        heartbeat.didSend(at: start + .seconds(30))
+        #expect(heartbeat.nextDeadline == start + .seconds(45))
+        #expect(heartbeat.check(now: start + .seconds(50)) == .receiveTimedOut)
+    }
+
+    @Test func consecutiveUnansweredProbes() {
+        var heartbeat = Heartbeat(
+            configuration: .init(
+                keepAliveInterval: .seconds(60),
+                probeTimeout: .seconds(10),
+                maximumUnansweredProbes: 3
+            ),
+            now: start
+        )
+        #expect(heartbeat.check(now: start + .seconds(60)) == .keepAlive)
+        heartbeat.probeSent(at: start + .seconds(60))
+        #expect(heartbeat.nextDeadline == start + .seconds(70))
+        #expect(heartbeat.check(now: start + .seconds(70)) == .probeUnanswered(count: 1))
+        heartbeat.probeSent(at: start + .seconds(70))
+        // An answer (even an error) resets the count.
+        heartbeat.probeAnswered(at: start + .seconds(75))
+        #expect(heartbeat.unansweredProbes == 0)
+        heartbeat.probeSent(at: start + .seconds(135))
+        #expect(heartbeat.check(now: start + .seconds(145)) == .probeUnanswered(count: 1))
+        heartbeat.probeSent(at: start + .seconds(145))
+        #expect(heartbeat.check(now: start + .seconds(155)) == .probeUnanswered(count: 2))
+        heartbeat.probeSent(at: start + .seconds(155))
+        #expect(heartbeat.check(now: start + .seconds(165)) == .probesExhausted)
+    }
+}
+
+struct TimerTableTests {
+    enum Timer: Hashable, Sendable { case ping, timeout, handshake }
+
+    @Test func earliestAndExpiry() {
+        var table = TimerTable<Timer>()
+        #expect(table.earliest == nil)
+        table.set(.timeout, at: Instant(nanoseconds: 30))
+        table.set(.ping, at: Instant(nanoseconds: 15))
+        table.set(.handshake, at: Instant(nanoseconds: 20))
+        #expect(table.earliest == Instant(nanoseconds: 15))
+        table.set(.ping, at: Instant(nanoseconds: 25))
+        #expect(table.earliest == Instant(nanoseconds: 20))
+        #expect(table.expired(at: Instant(nanoseconds: 26)) == [.handshake, .ping])
+        #expect(table.expired(at: Instant(nanoseconds: 26)).isEmpty)
+        table.cancel(.timeout)
+        #expect(table.earliest == nil)
+    }
+}
