@@ -1,0 +1,51 @@
+/// Why a hub connection failed, closed or refused a command. `message` uses the texts of the
+/// official clients where they have one; it never contains access tokens.
+public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The families of failures.
+    public enum Kind: Hashable, Sendable {
+        /// Negotiation failed (HTTP status, network error, error body, redirect limit, …).
+        case negotiation
+        /// The transport failed or closed.
+        case transport
+        /// The handshake failed or timed out.
+        case handshake
+        /// The server sent nothing for the server timeout.
+        case serverTimeout
+        /// The server closed the connection with a Close message.
+        case serverClosed
+        /// The server violated the protocol (malformed message, unknown invocation id, …).
+        case protocolViolation
+        /// A command that needs a connected hub was given while it is not connected.
+        case notConnected
+        /// The stateful-reconnect send buffer is full; retry after `.sendBufferAvailable`.
+        case sendBufferFull
+        /// The invocation was canceled because the connection closed.
+        case canceled
+    }
+
+    /// The family.
+    public var kind: Kind
+    /// The text.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static let invocationCanceled = HubConnectionError(
+        .canceled,
+        "Invocation canceled due to the underlying connection being closed."
+    )
+    static let serverTimeout = HubConnectionError(
+        .serverTimeout,
+        "Server timeout elapsed without receiving a message from the server."
+    )
+    static let notConnected = HubConnectionError(
+        .notConnected,
+        "Cannot send data if the connection is not in the 'Connected' State."
+    )
+}

@@ -1,0 +1,228 @@
+public import TetherCore
+
+extension HubConnectionMachine {
+    // MARK: - Sending
+
+    /// Encodes and sends `message`, numbering and buffering it under stateful reconnect.
+    mutating func send(_ message: HubMessage, in session: inout Session, now: Instant) {
+        var bytes: [UInt8] = []
+        hubProtocol.write(message, into: &bytes)
+        if message.isSequenced, var stateful = session.stateful {
+            stateful.sent(bytes)
+            session.stateful = stateful
+        }
+        actions.append(.send(bytes, format: hubProtocol.transferFormat))
+        session.lastSent = now
+        timers.set(.keepAlive, at: now + configuration.keepAliveInterval)
+    }
+
+    /// Takes the connected session out of the state (so that it is uniquely referenced while it
+    /// is changed; the caller puts it back), or throws `notConnected` / `sendBufferFull`.
+    mutating func takeConnectedSession(sequenced: Bool = true) throws(HubConnectionError) -> Session {
+        guard case .connected(let session) = state else { throw .notConnected }
+        if sequenced, let stateful = session.stateful, !stateful.hasRoom {
+            throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
+        }
+        state = .disconnected
+        return session
+    }
+
+    mutating func makeInvocationId() -> String {
+        defer { nextInvocationId += 1 }
+        return String(nextInvocationId)
+    }
+
+    /// Calls `target` and expects one result, reported as `completion(invocationId:result:)`;
+    /// returns the invocation id. `streamIds` name upload streams from `makeUploadStream()`.
+    public mutating func invoke(
+        _ target: String,
+        arguments: EncodedArguments,
+        streamIds: [String] = [],
+        now: Instant
+    ) throws(HubConnectionError) -> String {
+        let id = makeInvocationId()
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        session.pending[id] = .invocation
+        let message = InvocationMessage(
+            invocationId: id, target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+        send(.invocation(message), in: &session, now: now)
+        return id
+    }
+
+    /// Calls `target` without expecting a result (a non-blocking invocation).
+    public mutating func send(
+        _ target: String,
+        arguments: EncodedArguments,
+        streamIds: [String] = [],
+        now: Instant
+    ) throws(HubConnectionError) {
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        let message = InvocationMessage(target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+        send(.invocation(message), in: &session, now: now)
+    }
+
+    /// Calls the streaming method `target`; items arrive as `streamItem`, the end as
+    /// `streamCompleted`. Returns the stream's invocation id.
+    public mutating func stream(
+        _ target: String,
+        arguments: EncodedArguments,
+        streamIds: [String] = [],
+        now: Instant
+    ) throws(HubConnectionError) -> String {
+        let id = makeInvocationId()
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        session.pending[id] = .stream
+        let message = StreamInvocationMessage(
+            invocationId: id, target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+        send(.streamInvocation(message), in: &session, now: now)
+        return id
+    }
+
+    /// Cancels a server→client stream: sends CancelInvocation and reports the stream completed
+    /// (later items and its Completion are ignored).
+    public mutating func cancelStream(_ invocationId: String, now: Instant) throws(HubConnectionError) {
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        guard session.pending[invocationId] == .stream else { return }
+        session.pending[invocationId] = .canceledStream
+        send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), in: &session, now: now)
+        actions.append(.event(.streamCompleted(invocationId: invocationId, error: nil)))
+    }
+
+    /// A new client→server stream id, to pass in an invocation's `streamIds`.
+    public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
+        let id = makeInvocationId()
+        var session = try takeConnectedSession(sequenced: false)
+        defer { state = .connected(session) }
+        _ = session.uploads.insert(id)
+        return id
+    }
+
+    /// Sends one item of an upload stream.
+    public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError) {
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
+        send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), in: &session, now: now)
+    }
+
+    /// Ends an upload stream (with an error text, or normally).
+    public mutating func completeUploadStream(_ streamId: String, error: String? = nil, now: Instant) throws(HubConnectionError) {
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
+        session.uploads.remove(streamId)
+        let result: CompletionResult = error.map { .error($0) } ?? .void
+        send(.completion(CompletionMessage(invocationId: streamId, result: result)), in: &session, now: now)
+    }
+
+    /// Answers a server invocation that expects a result (a client result).
+    public mutating func reply(to invocationId: String, result: CompletionResult, now: Instant) throws(HubConnectionError) {
+        var session = try takeConnectedSession()
+        defer { state = .connected(session) }
+        precondition(session.serverInvocations.contains(invocationId), "no server invocation \(invocationId) awaits a reply")
+        session.serverInvocations.remove(invocationId)
+        send(.completion(CompletionMessage(invocationId: invocationId, result: result)), in: &session, now: now)
+    }
+
+    // MARK: - Receiving
+
+    /// Parses and handles received bytes on the connected session.
+    mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
+        guard case .connected(var session) = state else { return }
+        state = .disconnected  // so that `session` (and its parser's buffer) is uniquely referenced
+        session.lastReceived = now
+        timers.set(.serverTimeout, at: now + configuration.serverTimeout)
+        session.parser.append(bytes)
+        while true {
+            let message: HubMessage?
+            do {
+                message = try session.parser.next()
+            } catch {
+                return violation(session, error.message, now: now)
+            }
+            guard let message else { break }
+            if var stateful = session.stateful {
+                if message.isSequenced {
+                    let process = stateful.shouldProcessReceived()
+                    session.stateful = stateful
+                    if !timers.isArmed(.ack), stateful.needsAck { timers.set(.ack, at: now + configuration.ackDelay) }
+                    if !process { continue }
+                } else if stateful.waitingForSequence, case .sequence = message {
+                    // handled below
+                } else if stateful.waitingForSequence {
+                    continue
+                }
+            }
+            guard handle(message, in: &session, now: now) else { return }
+        }
+        state = .connected(session)
+    }
+
+    /// Handles one message; returns false when the connection ended.
+    mutating func handle(_ message: HubMessage, in session: inout Session, now: Instant) -> Bool {
+        switch message {
+        case .invocation(let invocation):
+            if handledTargets.contains(invocation.target.lowercased()) {
+                if let id = invocation.invocationId { session.serverInvocations.insert(id) }
+                actions.append(.event(.invocation(invocation)))
+            } else if let id = invocation.invocationId {
+                let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
+                send(.completion(reply), in: &session, now: now)
+            }
+        case .streamItem(let item):
+            switch session.pending[item.invocationId] {
+            case .stream: actions.append(.event(.streamItem(invocationId: item.invocationId, item: item.item)))
+            case .canceledStream: break
+            case .invocation, nil:
+                violation(session, "Received a StreamItem for unknown stream '\(item.invocationId)'.", now: now)
+                return false
+            }
+        case .completion(let completion):
+            switch session.pending.removeValue(forKey: completion.invocationId) {
+            case .invocation:
+                actions.append(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
+            case .stream:
+                var error: String?
+                if case .error(let text) = completion.result { error = text }
+                actions.append(.event(.streamCompleted(invocationId: completion.invocationId, error: error)))
+            case .canceledStream:
+                break
+            case nil:
+                violation(session, "Received a Completion for unknown invocation '\(completion.invocationId)'.", now: now)
+                return false
+            }
+        case .streamInvocation, .cancelInvocation, .ping:
+            // Servers do not stream from clients or cancel them through these; pings only prove liveness.
+            break
+        case .close(let close):
+            let error = close.error.map { HubConnectionError(.serverClosed, "Server returned an error on close: " + $0) }
+            actions.append(.closeTransport)
+            connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
+            return false
+        case .ack(let sequenceId):
+            if var stateful = session.stateful {
+                if stateful.acknowledged(upTo: sequenceId) { actions.append(.event(.sendBufferAvailable)) }
+                session.stateful = stateful
+            }
+        case .sequence(let sequenceId):
+            if var stateful = session.stateful {
+                guard stateful.peerSequence(sequenceId) else {
+                    violation(session, "Sequence ID greater than amount of messages we've received.", now: now)
+                    return false
+                }
+                session.stateful = stateful
+            }
+        }
+        return true
+    }
+
+    /// The server broke the protocol: close the transport and treat the connection as lost.
+    mutating func violation(_ session: Session, _ message: String, now: Instant) {
+        actions.append(.closeTransport)
+        connectionLost(session, error: HubConnectionError(.protocolViolation, message), allowReconnect: true, now: now, resumable: false)
+    }
+}
