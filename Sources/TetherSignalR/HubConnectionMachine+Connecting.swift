@@ -46,7 +46,10 @@ extension HubConnectionMachine {
             case .redirect(let url, let accessToken):
                 attempt.redirects += 1
                 guard attempt.redirects <= Negotiate.maximumRedirects else {
-                    return attemptFailed(HubConnectionError(.negotiation, Negotiate.redirectLimitExceeded.message), now: now)
+                    return attemptFailed(
+                        HubConnectionError(.negotiation, Negotiate.redirectLimitExceeded.message),
+                        now: now
+                    )
                 }
                 attempt.url = url
                 if let accessToken { attempt.accessToken = accessToken }
@@ -60,7 +63,10 @@ extension HubConnectionMachine {
             case .connect(let response):
                 if response.useStatefulReconnect && !usesStatefulReconnect {
                     return attemptFailed(
-                        HubConnectionError(.negotiation, "Client didn't negotiate Stateful Reconnect but the server did."),
+                        HubConnectionError(
+                            .negotiation,
+                            "Client didn't negotiate Stateful Reconnect but the server did."
+                        ),
                         now: now
                     )
                 }
@@ -149,7 +155,10 @@ extension HubConnectionMachine {
             timers.cancel(.handshake)
             if let error = parsed.response.error {
                 actions.append(.closeTransport)
-                return attemptFailed(HubConnectionError(.handshake, "Server returned handshake error: " + error), now: now)
+                return attemptFailed(
+                    HubConnectionError(.handshake, "Server returned handshake error: " + error),
+                    now: now
+                )
             }
             handshakeCompleted(attempt, now: now)
             let rest = Array(received[parsed.consumed...])
@@ -179,7 +188,10 @@ extension HubConnectionMachine {
         )
         schedule?.connectionEstablished()
         actions.append(
-            .event(attempt.isReconnect ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId))
+            .event(
+                attempt.isReconnect
+                    ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId)
+            )
         )
         // Like the TypeScript client: one Ping right after the handshake.
         send(.ping, in: &session, now: now)
@@ -198,7 +210,10 @@ extension HubConnectionMachine {
         switch state {
         case .connectingTransport, .handshaking:
             timers.cancel(.handshake)
-            attemptFailed(error ?? HubConnectionError(.transport, "The WebSocket closed before the handshake completed."), now: now)
+            attemptFailed(
+                error ?? HubConnectionError(.transport, "The WebSocket closed before the handshake completed."),
+                now: now
+            )
         case .connected(let session):
             connectionLost(session, error: error, allowReconnect: true, now: now)
         case .resuming(let session):
@@ -246,7 +261,9 @@ extension HubConnectionMachine {
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
             case .ack:
-                guard case .connected(var session) = state, var stateful = session.stateful, stateful.needsAck else { continue }
+                guard case .connected(var session) = state, var stateful = session.stateful, stateful.needsAck else {
+                    continue
+                }
                 let sequenceId = stateful.acknowledge()
                 session.stateful = stateful
                 send(.ack(sequenceId: sequenceId), in: &session, now: now)
@@ -320,9 +337,13 @@ extension HubConnectionMachine {
         for (id, kind) in session.pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
             switch kind {
             case .invocation:
-                actions.append(.event(.completion(invocationId: id, result: .error(HubConnectionError.invocationCanceled.message))))
+                actions.append(
+                    .event(.completion(invocationId: id, result: .error(HubConnectionError.invocationCanceled.message)))
+                )
             case .stream:
-                actions.append(.event(.streamCompleted(invocationId: id, error: HubConnectionError.invocationCanceled.message)))
+                actions.append(
+                    .event(.streamCompleted(invocationId: id, error: HubConnectionError.invocationCanceled.message))
+                )
             case .canceledStream:
                 continue
             }

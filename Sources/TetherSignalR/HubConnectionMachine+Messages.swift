@@ -45,7 +45,11 @@ extension HubConnectionMachine {
         defer { state = .connected(session) }
         session.pending[id] = .invocation
         let message = InvocationMessage(
-            invocationId: id, target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+            invocationId: id,
+            target: target,
+            arguments: arguments,
+            streamIds: streamIds.isEmpty ? nil : streamIds
+        )
         send(.invocation(message), in: &session, now: now)
         return id
     }
@@ -59,7 +63,11 @@ extension HubConnectionMachine {
     ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
-        let message = InvocationMessage(target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+        let message = InvocationMessage(
+            target: target,
+            arguments: arguments,
+            streamIds: streamIds.isEmpty ? nil : streamIds
+        )
         send(.invocation(message), in: &session, now: now)
     }
 
@@ -76,7 +84,11 @@ extension HubConnectionMachine {
         defer { state = .connected(session) }
         session.pending[id] = .stream
         let message = StreamInvocationMessage(
-            invocationId: id, target: target, arguments: arguments, streamIds: streamIds.isEmpty ? nil : streamIds)
+            invocationId: id,
+            target: target,
+            arguments: arguments,
+            streamIds: streamIds.isEmpty ? nil : streamIds
+        )
         send(.streamInvocation(message), in: &session, now: now)
         return id
     }
@@ -102,7 +114,8 @@ extension HubConnectionMachine {
     }
 
     /// Sends one item of an upload stream.
-    public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError) {
+    public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError)
+    {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
@@ -110,7 +123,11 @@ extension HubConnectionMachine {
     }
 
     /// Ends an upload stream (with an error text, or normally).
-    public mutating func completeUploadStream(_ streamId: String, error: String? = nil, now: Instant) throws(HubConnectionError) {
+    public mutating func completeUploadStream(
+        _ streamId: String,
+        error: String? = nil,
+        now: Instant
+    ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
@@ -120,10 +137,17 @@ extension HubConnectionMachine {
     }
 
     /// Answers a server invocation that expects a result (a client result).
-    public mutating func reply(to invocationId: String, result: CompletionResult, now: Instant) throws(HubConnectionError) {
+    public mutating func reply(
+        to invocationId: String,
+        result: CompletionResult,
+        now: Instant
+    ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
-        precondition(session.serverInvocations.contains(invocationId), "no server invocation \(invocationId) awaits a reply")
+        precondition(
+            session.serverInvocations.contains(invocationId),
+            "no server invocation \(invocationId) awaits a reply"
+        )
         session.serverInvocations.remove(invocationId)
         send(.completion(CompletionMessage(invocationId: invocationId, result: result)), in: &session, now: now)
     }
@@ -192,14 +216,20 @@ extension HubConnectionMachine {
             case .canceledStream:
                 break
             case nil:
-                violation(session, "Received a Completion for unknown invocation '\(completion.invocationId)'.", now: now)
+                violation(
+                    session,
+                    "Received a Completion for unknown invocation '\(completion.invocationId)'.",
+                    now: now
+                )
                 return false
             }
         case .streamInvocation, .cancelInvocation, .ping:
             // Servers do not stream from clients or cancel them through these; pings only prove liveness.
             break
         case .close(let close):
-            let error = close.error.map { HubConnectionError(.serverClosed, "Server returned an error on close: " + $0) }
+            let error = close.error.map {
+                HubConnectionError(.serverClosed, "Server returned an error on close: " + $0)
+            }
             actions.append(.closeTransport)
             connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
@@ -223,6 +253,12 @@ extension HubConnectionMachine {
     /// The server broke the protocol: close the transport and treat the connection as lost.
     mutating func violation(_ session: Session, _ message: String, now: Instant) {
         actions.append(.closeTransport)
-        connectionLost(session, error: HubConnectionError(.protocolViolation, message), allowReconnect: true, now: now, resumable: false)
+        connectionLost(
+            session,
+            error: HubConnectionError(.protocolViolation, message),
+            allowReconnect: true,
+            now: now,
+            resumable: false
+        )
     }
 }

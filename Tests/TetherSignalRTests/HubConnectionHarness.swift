@@ -1,5 +1,6 @@
 import Foundation
 import TetherCore
+
 @testable import TetherSignalR
 
 typealias JSONHubConnection = HubConnectionMachine<JSONHubProtocol>
@@ -41,7 +42,11 @@ struct HubConnectionHarness {
         return names
     }
 
-    static func name(of action: JSONHubConnection.Action, parser: inout JSONHubMessageParser, sent: inout [HubMessage]) -> String {
+    static func name(
+        of action: JSONHubConnection.Action,
+        parser: inout JSONHubMessageParser,
+        sent: inout [HubMessage]
+    ) -> String {
         switch action {
         case .sendNegotiate: return "negotiate"
         case .openTransport: return "open"
@@ -95,11 +100,17 @@ struct HubConnectionHarness {
 
     // MARK: - Scripted server
 
-    static func negotiateBody(connectionId: String = "conn-1", token: String = "token-1", stateful: Bool = false, transports: String? = nil) -> [UInt8] {
+    static func negotiateBody(
+        connectionId: String = "conn-1",
+        token: String = "token-1",
+        stateful: Bool = false,
+        transports: String? = nil
+    ) -> [UInt8] {
         let available = transports ?? #"[{"transport":"WebSockets","transferFormats":["Text","Binary"]}]"#
         return Array(
             #"{"negotiateVersion":1,"connectionId":"\#(connectionId)","connectionToken":"\#(token)","availableTransports":\#(available)\#(stateful ? ",\"useStatefulReconnect\":true" : "")}"#
-                .utf8)
+                .utf8
+        )
     }
 
     @discardableResult
@@ -126,6 +137,11 @@ struct HubConnectionHarness {
         let bytes = Array(records.map { $0 + "\u{1E}" }.joined().utf8)
         machine.receive(bytes.span, now: now)
         return drain()
+    }
+
+    /// Delivers raw bytes (without draining).
+    mutating func receiveRaw(_ bytes: [UInt8]) {
+        machine.receive(bytes.span, now: now)
     }
 
     /// Start → negotiate → transport → handshake, up to connected.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+
 @testable import TetherSignalR
 
 /// Walks every row of the transition table in Specs/signalr/hub-connection.md against the code.
@@ -14,12 +15,18 @@ struct HubConnectionTransitionTableTests {
     }
 
     static let rows: [Row] = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let text = try! String(contentsOf: root.appendingPathComponent("Specs/signalr/hub-connection.md"), encoding: .utf8)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try! String(
+            contentsOf: root.appendingPathComponent("Specs/signalr/hub-connection.md"),
+            encoding: .utf8
+        )
         let table = text.components(separatedBy: "## Transition table")[1]
         return table.split(separator: "\n").compactMap { line -> Row? in
             guard line.hasPrefix("| "), !line.hasPrefix("| state"), !line.hasPrefix("|---") else { return nil }
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             guard cells.count >= 6 else { return nil }
             let actions = cells[3].isEmpty ? [] : cells[3].components(separatedBy: ", ")
             return Row(state: cells[1], input: cells[2], actions: actions, next: cells[4])
@@ -98,14 +105,20 @@ struct HubConnectionTransitionTableTests {
             harness.machine.stop(now: now)
             return harness.drain()
         case "negotiate 200": return harness.negotiate()
-        case "negotiate redirect": return harness.negotiate(body: Array(#"{"url":"http://other/hub","accessToken":"t2"}"#.utf8))
+        case "negotiate redirect":
+            return harness.negotiate(body: Array(#"{"url":"http://other/hub","accessToken":"t2"}"#.utf8))
         case "negotiate 404": return harness.negotiate(status: 404, body: [])
         case "negotiate 204": return harness.negotiate(status: 204, body: [])
-        case "negotiate error body": return harness.negotiate(body: Array(#"{"error":"This connection is not allowed."}"#.utf8))
+        case "negotiate error body":
+            return harness.negotiate(body: Array(#"{"error":"This connection is not allowed."}"#.utf8))
         case "negotiate without WebSockets":
             return harness.negotiate(
-                body: HubConnectionHarness.negotiateBody(transports: #"[{"transport":"LongPolling","transferFormats":["Text"]}]"#))
-        case "negotiate stateful not asked": return harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
+                body: HubConnectionHarness.negotiateBody(
+                    transports: #"[{"transport":"LongPolling","transferFormats":["Text"]}]"#
+                )
+            )
+        case "negotiate stateful not asked":
+            return harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         case "negotiate network failure":
             harness.machine.negotiateFailed("connection refused", now: now)
             return harness.drain()
@@ -130,11 +143,18 @@ struct HubConnectionTransitionTableTests {
             return harness.drain()
         case "completion for the invocation": return harness.server(#"{"type":3,"invocationId":"0","result":"hi"}"#)
         case "stream item and completion":
-            guard let id = try? harness.machine.stream("Counter", arguments: jsonArguments("3"), now: now) else { return nil }
+            guard let id = try? harness.machine.stream("Counter", arguments: jsonArguments("3"), now: now) else {
+                return nil
+            }
             harness.drain()
-            return harness.server(#"{"type":2,"invocationId":"\#(id)","item":0}"#, #"{"type":3,"invocationId":"\#(id)"}"#)
+            return harness.server(
+                #"{"type":2,"invocationId":"\#(id)","item":0}"#,
+                #"{"type":3,"invocationId":"\#(id)"}"#
+            )
         case "cancel stream":
-            guard let id = try? harness.machine.stream("Counter", arguments: jsonArguments("3"), now: now) else { return nil }
+            guard let id = try? harness.machine.stream("Counter", arguments: jsonArguments("3"), now: now) else {
+                return nil
+            }
             harness.drain()
             try? harness.machine.cancelStream(id, now: now)
             return harness.drain()
@@ -149,7 +169,11 @@ struct HubConnectionTransitionTableTests {
             return harness.server(#"{"type":1,"invocationId":"s1","target":"Other","arguments":[]}"#)
         case "reply to a server invocation":
             harness.server(#"{"type":1,"invocationId":"s1","target":"ReceiveMessage","arguments":[]}"#)
-            try? harness.machine.reply(to: "s1", result: .value(try! EncodedValue(json: Array("42".utf8))), now: harness.now)
+            try? harness.machine.reply(
+                to: "s1",
+                result: .value(try! EncodedValue(json: Array("42".utf8))),
+                now: harness.now
+            )
             return harness.drain()
         case "ping": return harness.server(#"{"type":6}"#)
         case "unknown message type": return harness.server(#"{"type":99}"#)
@@ -158,7 +182,8 @@ struct HubConnectionTransitionTableTests {
             // Keep receiving nothing; pings go out every 15 s, the timeout fires at 30 s.
             return harness.advance(by: .seconds(30)).filter { $0 != "send:ping" }
         case "close message": return harness.server(#"{"type":7,"error":"bye"}"#)
-        case "close message allowing reconnect": return harness.server(#"{"type":7,"error":"restart","allowReconnect":true}"#)
+        case "close message allowing reconnect":
+            return harness.server(#"{"type":7,"error":"restart","allowReconnect":true}"#)
         case "completion for an unknown id": return harness.server(#"{"type":3,"invocationId":"99"}"#)
         case "malformed message": return harness.server(#"{"type":1}"#)
         case "ack timer": return harness.advance(by: .seconds(1))

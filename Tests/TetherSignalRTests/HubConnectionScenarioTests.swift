@@ -1,0 +1,555 @@
+import Foundation
+import Testing
+import TetherCore
+
+@testable import TetherSignalR
+
+/// Golden transcripts of the main scenarios and the rules of the spec, on a virtual clock with a
+/// scripted server.
+struct HubConnectionScenarioTests {
+    @Test func connectTranscript() throws {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        #expect(harness.transcript == ["negotiate", "open", "send:handshake", "event:connected", "send:ping"])
+        guard case .sendNegotiate(let url, let headers) = harness.actions[0] else { return }
+        #expect(url == "http://127.0.0.1:5099/hub/negotiate?negotiateVersion=1")
+        #expect(headers["Authorization"] == "Bearer secret-token")
+        guard case .openTransport(let wsURL, let wsHeaders) = harness.actions[1] else { return }
+        #expect(wsURL == "ws://127.0.0.1:5099/hub?id=token-1")
+        #expect(wsHeaders["Authorization"] == "Bearer secret-token")
+        guard case .send(let handshake, let format) = harness.actions[2] else { return }
+        #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}")
+        #expect(format == .text)
+        #expect(harness.machine.connectionId == "conn-1")
+    }
+
+    @Test func invokeAndStreamTranscripts() throws {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        let id = try harness.machine.invoke("Echo", arguments: jsonArguments(#""hi""#), now: harness.now)
+        #expect(id == "0")
+        #expect(harness.drain() == ["send:invocation"])
+        #expect(harness.server(#"{"type":3,"invocationId":"0","result":"hi"}"#) == ["event:completion"])
+        guard case .completion(let completedId, .value(let value)) = harness.events.last else {
+            Issue.record("no completion")
+            return
+        }
+        #expect(completedId == "0")
+        #expect(try value.decode(String.self) == "hi")
+        let stream = try harness.machine.stream("Counter", arguments: jsonArguments("3"), now: harness.now)
+        #expect(stream == "1")
+        harness.drain()
+        let names = harness.server(
+            #"{"type":2,"invocationId":"1","item":0}"#,
+            #"{"type":2,"invocationId":"1","item":1}"#,
+            #"{"type":3,"invocationId":"1","error":"boom"}"#
+        )
+        #expect(names == ["event:streamitem", "event:streamitem", "event:streamcompleted"])
+        #expect(harness.events.last == .streamCompleted(invocationId: "1", error: "boom"))
+        // Anything for a finished invocation is a protocol violation.
+        #expect(harness.server(#"{"type":3,"invocationId":"1"}"#) == ["close", "event:closed"])
+        #expect(
+            harness.events.last
+                == .closed(HubConnectionError(.protocolViolation, "Received a Completion for unknown invocation '1'."))
+        )
+    }
+
+    @Test func bytesAfterTheHandshakeResponseAreMessages() {
+        var harness = HubConnectionHarness()
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        harness.negotiate()
+        harness.opened()
+        let bytes = Array("{}\u{1E}{\"type\":7,\"error\":\"bye\"}\u{1E}".utf8)
+        harness.machine.receive(bytes.span, now: harness.now)
+        #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:closed"])
+        #expect(
+            harness.events.last == .closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye"))
+        )
+    }
+
+    @Test func handshakeFailuresHaveTheExactTexts() {
+        var harness = HubConnectionHarness()
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        harness.negotiate()
+        harness.opened()
+        harness.server(#"{"error":"The server does not support version 1 of the 'json' protocol."}"#)
+        #expect(
+            harness.events.last
+                == .closed(
+                    HubConnectionError(
+                        .handshake,
+                        "Server returned handshake error: The server does not support version 1 of the 'json' protocol."
+                    )
+                )
+        )
+        var timeout = HubConnectionHarness()
+        timeout.machine.start(now: timeout.now)
+        timeout.drain()
+        timeout.negotiate()
+        timeout.opened()
+        #expect(timeout.advance(by: .seconds(14)).isEmpty)
+        #expect(timeout.advance(by: .seconds(1)) == ["close", "event:closed"])
+        #expect(
+            timeout.events.last == .closed(HubConnectionError(.handshake, "The handshake timed out after 15 seconds."))
+        )
+    }
+
+    @Test func keepAlivePingsOnlyAfterSendSilence() throws {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        // Receiving does not count as sending: pings go out every 15 s.
+        harness.advance(by: .seconds(10))
+        harness.server(#"{"type":6}"#)
+        #expect(harness.advance(by: .seconds(5)) == ["send:ping"])
+        harness.server(#"{"type":6}"#)
+        // Sending postpones the ping.
+        harness.advance(by: .seconds(10))
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: harness.now)
+        harness.drain()
+        #expect(harness.advance(by: .seconds(14)).isEmpty)
+        #expect(harness.advance(by: .seconds(1)) == ["send:ping"])
+    }
+
+    @Test func serverTimeoutClosesWithTheSpecText() {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        harness.advance(by: .seconds(20))
+        harness.server(#"{"type":6}"#)  // resets the timeout
+        #expect(!harness.advance(by: .seconds(29)).contains("event:closed"))
+        #expect(harness.advance(by: .seconds(1)).suffix(2) == ["close", "event:closed"])
+        #expect(harness.events.last == .closed(.serverTimeout))
+        #expect(
+            HubConnectionError.serverTimeout.message
+                == "Server timeout elapsed without receiving a message from the server."
+        )
+    }
+
+    @Test func negotiateRedirectsV0AndLimits() {
+        var harness = HubConnectionHarness()
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        harness.negotiate(body: Array(#"{"url":"https://other.example/chat?x=1","accessToken":"redirect-token"}"#.utf8))
+        guard case .sendNegotiate(let url, let headers) = harness.actions.last else { return }
+        #expect(url == "https://other.example/chat/negotiate?x=1&negotiateVersion=1")
+        #expect(headers["Authorization"] == "Bearer redirect-token")
+        harness.negotiate(
+            body: Array(
+                #"{"connectionId":"v0-id","availableTransports":[{"transport":"WebSockets","transferFormats":["Text"]}]}"#
+                    .utf8
+            )
+        )
+        guard case .openTransport(let wsURL, _) = harness.actions.last else { return }
+        #expect(wsURL == "wss://other.example/chat?x=1&id=v0-id")
+
+        var looping = HubConnectionHarness()
+        looping.machine.start(now: looping.now)
+        looping.drain()
+        for _ in 0..<100 { looping.negotiate(body: Array(#"{"url":"http://loop/hub"}"#.utf8)) }
+        #expect(looping.machine.stateName == "negotiating")
+        looping.negotiate(body: Array(#"{"url":"http://loop/hub"}"#.utf8))
+        #expect(
+            looping.events.last == .closed(HubConnectionError(.negotiation, "Negotiate redirection limit exceeded."))
+        )
+    }
+
+    @Test func negotiationErrorsAndOldServers() {
+        let cases: [(Int, String, String)] = [
+            (
+                404, "",
+                "Failed to complete negotiation with the server: Status code '404' Either this is not a SignalR endpoint or there is a proxy blocking the connection."
+            ),
+            (500, "", "Failed to complete negotiation with the server: Status code '500'"),
+            (204, "", "Unexpected status code returned from negotiate '204'"),
+            (200, #"{"error":"This connection is not allowed."}"#, "This connection is not allowed."),
+            (200, #"{"ProtocolVersion":"1.5","ConnectionId":"x"}"#, Negotiate.aspNetSignalRDetected.message),
+        ]
+        for (status, body, message) in cases {
+            var harness = HubConnectionHarness()
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate(status: status, body: Array(body.utf8))
+            #expect(harness.events.last == .closed(HubConnectionError(.negotiation, message)))
+            #expect(!message.contains("secret-token"))
+        }
+    }
+
+    @Test func skipNegotiation() {
+        var harness = HubConnectionHarness { $0.skipNegotiation = true }
+        harness.connect()
+        #expect(harness.transcript == ["open", "send:handshake", "event:connected", "send:ping"])
+        guard case .openTransport(let url, _) = harness.actions.first else { return }
+        #expect(url == "ws://127.0.0.1:5099/hub")
+        #expect(harness.machine.connectionId == nil)
+    }
+
+    @Test func clientResults() throws {
+        var harness = HubConnectionHarness { $0.handledTargets = ["GetLocation"] }
+        harness.connect()
+        #expect(
+            harness.server(#"{"type":1,"invocationId":"7","target":"getlocation","arguments":[]}"#) == [
+                "event:invocation"
+            ]
+        )
+        try harness.machine.reply(
+            to: "7",
+            result: .value(try EncodedValue(json: Array(#""home""#.utf8))),
+            now: harness.now
+        )
+        harness.drain()
+        #expect(
+            harness.sentMessages.last
+                == .completion(
+                    CompletionMessage(invocationId: "7", result: .value(try EncodedValue(json: Array(#""home""#.utf8))))
+                )
+        )
+        harness.server(#"{"type":1,"invocationId":"8","target":"Unknown","arguments":[]}"#)
+        #expect(
+            harness.sentMessages.last
+                == .completion(CompletionMessage(invocationId: "8", result: .error("Client didn't provide a result.")))
+        )
+        // A non-blocking call of an unknown method is ignored.
+        #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#).isEmpty)
+    }
+
+    @Test func uploadStreams() throws {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        let stream = try harness.machine.makeUploadStream(now: harness.now)
+        let id = try harness.machine.invoke("Upload", arguments: jsonArguments(), streamIds: [stream], now: harness.now)
+        try harness.machine.sendStreamItem(stream, item: try EncodedValue(json: Array("1".utf8)), now: harness.now)
+        try harness.machine.completeUploadStream(stream, now: harness.now)
+        harness.drain()
+        #expect(
+            harness.sentMessages.suffix(3) == [
+                .invocation(
+                    InvocationMessage(
+                        invocationId: id,
+                        target: "Upload",
+                        arguments: jsonArguments(),
+                        streamIds: [stream]
+                    )
+                ),
+                .streamItem(StreamItemMessage(invocationId: stream, item: try EncodedValue(json: Array("1".utf8)))),
+                .completion(CompletionMessage(invocationId: stream, result: .void)),
+            ]
+        )
+    }
+
+    @Test func commandsWhileNotConnectedThrow() {
+        var harness = HubConnectionHarness()
+        #expect(throws: HubConnectionError.notConnected) {
+            try harness.machine.invoke("Echo", arguments: jsonArguments(), now: .zero)
+        }
+        harness.machine.start(now: .zero)
+        #expect(throws: HubConnectionError.notConnected) {
+            try harness.machine.send("Echo", arguments: jsonArguments(), now: .zero)
+        }
+    }
+
+    @Test func closeHonoursAllowReconnect() {
+        var plain = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        plain.connect()
+        plain.server(#"{"type":7,"error":"shutting down"}"#)
+        #expect(plain.machine.stateName == "disconnected")
+        var allowed = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        allowed.connect()
+        #expect(allowed.server(#"{"type":7,"error":"restart","allowReconnect":true}"#).contains("event:reconnecting"))
+    }
+}
+
+struct HubConnectionReconnectTests {
+    /// Lets every reconnect attempt fail at negotiation; returns the times attempts started.
+    func attemptTimes(_ policy: ReconnectPolicy, until end: Duration) -> (times: [Int64], transcript: [String]) {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = policy }
+        harness.connect()
+        harness.closed()
+        var times: [Int64] = []
+        while harness.now < .zero + end, harness.machine.stateName != "disconnected" {
+            guard let deadline = harness.machine.pollTimeout() else { break }
+            harness.advance(to: deadline)
+            if harness.machine.stateName == "negotiating" {
+                times.append(harness.now.nanoseconds / 1_000_000_000)
+                harness.negotiate(status: 503, body: [])
+            }
+        }
+        return (times, harness.transcript)
+    }
+
+    @Test func defaultPolicyTranscript() {
+        let result = attemptTimes(.signalRDefault, until: .seconds(100))
+        #expect(result.times == [0, 2, 12, 42])
+        #expect(
+            result.transcript == [
+                "negotiate", "open", "send:handshake", "event:connected", "send:ping",
+                "event:reconnecting", "negotiate", "negotiate", "negotiate", "negotiate", "event:closed",
+            ]
+        )
+    }
+
+    @Test func tieredPolicy() {
+        let tiers = [
+            ReconnectPolicy.Tier(attempts: 5, delay: .seconds(3)), .init(attempts: 5, delay: .seconds(9)),
+            .init(attempts: 5, delay: .seconds(15)),
+        ]
+        let stopping = attemptTimes(.tiered(tiers, repeats: false), until: .seconds(1000))
+        #expect(stopping.times == [3, 6, 9, 12, 15, 24, 33, 42, 51, 60, 75, 90, 105, 120, 135])
+        #expect(stopping.transcript.last == "event:closed")
+        let repeating = attemptTimes(.tiered(tiers, repeats: true), until: .seconds(150))
+        // After the last tier the schedule starts over with the first one.
+        #expect(Array(repeating.times.prefix(17).suffix(3)) == [135, 138, 141])
+    }
+
+    @Test func firstStartIsNotRetried() {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        harness.negotiate(status: 503, body: [])
+        #expect(harness.transcript == ["negotiate", "event:closed"])
+    }
+
+    @Test func stopDuringTheDelayCancels() {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .fixed(.seconds(5)) }
+        harness.connect()
+        harness.closed()
+        harness.machine.stop(now: harness.now)
+        #expect(harness.drain() == ["event:closed"])
+        #expect(harness.machine.pollTimeout() == nil)
+        #expect(harness.advance(by: .seconds(60)).isEmpty)
+    }
+
+    /// The app re-joins its groups when the reconnected event arrives (a new connection id).
+    @Test func rejoinGroupsAfterReconnect() throws {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        harness.connect()
+        _ = try harness.machine.invoke("AddToGroup", arguments: jsonArguments(#""room-1""#), now: harness.now)
+        harness.drain()
+        harness.server(#"{"type":3,"invocationId":"0"}"#)
+        harness.closed()
+        harness.advance(by: .zero)
+        harness.negotiate(body: HubConnectionHarness.negotiateBody(connectionId: "conn-2", token: "token-2"))
+        harness.opened()
+        harness.server("{}")
+        guard case .reconnected(let connectionId) = harness.events.last else {
+            Issue.record("no reconnected event")
+            return
+        }
+        #expect(connectionId == "conn-2")
+        // What an app does on .reconnected:
+        _ = try harness.machine.invoke("AddToGroup", arguments: jsonArguments(#""room-1""#), now: harness.now)
+        harness.drain()
+        #expect(
+            harness.sentMessages.last
+                == .invocation(
+                    InvocationMessage(invocationId: "1", target: "AddToGroup", arguments: jsonArguments(#""room-1""#))
+                )
+        )
+        #expect(
+            harness.transcript.suffix(7) == [
+                "event:reconnecting", "negotiate", "open", "send:handshake", "event:reconnected", "send:ping",
+                "send:invocation",
+            ]
+        )
+    }
+
+    @Test func pendingInvocationsFailOnTheClose() throws {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        harness.connect()
+        _ = try harness.machine.invoke("Slow", arguments: jsonArguments(), now: harness.now)
+        _ = try harness.machine.stream("Feed", arguments: jsonArguments(), now: harness.now)
+        harness.drain()
+        harness.closed()
+        #expect(
+            harness.events.suffix(3) == [
+                .completion(
+                    invocationId: "0",
+                    result: .error("Invocation canceled due to the underlying connection being closed.")
+                ),
+                .streamCompleted(
+                    invocationId: "1",
+                    error: "Invocation canceled due to the underlying connection being closed."
+                ),
+                .reconnecting(HubConnectionError(.transport, "WebSocket closed with an error: connection reset")),
+            ]
+        )
+    }
+}
+
+struct HubConnectionStatefulReconnectTests {
+    /// Vector 57 (aiosignalr's transcript): replay after a transport loss, duplicates dropped.
+    @Test func replayAndDuplicateDrop() throws {
+        var harness = HubConnectionHarness { $0.statefulReconnect = true }
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        guard case .sendNegotiate(let url, _) = harness.actions.last else { return }
+        #expect(url.hasSuffix("negotiateVersion=1&useStatefulReconnect=true"))
+        harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
+        harness.opened()
+        guard case .send(let handshake, _) = harness.actions.last else { return }
+        #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":2}\u{1E}")
+        harness.server("{}")
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""a""#), now: harness.now)
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""b""#), now: harness.now)
+        harness.drain()
+        harness.server(#"{"type":3,"invocationId":"0","result":"a"}"#, #"{"type":3,"invocationId":"1","result":"b"}"#)
+        // The client acknowledges about a second later; the server acknowledges too.
+        #expect(harness.advance(by: .seconds(1)) == ["send:ack"])
+        #expect(harness.sentMessages.last == .ack(sequenceId: 2))
+        // Transport lost without Close: reopen the same connection, no negotiate, no handshake.
+        #expect(harness.closed() == ["open"])
+        guard case .openTransport(let again, _) = harness.actions.last else { return }
+        #expect(again == "ws://127.0.0.1:5099/hub?id=token-1")
+        // Nothing was acknowledged by the server: Sequence(1) (oldest unacked), then the replay.
+        #expect(harness.opened() == ["send:sequence", "send:invocation", "send:invocation"])
+        #expect(harness.sentMessages.suffix(3).first == .sequence(sequenceId: 1))
+        // The server resumes at 1 and replays the two completions: both are duplicates.
+        let before = harness.events.count
+        harness.server(
+            #"{"type":9,"sequenceId":1}"#,
+            #"{"type":3,"invocationId":"0","result":"a"}"#,
+            #"{"type":3,"invocationId":"1","result":"b"}"#
+        )
+        #expect(harness.events.count == before)
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""c""#), now: harness.now)
+        harness.drain()
+        #expect(harness.server(#"{"type":3,"invocationId":"2","result":"c"}"#) == ["event:completion"])
+        #expect(harness.machine.stateName == "connected")
+    }
+
+    @Test func backPressureAndAcks() throws {
+        var harness = HubConnectionHarness {
+            $0.statefulReconnect = true
+            $0.statefulReconnectBufferSize = 200
+        }
+        harness.connect(stateful: true)
+        var sent = 0
+        var refusal: HubConnectionError?
+        while refusal == nil, sent < 100 {
+            let result = Result { () throws(HubConnectionError) in
+                try harness.machine.invoke("Echo", arguments: jsonArguments(#""0123456789""#), now: harness.now)
+            }
+            switch result {
+            case .success: sent += 1
+            case .failure(let error): refusal = error
+            }
+        }
+        #expect(refusal?.kind == .sendBufferFull)
+        harness.drain()
+        #expect(sent > 1 && sent < 10)
+        #expect(harness.server(#"{"type":8,"sequenceId":\#(sent)}"#) == ["event:sendbufferavailable"])
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(), now: harness.now)
+    }
+
+    @Test func sequenceGreaterThanReceivedIsFatal() {
+        var harness = HubConnectionHarness { $0.statefulReconnect = true }
+        harness.connect(stateful: true)
+        harness.closed()
+        harness.opened()
+        harness.server(#"{"type":9,"sequenceId":3}"#)
+        #expect(
+            harness.events.last
+                == .closed(
+                    HubConnectionError(
+                        .protocolViolation,
+                        "Sequence ID greater than amount of messages we've received."
+                    )
+                )
+        )
+    }
+
+    @Test func statefulNotAskedButGranted() {
+        var harness = HubConnectionHarness()
+        harness.machine.start(now: harness.now)
+        harness.drain()
+        harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
+        #expect(
+            harness.events.last
+                == .closed(
+                    HubConnectionError(.negotiation, "Client didn't negotiate Stateful Reconnect but the server did.")
+                )
+        )
+    }
+}
+
+/// Random input sequences: never a crash, no bytes after a close, every invocation ends once.
+struct HubConnectionPropertyTests {
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func randomInputs(_ seed: UInt64) throws {
+        var rng = SeededRandomNumberGenerator(seed: seed)
+        for _ in 0..<40 {
+            var harness = HubConnectionHarness {
+                $0.reconnectPolicy = Bool.random(using: &rng) ? .signalRDefault : nil
+                $0.statefulReconnect = Bool.random(using: &rng)
+                $0.handledTargets = ["Notify"]
+            }
+            var invoked: Set<String> = []
+            var ended: [String: Int] = [:]
+            var closedSeen = false
+            for _ in 0..<120 {
+                let before = harness.actions.count
+                switch Int.random(in: 0..<16, using: &rng) {
+                case 0: if harness.machine.stateName == "disconnected" { harness.machine.start(now: harness.now) }
+                case 1: harness.machine.stop(now: harness.now)
+                case 2:
+                    harness.machine.negotiateResponse(
+                        status: [200, 200, 404][Int.random(in: 0...2, using: &rng)],
+                        body: HubConnectionHarness.negotiateBody(stateful: Bool.random(using: &rng)),
+                        now: harness.now
+                    )
+                case 3: harness.machine.transportOpened(now: harness.now)
+                case 4:
+                    harness.machine.transportClosed(error: Bool.random(using: &rng) ? "reset" : nil, now: harness.now)
+                case 5: harness.receiveRaw(Array("{}\u{1E}".utf8))
+                case 6:
+                    if let id = try? harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: harness.now) {
+                        invoked.insert(id)
+                    }
+                case 7:
+                    let id = invoked.randomElement(using: &rng) ?? "0"
+                    harness.receiveRaw(Array(#"{"type":3,"invocationId":"\#(id)","result":1}"#.utf8 + [0x1E]))
+                case 8:
+                    harness.receiveRaw(
+                        Array(#"{"type":1,"invocationId":"x","target":"Notify","arguments":[]}"#.utf8 + [0x1E])
+                    )
+                case 9: harness.receiveRaw(Array(#"{"type":7,"allowReconnect":true}"#.utf8 + [0x1E]))
+                case 10:
+                    harness.receiveRaw(
+                        (0..<Int.random(in: 1...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    )
+                case 11:
+                    harness.receiveRaw(
+                        Array(#"{"type":8,"sequenceId":\#(Int.random(in: 0...5, using: &rng))}"#.utf8 + [0x1E])
+                    )
+                case 12:
+                    harness.receiveRaw(
+                        Array(#"{"type":9,"sequenceId":\#(Int.random(in: 0...5, using: &rng))}"#.utf8 + [0x1E])
+                    )
+                case 13: _ = try? harness.machine.stream("Feed", arguments: jsonArguments(), now: harness.now)
+                default: harness.advance(by: .seconds(Int64.random(in: 0...40, using: &rng)))
+                }
+                harness.drain()
+                for action in harness.actions[before...] {
+                    switch action {
+                    case .event(.closed): closedSeen = true
+                    case .sendNegotiate, .openTransport: closedSeen = false
+                    case .send:
+                        #expect(!closedSeen, "bytes sent after the connection closed")
+                    case .event(.completion(let id, _)):
+                        ended[id, default: 0] += 1
+                    default: break
+                    }
+                }
+            }
+            for (id, count) in ended { #expect(count == 1, "invocation \(id) ended \(count) times") }
+            // Whatever is still pending ends when the machine stops.
+            harness.machine.stop(now: harness.now)
+            harness.drain()
+            var final: [String: Int] = [:]
+            for action in harness.actions {
+                if case .event(.completion(let id, _)) = action { final[id, default: 0] += 1 }
+            }
+            for id in invoked { #expect(final[id] == 1, "invocation \(id) ended \(final[id] ?? 0) times") }
+        }
+    }
+}
