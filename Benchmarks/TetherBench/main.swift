@@ -96,9 +96,14 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
 }
 
 var results: [BenchmarkResult] = []
-if SignalRBenchmarks.names.contains(where: options.includes) {
+var signalRCorpus: SignalRCorpus?
+if SignalRBenchmarks.names.contains(where: options.includes)
+    || HubConnectionBenchmarks.names.contains(where: options.includes)
+{
     progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
-    let corpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    signalRCorpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+}
+if SignalRBenchmarks.names.contains(where: options.includes), let corpus = signalRCorpus {
     progress(
         String(
             format: "corpus: %d messages, JSON %.1f MiB, MessagePack %.1f MiB",
@@ -114,6 +119,11 @@ if SignalRBenchmarks.names.contains(where: options.includes) {
         FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
         exit(1)
     }
+}
+if HubConnectionBenchmarks.names.contains(where: options.includes), let corpus = signalRCorpus {
+    results += HubConnectionBenchmarks(machineCount: 100_000, passes: options.passes, corpus: corpus)
+        .run(filter: options.includes, progress: progress)
+    signalRCorpus = nil
 }
 if XMPPBenchmarks.names.contains(where: options.includes) {
     progress(String(format: "generating the XMPP corpus (%.0f MiB stream)", options.sizeMiB))

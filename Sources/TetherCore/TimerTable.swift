@@ -5,12 +5,13 @@
 /// (or until input arrives), and calls the machine's `handleTimeout(now:)`, which asks the table
 /// which timers have `expired(at:)`.
 public struct TimerTable<Key: Hashable & Sendable>: Sendable {
-    private var entries: [(key: Key, deadline: Instant)] = []
+    @usableFromInline var entries: [(key: Key, deadline: Instant)] = []
 
     /// An empty table.
-    public init() {}
+    @inlinable public init() {}
 
     /// Arms (or re-arms) the timer `key` for `deadline`.
+    @inlinable
     public mutating func set(_ key: Key, at deadline: Instant) {
         if let index = entries.firstIndex(where: { $0.key == key }) {
             entries[index].deadline = deadline
@@ -20,30 +21,38 @@ public struct TimerTable<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Disarms the timer `key` (a no-op if it is not armed).
+    @inlinable
     public mutating func cancel(_ key: Key) {
         entries.removeAll { $0.key == key }
     }
 
     /// Disarms every timer.
+    @inlinable
     public mutating func cancelAll() {
         entries.removeAll(keepingCapacity: true)
     }
 
     /// The deadline of `key`, if armed.
+    @inlinable
     public func deadline(_ key: Key) -> Instant? {
         entries.first { $0.key == key }?.deadline
     }
 
     /// Whether `key` is armed.
+    @inlinable
     public func isArmed(_ key: Key) -> Bool { deadline(key) != nil }
 
     /// The earliest deadline of all armed timers.
+    @inlinable
     public var earliest: Instant? { entries.lazy.map(\.deadline).min() }
 
     /// Disarms and returns the timers due at `now`, earliest first.
+    @inlinable
     public mutating func expired(at now: Instant) -> [Key] {
+        // The common case (nothing due) allocates nothing.
+        guard entries.contains(where: { $0.deadline <= now }) else { return [] }
         let due = entries.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }.map(\.key)
-        if !due.isEmpty { entries.removeAll { $0.deadline <= now } }
+        entries.removeAll { $0.deadline <= now }
         return due
     }
 }

@@ -17,11 +17,11 @@ extension HubConnectionMachine {
             let url = Negotiate.webSocketURL(for: configuration.url)
             attempt.negotiated = nil
             state = .connectingTransport(attempt)
-            actions.append(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
+            enqueue(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
             return
         }
         state = .negotiating(attempt)
-        actions.append(
+        enqueue(
             .sendNegotiate(
                 url: Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect),
                 headers: requestHeaders(attempt.accessToken)
@@ -54,7 +54,7 @@ extension HubConnectionMachine {
                 attempt.url = url
                 if let accessToken { attempt.accessToken = accessToken }
                 state = .negotiating(attempt)
-                actions.append(
+                enqueue(
                     .sendNegotiate(
                         url: Negotiate.negotiateURL(for: url, statefulReconnect: usesStatefulReconnect),
                         headers: requestHeaders(attempt.accessToken)
@@ -84,7 +84,7 @@ extension HubConnectionMachine {
                 let url = Negotiate.webSocketURL(
                     for: Negotiate.connectURL(for: attempt.url, connectionToken: response.connectionToken)
                 )
-                actions.append(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
+                enqueue(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
             }
         } catch {
             attemptFailed(HubConnectionError(.negotiation, error.message), now: now)
@@ -109,7 +109,7 @@ extension HubConnectionMachine {
             var bytes: [UInt8] = []
             HandshakeRequest(protocolName: hubProtocol.name, version: stateful ? 2 : 1).write(into: &bytes)
             // The handshake is JSON, but goes in the transfer format's frame type.
-            actions.append(.send(bytes, format: hubProtocol.transferFormat))
+            enqueue(.send(bytes, format: hubProtocol.transferFormat))
             state = .handshaking(attempt, received: [])
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
         case .resuming(var session):
@@ -118,9 +118,9 @@ extension HubConnectionMachine {
             let resumeAt = stateful.resumeSequenceId
             var bytes: [UInt8] = []
             hubProtocol.write(.sequence(sequenceId: resumeAt), into: &bytes)
-            actions.append(.send(bytes, format: hubProtocol.transferFormat))
+            enqueue(.send(bytes, format: hubProtocol.transferFormat))
             for message in stateful.unacknowledged {
-                actions.append(.send(message.bytes, format: hubProtocol.transferFormat))
+                enqueue(.send(message.bytes, format: hubProtocol.transferFormat))
             }
             session.parser = hubProtocol.makeParser()
             session.lastSent = now
@@ -141,12 +141,12 @@ extension HubConnectionMachine {
             do {
                 parsed = try HandshakeResponse.parse(received.span)
             } catch {
-                actions.append(.closeTransport)
+                enqueue(.closeTransport)
                 return attemptFailed(HubConnectionError(.handshake, error.message), now: now)
             }
             guard let parsed else {
                 if received.count > 64 * 1024 {
-                    actions.append(.closeTransport)
+                    enqueue(.closeTransport)
                     return attemptFailed(HubConnectionError(.handshake, "Handshake was canceled."), now: now)
                 }
                 state = .handshaking(attempt, received: received)
@@ -154,7 +154,7 @@ extension HubConnectionMachine {
             }
             timers.cancel(.handshake)
             if let error = parsed.response.error {
-                actions.append(.closeTransport)
+                enqueue(.closeTransport)
                 return attemptFailed(
                     HubConnectionError(.handshake, "Server returned handshake error: " + error),
                     now: now
@@ -187,7 +187,7 @@ extension HubConnectionMachine {
             lastReceived: now
         )
         schedule?.connectionEstablished()
-        actions.append(
+        enqueue(
             .event(
                 attempt.isReconnect
                     ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId)
@@ -234,7 +234,7 @@ extension HubConnectionMachine {
             switch timer {
             case .handshake:
                 guard case .handshaking = state else { continue }
-                actions.append(.closeTransport)
+                enqueue(.closeTransport)
                 attemptFailed(
                     HubConnectionError(
                         .handshake,
@@ -252,7 +252,7 @@ extension HubConnectionMachine {
             case .serverTimeout:
                 guard case .connected(let session) = state else { continue }
                 if now - session.lastReceived >= configuration.serverTimeout {
-                    actions.append(.closeTransport)
+                    enqueue(.closeTransport)
                     connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now, resumable: false)
                 } else {
                     timers.set(.serverTimeout, at: session.lastReceived + configuration.serverTimeout)
@@ -309,7 +309,7 @@ extension HubConnectionMachine {
             var resuming = session
             resuming.stateful = stateful
             state = .resuming(resuming)
-            actions.append(.openTransport(url: session.transportURL, headers: session.headers))
+            enqueue(.openTransport(url: session.transportURL, headers: session.headers))
             return
         }
         failPending(session)
@@ -327,7 +327,7 @@ extension HubConnectionMachine {
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
         guard let delay else { return finish(error: error) }
-        if announce { actions.append(.event(.reconnecting(error))) }
+        if announce { enqueue(.event(.reconnecting(error))) }
         state = .reconnectWaiting(lastError: error)
         timers.set(.reconnect, at: now + delay)
     }
@@ -337,11 +337,11 @@ extension HubConnectionMachine {
         for (id, kind) in session.pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
             switch kind {
             case .invocation:
-                actions.append(
+                enqueue(
                     .event(.completion(invocationId: id, result: .error(HubConnectionError.invocationCanceled.message)))
                 )
             case .stream:
-                actions.append(
+                enqueue(
                     .event(.streamCompleted(invocationId: id, error: HubConnectionError.invocationCanceled.message))
                 )
             case .canceledStream:
@@ -355,6 +355,6 @@ extension HubConnectionMachine {
         timers.cancelAll()
         state = .disconnected
         schedule?.connectionEstablished()
-        actions.append(.event(.closed(error)))
+        enqueue(.event(.closed(error)))
     }
 }

@@ -11,7 +11,7 @@ extension HubConnectionMachine {
             stateful.sent(bytes)
             session.stateful = stateful
         }
-        actions.append(.send(bytes, format: hubProtocol.transferFormat))
+        enqueue(.send(bytes, format: hubProtocol.transferFormat))
         session.lastSent = now
         timers.set(.keepAlive, at: now + configuration.keepAliveInterval)
     }
@@ -101,7 +101,7 @@ extension HubConnectionMachine {
         guard session.pending[invocationId] == .stream else { return }
         session.pending[invocationId] = .canceledStream
         send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), in: &session, now: now)
-        actions.append(.event(.streamCompleted(invocationId: invocationId, error: nil)))
+        enqueue(.event(.streamCompleted(invocationId: invocationId, error: nil)))
     }
 
     /// A new client→server stream id, to pass in an invocation's `streamIds`.
@@ -190,16 +190,16 @@ extension HubConnectionMachine {
     mutating func handle(_ message: HubMessage, in session: inout Session, now: Instant) -> Bool {
         switch message {
         case .invocation(let invocation):
-            if handledTargets.contains(invocation.target.lowercased()) {
+            if isHandled(invocation.target) {
                 if let id = invocation.invocationId { session.serverInvocations.insert(id) }
-                actions.append(.event(.invocation(invocation)))
+                enqueue(.event(.invocation(invocation)))
             } else if let id = invocation.invocationId {
                 let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
                 send(.completion(reply), in: &session, now: now)
             }
         case .streamItem(let item):
             switch session.pending[item.invocationId] {
-            case .stream: actions.append(.event(.streamItem(invocationId: item.invocationId, item: item.item)))
+            case .stream: enqueue(.event(.streamItem(invocationId: item.invocationId, item: item.item)))
             case .canceledStream: break
             case .invocation, nil:
                 violation(session, "Received a StreamItem for unknown stream '\(item.invocationId)'.", now: now)
@@ -208,11 +208,11 @@ extension HubConnectionMachine {
         case .completion(let completion):
             switch session.pending.removeValue(forKey: completion.invocationId) {
             case .invocation:
-                actions.append(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
+                enqueue(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
             case .stream:
                 var error: String?
                 if case .error(let text) = completion.result { error = text }
-                actions.append(.event(.streamCompleted(invocationId: completion.invocationId, error: error)))
+                enqueue(.event(.streamCompleted(invocationId: completion.invocationId, error: error)))
             case .canceledStream:
                 break
             case nil:
@@ -230,12 +230,12 @@ extension HubConnectionMachine {
             let error = close.error.map {
                 HubConnectionError(.serverClosed, "Server returned an error on close: " + $0)
             }
-            actions.append(.closeTransport)
+            enqueue(.closeTransport)
             connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
         case .ack(let sequenceId):
             if var stateful = session.stateful {
-                if stateful.acknowledged(upTo: sequenceId) { actions.append(.event(.sendBufferAvailable)) }
+                if stateful.acknowledged(upTo: sequenceId) { enqueue(.event(.sendBufferAvailable)) }
                 session.stateful = stateful
             }
         case .sequence(let sequenceId):
@@ -250,9 +250,24 @@ extension HubConnectionMachine {
         return true
     }
 
+    /// Whether the app handles `target` (case-insensitively).
+    mutating func isHandled(_ target: String) -> Bool {
+        // Targets are interned by the parsers, so a repeat is usually the very same string.
+        if let last = lastTarget, last.target == target { return last.handled }
+        let handled: Bool
+        if let known = handledCache[target] {
+            handled = known
+        } else {
+            handled = handledTargets.contains(target.lowercased())
+            if handledCache.count < 256 { handledCache[target] = handled }
+        }
+        lastTarget = (target, handled)
+        return handled
+    }
+
     /// The server broke the protocol: close the transport and treat the connection as lost.
     mutating func violation(_ session: Session, _ message: String, now: Instant) {
-        actions.append(.closeTransport)
+        enqueue(.closeTransport)
         connectionLost(
             session,
             error: HubConnectionError(.protocolViolation, message),

@@ -32,7 +32,7 @@ public import TetherCore
 ///
 /// Rules: see `Specs/signalr/hub-connection.md` (the transition table the tests walk) and
 /// `shared/specs/signalr.md` §§4–10.
-public struct HubConnectionMachine<Protocol: HubProtocol> {
+public struct HubConnectionMachine {
     /// What the app configures.
     public struct Configuration: Sendable {
         /// The hub URL (`http(s)://host/path`).
@@ -154,7 +154,7 @@ public struct HubConnectionMachine<Protocol: HubProtocol> {
         var connectionId: String?
         var transportURL: String
         var headers: [String: String]
-        var parser: Protocol.Parser
+        var parser: AnyHubMessageParser
         /// Client→server invocations and streams awaiting their Completion.
         var pending: [String: Pending] = [:]
         /// Client→server upload streams still open.
@@ -178,19 +178,26 @@ public struct HubConnectionMachine<Protocol: HubProtocol> {
 
     /// The configuration.
     public let configuration: Configuration
-    let hubProtocol: Protocol
+    let hubProtocol: AnyHubProtocol
     var state: State = .disconnected
     var timers = TimerTable<Timer>()
-    var actions: [Action] = []
+    /// Queued actions; handed-out ones are taken (moved out, leaving nil), so the queue needs no
+    /// O(n) removals and no extra copies.
+    var actionQueue: [Action?] = []
+    /// How many of the queued actions were handed out.
+    var actionsRead = 0
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
     var random: SeededRandomNumberGenerator
     /// `configuration.handledTargets`, lower-cased (targets match case-insensitively).
     let handledTargets: Set<String>
+    /// Targets seen so far → whether handled (saves lower-casing each message's target; bounded).
+    var handledCache: [String: Bool] = [:]
+    var lastTarget: (target: String, handled: Bool)?
 
     /// A machine for `configuration` speaking `hubProtocol`; `randomSeed` seeds the reconnect
     /// jitter (pass a random one in production, a fixed one in tests).
-    public init(configuration: Configuration, hubProtocol: Protocol, randomSeed: UInt64) {
+    public init(configuration: Configuration, hubProtocol: AnyHubProtocol, randomSeed: UInt64) {
         self.configuration = configuration
         self.hubProtocol = hubProtocol
         random = SeededRandomNumberGenerator(seed: randomSeed)
@@ -202,7 +209,19 @@ public struct HubConnectionMachine<Protocol: HubProtocol> {
 
     /// The next action to carry out, or nil.
     public mutating func pollAction() -> Action? {
-        actions.isEmpty ? nil : actions.removeFirst()
+        guard actionsRead < actionQueue.count else {
+            if !actionQueue.isEmpty {
+                actionQueue.removeAll(keepingCapacity: true)
+                actionsRead = 0
+            }
+            return nil
+        }
+        defer { actionsRead += 1 }
+        return actionQueue[actionsRead].take()
+    }
+
+    mutating func enqueue(_ action: Action) {
+        actionQueue.append(action)
     }
 
     /// The earliest armed timer.
@@ -245,12 +264,12 @@ public struct HubConnectionMachine<Protocol: HubProtocol> {
         case .connected(var session):
             send(.close(CloseMessage()), in: &session, now: now)
             failPending(session)
-            actions.append(.closeTransport)
+            enqueue(.closeTransport)
         case .resuming(let session):
             failPending(session)
-            actions.append(.closeTransport)
+            enqueue(.closeTransport)
         case .connectingTransport, .handshaking:
-            actions.append(.closeTransport)
+            enqueue(.closeTransport)
         case .negotiating, .reconnectWaiting:
             break
         }

@@ -73,3 +73,86 @@ struct ReceiveBuffer: Sendable {
         start = 0
     }
 }
+
+/// Either of the two hub protocols, as a plain value: what a connection machine holds, so that
+/// the machine itself is not generic (generic code used from another module runs unspecialised,
+/// with a metadata lookup on every call).
+public enum AnyHubProtocol: Sendable {
+    /// The `json` protocol.
+    case json(JSONHubProtocol)
+    /// The `messagepack` protocol.
+    case messagePack(MessagePackHubProtocol)
+
+    /// The protocol name sent in the handshake.
+    public var name: String {
+        switch self {
+        case .json(let json): json.name
+        case .messagePack(let messagePack): messagePack.name
+        }
+    }
+
+    /// The transfer format the transport must provide.
+    public var transferFormat: TransferFormat {
+        switch self {
+        case .json: .text
+        case .messagePack: .binary
+        }
+    }
+
+    /// The encoding of payload values.
+    public var valueEncoding: ValueEncoding {
+        switch self {
+        case .json: .json
+        case .messagePack: .messagePack
+        }
+    }
+
+    /// A new incremental decoder.
+    public func makeParser() -> AnyHubMessageParser {
+        switch self {
+        case .json(let json): AnyHubMessageParser(json: json.makeParser())
+        case .messagePack(let messagePack): AnyHubMessageParser(messagePack: messagePack.makeParser())
+        }
+    }
+
+    /// Appends the framed encoding of `message` to `bytes`.
+    public func write(_ message: HubMessage, into bytes: inout [UInt8]) {
+        switch self {
+        case .json(let json): json.write(message, into: &bytes)
+        case .messagePack(let messagePack): messagePack.write(message, into: &bytes)
+        }
+    }
+}
+
+/// The parser of either hub protocol (the one its `AnyHubProtocol` made).
+public struct AnyHubMessageParser: HubMessageParser {
+    // Two optionals rather than an enum with payloads, so that mutating the parser in place
+    // never copies its buffer.
+    var json: JSONHubMessageParser?
+    var messagePack: MessagePackHubMessageParser?
+
+    init(json: JSONHubMessageParser) {
+        self.json = json
+    }
+
+    init(messagePack: MessagePackHubMessageParser) {
+        self.messagePack = messagePack
+    }
+
+    public mutating func append(_ bytes: Span<UInt8>) {
+        if json != nil {
+            json!.append(bytes)
+        } else {
+            messagePack!.append(bytes)
+        }
+    }
+
+    public mutating func next() throws(HubProtocolError) -> HubMessage? {
+        if json != nil { return try json!.next() }
+        return try messagePack!.next()
+    }
+
+    public var hasPartialMessage: Bool {
+        json?.hasPartialMessage ?? messagePack?.hasPartialMessage ?? false
+    }
+}

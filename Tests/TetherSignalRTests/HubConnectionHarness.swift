@@ -3,7 +3,7 @@ import TetherCore
 
 @testable import TetherSignalR
 
-typealias JSONHubConnection = HubConnectionMachine<JSONHubProtocol>
+typealias JSONHubConnection = HubConnectionMachine
 
 /// Drives a `HubConnectionMachine` against a scripted server on a virtual clock, recording a
 /// transcript of action names (`negotiate`, `open`, `send:invocation`, `event:connected`, …).
@@ -25,7 +25,7 @@ struct HubConnectionHarness {
     init(_ configure: (inout JSONHubConnection.Configuration) -> Void = { _ in }) {
         var configuration = JSONHubConnection.Configuration(url: Self.url, accessToken: "secret-token")
         configure(&configuration)
-        machine = JSONHubConnection(configuration: configuration, hubProtocol: JSONHubProtocol(), randomSeed: 1)
+        machine = JSONHubConnection(configuration: configuration, hubProtocol: .json(JSONHubProtocol()), randomSeed: 1)
     }
 
     /// Collects the machine's pending actions; returns their names.
