@@ -50,6 +50,25 @@ let package = Package(
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
         ),
+        /// libFuzzer targets (build with `--sanitize=fuzzer`; see Tests/Fuzz/README.md).
+        .executableTarget(
+            name: "FuzzHubProtocols",
+            dependencies: ["TetherSignalR", "TetherMessagePack"],
+            path: "Tests/Fuzz/FuzzHubProtocols",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzXMLStream",
+            dependencies: ["TetherXML", "TetherXMPP"],
+            path: "Tests/Fuzz/FuzzXMLStream",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzHubConnection",
+            dependencies: ["TetherSignalR", "TetherCore"],
+            path: "Tests/Fuzz/FuzzHubConnection",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "TetherCoreTests",
             dependencies: ["TetherCore"],

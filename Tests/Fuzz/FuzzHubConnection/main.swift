@@ -1,0 +1,65 @@
+// libFuzzer target: the connection machine under arbitrary input sequences. Each input byte is
+// an operation (start, stop, negotiate responses, transport events, server records, timers,
+// app commands); the machine must never crash, and never send after it reported `closed`.
+import TetherCore
+import TetherSignalR
+
+let records: [[UInt8]] = [
+    "{}\u{1E}", #"{"type":6}"# + "\u{1E}", #"{"type":3,"invocationId":"0","result":1}"# + "\u{1E}",
+    #"{"type":2,"invocationId":"1","item":1}"# + "\u{1E}", #"{"type":3,"invocationId":"1"}"# + "\u{1E}",
+    #"{"type":1,"invocationId":"s","target":"Notify","arguments":[]}"# + "\u{1E}",
+    #"{"type":7,"allowReconnect":true}"# + "\u{1E}", #"{"type":8,"sequenceId":1}"# + "\u{1E}",
+    #"{"type":9,"sequenceId":1}"# + "\u{1E}", #"{"error":"no"}"# + "\u{1E}", "garbage",
+].map { Array($0.utf8) }
+
+let negotiate = Array(
+    #"{"negotiateVersion":1,"connectionId":"c","connectionToken":"t","useStatefulReconnect":true,"availableTransports":[{"transport":"WebSockets","transferFormats":["Text"]}]}"#
+        .utf8
+)
+
+@c(LLVMFuzzerTestOneInput)
+func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard size > 0 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    var machine = HubConnectionMachine(
+        configuration: .init(
+            url: "http://h/hub",
+            reconnectPolicy: bytes[0] & 1 == 0 ? .signalRDefault : nil,
+            statefulReconnect: bytes[0] & 2 == 0,
+            handledTargets: ["Notify"]
+        ),
+        hubProtocol: .json(JSONHubProtocol()),
+        randomSeed: 1
+    )
+    var now = Instant.zero
+    var closed = false
+    for byte in bytes.dropFirst() {
+        switch byte % 16 {
+        case 0: if machine.stateName == "disconnected" { machine.start(now: now) }
+        case 1: machine.stop(now: now)
+        case 2: machine.negotiateResponse(status: 200, body: negotiate, now: now)
+        case 3: machine.negotiateResponse(status: Int(byte), body: [], now: now)
+        case 4: machine.transportOpened(now: now)
+        case 5: machine.transportClosed(error: byte & 16 == 0 ? nil : "reset", now: now)
+        case 6, 7, 8:
+            let record = records[Int(byte / 16) % records.count]
+            machine.receive(record.span, now: now)
+        case 9: _ = try? machine.invoke("Echo", arguments: .empty(.json), now: now)
+        case 10: _ = try? machine.stream("Feed", arguments: .empty(.json), now: now)
+        case 11: try? machine.cancelStream("1", now: now)
+        case 12: try? machine.send("Log", arguments: .empty(.json), now: now)
+        default:
+            now = now + .seconds(Int64(byte / 16) * 3)
+            machine.handleTimeout(now: now)
+        }
+        while let action = machine.pollAction() {
+            switch action {
+            case .event(.closed): closed = true
+            case .sendNegotiate, .openTransport: closed = false
+            case .send: precondition(!closed, "bytes sent after closed")
+            default: break
+            }
+        }
+    }
+    return 0
+}

@@ -1,0 +1,56 @@
+// libFuzzer target: every decoder that reads SignalR bytes from a peer. The first input byte
+// picks the decoder and the chunk size, so that splits are exercised too. Any input must give
+// messages or a typed error, never a crash or a hang.
+import TetherMessagePack
+import TetherSignalR
+
+@c(LLVMFuzzerTestOneInput)
+func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard size > 0 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let selector = bytes[0]
+    let input = Array(bytes.dropFirst())
+    let chunk = Int(selector >> 3) + 1
+    switch selector & 7 {
+    case 0: drive(JSONHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
+    case 1: drive(MessagePackHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
+    case 2: _ = try? HandshakeRequest.parse(input.span)
+    case 3: _ = try? HandshakeResponse.parse(input.span)
+    case 4: _ = try? Negotiate.parse(input)
+    case 5:
+        var reader = MessagePackReader(input, maximumDepth: 32)
+        if let value = try? reader.readValue() {
+            var out: [UInt8] = []
+            CanonicalJSON.appendMessagePack(value, to: &out)
+        }
+    case 6:
+        if let value = try? EncodedValue(json: input) {
+            _ = try? value.decode([String: Int].self)
+            _ = try? value.decode([String].self)
+            _ = CanonicalJSON.render(value)
+        }
+    default:
+        if let value = try? EncodedValue(messagePack: input) {
+            _ = try? value.decode([String: Int].self)
+            _ = try? value.decode([Double].self)
+            _ = CanonicalJSON.render(value)
+        }
+    }
+    return 0
+}
+
+func drive<P: HubMessageParser>(_ parser: P, _ input: [UInt8], chunk: Int) {
+    var parser = parser
+    var offset = 0
+    while offset < input.count {
+        let end = min(offset + chunk, input.count)
+        parser.append(input.span.extracting(offset..<end))
+        offset = end
+        while let message = try? parser.next() {
+            _ = CanonicalJSON.render(message)
+            if case .invocation(let invocation) = message {
+                for argument in invocation.arguments { _ = try? argument.decode([String: String].self) }
+            }
+        }
+    }
+}
