@@ -94,11 +94,14 @@ public struct Heartbeat: Sendable {
 
     /// The earliest moment something can be due.
     public var nextDeadline: Instant? {
-        var deadlines: [Instant] = []
-        if let interval = configuration.keepAliveInterval, probeSentAt == nil { deadlines.append(lastSent + interval) }
-        if let timeout = configuration.receiveTimeout { deadlines.append(lastReceived + timeout) }
-        if let timeout = configuration.probeTimeout, let sent = probeSentAt { deadlines.append(sent + timeout) }
-        return deadlines.min()
+        var earliest: Instant?
+        func consider(_ deadline: Instant) {
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        if let interval = configuration.keepAliveInterval, probeSentAt == nil { consider(lastSent + interval) }
+        if let timeout = configuration.receiveTimeout { consider(lastReceived + timeout) }
+        if let timeout = configuration.probeTimeout, let sent = probeSentAt { consider(sent + timeout) }
+        return earliest
     }
 
     /// What is due at `now` (most severe first); nil if nothing is. A due keep-alive is reported

@@ -123,8 +123,7 @@ extension HubConnectionMachine {
                 enqueue(.send(message.bytes, format: hubProtocol.transferFormat))
             }
             session.parser = hubProtocol.makeParser()
-            session.lastSent = now
-            session.lastReceived = now
+            session.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             state = .connected(session)
             armLivenessTimers(session)
         default:
@@ -183,8 +182,7 @@ extension HubConnectionMachine {
             headers: requestHeaders(attempt.accessToken),
             parser: hubProtocol.makeParser(),
             stateful: stateful ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
-            lastSent: now,
-            lastReceived: now
+            heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
         )
         schedule?.connectionEstablished()
         enqueue(
@@ -200,8 +198,7 @@ extension HubConnectionMachine {
     }
 
     mutating func armLivenessTimers(_ session: Session) {
-        timers.set(.keepAlive, at: session.lastSent + configuration.keepAliveInterval)
-        timers.set(.serverTimeout, at: session.lastReceived + configuration.serverTimeout)
+        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
     /// The WebSocket closed (`error` is nil for a normal close). Must not contain secrets.
@@ -242,21 +239,20 @@ extension HubConnectionMachine {
                     ),
                     now: now
                 )
-            case .keepAlive:
+            case .liveness:
                 guard case .connected(var session) = state else { continue }
-                if now - session.lastSent >= configuration.keepAliveInterval {
-                    send(.ping, in: &session, now: now)
-                }
-                state = .connected(session)
-                timers.set(.keepAlive, at: session.lastSent + configuration.keepAliveInterval)
-            case .serverTimeout:
-                guard case .connected(let session) = state else { continue }
-                if now - session.lastReceived >= configuration.serverTimeout {
+                switch session.heartbeat.check(now: now) {
+                case .receiveTimedOut, .probesExhausted:
                     enqueue(.closeTransport)
                     connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now, resumable: false)
-                } else {
-                    timers.set(.serverTimeout, at: session.lastReceived + configuration.serverTimeout)
+                    continue
+                case .keepAlive, .probeUnanswered:
+                    send(.ping, in: &session, now: now)
+                case nil:
+                    break
                 }
+                state = .connected(session)
+                armLivenessTimers(session)
             case .reconnect:
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
@@ -300,8 +296,7 @@ extension HubConnectionMachine {
         now: Instant,
         resumable: Bool = true
     ) {
-        timers.cancel(.keepAlive)
-        timers.cancel(.serverTimeout)
+        timers.cancel(.liveness)
         timers.cancel(.ack)
         if resumable, allowReconnect, var stateful = session.stateful {
             // Stateful reconnect: reopen the same connection; nothing pending fails.

@@ -12,8 +12,8 @@ extension HubConnectionMachine {
             session.stateful = stateful
         }
         enqueue(.send(bytes, format: hubProtocol.transferFormat))
-        session.lastSent = now
-        timers.set(.keepAlive, at: now + configuration.keepAliveInterval)
+        session.heartbeat.didSend(at: now)
+        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
     /// Takes the connected session out of the state (so that it is uniquely referenced while it
@@ -158,8 +158,8 @@ extension HubConnectionMachine {
     mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
         guard case .connected(var session) = state else { return }
         state = .disconnected  // so that `session` (and its parser's buffer) is uniquely referenced
-        session.lastReceived = now
-        timers.set(.serverTimeout, at: now + configuration.serverTimeout)
+        session.heartbeat.didReceive(at: now)
+        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
         session.parser.append(bytes)
         while true {
             let message: HubMessage?

@@ -130,7 +130,7 @@ public struct HubConnectionMachine {
     }
 
     enum Timer: Hashable, Sendable {
-        case handshake, keepAlive, serverTimeout, reconnect, ack
+        case handshake, liveness, reconnect, ack
     }
 
     /// What an attempt to connect is for.
@@ -162,8 +162,8 @@ public struct HubConnectionMachine {
         /// Server→client invocations awaiting the app's reply.
         var serverInvocations: Set<String> = []
         var stateful: StatefulReconnectBuffer?
-        var lastSent: Instant
-        var lastReceived: Instant
+        /// Keep-alive pings after send silence and the server timeout after receive silence.
+        var heartbeat: Heartbeat
     }
 
     enum State: Sendable {
@@ -194,6 +194,7 @@ public struct HubConnectionMachine {
     /// Targets seen so far → whether handled (saves lower-casing each message's target; bounded).
     var handledCache: [String: Bool] = [:]
     var lastTarget: (target: String, handled: Bool)?
+    let heartbeatConfiguration: Heartbeat.Configuration
 
     /// A machine for `configuration` speaking `hubProtocol`; `randomSeed` seeds the reconnect
     /// jitter (pass a random one in production, a fixed one in tests).
@@ -202,6 +203,10 @@ public struct HubConnectionMachine {
         self.hubProtocol = hubProtocol
         random = SeededRandomNumberGenerator(seed: randomSeed)
         schedule = configuration.reconnectPolicy.map(ReconnectSchedule.init(policy:))
+        heartbeatConfiguration = Heartbeat.Configuration(
+            keepAliveInterval: configuration.keepAliveInterval,
+            receiveTimeout: configuration.serverTimeout
+        )
         handledTargets = Set(configuration.handledTargets.map { $0.lowercased() })
     }
 
