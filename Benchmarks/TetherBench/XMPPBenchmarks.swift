@@ -5,7 +5,7 @@ import TetherXML
 /// XMPP benchmarks: raw Expat with no-op callbacks (the same-run baseline), full decoding into
 /// element trees through `XMLStreamParser`, and serialisation of the decoded stanzas.
 struct XMPPBenchmarks {
-    static let names = ["expat-raw (baseline)", "xmpp-decode", "xmpp-serialize"]
+    static let names = ["expat-raw (baseline)", "expat-raw-suspending", "xmpp-decode", "xmpp-serialize"]
 
     let corpus: XMPPCorpus
     let chunkSize = 65536
@@ -13,16 +13,20 @@ struct XMPPBenchmarks {
 
     /// Raw Expat, namespace-aware with triplets, no-op callbacks, 64 KiB chunks; returns the
     /// number of depth-1 elements seen.
-    func rawExpat() -> Int {
+    func rawExpat(suspending: Bool = false) -> Int {
         final class Counter {
             var depth = 0
             var elements = 0
+            var suspend = false
+            var parser: XML_Parser?
         }
         let counter = Counter()
+        counter.suspend = suspending
         let parser = XML_ParserCreateNS("UTF-8", 0x1F)!
         defer { XML_ParserFree(parser) }
         XML_SetReturnNSTriplet(parser, 1)
         _ = cexpat_disable_reparse_deferral(parser)
+        counter.parser = parser
         XML_SetUserData(parser, Unmanaged.passUnretained(counter).toOpaque())
         XML_SetElementHandler(
             parser,
@@ -32,7 +36,10 @@ struct XMPPBenchmarks {
             { userData, _ in
                 let counter = Unmanaged<Counter>.fromOpaque(userData!).takeUnretainedValue()
                 counter.depth -= 1
-                if counter.depth == 1 { counter.elements += 1 }
+                if counter.depth == 1 {
+                    counter.elements += 1
+                    if counter.suspend { XML_StopParser(counter.parser, 1) }
+                }
             }
         )
         XML_SetCharacterDataHandler(parser) { _, _, _ in }
@@ -41,7 +48,8 @@ struct XMPPBenchmarks {
             while offset < buffer.count {
                 let length = min(chunkSize, buffer.count - offset)
                 let start = UnsafeRawPointer(buffer.baseAddress! + offset).assumingMemoryBound(to: CChar.self)
-                _ = XML_Parse(parser, start, Int32(length), 0)
+                var status = XML_Parse(parser, start, Int32(length), 0)
+                while status == XML_STATUS_SUSPENDED { status = XML_ResumeParser(parser) }
                 offset += length
             }
         }
@@ -71,12 +79,20 @@ struct XMPPBenchmarks {
         var results: [BenchmarkResult] = []
         let stanzas = corpus.stanzaCount + 1  // + stream:features
         var baseline: BenchmarkResult?
-        if filter("expat-raw (baseline)") || filter("xmpp-decode") {
+        if filter("expat-raw (baseline)") || filter("xmpp-decode") || filter("expat-raw-suspending") {
             progress("expat-raw (baseline)")
             baseline = measure("expat-raw (baseline)", bytes: corpus.stream.count, messages: stanzas, passes: passes) {
                 rawExpat()
             }
             results.append(baseline!)
+        }
+        if filter("expat-raw-suspending") {
+            progress("expat-raw-suspending")
+            var result = measure("expat-raw-suspending", bytes: corpus.stream.count, messages: stanzas, passes: passes) {
+                rawExpat(suspending: true)
+            }
+            if let baseline { result.note = String(format: "%.2fx raw Expat time", result.seconds / baseline.seconds) }
+            results.append(result)
         }
         if filter("xmpp-decode") {
             progress("xmpp-decode")
