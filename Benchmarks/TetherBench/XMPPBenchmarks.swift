@@ -88,7 +88,8 @@ struct XMPPBenchmarks {
         }
         if filter("expat-raw-suspending") {
             progress("expat-raw-suspending")
-            var result = measure("expat-raw-suspending", bytes: corpus.stream.count, messages: stanzas, passes: passes) {
+            var result = measure("expat-raw-suspending", bytes: corpus.stream.count, messages: stanzas, passes: passes)
+            {
                 rawExpat(suspending: true)
             }
             if let baseline { result.note = String(format: "%.2fx raw Expat time", result.seconds / baseline.seconds) }

@@ -12,90 +12,22 @@ public enum CanonicalJSON {
     /// The canonical JSON text of a hub message.
     public static func render(_ message: HubMessage) -> String {
         var out: [UInt8] = []
-        out.append(contentsOf: #"{"type":"#.utf8)
-        JSONText.appendInteger(Int64(message.messageType), to: &out)
-        switch message {
-        case .invocation(let invocation):
-            headers(invocation.headers, &out)
-            if let id = invocation.invocationId { string("invocationId", id, &out) }
-            call(invocation.target, invocation.arguments, invocation.streamIds, &out)
-        case .streamInvocation(let invocation):
-            headers(invocation.headers, &out)
-            string("invocationId", invocation.invocationId, &out)
-            call(invocation.target, invocation.arguments, invocation.streamIds, &out)
-        case .streamItem(let item):
-            headers(item.headers, &out)
-            string("invocationId", item.invocationId, &out)
-            name("item", &out)
-            value(item.item, &out)
-        case .completion(let completion):
-            headers(completion.headers, &out)
-            string("invocationId", completion.invocationId, &out)
-            switch completion.result {
-            case .void: break
-            case .value(let result):
-                name("result", &out)
-                value(result, &out)
-            case .error(let error): string("error", error, &out)
-            }
-        case .cancelInvocation(let cancel):
-            headers(cancel.headers, &out)
-            string("invocationId", cancel.invocationId, &out)
-        case .ping: break
-        case .close(let close):
-            if let error = close.error { string("error", error, &out) }
-            if close.allowReconnect { out.append(contentsOf: #","allowReconnect":true"#.utf8) }
-        case .ack(let sequenceId), .sequence(let sequenceId):
-            name("sequenceId", &out)
-            JSONText.appendInteger(sequenceId, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
+        JSONHubMessageWriter.write(message, into: &out, payloads: converting)
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func name(_ name: String, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: ","))
-        JSONText.appendString(name, to: &out)
-        out.append(UInt8(ascii: ":"))
-    }
-
-    static func string(_ key: String, _ value: String, _ out: inout [UInt8]) {
-        name(key, &out)
-        JSONText.appendString(value, to: &out)
-    }
-
-    static func headers(_ headers: HubMessageHeaders, _ out: inout [UInt8]) {
-        guard !headers.isEmpty else { return }
-        name("headers", &out)
-        out.append(UInt8(ascii: "{"))
-        for (index, entry) in headers.sorted(by: { $0.key < $1.key }).enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            JSONText.appendString(entry.key, to: &out)
-            out.append(UInt8(ascii: ":"))
-            JSONText.appendString(entry.value, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-    }
-
-    static func call(_ target: String, _ arguments: EncodedArguments, _ streamIds: [String]?, _ out: inout [UInt8]) {
-        string("target", target, &out)
-        name("arguments", &out)
-        out.append(UInt8(ascii: "["))
-        for (index, argument) in arguments.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            value(argument, &out)
-        }
-        out.append(UInt8(ascii: "]"))
-        if let streamIds {
-            name("streamIds", &out)
+    /// Writes payloads of either encoding as compact JSON.
+    static let converting = JSONHubMessageWriter.PayloadWriter(
+        value: { value, out in Self.value(value, &out) },
+        arguments: { arguments, out in
             out.append(UInt8(ascii: "["))
-            for (index, id) in streamIds.enumerated() {
+            for (index, argument) in arguments.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONText.appendString(id, to: &out)
+                Self.value(argument, &out)
             }
             out.append(UInt8(ascii: "]"))
         }
-    }
+    )
 
     /// The canonical JSON text of a payload value.
     public static func render(_ value: EncodedValue) -> String {

@@ -399,30 +399,56 @@ enum JSONHubRecord {
     }
 }
 
-/// Writing hub messages as compact JSON in the C# `JsonHubProtocol` property order.
+/// Writing hub messages as compact JSON in the C# `JsonHubProtocol` property order. Payload
+/// values are written by a `PayloadWriter`: the hub protocol copies JSON payloads as they are,
+/// `CanonicalJSON` converts any payload to compact JSON.
 enum JSONHubMessageWriter {
-    static func write(_ message: HubMessage, into bytes: inout [UInt8]) {
+    /// How payload values reach the output.
+    struct PayloadWriter: Sendable {
+        var value: @Sendable (EncodedValue, inout [UInt8]) -> Void
+        var arguments: @Sendable (EncodedArguments, inout [UInt8]) -> Void
+
+        /// Copies JSON payloads verbatim (the hub protocol's writer).
+        static let verbatim = PayloadWriter(
+            value: { value, bytes in
+                precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
+                bytes.append(contentsOf: value.bytes)
+            },
+            arguments: { arguments, bytes in
+                precondition(
+                    arguments.encoding == .json,
+                    "MessagePack arguments cannot be written by the JSON hub protocol"
+                )
+                bytes.append(contentsOf: arguments.bytes)
+            }
+        )
+    }
+
+    static func write(_ message: HubMessage, into bytes: inout [UInt8], payloads: PayloadWriter = .verbatim) {
         bytes.append(contentsOf: #"{"type":"#.utf8)
         JSONText.appendInteger(Int64(message.messageType), to: &bytes)
         switch message {
         case .invocation(let invocation):
             writeHeaders(invocation.headers, &bytes)
             if let id = invocation.invocationId { writeString("invocationId", id, &bytes) }
-            writeCall(invocation.target, invocation.arguments, invocation.streamIds, &bytes)
+            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
         case .streamInvocation(let invocation):
             writeHeaders(invocation.headers, &bytes)
             writeString("invocationId", invocation.invocationId, &bytes)
-            writeCall(invocation.target, invocation.arguments, invocation.streamIds, &bytes)
+            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
         case .streamItem(let item):
             writeHeaders(item.headers, &bytes)
             writeString("invocationId", item.invocationId, &bytes)
-            writeValue("item", item.item, &bytes)
+            writeName("item", &bytes)
+            payloads.value(item.item, &bytes)
         case .completion(let completion):
             writeHeaders(completion.headers, &bytes)
             writeString("invocationId", completion.invocationId, &bytes)
             switch completion.result {
             case .void: break
-            case .value(let value): writeValue("result", value, &bytes)
+            case .value(let value):
+                writeName("result", &bytes)
+                payloads.value(value, &bytes)
             case .error(let error): writeString("error", error, &bytes)
             }
         case .cancelInvocation(let cancel):
@@ -453,12 +479,7 @@ enum JSONHubMessageWriter {
         JSONText.appendString(value, to: &bytes)
     }
 
-    static func writeValue(_ name: StaticString, _ value: EncodedValue, _ bytes: inout [UInt8]) {
-        precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
-        writeName(name, &bytes)
-        bytes.append(contentsOf: value.bytes)
-    }
-
+    /// Headers, sorted by name (a dictionary has no order of its own).
     static func writeHeaders(_ headers: HubMessageHeaders, _ bytes: inout [UInt8]) {
         guard !headers.isEmpty else { return }
         writeName("headers", &bytes)
@@ -478,12 +499,12 @@ enum JSONHubMessageWriter {
         _ target: String,
         _ arguments: EncodedArguments,
         _ streamIds: [String]?,
+        _ payloads: PayloadWriter,
         _ bytes: inout [UInt8]
     ) {
         writeString("target", target, &bytes)
-        precondition(arguments.encoding == .json, "MessagePack arguments cannot be written by the JSON hub protocol")
         writeName("arguments", &bytes)
-        bytes.append(contentsOf: arguments.bytes)
+        payloads.arguments(arguments, &bytes)
         if let streamIds {
             writeName("streamIds", &bytes)
             bytes.append(UInt8(ascii: "["))
