@@ -64,7 +64,7 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// Encodes `value` in `encoding`.
     public init(_ value: some Encodable, encoding: ValueEncoding) throws {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(128)
+        bytes.reserveCapacity(256)
         switch encoding {
         case .json: try JSONValueEncoding.encode(value, into: &bytes)
         case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
@@ -165,7 +165,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// Encodes each of `values` as one argument, in `encoding`.
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(128)
+        bytes.reserveCapacity(256)
         var count = 0
         switch encoding {
         case .json:
