@@ -105,8 +105,22 @@ public enum XMLSerializer {
         _ generated: inout Int,
         _ bytes: inout [UInt8]
     ) {
-        let saved = scope
-        defer { scope = saved }
+        // Bindings made here are undone on the way out (cheaper than copying the scope).
+        var savedDefault: String?
+        var savedPrefixes: [(prefix: String, previous: String?)] = []
+        func bind(_ prefix: String?, _ uri: String) {
+            if let prefix {
+                savedPrefixes.append((prefix, scope.prefixes[prefix]))
+            } else if savedDefault == nil {
+                savedDefault = scope.defaultNamespace
+            }
+            scope.bind(prefix, to: uri)
+        }
+        defer {
+            if let savedDefault { scope.defaultNamespace = savedDefault }
+            for saved in savedPrefixes.reversed() { scope.prefixes[saved.prefix] = saved.previous }
+        }
+        let tree = element.tree
         let name = element.name
         let uri = name.namespace ?? ""
         // A prefix cannot be bound to "no namespace": such names use the default namespace.
@@ -114,17 +128,20 @@ public enum XMLSerializer {
         bytes.append(UInt8(ascii: "<"))
         qualifiedName(prefix, name.local, &bytes)
         // The declarations written on the original element, where the scope lacks them.
-        for declaration in element.namespaceDeclarations
-        where declaration.prefix != "xml" && scope.uri(for: declaration.prefix) != declaration.uri {
-            if declaration.prefix != nil && declaration.uri.isEmpty { continue }
-            declare(declaration.prefix, declaration.uri, &bytes)
-            scope.bind(declaration.prefix, to: declaration.uri)
+        for position in element.headerRange where tree.nodes[position].kind == .namespace {
+            let declaration = tree.nodes[position].name
+            let declaredURI = declaration.namespace ?? ""
+            guard declaration.prefix != "xml", scope.uri(for: declaration.prefix) != declaredURI else { continue }
+            if declaration.prefix != nil && declaredURI.isEmpty { continue }
+            declare(declaration.prefix, declaredURI, &bytes)
+            bind(declaration.prefix, declaredURI)
         }
         if scope.uri(for: prefix) != uri {
             declare(prefix, uri, &bytes)
-            scope.bind(prefix, to: uri)
+            bind(prefix, uri)
         }
-        for attribute in element.attributes {
+        for position in element.headerRange where tree.nodes[position].kind == .attribute {
+            let attribute = tree.nodes[position]
             var attributePrefix: String?
             if let namespace = attribute.name.namespace, !namespace.isEmpty {
                 if namespace == XMLName.xmlNamespace {
@@ -143,14 +160,14 @@ public enum XMLSerializer {
                         } while scope.prefixes[candidate] != nil
                     }
                     declare(candidate, namespace, &bytes)
-                    scope.bind(candidate, to: namespace)
+                    bind(candidate, namespace)
                     attributePrefix = candidate
                 }
             }
             bytes.append(UInt8(ascii: " "))
             qualifiedName(attributePrefix, attribute.name.local, &bytes)
             bytes.append(contentsOf: "='".utf8)
-            appendAttributeValue(attribute.value, &bytes)
+            appendEscaped(tree.text.span.extracting(Int(attribute.start)..<Int(attribute.end)), &bytes, attribute: true)
             bytes.append(UInt8(ascii: "'"))
         }
         if element.isEmpty {
@@ -159,11 +176,11 @@ public enum XMLSerializer {
         }
         bytes.append(UInt8(ascii: ">"))
         element.forEachChildIndex { position in
-            let child = element.tree.nodes[position]
+            let child = tree.nodes[position]
             if child.kind == .element {
-                write(XMLElement(tree: element.tree, index: position), &scope, &generated, &bytes)
+                write(XMLElement(tree: tree, index: position), &scope, &generated, &bytes)
             } else {
-                appendText(element.tree.text.span.extracting(Int(child.start)..<Int(child.end)), &bytes)
+                appendText(tree.text.span.extracting(Int(child.start)..<Int(child.end)), &bytes)
             }
         }
         bytes.append(contentsOf: "</".utf8)
