@@ -265,8 +265,11 @@ extension HubConnectionMachine {
         return handled
     }
 
-    /// The server broke the protocol: close the transport and treat the connection as lost.
+    /// The server broke the protocol: tell it why with a Close message (the protocol's closing
+    /// bytes), close the transport and treat the connection as lost.
     mutating func violation(_ session: Session, _ message: String, now: Instant) {
+        var closing = session
+        send(.close(CloseMessage(error: message)), in: &closing, now: now)
         enqueue(.closeTransport)
         connectionLost(
             session,

@@ -47,7 +47,11 @@ struct HubConnectionScenarioTests {
         #expect(names == ["event:streamitem", "event:streamitem", "event:streamcompleted"])
         #expect(harness.events.last == .streamCompleted(invocationId: "1", error: "boom"))
         // Anything for a finished invocation is a protocol violation.
-        #expect(harness.server(#"{"type":3,"invocationId":"1"}"#) == ["close", "event:closed"])
+        #expect(harness.server(#"{"type":3,"invocationId":"1"}"#) == ["send:close", "close", "event:closed"])
+        #expect(
+            harness.sentMessages.last
+                == .close(CloseMessage(error: "Received a Completion for unknown invocation '1'."))
+        )
         #expect(
             harness.events.last
                 == .closed(HubConnectionError(.protocolViolation, "Received a Completion for unknown invocation '1'."))
