@@ -1,0 +1,119 @@
+import TetherCore
+
+/// Writing hub messages as compact JSON in the C# `JsonHubProtocol` property order. Payload
+/// values are written by a `PayloadWriter`: the hub protocol copies JSON payloads as they are,
+/// `CanonicalJSON` converts any payload to compact JSON.
+enum JSONHubMessageWriter {
+    /// How payload values reach the output.
+    struct PayloadWriter: Sendable {
+        var value: @Sendable (EncodedValue, inout [UInt8]) -> Void
+        var arguments: @Sendable (EncodedArguments, inout [UInt8]) -> Void
+
+        /// Copies JSON payloads verbatim (the hub protocol's writer).
+        static let verbatim = PayloadWriter(
+            value: { value, bytes in
+                precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
+                bytes.append(contentsOf: value.bytes)
+            },
+            arguments: { arguments, bytes in
+                precondition(
+                    arguments.encoding == .json,
+                    "MessagePack arguments cannot be written by the JSON hub protocol"
+                )
+                bytes.append(contentsOf: arguments.bytes)
+            }
+        )
+    }
+
+    static func write(_ message: HubMessage, into bytes: inout [UInt8], payloads: PayloadWriter = .verbatim) {
+        bytes.append(contentsOf: #"{"type":"#.utf8)
+        JSONText.appendInteger(Int64(message.messageType), to: &bytes)
+        switch message {
+        case .invocation(let invocation):
+            writeHeaders(invocation.headers, &bytes)
+            if let id = invocation.invocationId { writeString("invocationId", id, &bytes) }
+            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
+        case .streamInvocation(let invocation):
+            writeHeaders(invocation.headers, &bytes)
+            writeString("invocationId", invocation.invocationId, &bytes)
+            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
+        case .streamItem(let item):
+            writeHeaders(item.headers, &bytes)
+            writeString("invocationId", item.invocationId, &bytes)
+            writeName("item", &bytes)
+            payloads.value(item.item, &bytes)
+        case .completion(let completion):
+            writeHeaders(completion.headers, &bytes)
+            writeString("invocationId", completion.invocationId, &bytes)
+            switch completion.result {
+            case .void: break
+            case .value(let value):
+                writeName("result", &bytes)
+                payloads.value(value, &bytes)
+            case .error(let error): writeString("error", error, &bytes)
+            }
+        case .cancelInvocation(let cancel):
+            writeHeaders(cancel.headers, &bytes)
+            writeString("invocationId", cancel.invocationId, &bytes)
+        case .ping:
+            break
+        case .close(let close):
+            if let error = close.error { writeString("error", error, &bytes) }
+            if close.allowReconnect { bytes.append(contentsOf: #","allowReconnect":true"#.utf8) }
+        case .ack(let sequenceId), .sequence(let sequenceId):
+            bytes.append(contentsOf: #","sequenceId":"#.utf8)
+            JSONText.appendInteger(sequenceId, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    static func writeName(_ name: StaticString, _ bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: ","))
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(copying: unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    static func writeString(_ name: StaticString, _ value: String, _ bytes: inout [UInt8]) {
+        writeName(name, &bytes)
+        JSONText.appendString(value, to: &bytes)
+    }
+
+    /// Headers, sorted by name (a dictionary has no order of its own).
+    static func writeHeaders(_ headers: HubMessageHeaders, _ bytes: inout [UInt8]) {
+        guard !headers.isEmpty else { return }
+        writeName("headers", &bytes)
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, value) in headers.sorted(by: { $0.key < $1.key }) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            JSONText.appendString(key, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            JSONText.appendString(value, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    static func writeCall(
+        _ target: String,
+        _ arguments: EncodedArguments,
+        _ streamIds: [String]?,
+        _ payloads: PayloadWriter,
+        _ bytes: inout [UInt8]
+    ) {
+        writeString("target", target, &bytes)
+        writeName("arguments", &bytes)
+        payloads.arguments(arguments, &bytes)
+        if let streamIds {
+            writeName("streamIds", &bytes)
+            bytes.append(UInt8(ascii: "["))
+            for (index, id) in streamIds.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                JSONText.appendString(id, to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import TetherCore
+
+/// Parsing one JSON record (the bytes between separators) into a hub message.
+enum JSONHubRecord {
+    /// Everything a record may carry; which fields are required depends on `type`.
+    struct Fields {
+        var type: Int?
+        var headers: HubMessageHeaders = [:]
+        var invocationId: String?
+        var target: String?
+        var arguments: EncodedArguments?
+        var streamIds: [String]?
+        var item: Range<Int>?
+        var result: Range<Int>?
+        var error: String?
+        var allowReconnect = false
+        var sequenceId: Int64?
+    }
+
+    static func missing(_ name: String) -> HubProtocolError { .invalid("Missing required property '\(name)'.") }
+    static func expected(_ name: String, _ type: String) -> HubProtocolError {
+        .invalid("Expected '\(name)' to be of type \(type).")
+    }
+
+    /// The message in `bytes[record]`, or nil for an unknown message type.
+    static func parse(
+        _ bytes: [UInt8],
+        _ record: Range<Int>,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> HubMessage? {
+        var scanner = JSONScanner(bytes, range: record, maximumDepth: maximumDepth)
+        let fields = try readObject(&scanner, maximumDepth: maximumDepth, targets: &targets)
+        guard scanner.peek() == nil else { throw .errorReadingJSON }
+        return try message(from: fields, bytes)
+    }
+
+    /// Checks that the top-level token is an object, as System.Text.Json reports it.
+    static func expectObject(_ scanner: inout JSONScanner) throws(HubProtocolError) {
+        guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw .errorReadingJSON }
+        guard kind == .object else {
+            throw .invalid("Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
+        }
+    }
+
+    static func readObject(
+        _ scanner: inout JSONScanner,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> Fields {
+        try expectObject(&scanner)
+        var fields = Fields()
+        scanner.position += 1
+        if scanner.consume(UInt8(ascii: "}")) { return fields }
+        let bytes = scanner.bytes
+        repeat {
+            guard scanner.peek() == UInt8(ascii: "\""), let key = try? scanner.readString(),
+                scanner.consume(UInt8(ascii: ":")), let kind = scanner.peekKind()
+            else { throw .errorReadingJSON }
+            try readProperty(key, kind, &scanner, &fields, bytes, targets: &targets)
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "}")) else { throw .errorReadingJSON }
+        return fields
+    }
+
+    static func keyIs(_ bytes: [UInt8], _ key: JSONStringToken, _ name: StaticString) -> Bool {
+        JSONScanner.stringEquals(bytes, key, unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
+    }
+
+    static func readStringOrNull(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind,
+        _ name: String
+    ) throws(HubProtocolError) -> JSONStringToken? {
+        switch kind {
+        case .null:
+            try scan { () throws(JSONScanner.Failure) in try scanner.readLiteral("null") }
+            return nil
+        case .string:
+            return try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+        default:
+            throw expected(name, "String")
+        }
+    }
+
+    @inline(__always)
+    static func scan<T>(_ body: () throws(JSONScanner.Failure) -> T) throws(HubProtocolError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .errorReadingJSON
+        }
+    }
+
+    static func readProperty(
+        _ key: JSONStringToken,
+        _ kind: JSONTokenKind,
+        _ scanner: inout JSONScanner,
+        _ fields: inout Fields,
+        _ bytes: [UInt8],
+        targets: inout StringInterner
+    ) throws(HubProtocolError) {
+        switch key.contents.count {
+        case 4 where keyIs(bytes, key, "type"):
+            guard kind == .number else { throw expected("type", "Number") }
+            let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
+            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value)
+            else {
+                throw expected("type", "Number")
+            }
+            fields.type = type
+        case 7 where keyIs(bytes, key, "headers"):
+            fields.headers = try readHeaders(&scanner, kind)
+        case 12 where keyIs(bytes, key, "invocationId"):
+            fields.invocationId = try readStringOrNull(&scanner, kind, "invocationId").map {
+                JSONScanner.string(bytes, $0)
+            }
+        case 6 where keyIs(bytes, key, "target"):
+            if let token = try readStringOrNull(&scanner, kind, "target") {
+                fields.target =
+                    token.hasEscapes
+                    ? JSONScanner.string(bytes, token) : targets.intern(bytes.span.extracting(token.contents))
+            } else {
+                fields.target = nil
+            }
+        case 9 where keyIs(bytes, key, "arguments"):
+            guard kind == .array else { throw expected("arguments", "Array") }
+            let start = scanner.position
+            let count = try scan { () throws(JSONScanner.Failure) in try scanner.skipArrayCountingElements() }
+            fields.arguments = EncodedArguments(
+                encoding: .json,
+                count: count,
+                storage: bytes,
+                range: start..<scanner.position
+            )
+        case 9 where keyIs(bytes, key, "streamIds"):
+            fields.streamIds = try readStreamIds(&scanner, kind)
+        case 4 where keyIs(bytes, key, "item"):
+            fields.item = try readRawValue(&scanner)
+        case 6 where keyIs(bytes, key, "result"):
+            fields.result = try readRawValue(&scanner)
+        case 5 where keyIs(bytes, key, "error"):
+            fields.error = try readStringOrNull(&scanner, kind, "error").map { JSONScanner.string(bytes, $0) }
+        case 14 where keyIs(bytes, key, "allowReconnect"):
+            switch kind {
+            case .trueLiteral: fields.allowReconnect = true
+            case .falseLiteral: fields.allowReconnect = false
+            default: throw expected("allowReconnect", "Boolean")
+            }
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        case 10 where keyIs(bytes, key, "sequenceId"):
+            guard kind == .number else { throw expected("sequenceId", "Number") }
+            let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
+            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range) else {
+                throw expected("sequenceId", "Number")
+            }
+            fields.sequenceId = value
+        default:
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        }
+    }
+
+    static func readRawValue(_ scanner: inout JSONScanner) throws(HubProtocolError) -> Range<Int> {
+        let start = scanner.position
+        try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        return start..<scanner.position
+    }
+
+    static func readHeaders(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind
+    ) throws(HubProtocolError) -> HubMessageHeaders {
+        guard kind == .object else { throw expected("headers", "Object") }
+        let bytes = scanner.bytes
+        scanner.position += 1
+        var headers: HubMessageHeaders = [:]
+        if scanner.consume(UInt8(ascii: "}")) { return headers }
+        repeat {
+            guard scanner.peek() == UInt8(ascii: "\""), let key = try? scanner.readString(),
+                scanner.consume(UInt8(ascii: ":")), let valueKind = scanner.peekKind()
+            else { throw .errorReadingJSON }
+            let name = JSONScanner.string(bytes, key)
+            guard valueKind == .string else { throw .invalid("Expected header '\(name)' to be of type String.") }
+            let value = try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+            headers[name] = JSONScanner.string(bytes, value)
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "}")) else { throw .errorReadingJSON }
+        return headers
+    }
+
+    static func readStreamIds(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws(HubProtocolError) -> [String]
+    {
+        guard kind == .array else { throw expected("streamIds", "Array") }
+        let bytes = scanner.bytes
+        scanner.position += 1
+        var ids: [String] = []
+        if scanner.consume(UInt8(ascii: "]")) { return ids }
+        repeat {
+            guard let itemKind = scanner.peekKind() else { throw .errorReadingJSON }
+            guard itemKind == .string else { throw .invalid("Expected 'streamIds' items to be of type String.") }
+            let token = try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+            ids.append(JSONScanner.string(bytes, token))
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "]")) else { throw .errorReadingJSON }
+        return ids
+    }
+
+    static func value(_ bytes: [UInt8], _ range: Range<Int>) -> EncodedValue {
+        EncodedValue(encoding: .json, storage: bytes, range: range)
+    }
+
+    /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`.
+    static func message(from fields: Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
+        guard let type = fields.type else { throw missing("type") }
+        switch type {
+        case 1:
+            guard let target = fields.target else { throw missing("target") }
+            guard let arguments = fields.arguments else { throw missing("arguments") }
+            let invocationId = fields.invocationId.flatMap { $0.isEmpty ? nil : $0 }
+            return .invocation(
+                InvocationMessage(
+                    headers: fields.headers,
+                    invocationId: invocationId,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: fields.streamIds
+                )
+            )
+        case 2:
+            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            guard let item = fields.item else { throw missing("item") }
+            return .streamItem(
+                StreamItemMessage(headers: fields.headers, invocationId: invocationId, item: value(bytes, item))
+            )
+        case 3:
+            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            let result: CompletionResult
+            switch (fields.error, fields.result) {
+            case (.some, .some): throw .invalid("The 'error' and 'result' properties are mutually exclusive.")
+            case (.some(let error), nil): result = .error(error)
+            case (nil, .some(let range)): result = .value(value(bytes, range))
+            case (nil, nil): result = .void
+            }
+            return .completion(CompletionMessage(headers: fields.headers, invocationId: invocationId, result: result))
+        case 4:
+            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            guard let target = fields.target else { throw missing("target") }
+            guard let arguments = fields.arguments else { throw missing("arguments") }
+            return .streamInvocation(
+                StreamInvocationMessage(
+                    headers: fields.headers,
+                    invocationId: invocationId,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: fields.streamIds
+                )
+            )
+        case 5:
+            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            return .cancelInvocation(CancelInvocationMessage(headers: fields.headers, invocationId: invocationId))
+        case 6:
+            return .ping
+        case 7:
+            return .close(CloseMessage(error: fields.error, allowReconnect: fields.allowReconnect))
+        case 8:
+            guard let sequenceId = fields.sequenceId else { throw missing("sequenceId") }
+            return .ack(sequenceId: sequenceId)
+        case 9:
+            guard let sequenceId = fields.sequenceId else { throw missing("sequenceId") }
+            return .sequence(sequenceId: sequenceId)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,223 @@
+import TetherCore
+import TetherMessagePack
+
+/// Parsing one MessagePack frame body into a hub message, as C#'s worker does: fields are read in
+/// order from the bytes (the array's declared length only decides the optional trailing fields),
+/// and trailing extra elements are skipped.
+enum MessagePackHubRecord {
+    static func readFailed(_ field: String, _ type: String) -> HubProtocolError {
+        .invalid("Reading '\(field)' as \(type) failed.")
+    }
+
+    static func parse(
+        _ bytes: [UInt8],
+        _ body: Range<Int>,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> HubMessage? {
+        var reader = MessagePackReader(bytes, range: body, maximumDepth: maximumDepth)
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'elementCount' failed.")
+        }
+        guard let type = try? reader.readInteger(Int32.self) else { throw readFailed("messageType", "Int32") }
+        var read = 1
+        let message: HubMessage?
+        switch type {
+        case 1:
+            let headers = try readHeaders(&reader)
+            let id = try readString(&reader, "invocationId")
+            let target = try readTarget(&reader, &targets)
+            guard let target, !target.isEmpty else { throw .invalid("Null or empty target for Invocation message.") }
+            let arguments = try readArguments(&reader)
+            read = 5
+            let streamIds = count > 5 ? try readStreamIds(&reader) : nil
+            if count > 5 { read = 6 }
+            message = .invocation(
+                InvocationMessage(
+                    headers: headers,
+                    invocationId: id.flatMap { $0.isEmpty ? nil : $0 },
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds
+                )
+            )
+        case 2:
+            let headers = try readHeaders(&reader)
+            let id = try readInvocationId(&reader, "StreamItem")
+            let item = try readValue(&reader, "item")
+            read = 4
+            message = .streamItem(StreamItemMessage(headers: headers, invocationId: id, item: item))
+        case 3:
+            let headers = try readHeaders(&reader)
+            let id = try readInvocationId(&reader, "Completion")
+            guard let kind = try? reader.readInteger(Int32.self) else { throw readFailed("resultKind", "Int32") }
+            let result: CompletionResult
+            switch kind {
+            case 1:
+                guard let error = try? reader.readString() else { throw readFailed("error", "String") }
+                result = .error(error)
+                read = 5
+            case 2:
+                result = .void
+                read = 4
+            case 3:
+                result = .value(try readValue(&reader, "argument"))
+                read = 5
+            default:
+                throw .invalid("Invalid invocation result kind.")
+            }
+            message = .completion(CompletionMessage(headers: headers, invocationId: id, result: result))
+        case 4:
+            let headers = try readHeaders(&reader)
+            let id = try readInvocationId(&reader, "StreamInvocation")
+            let target = try readTarget(&reader, &targets)
+            guard let target, !target.isEmpty else {
+                throw .invalid("Null or empty target for StreamInvocation message.")
+            }
+            let arguments = try readArguments(&reader)
+            read = 5
+            let streamIds = count > 5 ? try readStreamIds(&reader) : nil
+            if count > 5 { read = 6 }
+            message = .streamInvocation(
+                StreamInvocationMessage(
+                    headers: headers,
+                    invocationId: id,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds
+                )
+            )
+        case 5:
+            let headers = try readHeaders(&reader)
+            let id = try readInvocationId(&reader, "CancelInvocation")
+            read = 3
+            message = .cancelInvocation(CancelInvocationMessage(headers: headers, invocationId: id))
+        case 6:
+            message = .ping
+        case 7:
+            let error = try readString(&reader, "error")
+            read = 2
+            var allowReconnect = false
+            if count > 2 {
+                guard let value = try? reader.readBool() else { throw readFailed("allowReconnect", "Boolean") }
+                allowReconnect = value
+                read = 3
+            }
+            message = .close(CloseMessage(error: error, allowReconnect: allowReconnect))
+        case 8, 9:
+            guard let sequenceId = try? reader.readInt64() else { throw readFailed("sequenceId", "Int64") }
+            read = 2
+            message = type == 8 ? .ack(sequenceId: sequenceId) : .sequence(sequenceId: sequenceId)
+        default:
+            return nil
+        }
+        // Forward compatibility: skip elements this version does not know.
+        while read < count, !reader.isAtEnd {
+            do {
+                try reader.skipValue()
+            } catch {
+                throw .invalid("Reading an extra message element failed.")
+            }
+            read += 1
+        }
+        return message
+    }
+
+    /// The headers map; aiosignalr's integer in this slot (`cc 80`) counts as no headers.
+    static func readHeaders(_ reader: inout MessagePackReader) throws(HubProtocolError) -> HubMessageHeaders {
+        if (try? reader.peekType()) == .integer {
+            _ = try? reader.readInt64()
+            return [:]
+        }
+        guard let count = try? reader.readMapHeader() else {
+            throw .invalid("Reading map length for 'headers' failed.")
+        }
+        var headers: HubMessageHeaders = [:]
+        for index in 0..<count {
+            let key = try readString(&reader, "headers[\(index)].Key")
+            guard let key, !key.isEmpty else { throw .invalid("Null or empty key in header.") }
+            let value = try readString(&reader, "headers[\(index)].Value")
+            guard let value, !value.isEmpty else { throw .invalid("Null or empty value in header.") }
+            headers[key] = value
+        }
+        return headers
+    }
+
+    static func readString(_ reader: inout MessagePackReader, _ field: String) throws(HubProtocolError) -> String? {
+        do {
+            return try reader.readOptionalString()
+        } catch {
+            throw readFailed(field, "String")
+        }
+    }
+
+    static func readTarget(
+        _ reader: inout MessagePackReader,
+        _ targets: inout StringInterner
+    ) throws(HubProtocolError) -> String? {
+        if reader.readNilIfPresent() { return nil }
+        let start = reader.position
+        guard let range = try? reader.readStringRange(),
+            (try? UTF8Span(validating: reader.bytes.span.extracting(range))) != nil
+        else {
+            reader.position = start
+            throw readFailed("target", "String")
+        }
+        return targets.intern(reader.bytes.span.extracting(range))
+    }
+
+    static func readInvocationId(
+        _ reader: inout MessagePackReader,
+        _ messageName: String
+    ) throws(HubProtocolError) -> String {
+        guard let id = try readString(&reader, "invocationId"), !id.isEmpty else {
+            throw .invalid("Null or empty invocation ID for \(messageName) message.")
+        }
+        return id
+    }
+
+    static func readArguments(_ reader: inout MessagePackReader) throws(HubProtocolError) -> EncodedArguments {
+        let start = reader.position
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'arguments' failed.")
+        }
+        for _ in 0..<count {
+            do {
+                try reader.skipValue()
+            } catch {
+                throw .invalid("Reading 'arguments' failed: \(error.description)")
+            }
+        }
+        return EncodedArguments(
+            encoding: .messagePack,
+            count: count,
+            storage: reader.bytes,
+            range: start..<reader.position
+        )
+    }
+
+    static func readValue(_ reader: inout MessagePackReader, _ field: String) throws(HubProtocolError) -> EncodedValue {
+        let start = reader.position
+        do {
+            try reader.skipValue()
+        } catch {
+            throw .invalid("Reading '\(field)' failed: \(error.description)")
+        }
+        return EncodedValue(encoding: .messagePack, storage: reader.bytes, range: start..<reader.position)
+    }
+
+    static func readStreamIds(_ reader: inout MessagePackReader) throws(HubProtocolError) -> [String]? {
+        guard let count = try? reader.readArrayHeader() else {
+            throw .invalid("Reading array length for 'streamIds' failed.")
+        }
+        guard count > 0 else { return nil }
+        var ids: [String] = []
+        ids.reserveCapacity(min(count, 64))
+        for _ in 0..<count {
+            let id = try readString(&reader, "streamId")
+            guard let id, !id.isEmpty else { throw .invalid("Null or empty value in streamIds received.") }
+            ids.append(id)
+        }
+        return ids
+    }
+}
