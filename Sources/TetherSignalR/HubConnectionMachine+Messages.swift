@@ -40,9 +40,9 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        let id = makeInvocationId()
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
+        let id = makeInvocationId()
         session.pending[id] = .invocation
         let message = InvocationMessage(
             invocationId: id,
@@ -79,9 +79,9 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        let id = makeInvocationId()
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
+        let id = makeInvocationId()
         session.pending[id] = .stream
         let message = StreamInvocationMessage(
             invocationId: id,
@@ -106,9 +106,9 @@ extension HubConnectionMachine {
 
     /// A new client→server stream id, to pass in an invocation's `streamIds`.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
-        let id = makeInvocationId()
         var session = try takeConnectedSession(sequenced: false)
         defer { state = .connected(session) }
+        let id = makeInvocationId()
         _ = session.uploads.insert(id)
         return id
     }

@@ -442,7 +442,9 @@ struct HubConnectionStatefulReconnectTests {
         harness.drain()
         #expect(sent > 1 && sent < 10)
         #expect(harness.server(#"{"type":8,"sequenceId":\#(sent)}"#) == ["event:sendbufferavailable"])
-        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(), now: harness.now)
+        // The refused call used no invocation id: ids stay consecutive.
+        let next = try harness.machine.invoke("Echo", arguments: jsonArguments(), now: harness.now)
+        #expect(next == String(sent))
     }
 
     @Test func sequenceGreaterThanReceivedIsFatal() {
