@@ -21,6 +21,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         case sendBufferFull
         /// The invocation was canceled because the connection closed.
         case canceled
+        /// The upload stream or server invocation a command names is not open on this connection:
+        /// it ended, or the connection restarted since it began (the app may race a reconnect).
+        case unknownInvocation
     }
 
     /// The family.
@@ -36,6 +39,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
 
     public var description: String { message }
 
+    static func unknownUploadStream(_ streamId: String) -> HubConnectionError {
+        HubConnectionError(.unknownInvocation, "No upload stream '\(streamId)' is open on this connection.")
+    }
     static let invocationCanceled = HubConnectionError(
         .canceled,
         "Invocation canceled due to the underlying connection being closed."

@@ -118,7 +118,7 @@ extension HubConnectionMachine {
     {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
-        precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
+        guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
         send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), in: &session, now: now)
     }
 
@@ -130,7 +130,7 @@ extension HubConnectionMachine {
     ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
-        precondition(session.uploads.contains(streamId), "unknown upload stream \(streamId)")
+        guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
         session.uploads.remove(streamId)
         let result: CompletionResult = error.map { .error($0) } ?? .void
         send(.completion(CompletionMessage(invocationId: streamId, result: result)), in: &session, now: now)
@@ -144,10 +144,9 @@ extension HubConnectionMachine {
     ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
-        precondition(
-            session.serverInvocations.contains(invocationId),
-            "no server invocation \(invocationId) awaits a reply"
-        )
+        guard session.serverInvocations.contains(invocationId) else {
+            throw HubConnectionError(.unknownInvocation, "No server invocation '\(invocationId)' awaits a reply.")
+        }
         session.serverInvocations.remove(invocationId)
         send(.completion(CompletionMessage(invocationId: invocationId, result: result)), in: &session, now: now)
     }

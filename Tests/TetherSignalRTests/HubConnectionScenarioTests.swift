@@ -241,6 +241,42 @@ struct HubConnectionScenarioTests {
         )
     }
 
+    @Test func lateRepliesAndStreamItemsAfterAReconnectThrow() throws {
+        var harness = HubConnectionHarness {
+            $0.reconnectPolicy = .signalRDefault
+            $0.handledTargets = ["GetLocation"]
+        }
+        harness.connect()
+        harness.server(#"{"type":1,"invocationId":"7","target":"GetLocation","arguments":[]}"#)
+        let stream = try harness.machine.makeUploadStream(now: harness.now)
+        harness.closed()
+        harness.advance(by: .zero)
+        harness.negotiate(body: HubConnectionHarness.negotiateBody(connectionId: "conn-2", token: "token-2"))
+        harness.opened()
+        harness.server("{}")
+        harness.drain()
+        let sentBefore = harness.sentMessages.count
+        // The app's handler and upload producer were still running across the reconnect.
+        #expect(throws: HubConnectionError(.unknownInvocation, "No server invocation '7' awaits a reply.")) {
+            try harness.machine.reply(to: "7", result: .void, now: harness.now)
+        }
+        #expect(throws: HubConnectionError.unknownUploadStream(stream)) {
+            try harness.machine.sendStreamItem(stream, item: try EncodedValue(json: Array("1".utf8)), now: harness.now)
+        }
+        #expect(throws: HubConnectionError.unknownUploadStream(stream)) {
+            try harness.machine.completeUploadStream(stream, now: harness.now)
+        }
+        harness.drain()
+        #expect(harness.sentMessages.count == sentBefore)
+        #expect(harness.machine.stateName == "connected")
+        // A completed upload stream is closed too.
+        let second = try harness.machine.makeUploadStream(now: harness.now)
+        try harness.machine.completeUploadStream(second, now: harness.now)
+        #expect(throws: HubConnectionError.unknownUploadStream(second)) {
+            try harness.machine.completeUploadStream(second, now: harness.now)
+        }
+    }
+
     @Test func commandsWhileNotConnectedThrow() {
         var harness = HubConnectionHarness()
         #expect(throws: HubConnectionError.notConnected) {
