@@ -530,7 +530,18 @@ struct HubConnectionPropertyTests {
             var closedSeen = false
             for _ in 0..<120 {
                 let before = harness.actions.count
-                switch Int.random(in: 0..<16, using: &rng) {
+                // Half of the steps move the connection forward, so that connected states are
+                // reached often; the other half are any input at all.
+                let progress: Int? =
+                    switch harness.machine.stateName {
+                    case "disconnected": 0
+                    case "negotiating": 2
+                    case "connectingTransport": 3
+                    case "handshaking": 5
+                    default: nil
+                    }
+                let choice = Bool.random(using: &rng) ? progress : nil
+                switch choice ?? Int.random(in: 0..<18, using: &rng) {
                 case 0: if harness.machine.stateName == "disconnected" { harness.machine.start(now: harness.now) }
                 case 1: harness.machine.stop(now: harness.now)
                 case 2:
@@ -568,6 +579,22 @@ struct HubConnectionPropertyTests {
                         Array(#"{"type":9,"sequenceId":\#(Int.random(in: 0...5, using: &rng))}"#.utf8 + [0x1E])
                     )
                 case 13: _ = try? harness.machine.stream("Feed", arguments: jsonArguments(), now: harness.now)
+                case 14:
+                    // A reply that may come late (after a Close or a reconnect) or twice.
+                    try? harness.machine.reply(to: "x", result: .void, now: harness.now)
+                case 15:
+                    let id =
+                        Bool.random(using: &rng)
+                        ? (try? harness.machine.makeUploadStream(now: harness.now))
+                        : String(Int.random(in: 0...9, using: &rng))
+                    if let id {
+                        try? harness.machine.sendStreamItem(
+                            id,
+                            item: try EncodedValue(json: Array("1".utf8)),
+                            now: harness.now
+                        )
+                        if Bool.random(using: &rng) { try? harness.machine.completeUploadStream(id, now: harness.now) }
+                    }
                 default: harness.advance(by: .seconds(Int64.random(in: 0...40, using: &rng)))
                 }
                 harness.drain()
