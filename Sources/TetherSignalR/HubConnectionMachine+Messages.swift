@@ -185,12 +185,21 @@ extension HubConnectionMachine {
         state = .connected(session)
     }
 
+    static let tooManyClientResults = "Too many client results are pending."
+
     /// Handles one message; returns false when the connection ended.
     mutating func handle(_ message: HubMessage, in session: inout Session, now: Instant) -> Bool {
         switch message {
         case .invocation(let invocation):
             if isHandled(invocation.target) {
-                if let id = invocation.invocationId { session.serverInvocations.insert(id) }
+                if let id = invocation.invocationId {
+                    guard session.serverInvocations.count < configuration.maximumPendingClientResults else {
+                        let reply = CompletionMessage(invocationId: id, result: .error(Self.tooManyClientResults))
+                        send(.completion(reply), in: &session, now: now)
+                        break
+                    }
+                    session.serverInvocations.insert(id)
+                }
                 enqueue(.event(.invocation(invocation)))
             } else if let id = invocation.invocationId {
                 let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))

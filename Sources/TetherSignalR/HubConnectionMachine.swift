@@ -60,6 +60,10 @@ public struct HubConnectionMachine {
         /// Server→client methods the app handles (matched case-insensitively); server
         /// invocations of other methods that expect a result get "Client didn't provide a result.".
         public var handledTargets: Set<String>
+        /// The most server invocations awaiting the app's `reply` at once (default 1,000); beyond
+        /// it, further ones are answered at once with the error "Too many client results are
+        /// pending." instead of reaching the app, so a server cannot grow the set without bound.
+        public var maximumPendingClientResults: Int
 
         /// A configuration with the official clients' defaults.
         public init(
@@ -74,7 +78,8 @@ public struct HubConnectionMachine {
             statefulReconnect: Bool = false,
             statefulReconnectBufferSize: Int = 100_000,
             ackDelay: Duration = .seconds(1),
-            handledTargets: Set<String> = []
+            handledTargets: Set<String> = [],
+            maximumPendingClientResults: Int = 1000
         ) {
             self.url = url
             self.accessToken = accessToken
@@ -88,6 +93,7 @@ public struct HubConnectionMachine {
             self.statefulReconnectBufferSize = statefulReconnectBufferSize
             self.ackDelay = ackDelay
             self.handledTargets = handledTargets
+            self.maximumPendingClientResults = maximumPendingClientResults
         }
     }
 

@@ -217,6 +217,28 @@ struct HubConnectionScenarioTests {
         #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#).isEmpty)
     }
 
+    @Test func pendingClientResultsAreBounded() throws {
+        var harness = HubConnectionHarness {
+            $0.handledTargets = ["GetLocation"]
+            $0.maximumPendingClientResults = 2
+        }
+        harness.connect()
+        let invocation = { (id: Int) in #"{"type":1,"invocationId":"\#(id)","target":"GetLocation","arguments":[]}"# }
+        #expect(harness.server(invocation(1), invocation(2)) == ["event:invocation", "event:invocation"])
+        // The third is answered at once and never reaches the app.
+        #expect(harness.server(invocation(3)) == ["send:completion"])
+        #expect(
+            harness.sentMessages.last
+                == .completion(
+                    CompletionMessage(invocationId: "3", result: .error("Too many client results are pending."))
+                )
+        )
+        // A reply makes room again.
+        try harness.machine.reply(to: "1", result: .void, now: harness.now)
+        harness.drain()
+        #expect(harness.server(invocation(4)) == ["event:invocation"])
+    }
+
     @Test func uploadStreams() throws {
         var harness = HubConnectionHarness()
         harness.connect()
