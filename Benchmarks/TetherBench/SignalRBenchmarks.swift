@@ -7,6 +7,7 @@ struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
         "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
+        "signalr-msgpack-parse-only",
         "signalr-json-encode",
         "signalr-msgpack-encode",
     ]
@@ -147,6 +148,19 @@ struct SignalRBenchmarks {
                 try decode(MessagePackHubProtocol(), corpus.messagePack)
             }
             results.append(decodeMessagePack!)
+        }
+        if filter("signalr-msgpack-parse-only") {
+            progress("signalr-msgpack-parse-only")
+            results.append(
+                try measure(
+                    "signalr-msgpack-parse-only",
+                    bytes: corpus.messagePack.count,
+                    messages: messages,
+                    passes: passes
+                ) {
+                    try decode(MessagePackHubProtocol(), corpus.messagePack, typed: false)
+                }
+            )
         }
         var output: [UInt8] = []
         output.reserveCapacity(corpus.json.count + 1024)

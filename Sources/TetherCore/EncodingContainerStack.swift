@@ -21,45 +21,75 @@ public struct EncodingContainerStack: Sendable {
         }
     }
 
-    private static let inlineCapacity = 8
-    private var inline: InlineArray<8, Entry> = .init(repeating: Entry(offset: 0, count: 0, isKeyed: false))
-    private var spilled: [Entry] = []
+    // The members are inlinable: called opaquely from another module, each access copied the
+    // whole stack (about 200 bytes) to a temporary first.
+    @usableFromInline static let inlineCapacity = 8
+    @usableFromInline var inline: InlineArray<8, Entry> = .init(repeating: Entry(offset: 0, count: 0, isKeyed: false))
+    @usableFromInline var spilled: [Entry] = []
+    @usableFromInline var openCount = 0
     /// The number of open containers.
-    public private(set) var count = 0
+    @inlinable public var count: Int { openCount }
 
     /// An empty stack.
     public init() {}
 
     /// The container at nesting `level` (0 is the outermost).
+    @inlinable
     public subscript(level: Int) -> Entry {
         get {
             precondition(level >= 0 && level < count, "no container at that level")
-            return level < Self.inlineCapacity ? inline[level] : spilled[level - Self.inlineCapacity]
+            // Through the span: subscripting the inline array itself may copy all of it.
+            return level < Self.inlineCapacity ? inline.span[level] : spilled[level - Self.inlineCapacity]
         }
         set {
             precondition(level >= 0 && level < count, "no container at that level")
             if level < Self.inlineCapacity {
-                inline[level] = newValue
+                var entries = inline.mutableSpan
+                entries[level] = newValue
             } else {
                 spilled[level - Self.inlineCapacity] = newValue
             }
         }
     }
 
+    /// Counts one more element in the innermost container, which must be at `level` and start at
+    /// `offset` (a container used after a sibling value was encoded is a programming error);
+    /// returns the count before. One mutating call: reading an entry through the subscript
+    /// made the caller copy the whole stack first.
+    @inlinable
+    public mutating func addElement(level: Int, offset: Int) -> Int {
+        let misused = "An encoding container was used after a sibling value was encoded."
+        precondition(openCount == level + 1 && level >= 0, misused)
+        if level < Self.inlineCapacity {
+            var entries = inline.mutableSpan
+            precondition(entries[level].offset == offset, misused)
+            entries[level].count += 1
+            return entries[level].count - 1
+        }
+        let index = level - Self.inlineCapacity
+        precondition(spilled[index].offset == offset, misused)
+        spilled[index].count += 1
+        return spilled[index].count - 1
+    }
+
     /// Opens a container one level deeper than the current innermost.
+    @inlinable
     public mutating func append(_ entry: Entry) {
-        if count < Self.inlineCapacity {
-            inline[count] = entry
+        let index = count
+        if index < Self.inlineCapacity {
+            var entries = inline.mutableSpan
+            entries[index] = entry
         } else {
             spilled.append(entry)
         }
-        count += 1
+        openCount += 1
     }
 
     /// Closes the innermost container and returns it.
+    @inlinable
     public mutating func removeLast() -> Entry {
         precondition(count > 0, "no open container")
-        count -= 1
-        return count < Self.inlineCapacity ? inline[count] : spilled.removeLast()
+        openCount -= 1
+        return count < Self.inlineCapacity ? inline.span[count] : spilled.removeLast()
     }
 }

@@ -75,20 +75,19 @@ struct MessagePackEncodingState {
     /// Prepares the container at `level` (identified by `headerOffset`) for one more element.
     mutating func beginElement(level: Int, headerOffset: Int) {
         close(downTo: level + 1)
-        precondition(
-            open.count == level + 1 && open[level].offset == headerOffset,
-            "An encoding container was used after a sibling value was encoded."
-        )
-        open[level].count += 1
+        _ = open.addElement(level: level, offset: headerOffset)
     }
 
-    /// Starts a map entry: one more element for the map at `level`, then its key.
-    mutating func beginEntry(level: Int, headerOffset: Int, key: some CodingKey) {
+    /// Starts a map entry: one more element for the map at `level`, then its key (the integer
+    /// key when the encoder uses them and the key has one). Not generic over the key type: in a
+    /// generic context each access to the container stack copied the whole state.
+    @inline(never)
+    mutating func beginEntry(level: Int, headerOffset: Int, integerKey: Int?, stringKey: String) {
         beginElement(level: level, headerOffset: headerOffset)
-        if useIntegerKeys, let intValue = key.intValue {
-            writer.writeInt(Int64(intValue))
+        if useIntegerKeys, let integerKey {
+            writer.writeInt(Int64(integerKey))
         } else {
-            writer.writeString(key.stringValue)
+            writer.writeString(stringKey)
         }
     }
 }
@@ -171,7 +170,12 @@ struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainer
 
     /// Starts the entry for `key` and returns the writer-level encoder for its value.
     func entry(_ key: Key) -> MessagePackValueEncoder {
-        sink.state.beginEntry(level: level, headerOffset: headerOffset, key: key)
+        sink.state.beginEntry(
+            level: level,
+            headerOffset: headerOffset,
+            integerKey: key.intValue,
+            stringKey: key.stringValue
+        )
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
 

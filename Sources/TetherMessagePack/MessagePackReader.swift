@@ -119,6 +119,7 @@ public struct MessagePackReader: Sendable {
     }
 
     /// `readInt64` on a span: the value and the offset after it.
+    @usableFromInline
     static func int64(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (Int64, Int) {
         guard position < end else { throw .truncated(offset: position) }
         let byte = span[position]
@@ -147,6 +148,7 @@ public struct MessagePackReader: Sendable {
     }
 
     /// `readUInt64` on a span: the value and the offset after it.
+    @usableFromInline
     static func uint64(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (UInt64, Int) {
         guard position < end else { throw .truncated(offset: position) }
         let byte = span[position]
@@ -160,6 +162,8 @@ public struct MessagePackReader: Sendable {
     }
 
     /// An integer that must fit `T`, read from a span: the value and the offset after it.
+    /// Inlinable, so that callers in other modules get it specialized for their `T`.
+    @inlinable
     static func integer<T: FixedWidthInteger>(
         _: T.Type,
         _ span: Span<UInt8>,
@@ -177,6 +181,7 @@ public struct MessagePackReader: Sendable {
     }
 
     /// Reads an integer that must fit `T`.
+    @inlinable
     public mutating func readInteger<T: FixedWidthInteger>(_: T.Type = T.self) throws(MessagePackError) -> T {
         let (value, next) = try Self.integer(T.self, bytes.span, position, end)
         position = next

@@ -39,12 +39,7 @@ struct JSONEncodingState {
 
     mutating func beginElement(level: Int, openOffset: Int) {
         close(downTo: level + 1)
-        precondition(
-            open.count == level + 1 && open[level].offset == openOffset,
-            "An encoding container was used after a sibling value was encoded."
-        )
-        if open[level].count > 0 { bytes.append(UInt8(ascii: ",")) }
-        open[level].count += 1
+        if open.addElement(level: level, offset: openOffset) > 0 { bytes.append(UInt8(ascii: ",")) }
     }
 
     /// Starts an object member: a separator if needed, then `"key":`.

@@ -112,3 +112,35 @@ struct PayloadTests {
         #expect(throws: Never.self) { try EncodedValue(Double.nan, encoding: .messagePack) }
     }
 }
+
+/// A recursive value, to nest containers deeper than the encoders' inline stack of eight.
+struct Tree: Codable, Equatable {
+    var label: String
+    var children: [Tree]
+    var weights: [String: [Int]]
+
+    static func chain(depth: Int) -> Tree {
+        var tree = Tree(label: "leaf", children: [], weights: ["w": [depth]])
+        for level in 0..<depth {
+            tree = Tree(
+                label: "level \(level)",
+                children: [tree, Tree(label: "x", children: [], weights: [:])],
+                weights: ["a": [level, 1], "b": []]
+            )
+        }
+        return tree
+    }
+}
+
+struct DeepNestingTests {
+    @Test(arguments: [ValueEncoding.json, .messagePack], [1, 5, 30])
+    func deeplyNestedValuesRoundTrip(_ encoding: ValueEncoding, _ depth: Int) throws {
+        let tree = Tree.chain(depth: depth)
+        let value = try EncodedValue(tree, encoding: encoding)
+        #expect(try value.decode(Tree.self) == tree)
+        if encoding == .json {
+            // The output is valid JSON on its own (the validating initializer accepts it).
+            #expect(try EncodedValue(json: Array(value.bytes)) == value)
+        }
+    }
+}
