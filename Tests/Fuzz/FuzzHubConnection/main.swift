@@ -1,6 +1,6 @@
 // libFuzzer target: the connection machine under arbitrary input sequences. Each input byte is
 // an operation (start, stop, negotiate responses, transport events, server records, timers,
-// app commands); the machine must never crash, and never send after it reported `closed`.
+// app commands, late replies and stale upload streams); the machine must never crash, and never send after it reported `closed`.
 import TetherCore
 import TetherSignalR
 
@@ -34,7 +34,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var now = Instant.zero
     var closed = false
     for byte in bytes.dropFirst() {
-        switch byte % 16 {
+        switch byte % 20 {
         case 0: if machine.stateName == "disconnected" { machine.start(now: now) }
         case 1: machine.stop(now: now)
         case 2: machine.negotiateResponse(status: 200, body: negotiate, now: now)
@@ -48,6 +48,14 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 10: _ = try? machine.stream("Feed", arguments: .empty(.json), now: now)
         case 11: try? machine.cancelStream("1", now: now)
         case 12: try? machine.send("Log", arguments: .empty(.json), now: now)
+        case 13: try? machine.reply(to: "s", result: .void, now: now)
+        case 14:
+            // An upload stream: a fresh one, or a stale id (completed, or from before a reconnect).
+            let id = byte & 32 == 0 ? (try? machine.makeUploadStream(now: now)) : String(byte / 64)
+            if let id {
+                try? machine.sendStreamItem(id, item: .null(.json), now: now)
+                if byte & 64 == 0 { try? machine.completeUploadStream(id, now: now) }
+            }
         default:
             now = now + .seconds(Int64(byte / 16) * 3)
             machine.handleTimeout(now: now)
