@@ -29,7 +29,7 @@ import TetherCore
         public var maximumElementSize: Int
         /// The deepest nesting inside a top-level element, counting it as 1 (default 64).
         public var maximumDepth: Int
-        /// The most attributes on one element (default 64).
+        /// The most attributes on one element, namespace declarations included (default 64).
         public var maximumAttributes: Int
         /// The most elements in one top-level element, counting it (default 25,000, prosody's
         /// `c2s_max_child_elements`).
@@ -315,6 +315,11 @@ private func stopAfterEvent(_ state: XMLStreamParserState) {
     _ = unsafe XML_StopParser(state.parser, 1)
 }
 
+private func tooManyAttributes(_ state: XMLStreamParserState) {
+    let limit = state.configuration.maximumAttributes
+    abort(state, .init(.policyViolation, "more than \(limit) attributes (namespace declarations included)"))
+}
+
 func tooLarge(_ state: XMLStreamParserState) {
     abort(state, .init(.policyViolation, "element larger than \(state.configuration.maximumElementSize) bytes"))
 }
@@ -329,10 +334,14 @@ private let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawA
     let state = unsafe parserState(userData)
     guard state.failure == nil, let rawName = unsafe rawName else { return }
     let name = unsafe state.name(rawName)
+    let limits = state.configuration
+    // Namespace declarations (already reported) count as attributes.
+    let declared = state.declarations.count
     if state.depth == 0 {
         var attributes: [XMLAttribute] = []
         var index = 0
         while let attributeName = unsafe rawAttributes?[index], let value = unsafe rawAttributes?[index + 1] {
+            guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes(state) }
             unsafe attributes.append(XMLAttribute(state.name(attributeName), String(cString: value)))
             index += 2
         }
@@ -344,7 +353,6 @@ private let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawA
         stopAfterEvent(state)
         return
     }
-    let limits = state.configuration
     if state.depth == 1 {
         state.elementCount = 0
         state.elementStart = Int(unsafe XML_GetCurrentByteIndex(state.parser))
@@ -363,9 +371,7 @@ private let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawA
     state.declarations.removeAll(keepingCapacity: true)
     var index = 0
     while let attributeName = unsafe rawAttributes?[index], let value = unsafe rawAttributes?[index + 1] {
-        guard index / 2 < limits.maximumAttributes else {
-            return abort(state, .init(.policyViolation, "more than \(limits.maximumAttributes) attributes"))
-        }
+        guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes(state) }
         let length = unsafe strlen(value)
         let bytes = unsafe UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
         unsafe state.builder.attribute(state.name(attributeName), value: Span(_unsafeStart: bytes, count: length))
@@ -406,6 +412,8 @@ private let xmlCharacters: XML_CharacterDataHandler = { userData, text, length i
 
 private let xmlStartNamespace: XML_StartNamespaceDeclHandler = { userData, prefix, uri in
     let state = unsafe parserState(userData)
+    guard state.failure == nil else { return }
+    guard state.declarations.count < state.configuration.maximumAttributes else { return tooManyAttributes(state) }
     unsafe state.declarations.append(
         XMLNamespaceDeclaration(prefix: state.string(prefix), uri: state.string(uri) ?? "")
     )

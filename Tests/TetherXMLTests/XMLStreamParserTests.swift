@@ -293,6 +293,26 @@ struct LimitTests {
             parse(Array((Self.open + "<a x='1' y='2' z='3'/>").utf8), configuration: configuration).error?.condition
                 == .policyViolation
         )
+        // Namespace declarations count as attributes, on stanzas and on the stream header.
+        #expect(
+            parse(Array((Self.open + "<a xmlns:p='urn:p' x='1'/>").utf8), configuration: configuration).error == nil
+        )
+        #expect(
+            parse(Array((Self.open + "<a xmlns:p='urn:p' x='1' y='2'/>").utf8), configuration: configuration).error?
+                .condition == .policyViolation
+        )
+        #expect(
+            parse(
+                Array((Self.open + "<a xmlns:p='urn:p' xmlns:q='urn:q' xmlns:r='urn:r'/>").utf8),
+                configuration: configuration
+            )
+            .error?.condition == .policyViolation
+        )
+        let header = "<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'"
+        #expect(parse(Array((header + ">").utf8), configuration: configuration).error == nil)
+        #expect(
+            parse(Array((header + " id='1'>").utf8), configuration: configuration).error?.condition == .policyViolation
+        )
         #expect(parse(Array((Self.open + "<a><b/><b/><b/></a>").utf8), configuration: configuration).error == nil)
         #expect(
             parse(Array((Self.open + "<a><b/><b/><b/><b/></a>").utf8), configuration: configuration).error?.condition
