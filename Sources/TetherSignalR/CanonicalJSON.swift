@@ -9,36 +9,55 @@ public import TetherMessagePack
 /// if present, `item`, `result`, `error`, `allowReconnect` if true, `sequenceId`); headers are
 /// sorted by name. MessagePack payloads are converted as `appendMessagePack` describes.
 public enum CanonicalJSON {
+    /// Why a value has no JSON rendering.
+    public struct RenderingError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The text.
+        public let message: String
+
+        public var description: String { message }
+
+        static let keysNestedTooDeeply = RenderingError(
+            message: "Map keys that are maps or arrays are nested too deeply to render as JSON."
+        )
+    }
+
+    /// How deeply MessagePack map keys that are themselves maps or arrays may nest in one another.
+    /// Such a key renders as its JSON text in a JSON string, so each level escapes the text of
+    /// the level inside it once more and doubles its backslashes: `n` levels grow like 2^n, and
+    /// a 125-byte value could otherwise render to gigabytes. 4 keeps any rendering within about
+    /// 16 times the value's size.
+    public static let maximumKeyNesting = 4
+
     /// The canonical JSON text of a hub message.
-    public static func render(_ message: HubMessage) -> String {
+    public static func render(_ message: HubMessage) throws(RenderingError) -> String {
         var out: [UInt8] = []
-        JSONHubMessageWriter.write(message, into: &out, payloads: converting)
+        try JSONHubMessageWriter.write(message, into: &out, payloads: converting)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Writes payloads of either encoding as compact JSON.
-    static let converting = JSONHubMessageWriter.PayloadWriter(
-        value: { value, out in Self.value(value, &out) },
-        arguments: { arguments, out in
+    static let converting = JSONHubMessageWriter.PayloadWriter<RenderingError>(
+        value: { (value, out) throws(RenderingError) in try Self.value(value, &out) },
+        arguments: { (arguments, out) throws(RenderingError) in
             out.append(UInt8(ascii: "["))
             for (index, argument) in arguments.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                Self.value(argument, &out)
+                try Self.value(argument, &out)
             }
             out.append(UInt8(ascii: "]"))
         }
     )
 
     /// The canonical JSON text of a payload value.
-    public static func render(_ value: EncodedValue) -> String {
+    public static func render(_ value: EncodedValue) throws(RenderingError) -> String {
         var out: [UInt8] = []
-        Self.value(value, &out)
+        try Self.value(value, &out)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// A payload value as compact JSON: JSON values lose their insignificant whitespace,
     /// MessagePack values are converted (see `appendMessagePack`).
-    static func value(_ value: EncodedValue, _ out: inout [UInt8]) {
+    static func value(_ value: EncodedValue, _ out: inout [UInt8]) throws(RenderingError) {
         switch value.encoding {
         case .json:
             var inString = false
@@ -62,15 +81,23 @@ public enum CanonicalJSON {
         case .messagePack:
             var reader = MessagePackReader(Array(value.bytes))
             // The value was validated when its message was parsed.
-            if let tree = try? reader.readValue() { appendMessagePack(tree, to: &out) }
+            if let tree = try? reader.readValue() { try appendMessagePack(tree, to: &out) }
         }
     }
 
     /// MessagePack → JSON: bin → base64 string; ext → {"ext":TYPE,"data":"BASE64"}; timestamp →
     /// {"timestamp":SECONDS,"nanoseconds":N}; float32 → the number; non-string map keys → their
     /// JSON text as the key; NaN and infinities (which JSON cannot express) → "NaN", "Infinity",
-    /// "-Infinity" strings.
-    public static func appendMessagePack(_ value: MessagePackValue, to out: inout [UInt8]) {
+    /// "-Infinity" strings. Keys that are maps or arrays may nest `maximumKeyNesting` deep.
+    public static func appendMessagePack(_ value: MessagePackValue, to out: inout [UInt8]) throws(RenderingError) {
+        try append(value, to: &out, keyNesting: 0)
+    }
+
+    private static func append(
+        _ value: MessagePackValue,
+        to out: inout [UInt8],
+        keyNesting: Int
+    ) throws(RenderingError) {
         switch value {
         case .nil: out.append(contentsOf: "null".utf8)
         case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
@@ -86,7 +113,7 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                appendMessagePack(element, to: &out)
+                try append(element, to: &out, keyNesting: keyNesting)
             }
             out.append(UInt8(ascii: "]"))
         case .map(let pairs):
@@ -97,11 +124,17 @@ public enum CanonicalJSON {
                     JSONText.appendString(key, to: &out)
                 } else {
                     var keyText: [UInt8] = []
-                    appendMessagePack(pair.key, to: &keyText)
+                    switch pair.key {
+                    case .map, .array:
+                        guard keyNesting < maximumKeyNesting else { throw .keysNestedTooDeeply }
+                        try append(pair.key, to: &keyText, keyNesting: keyNesting + 1)
+                    default:
+                        try append(pair.key, to: &keyText, keyNesting: keyNesting)
+                    }
                     JSONText.appendString(String(decoding: keyText, as: UTF8.self), to: &out)
                 }
                 out.append(UInt8(ascii: ":"))
-                appendMessagePack(pair.value, to: &out)
+                try append(pair.value, to: &out, keyNesting: keyNesting)
             }
             out.append(UInt8(ascii: "}"))
         case .extension(let type, let data):

@@ -4,44 +4,49 @@ import TetherCore
 /// values are written by a `PayloadWriter`: the hub protocol copies JSON payloads as they are,
 /// `CanonicalJSON` converts any payload to compact JSON.
 enum JSONHubMessageWriter {
-    /// How payload values reach the output.
-    struct PayloadWriter: Sendable {
-        var value: @Sendable (EncodedValue, inout [UInt8]) -> Void
-        var arguments: @Sendable (EncodedArguments, inout [UInt8]) -> Void
-
-        /// Copies JSON payloads verbatim (the hub protocol's writer).
-        static let verbatim = PayloadWriter(
-            value: { value, bytes in
-                precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
-                bytes.append(contentsOf: value.bytes)
-            },
-            arguments: { arguments, bytes in
-                precondition(
-                    arguments.encoding == .json,
-                    "MessagePack arguments cannot be written by the JSON hub protocol"
-                )
-                bytes.append(contentsOf: arguments.bytes)
-            }
-        )
+    /// How payload values reach the output, and how that can fail (`Never` for the hub
+    /// protocol's own writer).
+    struct PayloadWriter<Failure: Error>: Sendable {
+        var value: @Sendable (EncodedValue, inout [UInt8]) throws(Failure) -> Void
+        var arguments: @Sendable (EncodedArguments, inout [UInt8]) throws(Failure) -> Void
     }
 
-    static func write(_ message: HubMessage, into bytes: inout [UInt8], payloads: PayloadWriter = .verbatim) {
+    /// Copies JSON payloads verbatim (the hub protocol's writer).
+    static let verbatim = PayloadWriter<Never>(
+        value: { value, bytes in
+            precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
+            bytes.append(contentsOf: value.bytes)
+        },
+        arguments: { arguments, bytes in
+            precondition(
+                arguments.encoding == .json,
+                "MessagePack arguments cannot be written by the JSON hub protocol"
+            )
+            bytes.append(contentsOf: arguments.bytes)
+        }
+    )
+
+    static func write<Failure: Error>(
+        _ message: HubMessage,
+        into bytes: inout [UInt8],
+        payloads: PayloadWriter<Failure>
+    ) throws(Failure) {
         bytes.append(contentsOf: #"{"type":"#.utf8)
         JSONText.appendInteger(Int64(message.messageType), to: &bytes)
         switch message {
         case .invocation(let invocation):
             writeHeaders(invocation.headers, &bytes)
             if let id = invocation.invocationId { writeString("invocationId", id, &bytes) }
-            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
+            try writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
         case .streamInvocation(let invocation):
             writeHeaders(invocation.headers, &bytes)
             writeString("invocationId", invocation.invocationId, &bytes)
-            writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
+            try writeCall(invocation.target, invocation.arguments, invocation.streamIds, payloads, &bytes)
         case .streamItem(let item):
             writeHeaders(item.headers, &bytes)
             writeString("invocationId", item.invocationId, &bytes)
             writeName("item", &bytes)
-            payloads.value(item.item, &bytes)
+            try payloads.value(item.item, &bytes)
         case .completion(let completion):
             writeHeaders(completion.headers, &bytes)
             writeString("invocationId", completion.invocationId, &bytes)
@@ -49,7 +54,7 @@ enum JSONHubMessageWriter {
             case .void: break
             case .value(let value):
                 writeName("result", &bytes)
-                payloads.value(value, &bytes)
+                try payloads.value(value, &bytes)
             case .error(let error): writeString("error", error, &bytes)
             }
         case .cancelInvocation(let cancel):
@@ -96,16 +101,16 @@ enum JSONHubMessageWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    static func writeCall(
+    static func writeCall<Failure: Error>(
         _ target: String,
         _ arguments: EncodedArguments,
         _ streamIds: [String]?,
-        _ payloads: PayloadWriter,
+        _ payloads: PayloadWriter<Failure>,
         _ bytes: inout [UInt8]
-    ) {
+    ) throws(Failure) {
         writeString("target", target, &bytes)
         writeName("arguments", &bytes)
-        payloads.arguments(arguments, &bytes)
+        try payloads.arguments(arguments, &bytes)
         if let streamIds {
             writeName("streamIds", &bytes)
             bytes.append(UInt8(ascii: "["))

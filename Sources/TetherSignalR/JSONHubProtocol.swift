@@ -35,7 +35,7 @@ public struct JSONHubProtocol: HubProtocol {
     }
 
     public func write(_ message: HubMessage, into bytes: inout [UInt8]) {
-        JSONHubMessageWriter.write(message, into: &bytes)
+        JSONHubMessageWriter.write(message, into: &bytes, payloads: JSONHubMessageWriter.verbatim)
         bytes.append(Self.recordSeparator)
     }
 }

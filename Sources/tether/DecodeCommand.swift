@@ -89,7 +89,15 @@ struct DecodeCommand {
         do throws(HubProtocolError) {
             for start in chunks(input) {
                 parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
-                while let message = try parser.next() { emit(CanonicalJSON.render(message)) }
+                while let message = try parser.next() {
+                    do {
+                        emit(try CanonicalJSON.render(message))
+                    } catch {
+                        // A value with no JSON rendering (map keys nested too deeply).
+                        emit(CanonicalJSON.renderError(error.message))
+                        return 1
+                    }
+                }
             }
             if parser.hasPartialMessage { throw HubProtocolError.incomplete }
         } catch {

@@ -85,6 +85,23 @@ struct DecodeCommandTests {
         #expect(truncated.status == 1)
     }
 
+    @Test func signalRMessagePackKeysNestedTooDeeplyAreAnError() {
+        // A Ping, then an invocation whose argument nests maps as keys of maps six levels deep:
+        // rendering grows twofold per level, so it is refused rather than printed.
+        let argument: [UInt8] =
+            Array(repeating: 0x81, count: 6) + [0xa1, 0x61, 0x00] + Array(repeating: 0x00, count: 5)
+        let body: [UInt8] = [0x95, 0x01, 0x80, 0xc0, 0xa1, 0x54, 0x91] + argument
+        let input: [UInt8] = [0x02, 0x91, 0x06] + [UInt8(body.count)] + body
+        let result = runAllChunkings(.signalRMessagePack, input)
+        #expect(
+            result.lines == [
+                #"{"type":6}"#,
+                #"{"error":"Map keys that are maps or arrays are nested too deeply to render as JSON."}"#,
+            ]
+        )
+        #expect(result.status == 1)
+    }
+
     @Test func handshakes() {
         let requests = runAllChunkings(
             .signalRHandshakeRequest,

@@ -101,7 +101,7 @@ struct PayloadTests {
         let big = try EncodedValue(json: Array(#"{"a":[1,2,{"b":"c"}]}"#.utf8))
         #expect(big.compacted() == big)
         #expect(
-            CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .messagePack))
+            try CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .messagePack))
                 == CanonicalJSON.render(try EncodedValue(Self.sample, encoding: .json))
         )
     }
@@ -142,5 +142,44 @@ struct DeepNestingTests {
             // The output is valid JSON on its own (the validating initializer accepts it).
             #expect(try EncodedValue(json: Array(value.bytes)) == value)
         }
+    }
+}
+
+/// Map keys that are maps or arrays render as their JSON text, escaped once more per level; the
+/// nesting is bounded so that a small value cannot render to gigabytes.
+struct CanonicalJSONKeyNestingTests {
+    /// A map whose key is a map whose key is … `levels` deep.
+    static func nestedKeys(_ levels: Int) -> MessagePackValue {
+        var value = MessagePackValue.string("a")
+        for level in 0..<levels { value = .map([MessagePackPair(value, .int(Int64(level)))]) }
+        return value
+    }
+
+    @Test func keysRenderAsEscapedJSONTextUpToTheLimit() throws {
+        var out: [UInt8] = []
+        try CanonicalJSON.appendMessagePack(Self.nestedKeys(2), to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == #"{"{\"a\":0}":1}"#)
+        out = []
+        try CanonicalJSON.appendMessagePack(Self.nestedKeys(CanonicalJSON.maximumKeyNesting + 1), to: &out)
+        #expect(out.count < 200)
+        out = []
+        #expect(throws: CanonicalJSON.RenderingError.self) {
+            try CanonicalJSON.appendMessagePack(Self.nestedKeys(CanonicalJSON.maximumKeyNesting + 2), to: &out)
+        }
+        // Arrays as keys count too, and so do keys inside values inside keys.
+        let arrayKeys = MessagePackValue.map([
+            MessagePackPair(.array([Self.nestedKeys(CanonicalJSON.maximumKeyNesting + 1)]), .nil)
+        ])
+        out = []
+        #expect(throws: CanonicalJSON.RenderingError.self) { try CanonicalJSON.appendMessagePack(arrayKeys, to: &out) }
+    }
+
+    @Test func aFuzzFoundBombRendersAnErrorAtOnce() throws {
+        // 28 maps nested as keys of one another (found by FuzzHubProtocols: it took 20 s and
+        // grew without bound before the limit).
+        var bytes: [UInt8] = [0x95] + Array(repeating: 0x82, count: 28)
+        bytes += Array(repeating: 0x00, count: 4 + 27 * 3 + 4)  // every key and value left, as fixint 0
+        let value = try EncodedValue(messagePack: bytes)
+        #expect(throws: CanonicalJSON.RenderingError.self) { try CanonicalJSON.render(value) }
     }
 }

@@ -36,7 +36,7 @@ struct HubProtocolPropertyTests {
         switch encoding {
         case .json:
             var text: [UInt8] = []
-            CanonicalJSON.appendMessagePack(payload, to: &text)
+            try CanonicalJSON.appendMessagePack(payload, to: &text)
             return try EncodedValue(json: text)
         case .messagePack:
             var writer = MessagePackWriter()

@@ -21,19 +21,19 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         var reader = MessagePackReader(input, maximumDepth: 32)
         if let value = try? reader.readValue() {
             var out: [UInt8] = []
-            CanonicalJSON.appendMessagePack(value, to: &out)
+            _ = try? CanonicalJSON.appendMessagePack(value, to: &out)
         }
     case 6:
         if let value = try? EncodedValue(json: input) {
             _ = try? value.decode([String: Int].self)
             _ = try? value.decode([String].self)
-            _ = CanonicalJSON.render(value)
+            _ = try? CanonicalJSON.render(value)
         }
     default:
         if let value = try? EncodedValue(messagePack: input) {
             _ = try? value.decode([String: Int].self)
             _ = try? value.decode([Double].self)
-            _ = CanonicalJSON.render(value)
+            _ = try? CanonicalJSON.render(value)
         }
     }
     return 0
@@ -47,7 +47,7 @@ func drive<P: HubMessageParser>(_ parser: P, _ input: [UInt8], chunk: Int) {
         parser.append(input.span.extracting(offset..<end))
         offset = end
         while let message = try? parser.next() {
-            _ = CanonicalJSON.render(message)
+            _ = try? CanonicalJSON.render(message)
             if case .invocation(let invocation) = message {
                 for argument in invocation.arguments { _ = try? argument.decode([String: String].self) }
             }
