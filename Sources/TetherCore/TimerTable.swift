@@ -48,11 +48,60 @@ public struct TimerTable<Key: Hashable & Sendable>: Sendable {
 
     /// Disarms and returns the timers due at `now`, earliest first.
     @inlinable
-    public mutating func expired(at now: Instant) -> [Key] {
-        // The common case (nothing due) allocates nothing.
-        guard entries.contains(where: { $0.deadline <= now }) else { return [] }
-        let due = entries.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }.map(\.key)
-        entries.removeAll { $0.deadline <= now }
-        return due
+    public mutating func expired(at now: Instant) -> ExpiredTimers<Key> {
+        // The common cases allocate nothing: nothing due, or one timer (a keep-alive) due.
+        var dueCount = 0
+        var lastDue = 0
+        for (index, entry) in entries.enumerated() where entry.deadline <= now {
+            dueCount += 1
+            lastDue = index
+        }
+        switch dueCount {
+        case 0: return ExpiredTimers(.none)
+        case 1: return ExpiredTimers(.one(entries.remove(at: lastDue).key))
+        default:
+            let due = entries.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }.map(\.key)
+            entries.removeAll { $0.deadline <= now }
+            return ExpiredTimers(.many(due))
+        }
+    }
+}
+
+/// The timers that expired at one instant, earliest first; none or one need no allocation.
+public struct ExpiredTimers<Key: Hashable & Sendable>: Sequence, Sendable {
+    @usableFromInline enum Storage: Sendable {
+        case none
+        case one(Key)
+        case many([Key])
+    }
+
+    @usableFromInline let storage: Storage
+
+    @inlinable init(_ storage: Storage) { self.storage = storage }
+
+    /// Iterates the expired timers.
+    public struct Iterator: IteratorProtocol {
+        @usableFromInline let storage: Storage
+        @usableFromInline var index = 0
+
+        @inlinable init(_ storage: Storage) { self.storage = storage }
+
+        @inlinable
+        public mutating func next() -> Key? {
+            defer { index += 1 }
+            switch storage {
+            case .none: return nil
+            case .one(let key): return index == 0 ? key : nil
+            case .many(let keys): return index < keys.count ? keys[index] : nil
+            }
+        }
+    }
+
+    @inlinable public func makeIterator() -> Iterator { Iterator(storage) }
+
+    /// Whether no timer expired.
+    @inlinable public var isEmpty: Bool {
+        if case .none = storage { return true }
+        return false
     }
 }

@@ -6,7 +6,11 @@ extension HubConnectionMachine {
     /// Encodes and sends `message`, numbering and buffering it under stateful reconnect.
     mutating func send(_ message: HubMessage, in session: inout Session, now: Instant) {
         var bytes: [UInt8] = []
-        hubProtocol.write(message, into: &bytes)
+        if case .ping = message {
+            bytes = hubProtocol.encodedPing
+        } else {
+            hubProtocol.write(message, into: &bytes)
+        }
         if message.isSequenced, var stateful = session.stateful {
             stateful.sent(bytes)
             session.stateful = stateful

@@ -115,6 +115,18 @@ public enum AnyHubProtocol: Sendable {
         }
     }
 
+    static let jsonPing = Array(#"{"type":6}"#.utf8) + [0x1E]
+    static let messagePackPing: [UInt8] = [0x02, 0x91, 0x06]
+
+    /// The framed Ping message, shared: keep-alives are the most frequent thing a connection
+    /// sends, and need not allocate.
+    var encodedPing: [UInt8] {
+        switch self {
+        case .json: Self.jsonPing
+        case .messagePack: Self.messagePackPing
+        }
+    }
+
     /// Appends the framed encoding of `message` to `bytes`.
     public func write(_ message: HubMessage, into bytes: inout [UInt8]) {
         switch self {

@@ -132,9 +132,24 @@ struct TimerTableTests {
         #expect(table.earliest == Instant(nanoseconds: 15))
         table.set(.ping, at: Instant(nanoseconds: 25))
         #expect(table.earliest == Instant(nanoseconds: 20))
-        #expect(table.expired(at: Instant(nanoseconds: 26)) == [.handshake, .ping])
+        #expect(Array(table.expired(at: Instant(nanoseconds: 26))) == [.handshake, .ping])
         #expect(table.expired(at: Instant(nanoseconds: 26)).isEmpty)
         table.cancel(.timeout)
         #expect(table.earliest == nil)
+    }
+
+    @Test func oneDueTimerLeavesTheOthersArmed() {
+        var table = TimerTable<Timer>()
+        table.set(.timeout, at: Instant(nanoseconds: 30))
+        table.set(.ping, at: Instant(nanoseconds: 15))
+        table.set(.handshake, at: Instant(nanoseconds: 20))
+        let due = table.expired(at: Instant(nanoseconds: 15))
+        #expect(Array(due) == [.ping])
+        #expect(!due.isEmpty)
+        #expect(!table.isArmed(.ping) && table.isArmed(.handshake) && table.isArmed(.timeout))
+        #expect(table.earliest == Instant(nanoseconds: 20))
+        table.set(.ping, at: Instant(nanoseconds: 40))
+        #expect(Array(table.expired(at: Instant(nanoseconds: 35))) == [.handshake, .timeout])
+        #expect(table.deadline(.ping) == Instant(nanoseconds: 40))
     }
 }

@@ -183,3 +183,15 @@ struct CanonicalJSONKeyNestingTests {
         #expect(throws: CanonicalJSON.RenderingError.self) { try CanonicalJSON.render(value) }
     }
 }
+
+struct SharedPingTests {
+    /// The machine sends a shared, pre-encoded Ping; it must be what each protocol writes.
+    @Test func sharedPingsMatchTheWriters() {
+        var json: [UInt8] = []
+        JSONHubProtocol().write(.ping, into: &json)
+        #expect(AnyHubProtocol.json(JSONHubProtocol()).encodedPing == json)
+        var messagePack: [UInt8] = []
+        MessagePackHubProtocol().write(.ping, into: &messagePack)
+        #expect(AnyHubProtocol.messagePack(MessagePackHubProtocol()).encodedPing == messagePack)
+    }
+}
