@@ -36,20 +36,9 @@ public struct EncodingContainerStack: Sendable {
     /// The container at nesting `level` (0 is the outermost).
     @inlinable
     public subscript(level: Int) -> Entry {
-        get {
-            precondition(level >= 0 && level < count, "no container at that level")
-            // Through the span: subscripting the inline array itself may copy all of it.
-            return level < Self.inlineCapacity ? inline.span[level] : spilled[level - Self.inlineCapacity]
-        }
-        set {
-            precondition(level >= 0 && level < count, "no container at that level")
-            if level < Self.inlineCapacity {
-                var entries = inline.mutableSpan
-                entries[level] = newValue
-            } else {
-                spilled[level - Self.inlineCapacity] = newValue
-            }
-        }
+        precondition(level >= 0 && level < count, "no container at that level")
+        // Through the span: subscripting the inline array itself may copy all of it.
+        return level < Self.inlineCapacity ? inline.span[level] : spilled[level - Self.inlineCapacity]
     }
 
     /// Counts one more element in the innermost container, which must be at `level` and start at

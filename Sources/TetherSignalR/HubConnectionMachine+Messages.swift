@@ -44,18 +44,16 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        var session = try takeConnectedSession()
-        defer { state = .connected(session) }
-        let id = makeInvocationId()
-        session.pending[id] = .invocation
-        let message = InvocationMessage(
-            invocationId: id,
-            target: target,
-            arguments: arguments,
-            streamIds: streamIds.isEmpty ? nil : streamIds
-        )
-        send(.invocation(message), in: &session, now: now)
-        return id
+        try startCall(.invocation, now: now) { id in
+            .invocation(
+                InvocationMessage(
+                    invocationId: id,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds.isEmpty ? nil : streamIds
+                )
+            )
+        }
     }
 
     /// Calls `target` without expecting a result (a non-blocking invocation).
@@ -83,17 +81,30 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
+        try startCall(.stream, now: now) { id in
+            .streamInvocation(
+                StreamInvocationMessage(
+                    invocationId: id,
+                    target: target,
+                    arguments: arguments,
+                    streamIds: streamIds.isEmpty ? nil : streamIds
+                )
+            )
+        }
+    }
+
+    /// Sends a call that the server answers (`kind`), under a new invocation id (used up only
+    /// when the call is sent) that it returns.
+    private mutating func startCall(
+        _ kind: Pending,
+        now: Instant,
+        _ message: (String) -> HubMessage
+    ) throws(HubConnectionError) -> String {
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         let id = makeInvocationId()
-        session.pending[id] = .stream
-        let message = StreamInvocationMessage(
-            invocationId: id,
-            target: target,
-            arguments: arguments,
-            streamIds: streamIds.isEmpty ? nil : streamIds
-        )
-        send(.streamInvocation(message), in: &session, now: now)
+        session.pending[id] = kind
+        send(message(id), in: &session, now: now)
         return id
     }
 
