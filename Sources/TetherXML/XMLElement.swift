@@ -9,8 +9,10 @@ public enum XMLNode: Hashable, Sendable {
 }
 
 /// The flat storage of one element tree: every node in document order in one array, every text
-/// and attribute value in one byte buffer. A parsed stanza therefore costs two allocations,
-/// whatever its size; names are shared (interned) strings.
+/// and attribute value in one byte buffer, and each distinct name once in a name table that the
+/// nodes refer to by index. A parsed stanza therefore costs at most three allocations, whatever
+/// its size, and its nodes hold no references (copying or freeing them is a plain memory copy);
+/// the names are the stream parser's cached strings, shared between trees.
 struct XMLTree: Sendable {
     enum Kind: UInt8, Sendable {
         case element, attribute, namespace, text
@@ -18,20 +20,26 @@ struct XMLTree: Sendable {
 
     /// One node. An element is followed by its attributes and namespace declarations, then its
     /// children; `start` is the index of its first child node and `end` the index after its
-    /// subtree. For attributes and text, `start..<end` is the value's range in `text`. A namespace
-    /// declaration keeps its prefix in `name.prefix` and its URI in `name.namespace`.
+    /// subtree. For attributes and text, `start..<end` is the value's range in `text`. `name` is
+    /// an index into `names` (unused for text); a namespace declaration's name keeps its prefix
+    /// in `prefix` and its URI in `namespace`.
     struct Node: Sendable {
         var kind: Kind
-        var name: XMLName
+        var name: UInt32
         var start: Int32
         var end: Int32
     }
 
     var nodes: [Node]
     var text: [UInt8]
+    var names: [XMLName]
 
     func string(_ node: Node) -> String {
         String(decoding: text[Int(node.start)..<Int(node.end)], as: UTF8.self)
+    }
+
+    func name(_ node: Node) -> XMLName {
+        names[Int(node.name)]
     }
 }
 
@@ -53,13 +61,13 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     var node: XMLTree.Node { tree.nodes[index] }
 
     /// The element's name.
-    public var name: XMLName { node.name }
+    public var name: XMLName { tree.name(node) }
 
     /// The element's local name.
-    public var localName: String { node.name.local }
+    public var localName: String { name.local }
 
     /// The element's namespace URI.
-    public var namespace: String? { node.name.namespace }
+    public var namespace: String? { name.namespace }
 
     /// The index range of the attribute and namespace-declaration nodes.
     var headerRange: Range<Int> { (index + 1)..<Int(node.start) }
@@ -68,7 +76,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     public var attributes: [XMLAttribute] {
         headerRange.compactMap { position in
             let attribute = tree.nodes[position]
-            return attribute.kind == .attribute ? XMLAttribute(attribute.name, tree.string(attribute)) : nil
+            return attribute.kind == .attribute ? XMLAttribute(tree.name(attribute), tree.string(attribute)) : nil
         }
     }
 
@@ -77,7 +85,8 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         headerRange.compactMap { position in
             let declaration = tree.nodes[position]
             guard declaration.kind == .namespace else { return nil }
-            return XMLNamespaceDeclaration(prefix: declaration.name.prefix, uri: declaration.name.namespace ?? "")
+            let name = tree.name(declaration)
+            return XMLNamespaceDeclaration(prefix: name.prefix, uri: name.namespace ?? "")
         }
     }
 
@@ -86,7 +95,9 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     public func attribute(_ local: String, namespace: String? = nil) -> String? {
         for position in headerRange {
             let attribute = tree.nodes[position]
-            if attribute.kind == .attribute, attribute.name.local == local, attribute.name.namespace == namespace {
+            guard attribute.kind == .attribute else { continue }
+            let name = tree.name(attribute)
+            if name.local == local, name.namespace == namespace {
                 return tree.string(attribute)
             }
         }
@@ -133,8 +144,9 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         forEachChildIndex { position in
             guard found == nil else { return }
             let child = tree.nodes[position]
-            if child.kind == .element, child.name.local == local, namespace == nil || child.name.namespace == namespace
-            {
+            guard child.kind == .element else { return }
+            let name = tree.name(child)
+            if name.local == local, namespace == nil || name.namespace == namespace {
                 found = XMLElement(tree: tree, index: position)
             }
         }
@@ -216,35 +228,53 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 
 /// Builds element trees into reusable buffers: the stream parser keeps one and copies each
 /// finished stanza out into exactly sized buffers.
+///
+/// Names go into the tree's name table first (`addName`); elements, attributes and namespace
+/// declarations then refer to them by index. After an element's attributes and declarations,
+/// `endHeader()` marks where its children start.
 struct XMLTreeBuilder {
     var nodes: [XMLTree.Node] = []
     var text: [UInt8] = []
+    var names: [XMLName] = []
     /// Indices of the elements still open.
     var open: [Int] = []
     /// The text node that character data continues (Expat delivers text in pieces), if any.
     var currentText: Int?
+    /// Identifies the tree being built (incremented by `finish()` and `reset()`), so that a name
+    /// cache can tell whether a name is already in this tree's table.
+    private(set) var generation: UInt64 = 1
 
     var depth: Int { open.count }
 
-    mutating func startElement(_ name: XMLName) {
+    /// Adds a name to the tree's name table and returns its index.
+    mutating func addName(_ name: XMLName) -> UInt32 {
+        names.append(name)
+        return UInt32(names.count - 1)
+    }
+
+    /// Starts an element named by the name-table entry `name`; add its attributes and namespace
+    /// declarations next, then call `endHeader()`.
+    mutating func startElement(_ name: UInt32) {
         currentText = nil
         open.append(nodes.count)
-        nodes.append(XMLTree.Node(kind: .element, name: name, start: Int32(nodes.count + 1), end: 0))
+        nodes.append(XMLTree.Node(kind: .element, name: name, start: 0, end: 0))
     }
 
     /// Adds an attribute of the element just started.
-    mutating func attribute(_ name: XMLName, value: Span<UInt8>) {
+    mutating func attribute(_ name: UInt32, value: Span<UInt8>) {
         let start = Int32(text.count)
         text.append(copying: value)
         nodes.append(XMLTree.Node(kind: .attribute, name: name, start: start, end: Int32(text.count)))
-        nodes[open[open.count - 1]].start = Int32(nodes.count)
     }
 
-    /// Adds a namespace declaration of the element just started.
-    mutating func namespaceDeclaration(prefix: String?, uri: String) {
-        nodes.append(
-            XMLTree.Node(kind: .namespace, name: XMLName("", namespace: uri, prefix: prefix), start: 0, end: 0)
-        )
+    /// Adds a namespace declaration of the element just started (`name`: a name whose prefix and
+    /// namespace are the declared prefix and URI).
+    mutating func namespaceDeclaration(_ name: UInt32) {
+        nodes.append(XMLTree.Node(kind: .namespace, name: name, start: 0, end: 0))
+    }
+
+    /// Marks the end of the attributes and declarations of the element just started.
+    mutating func endHeader() {
         nodes[open[open.count - 1]].start = Int32(nodes.count)
     }
 
@@ -258,7 +288,7 @@ struct XMLTreeBuilder {
         let start = Int32(text.count)
         text.append(copying: bytes)
         currentText = nodes.count
-        nodes.append(XMLTree.Node(kind: .text, name: XMLName(""), start: start, end: Int32(text.count)))
+        nodes.append(XMLTree.Node(kind: .text, name: 0, start: start, end: Int32(text.count)))
     }
 
     mutating func endElement() {
@@ -272,16 +302,19 @@ struct XMLTreeBuilder {
     mutating func finish() -> XMLElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
         // Copies into new, exactly sized buffers, so the builder keeps its own (unshared) ones.
-        var treeNodes: [XMLTree.Node] = []
-        treeNodes.reserveCapacity(nodes.count)
-        treeNodes.append(contentsOf: nodes)
-        var treeText: [UInt8] = []
-        treeText.reserveCapacity(text.count)
-        treeText.append(contentsOf: text)
-        let tree = XMLTree(nodes: treeNodes, text: treeText)
+        let tree = XMLTree(nodes: Self.exactCopy(nodes), text: Self.exactCopy(text), names: Self.exactCopy(names))
         nodes.removeAll(keepingCapacity: true)
         text.removeAll(keepingCapacity: true)
+        names.removeAll(keepingCapacity: true)
+        generation += 1
         return XMLElement(tree: tree, index: 0)
+    }
+
+    private static func exactCopy<Element>(_ source: [Element]) -> [Element] {
+        var copy: [Element] = []
+        copy.reserveCapacity(source.count)
+        copy.append(contentsOf: source)
+        return copy
     }
 
     /// Discards a partly built tree.
@@ -289,7 +322,9 @@ struct XMLTreeBuilder {
         currentText = nil
         nodes.removeAll(keepingCapacity: true)
         text.removeAll(keepingCapacity: true)
+        names.removeAll(keepingCapacity: true)
         open.removeAll(keepingCapacity: true)
+        generation += 1
     }
 
     mutating func append(
@@ -298,13 +333,14 @@ struct XMLTreeBuilder {
         namespaceDeclarations: [XMLNamespaceDeclaration],
         children: [XMLNode]
     ) {
-        startElement(name)
+        startElement(addName(name))
         for declaration in namespaceDeclarations {
-            namespaceDeclaration(prefix: declaration.prefix, uri: declaration.uri)
+            namespaceDeclaration(addName(XMLName("", namespace: declaration.uri, prefix: declaration.prefix)))
         }
         for attribute in attributes {
-            self.attribute(attribute.name, value: attribute.value.utf8.span)
+            self.attribute(addName(attribute.name), value: attribute.value.utf8.span)
         }
+        endHeader()
         for child in children {
             switch child {
             case .element(let element): copy(element)
@@ -315,21 +351,26 @@ struct XMLTreeBuilder {
     }
 
     mutating func copy(_ element: XMLElement) {
-        startElement(element.name)
+        let tree = element.tree
+        startElement(addName(element.name))
         for position in element.headerRange {
-            let header = element.tree.nodes[position]
+            let header = tree.nodes[position]
             if header.kind == .namespace {
-                namespaceDeclaration(prefix: header.name.prefix, uri: header.name.namespace ?? "")
+                namespaceDeclaration(addName(tree.name(header)))
             } else {
-                attribute(header.name, value: element.tree.text.span.extracting(Int(header.start)..<Int(header.end)))
+                attribute(
+                    addName(tree.name(header)),
+                    value: tree.text.span.extracting(Int(header.start)..<Int(header.end))
+                )
             }
         }
+        endHeader()
         element.forEachChildIndex { position in
-            let child = element.tree.nodes[position]
+            let child = tree.nodes[position]
             if child.kind == .element {
-                copy(XMLElement(tree: element.tree, index: position))
+                copy(XMLElement(tree: tree, index: position))
             } else {
-                characters(element.tree.text.span.extracting(Int(child.start)..<Int(child.end)))
+                characters(tree.text.span.extracting(Int(child.start)..<Int(child.end)))
             }
         }
         endElement()

@@ -129,7 +129,7 @@ public enum XMLSerializer {
         qualifiedName(prefix, name.local, &bytes)
         // The declarations written on the original element, where the scope lacks them.
         for position in element.headerRange where tree.nodes[position].kind == .namespace {
-            let declaration = tree.nodes[position].name
+            let declaration = tree.name(tree.nodes[position])
             let declaredURI = declaration.namespace ?? ""
             guard declaration.prefix != "xml", scope.uri(for: declaration.prefix) != declaredURI else { continue }
             if declaration.prefix != nil && declaredURI.isEmpty { continue }
@@ -142,17 +142,18 @@ public enum XMLSerializer {
         }
         for position in element.headerRange where tree.nodes[position].kind == .attribute {
             let attribute = tree.nodes[position]
+            let attributeName = tree.name(attribute)
             var attributePrefix: String?
-            if let namespace = attribute.name.namespace, !namespace.isEmpty {
+            if let namespace = attributeName.namespace, !namespace.isEmpty {
                 if namespace == XMLName.xmlNamespace {
                     attributePrefix = "xml"
-                } else if let original = attribute.name.prefix, original != "xml", scope.uri(for: original) == namespace
+                } else if let original = attributeName.prefix, original != "xml", scope.uri(for: original) == namespace
                 {
                     attributePrefix = original
                 } else if let bound = scope.prefixes.first(where: { $0.value == namespace })?.key {
                     attributePrefix = bound
                 } else {
-                    var candidate = attribute.name.prefix ?? ""
+                    var candidate = attributeName.prefix ?? ""
                     if candidate.isEmpty || candidate == "xml" || scope.prefixes[candidate] != nil {
                         repeat {
                             generated += 1
@@ -165,7 +166,7 @@ public enum XMLSerializer {
                 }
             }
             bytes.append(UInt8(ascii: " "))
-            qualifiedName(attributePrefix, attribute.name.local, &bytes)
+            qualifiedName(attributePrefix, attributeName.local, &bytes)
             bytes.append(contentsOf: "='".utf8)
             appendEscaped(tree.text.span.extracting(Int(attribute.start)..<Int(attribute.end)), &bytes, attribute: true)
             bytes.append(UInt8(ascii: "'"))

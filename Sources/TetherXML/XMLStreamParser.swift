@@ -34,18 +34,24 @@ import TetherCore
         /// The most elements in one top-level element, counting it (default 25,000, prosody's
         /// `c2s_max_child_elements`).
         public var maximumElements: Int
+        /// The slots of the parser's name cache (default 512, rounded up to a power of two): at
+        /// most half of them hold a name at a time (of at most 512 bytes), and when they are all
+        /// used the cache starts again, so a peer inventing new names costs bounded memory.
+        public var nameCacheCapacity: Int
 
         /// Creates a configuration.
         public init(
             maximumElementSize: Int = 256 * 1024,
             maximumDepth: Int = 64,
             maximumAttributes: Int = 64,
-            maximumElements: Int = 25_000
+            maximumElements: Int = 25_000,
+            nameCacheCapacity: Int = 512
         ) {
             self.maximumElementSize = maximumElementSize
             self.maximumDepth = maximumDepth
             self.maximumAttributes = maximumAttributes
             self.maximumElements = maximumElements
+            self.nameCacheCapacity = nameCacheCapacity
         }
     }
 
@@ -60,19 +66,25 @@ import TetherCore
     }
 
     private let parser: XML_Parser
-    private let state: XMLStreamParserState
+    /// The state the callbacks work on, reached through Expat's user data pointer. It lives
+    /// behind a pointer this struct owns (allocated in `init`, freed in `deinit`) rather than in a
+    /// class, so that the callbacks' many accesses are not checked for exclusivity at run time.
+    /// Expat is never called from inside an access to it, and callbacks only run inside Expat.
+    private let state: UnsafeMutablePointer<XMLStreamParserState>
 
     /// What happened to reparse deferral on this parser.
     public private(set) var reparseDeferral: ReparseDeferral
 
     /// A parser at the start of a stream.
     public init(configuration: Configuration = Configuration()) {
-        state = XMLStreamParserState(configuration: configuration)
         // The separator byte 0x1F cannot occur in names or namespace URIs.
         guard let parser = unsafe XML_ParserCreateNS("UTF-8", 0x1F) else {
             fatalError("Expat could not allocate a parser (out of memory)")
         }
         unsafe self.parser = parser
+        let state = UnsafeMutablePointer<XMLStreamParserState>.allocate(capacity: 1)
+        unsafe state.initialize(to: XMLStreamParserState(configuration: configuration, parser: parser))
+        unsafe self.state = state
         unsafe XML_SetReturnNSTriplet(parser, 1)
         reparseDeferral = .absent
         reparseDeferral = unsafe Self.configure(parser, state)
@@ -80,12 +92,16 @@ import TetherCore
 
     deinit {
         unsafe XML_ParserFree(parser)
+        unsafe state.deinitialize(count: 1)
+        unsafe state.deallocate()
     }
 
     /// Registers the handlers and settings (again after every reset, which clears them).
-    private static func configure(_ parser: XML_Parser, _ state: XMLStreamParserState) -> ReparseDeferral {
-        unsafe state.parser = parser
-        unsafe XML_SetUserData(parser, Unmanaged.passUnretained(state).toOpaque())
+    private static func configure(
+        _ parser: XML_Parser,
+        _ state: UnsafeMutablePointer<XMLStreamParserState>
+    ) -> ReparseDeferral {
+        unsafe XML_SetUserData(parser, UnsafeMutableRawPointer(state))
         unsafe XML_SetElementHandler(parser, xmlStartElement, xmlEndElement)
         unsafe XML_SetCharacterDataHandler(parser, xmlCharacters)
         unsafe XML_SetStartNamespaceDeclHandler(parser, xmlStartNamespace)
@@ -106,69 +122,46 @@ import TetherCore
 
     /// Adds received bytes (copied; parsed by the following `next()` calls).
     public mutating func append(_ bytes: Span<UInt8>) {
-        guard state.failure == nil else { return }
-        state.pending.append(copying: bytes)
+        guard unsafe state.pointee.failure == nil else { return }
+        unsafe state.pointee.pending.append(copying: bytes)
     }
 
     /// Whether received bytes are waiting that have not produced an event yet (a partial element).
     public var hasPendingBytes: Bool {
-        !state.pending.isEmpty || state.suspended || state.totalFed > state.lastBoundary
+        unsafe state.pointee.hasPendingBytes
     }
 
     /// The next event, or nil if more bytes are needed.
     public mutating func next() throws(XMLStreamError) -> XMLStreamEvent? {
         while true {
-            if let failure = state.failure { throw failure }
-            if let event = state.event {
-                state.event = nil
+            if let failure = unsafe state.pointee.failure { throw failure }
+            if let event = unsafe state.pointee.event {
+                unsafe state.pointee.event = nil
                 return event
             }
             let status: XML_Status
-            if state.suspended {
+            if unsafe state.pointee.suspended {
                 status = unsafe XML_ResumeParser(parser)
-            } else if !state.pending.isEmpty {
+            } else if unsafe !state.pointee.pending.isEmpty {
                 status = feedPending()
             } else {
                 return nil
             }
-            switch status {
-            case XML_STATUS_SUSPENDED:
-                state.suspended = true
-            case XML_STATUS_OK:
-                state.suspended = false
-                state.chunk.removeAll(keepingCapacity: true)
-            default:
-                state.suspended = false
-                state.fail(Self.error(for: unsafe XML_GetErrorCode(parser)))
-            }
-            // Bound what the parser holds: the current element (or the bytes since the last
-            // element, such as an unfinished start tag) must stay within the size limit.
-            if state.failure == nil, state.totalFed - state.lastBoundary > state.configuration.maximumElementSize {
-                tooLarge(state)
-            }
+            unsafe state.pointee.parsed(status)
         }
     }
 
     /// Feeds every pending byte to Expat.
     private mutating func feedPending() -> XML_Status {
-        swap(&state.chunk, &state.pending)
-        state.pending.removeAll(keepingCapacity: true)
-        state.chunkStart = state.totalFed
-        if state.totalFed == 0, let first = state.chunk.first,
-            first == 0xEF || first == 0xFE || first == 0xFF || first == 0
-        {
-            // A UTF-8 stream starts with '<' or whitespace; these start byte-order marks or
-            // UTF-16/32 text.
-            state.fail(.init(.unsupportedEncoding, "the stream does not start as UTF-8 text (byte-order mark?)"))
-            return XML_STATUS_ERROR
-        }
-        state.totalFed += state.chunk.count
-        let count = Int32(state.chunk.count)
-        return unsafe state.chunk.withUnsafeBufferPointer { buffer in
+        guard unsafe state.pointee.takePending() else { return XML_STATUS_ERROR }
+        // A copy of the array reference: the callbacks run during the call and must not overlap
+        // an access to the state.
+        let chunk = unsafe state.pointee.chunk
+        return unsafe chunk.withUnsafeBufferPointer { buffer in
             unsafe XML_Parse(
                 parser,
                 UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                count,
+                Int32(buffer.count),
                 0
             )
         }
@@ -181,14 +174,9 @@ import TetherCore
     /// `<proceed/>`); after `<success/>` append the returned bytes again, after `<proceed/>` they
     /// are TLS records.
     public mutating func restart() -> [UInt8] {
-        var remainder: [UInt8] = []
-        if state.suspended || !state.chunk.isEmpty {
-            let offset = max(0, state.lastBoundary - state.chunkStart)
-            if offset < state.chunk.count { remainder.append(contentsOf: state.chunk[offset...]) }
-        }
-        remainder.append(contentsOf: state.pending)
+        let remainder = unsafe state.pointee.unconsumedBytes()
         _ = unsafe XML_ParserReset(parser, "UTF-8")
-        state.reset()
+        unsafe state.pointee.reset()
         reparseDeferral = unsafe Self.configure(parser, state)
         return remainder
     }
@@ -210,14 +198,18 @@ import TetherCore
 }
 
 /// The mutable state Expat's callbacks work on (reached through Expat's user data pointer).
-@safe final class XMLStreamParserState {
+@safe struct XMLStreamParserState {
     let configuration: XMLStreamParser.Configuration
-    /// The Expat parser the callbacks run for (set once; the parser struct owns and frees it).
-    var parser: XML_Parser?
+    /// The Expat parser the callbacks run for (the parser struct owns and frees it).
+    let parser: XML_Parser
     var builder = XMLTreeBuilder()
-    var names = StringInterner(capacity: 4096)
-    /// Namespace declarations reported for the element about to start.
-    var declarations: [XMLNamespaceDeclaration] = []
+    var names: XMLNameCache
+    /// Namespace declarations reported for the element about to start (name-table indices).
+    var declarations: [UInt32] = []
+    /// Namespace declarations reported for the stream header.
+    var headerDeclarations: [XMLNamespaceDeclaration] = []
+    /// Scratch space for the cache key of a namespace declaration.
+    var declarationKey: [UInt8] = []
 
     /// Open elements, the stream root included.
     var depth = 0
@@ -240,13 +232,20 @@ import TetherCore
     /// The stream offset where the current top-level element starts.
     var elementStart = 0
 
-    init(configuration: XMLStreamParser.Configuration) {
+    init(configuration: XMLStreamParser.Configuration, parser: XML_Parser) {
         self.configuration = configuration
+        unsafe self.parser = parser
+        names = XMLNameCache(capacity: configuration.nameCacheCapacity)
     }
 
-    func reset() {
+    var hasPendingBytes: Bool {
+        !pending.isEmpty || suspended || totalFed > lastBoundary
+    }
+
+    mutating func reset() {
         builder.reset()
         declarations.removeAll(keepingCapacity: true)
+        headerDeclarations.removeAll(keepingCapacity: true)
         depth = 0
         elementCount = 0
         event = nil
@@ -260,184 +259,296 @@ import TetherCore
         elementStart = 0
     }
 
+    /// Moves the pending bytes to `chunk` for feeding; false (and a failure) if the stream does
+    /// not start as UTF-8.
+    mutating func takePending() -> Bool {
+        swap(&chunk, &pending)
+        pending.removeAll(keepingCapacity: true)
+        chunkStart = totalFed
+        if totalFed == 0, let first = chunk.first, first == 0xEF || first == 0xFE || first == 0xFF || first == 0 {
+            // A UTF-8 stream starts with '<' or whitespace; these start byte-order marks or
+            // UTF-16/32 text.
+            fail(.init(.unsupportedEncoding, "the stream does not start as UTF-8 text (byte-order mark?)"))
+            return false
+        }
+        totalFed += chunk.count
+        return true
+    }
+
+    /// Takes note of what an `XML_Parse`/`XML_ResumeParser` call returned.
+    mutating func parsed(_ status: XML_Status) {
+        switch status {
+        case XML_STATUS_SUSPENDED:
+            suspended = true
+        case XML_STATUS_OK:
+            suspended = false
+            chunk.removeAll(keepingCapacity: true)
+        default:
+            suspended = false
+            fail(XMLStreamParser.error(for: unsafe XML_GetErrorCode(parser)))
+        }
+        // Bound what the parser holds: the current element (or the bytes since the last
+        // element, such as an unfinished start tag) must stay within the size limit.
+        if failure == nil, totalFed - lastBoundary > configuration.maximumElementSize {
+            tooLarge()
+        }
+    }
+
+    /// The bytes received after the last event.
+    func unconsumedBytes() -> [UInt8] {
+        var remainder: [UInt8] = []
+        if suspended || !chunk.isEmpty {
+            let offset = max(0, lastBoundary - chunkStart)
+            if offset < chunk.count { remainder.append(contentsOf: chunk[offset...]) }
+        }
+        remainder.append(contentsOf: pending)
+        return remainder
+    }
+
     /// Whether the current top-level element has grown past the size limit.
     func elementTooLarge() -> Bool {
         currentEnd() - elementStart > configuration.maximumElementSize
     }
 
-    func fail(_ error: XMLStreamError) {
+    mutating func fail(_ error: XMLStreamError) {
         if failure == nil { failure = error }
         builder.reset()
         pending.removeAll()
         chunk.removeAll()
     }
 
-    /// Splits an Expat triplet name (`uri␟local␟prefix`, `uri␟local` or `local`) into a name.
-    func name(_ raw: UnsafePointer<CChar>) -> XMLName {
-        let bytes = unsafe UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self)
-        let length = unsafe strlen(raw)
-        let span = unsafe Span(_unsafeStart: bytes, count: length)
-        guard let first = ByteScanning.firstIndex(of: 0x1F, in: span, from: 0, to: length) else {
-            return XMLName(names.intern(span))
-        }
-        let namespace = names.intern(span.extracting(0..<first))
-        guard let second = ByteScanning.firstIndex(of: 0x1F, in: span, from: first + 1, to: length) else {
-            return XMLName(names.intern(span.extracting((first + 1)..<length)), namespace: namespace)
-        }
-        return XMLName(
-            names.intern(span.extracting((first + 1)..<second)),
-            namespace: namespace,
-            prefix: names.intern(span.extracting((second + 1)..<length))
-        )
+    /// Fails the stream and aborts parsing.
+    mutating func abort(_ error: XMLStreamError) {
+        fail(error)
+        _ = unsafe XML_StopParser(parser, 0)
     }
 
-    func string(_ raw: UnsafePointer<CChar>?) -> String? {
-        guard let raw = unsafe raw else { return nil }
-        return unsafe String(cString: raw)
+    mutating func tooLarge() {
+        abort(.init(.policyViolation, "element larger than \(configuration.maximumElementSize) bytes"))
+    }
+
+    mutating func tooManyAttributes() {
+        let limit = configuration.maximumAttributes
+        abort(.init(.policyViolation, "more than \(limit) attributes (namespace declarations included)"))
+    }
+
+    /// Ends the current `XML_Parse`/`XML_ResumeParser` call after an event (resumable), noting
+    /// where the event's bytes end.
+    mutating func stopAfterEvent() {
+        lastBoundary = currentEnd()
+        _ = unsafe XML_StopParser(parser, 1)
     }
 
     /// The stream offset just after the current event.
     func currentEnd() -> Int {
         Int(unsafe XML_GetCurrentByteIndex(parser)) + Int(unsafe XML_GetCurrentByteCount(parser))
     }
+
+    // MARK: Callbacks
+
+    mutating func startElement(
+        _ rawName: UnsafePointer<CChar>,
+        _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+    ) {
+        guard failure == nil else { return }
+        let limits = configuration
+        if depth == 0 {
+            return unsafe startStream(rawName, rawAttributes)
+        }
+        // Namespace declarations (already reported) count as attributes.
+        let declared = declarations.count
+        if depth == 1 {
+            elementCount = 0
+            elementStart = Int(unsafe XML_GetCurrentByteIndex(parser))
+        }
+        elementCount += 1
+        guard depth <= limits.maximumDepth else {
+            return abort(.init(.policyViolation, "elements nested deeper than \(limits.maximumDepth)"))
+        }
+        guard elementCount <= limits.maximumElements else {
+            return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
+        }
+        let name = unsafe names.treeIndex(of: rawName, count: strlen(rawName), in: &builder, make: Self.name)
+        builder.startElement(name)
+        for declaration in declarations { builder.namespaceDeclaration(declaration) }
+        declarations.removeAll(keepingCapacity: true)
+        if let rawAttributes = unsafe rawAttributes {
+            var index = 0
+            while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
+                guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes() }
+                let name = unsafe names.treeIndex(
+                    of: attributeName,
+                    count: strlen(attributeName),
+                    in: &builder,
+                    make: Self.name
+                )
+                let bytes = unsafe UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
+                unsafe builder.attribute(name, value: Span(_unsafeStart: bytes, count: strlen(value)))
+                index += 2
+            }
+        }
+        builder.endHeader()
+        depth += 1
+    }
+
+    /// The stream header (the root element's start tag).
+    private mutating func startStream(
+        _ rawName: UnsafePointer<CChar>,
+        _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+    ) {
+        let name = unsafe names.name(of: rawName, count: strlen(rawName), make: Self.name)
+        var attributes: [XMLAttribute] = []
+        if let rawAttributes = unsafe rawAttributes {
+            var index = 0
+            while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
+                guard headerDeclarations.count + index / 2 < configuration.maximumAttributes else {
+                    return tooManyAttributes()
+                }
+                let attribute = unsafe names.name(of: attributeName, count: strlen(attributeName), make: Self.name)
+                unsafe attributes.append(XMLAttribute(attribute, String(cString: value)))
+                index += 2
+            }
+        }
+        event = .streamOpen(
+            XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: headerDeclarations)
+        )
+        headerDeclarations.removeAll(keepingCapacity: true)
+        depth = 1
+        stopAfterEvent()
+    }
+
+    mutating func endElement() {
+        guard failure == nil else { return }
+        depth -= 1
+        if depth == 0 {
+            event = .streamClose
+            stopAfterEvent()
+            return
+        }
+        builder.endElement()
+        if depth == 1 {
+            guard !elementTooLarge() else { return tooLarge() }
+            event = .element(builder.finish())
+            stopAfterEvent()
+        }
+    }
+
+    mutating func characters(_ text: UnsafePointer<CChar>, _ length: Int) {
+        guard failure == nil else { return }
+        if depth >= 2 {
+            guard !elementTooLarge() else { return tooLarge() }
+            let bytes = unsafe UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
+            unsafe builder.characters(Span(_unsafeStart: bytes, count: length))
+        } else {
+            // Text directly inside the stream element (whitespace keep-alives) is ignored.
+            lastBoundary = currentEnd()
+        }
+    }
+
+    mutating func startNamespace(_ prefix: UnsafePointer<CChar>?, _ uri: UnsafePointer<CChar>?) {
+        guard failure == nil else { return }
+        if depth == 0 {
+            guard headerDeclarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
+            unsafe headerDeclarations.append(
+                XMLNamespaceDeclaration(
+                    prefix: prefix.map { unsafe String(cString: $0) },
+                    uri: uri.map { unsafe String(cString: $0) } ?? ""
+                )
+            )
+            return
+        }
+        guard declarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
+        // The key: 0x1E (never in a name, so no element or attribute name collides), the prefix,
+        // 0x1F, the URI.
+        declarationKey.removeAll(keepingCapacity: true)
+        declarationKey.append(0x1E)
+        if let prefix = unsafe prefix {
+            unsafe declarationKey.append(
+                contentsOf: UnsafeRawBufferPointer(start: prefix, count: strlen(prefix))
+            )
+        }
+        declarationKey.append(0x1F)
+        if let uri = unsafe uri {
+            unsafe declarationKey.append(contentsOf: UnsafeRawBufferPointer(start: uri, count: strlen(uri)))
+        }
+        let key = declarationKey
+        let index = unsafe key.withUnsafeBytes { key in
+            unsafe names.treeIndex(of: key.baseAddress!, count: key.count, in: &builder, make: Self.declarationName)
+        }
+        declarations.append(index)
+    }
+
+    /// The name for Expat's triplet `uri␟local␟prefix`, `uri␟local` or `local` (valid UTF-8).
+    static func name(_ bytes: UnsafeRawBufferPointer) -> XMLName {
+        guard let first = unsafe bytes.firstIndex(of: 0x1F) else {
+            return unsafe XMLName(String(decoding: bytes, as: UTF8.self))
+        }
+        let namespace = unsafe String(decoding: bytes[..<first], as: UTF8.self)
+        let rest = unsafe bytes[(first + 1)...]
+        guard let second = unsafe rest.firstIndex(of: 0x1F) else {
+            return unsafe XMLName(String(decoding: rest, as: UTF8.self), namespace: namespace)
+        }
+        return unsafe XMLName(
+            String(decoding: bytes[(first + 1)..<second], as: UTF8.self),
+            namespace: namespace,
+            prefix: String(decoding: bytes[(second + 1)...], as: UTF8.self)
+        )
+    }
+
+    /// The name for a declaration key `0x1E prefix 0x1F uri`: prefix and URI.
+    static func declarationName(_ bytes: UnsafeRawBufferPointer) -> XMLName {
+        let separator = unsafe bytes.firstIndex(of: 0x1F)!
+        let prefix = unsafe String(decoding: bytes[1..<separator], as: UTF8.self)
+        let uri = unsafe String(decoding: bytes[(separator + 1)...], as: UTF8.self)
+        return XMLName("", namespace: uri, prefix: prefix.isEmpty ? nil : prefix)
+    }
 }
 
 // MARK: - Expat callbacks (C function pointers; the state arrives as user data)
 
-private func parserState(_ userData: UnsafeMutableRawPointer?) -> XMLStreamParserState {
-    unsafe Unmanaged<XMLStreamParserState>.fromOpaque(userData!).takeUnretainedValue()
-}
-
-/// Ends the current `XML_Parse`/`XML_ResumeParser` call after an event (resumable), noting
-/// where the event's bytes end.
-private func stopAfterEvent(_ state: XMLStreamParserState) {
-    state.lastBoundary = state.currentEnd()
-    _ = unsafe XML_StopParser(state.parser, 1)
-}
-
-private func tooManyAttributes(_ state: XMLStreamParserState) {
-    let limit = state.configuration.maximumAttributes
-    abort(state, .init(.policyViolation, "more than \(limit) attributes (namespace declarations included)"))
-}
-
-func tooLarge(_ state: XMLStreamParserState) {
-    abort(state, .init(.policyViolation, "element larger than \(state.configuration.maximumElementSize) bytes"))
-}
-
-/// Fails the stream and aborts parsing.
-private func abort(_ state: XMLStreamParserState, _ error: XMLStreamError) {
-    state.fail(error)
-    _ = unsafe XML_StopParser(state.parser, 0)
+private func parserState(_ userData: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<XMLStreamParserState> {
+    unsafe userData!.assumingMemoryBound(to: XMLStreamParserState.self)
 }
 
 private let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawAttributes in
-    let state = unsafe parserState(userData)
-    guard state.failure == nil, let rawName = unsafe rawName else { return }
-    let name = unsafe state.name(rawName)
-    let limits = state.configuration
-    // Namespace declarations (already reported) count as attributes.
-    let declared = state.declarations.count
-    if state.depth == 0 {
-        var attributes: [XMLAttribute] = []
-        var index = 0
-        while let attributeName = unsafe rawAttributes?[index], let value = unsafe rawAttributes?[index + 1] {
-            guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes(state) }
-            unsafe attributes.append(XMLAttribute(state.name(attributeName), String(cString: value)))
-            index += 2
-        }
-        state.event = .streamOpen(
-            XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: state.declarations)
-        )
-        state.declarations.removeAll(keepingCapacity: true)
-        state.depth = 1
-        stopAfterEvent(state)
-        return
-    }
-    if state.depth == 1 {
-        state.elementCount = 0
-        state.elementStart = Int(unsafe XML_GetCurrentByteIndex(state.parser))
-    }
-    state.elementCount += 1
-    guard state.depth <= limits.maximumDepth else {
-        return abort(state, .init(.policyViolation, "elements nested deeper than \(limits.maximumDepth)"))
-    }
-    guard state.elementCount <= limits.maximumElements else {
-        return abort(state, .init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
-    }
-    state.builder.startElement(name)
-    for declaration in state.declarations {
-        state.builder.namespaceDeclaration(prefix: declaration.prefix, uri: declaration.uri)
-    }
-    state.declarations.removeAll(keepingCapacity: true)
-    var index = 0
-    while let attributeName = unsafe rawAttributes?[index], let value = unsafe rawAttributes?[index + 1] {
-        guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes(state) }
-        let length = unsafe strlen(value)
-        let bytes = unsafe UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
-        unsafe state.builder.attribute(state.name(attributeName), value: Span(_unsafeStart: bytes, count: length))
-        index += 2
-    }
-    state.depth += 1
+    guard let rawName = unsafe rawName else { return }
+    unsafe parserState(userData).pointee.startElement(rawName, rawAttributes)
 }
 
 private let xmlEndElement: XML_EndElementHandler = { userData, _ in
-    let state = unsafe parserState(userData)
-    guard state.failure == nil else { return }
-    state.depth -= 1
-    if state.depth == 0 {
-        state.event = .streamClose
-        stopAfterEvent(state)
-        return
-    }
-    state.builder.endElement()
-    if state.depth == 1 {
-        guard !state.elementTooLarge() else { return tooLarge(state) }
-        state.event = .element(state.builder.finish())
-        stopAfterEvent(state)
-    }
+    unsafe parserState(userData).pointee.endElement()
 }
 
 private let xmlCharacters: XML_CharacterDataHandler = { userData, text, length in
-    let state = unsafe parserState(userData)
-    guard state.failure == nil, let text = unsafe text else { return }
-    if state.depth >= 2 {
-        guard !state.elementTooLarge() else { return tooLarge(state) }
-        let bytes = unsafe UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
-        unsafe state.builder.characters(Span(_unsafeStart: bytes, count: Int(length)))
-    } else {
-        // Text directly inside the stream element (whitespace keep-alives) is ignored.
-        state.lastBoundary = state.currentEnd()
-    }
+    guard let text = unsafe text else { return }
+    unsafe parserState(userData).pointee.characters(text, Int(length))
 }
 
 private let xmlStartNamespace: XML_StartNamespaceDeclHandler = { userData, prefix, uri in
-    let state = unsafe parserState(userData)
-    guard state.failure == nil else { return }
-    guard state.declarations.count < state.configuration.maximumAttributes else { return tooManyAttributes(state) }
-    unsafe state.declarations.append(
-        XMLNamespaceDeclaration(prefix: state.string(prefix), uri: state.string(uri) ?? "")
-    )
+    unsafe parserState(userData).pointee.startNamespace(prefix, uri)
 }
 
 private let xmlDeclaration: XML_XmlDeclHandler = { userData, _, encoding, _ in
-    let state = unsafe parserState(userData)
-    if let encoding = unsafe state.string(encoding), encoding.lowercased() != "utf-8" {
-        abort(state, .init(.unsupportedEncoding, "the XML declaration names the encoding \(encoding)"))
+    guard let encoding = unsafe encoding.map({ unsafe String(cString: $0) }), encoding.lowercased() != "utf-8" else {
+        return
     }
+    unsafe parserState(userData).pointee.abort(
+        .init(.unsupportedEncoding, "the XML declaration names the encoding \(encoding)")
+    )
 }
 
 private let xmlComment: XML_CommentHandler = { userData, _ in
-    unsafe abort(parserState(userData), .init(.restrictedXML, "comment"))
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "comment"))
 }
 
 private let xmlProcessingInstruction: XML_ProcessingInstructionHandler = { userData, _, _ in
-    unsafe abort(parserState(userData), .init(.restrictedXML, "processing instruction"))
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "processing instruction"))
 }
 
 private let xmlDoctype: XML_StartDoctypeDeclHandler = { userData, _, _, _, _ in
-    unsafe abort(parserState(userData), .init(.restrictedXML, "document type declaration"))
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "document type declaration"))
 }
 
 private let xmlEntityDeclaration: XML_EntityDeclHandler = { userData, _, _, _, _, _, _, _, _ in
-    unsafe abort(parserState(userData), .init(.restrictedXML, "entity declaration"))
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "entity declaration"))
 }
