@@ -32,14 +32,24 @@ struct XMLTree: Sendable {
 
     var nodes: [Node]
     var text: [UInt8]
-    var names: [XMLName]
+    var names: [XMLNameBox]
 
     func string(_ node: Node) -> String {
         String(decoding: text[Int(node.start)..<Int(node.end)], as: UTF8.self)
     }
 
     func name(_ node: Node) -> XMLName {
-        names[Int(node.name)]
+        names[Int(node.name)].name
+    }
+}
+
+/// A name shared by reference, so that a tree's name table holds one counted reference per name
+/// (instead of three strings) and trees from one parser share the cached names.
+final class XMLNameBox: Sendable {
+    let name: XMLName
+
+    init(_ name: XMLName) {
+        self.name = name
     }
 }
 
@@ -96,8 +106,8 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         for position in headerRange {
             let attribute = tree.nodes[position]
             guard attribute.kind == .attribute else { continue }
-            let name = tree.name(attribute)
-            if name.local == local, name.namespace == namespace {
+            let box = tree.names[Int(attribute.name)]
+            if box.name.local == local, box.name.namespace == namespace {
                 return tree.string(attribute)
             }
         }
@@ -145,8 +155,8 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
             guard found == nil else { return }
             let child = tree.nodes[position]
             guard child.kind == .element else { return }
-            let name = tree.name(child)
-            if name.local == local, namespace == nil || name.namespace == namespace {
+            let box = tree.names[Int(child.name)]
+            if box.name.local == local, namespace == nil || box.name.namespace == namespace {
                 found = XMLElement(tree: tree, index: position)
             }
         }
@@ -231,11 +241,11 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Names go into the tree's name table first (`addName`); elements, attributes and namespace
 /// declarations then refer to them by index. After an element's attributes and declarations,
-/// `endHeader()` marks where its children start.
+/// `endHeader(of:)` marks where its children start.
 struct XMLTreeBuilder {
     var nodes: [XMLTree.Node] = []
     var text: [UInt8] = []
-    var names: [XMLName] = []
+    var names: [XMLNameBox] = []
     /// Indices of the elements still open.
     var open: [Int] = []
     /// The text node that character data continues (Expat delivers text in pieces), if any.
@@ -248,16 +258,24 @@ struct XMLTreeBuilder {
 
     /// Adds a name to the tree's name table and returns its index.
     mutating func addName(_ name: XMLName) -> UInt32 {
+        addName(XMLNameBox(name))
+    }
+
+    /// Adds a shared name to the tree's name table and returns its index.
+    mutating func addName(_ name: XMLNameBox) -> UInt32 {
         names.append(name)
         return UInt32(names.count - 1)
     }
 
-    /// Starts an element named by the name-table entry `name`; add its attributes and namespace
-    /// declarations next, then call `endHeader()`.
-    mutating func startElement(_ name: UInt32) {
+    /// Starts an element named by the name-table entry `name` and returns its node index; add
+    /// its attributes and namespace declarations next, then call `endHeader(of:)`.
+    @discardableResult
+    mutating func startElement(_ name: UInt32) -> Int {
         currentText = nil
-        open.append(nodes.count)
+        let index = nodes.count
+        open.append(index)
         nodes.append(XMLTree.Node(kind: .element, name: name, start: 0, end: 0))
+        return index
     }
 
     /// Adds an attribute of the element just started.
@@ -273,9 +291,10 @@ struct XMLTreeBuilder {
         nodes.append(XMLTree.Node(kind: .namespace, name: name, start: 0, end: 0))
     }
 
-    /// Marks the end of the attributes and declarations of the element just started.
-    mutating func endHeader() {
-        nodes[open[open.count - 1]].start = Int32(nodes.count)
+    /// Marks the end of the attributes and declarations of the element just started (at node
+    /// index `element`).
+    mutating func endHeader(of element: Int) {
+        nodes[element].start = Int32(nodes.count)
     }
 
     /// Adds character data to the innermost open element (merged with a text run just before).
@@ -301,14 +320,21 @@ struct XMLTreeBuilder {
     /// emptied and keeps its capacity.
     mutating func finish() -> XMLElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
-        // Copies into new, exactly sized buffers, so the builder keeps its own (unshared) ones.
-        let tree = XMLTree(nodes: Self.exactCopy(nodes), text: Self.exactCopy(text), names: Self.exactCopy(names))
+        // Nodes and text are copied into new, exactly sized buffers, so the builder keeps its
+        // own (unshared) ones. The name table moves to the tree as it is (copying it would count
+        // every reference up and then down again) and the builder starts a new one, with room
+        // for the names of a typical stanza.
+        let tree = XMLTree(nodes: Self.exactCopy(nodes), text: Self.exactCopy(text), names: names)
         nodes.removeAll(keepingCapacity: true)
         text.removeAll(keepingCapacity: true)
-        names.removeAll(keepingCapacity: true)
+        names = []
+        names.reserveCapacity(Self.typicalNameCount)
         generation += 1
         return XMLElement(tree: tree, index: 0)
     }
+
+    /// The distinct names of a typical stanza (a roster push or result has about ten).
+    static let typicalNameCount = 16
 
     private static func exactCopy<Element>(_ source: [Element]) -> [Element] {
         var copy: [Element] = []
@@ -333,14 +359,14 @@ struct XMLTreeBuilder {
         namespaceDeclarations: [XMLNamespaceDeclaration],
         children: [XMLNode]
     ) {
-        startElement(addName(name))
+        let element = startElement(addName(name))
         for declaration in namespaceDeclarations {
             namespaceDeclaration(addName(XMLName("", namespace: declaration.uri, prefix: declaration.prefix)))
         }
         for attribute in attributes {
             self.attribute(addName(attribute.name), value: attribute.value.utf8.span)
         }
-        endHeader()
+        endHeader(of: element)
         for child in children {
             switch child {
             case .element(let element): copy(element)
@@ -352,7 +378,7 @@ struct XMLTreeBuilder {
 
     mutating func copy(_ element: XMLElement) {
         let tree = element.tree
-        startElement(addName(element.name))
+        let started = startElement(addName(tree.names[Int(element.node.name)]))
         for position in element.headerRange {
             let header = tree.nodes[position]
             if header.kind == .namespace {
@@ -364,7 +390,7 @@ struct XMLTreeBuilder {
                 )
             }
         }
-        endHeader()
+        endHeader(of: started)
         element.forEachChildIndex { position in
             let child = tree.nodes[position]
             if child.kind == .element {

@@ -14,6 +14,9 @@ struct XMLNameCache {
     /// One slot. `hash == 0` marks an empty slot.
     private struct Slot {
         var hash: UInt64 = 0
+        /// The key's edges (see `edges`): for keys of up to 16 bytes they are the whole key.
+        var first: UInt64 = 0
+        var last: UInt64 = 0
         var keyStart: Int32 = 0
         var keyLength: Int32 = 0
         /// The tree (`XMLTreeBuilder.generation`) in which `treeIndex` is valid.
@@ -23,21 +26,41 @@ struct XMLNameCache {
         var name: UInt32 = 0
     }
 
+    /// Fixed-size storage for the slots and key bytes, allocated once; reached through `let`
+    /// properties so that lookups are neither bounds- nor exclusivity-checked at run time (every
+    /// slot index is masked, and key bytes are only written after checking the arena's size).
+    @safe private final class Storage {
+        let slots: UnsafeMutableBufferPointer<Slot>
+        let keys: UnsafeMutableRawBufferPointer
+
+        init(slots: Int, keyBytes: Int) {
+            unsafe self.slots = .allocate(capacity: slots)
+            unsafe self.slots.initialize(repeating: Slot())
+            unsafe self.keys = .allocate(byteCount: keyBytes, alignment: 8)
+        }
+
+        deinit {
+            unsafe slots.deallocate()
+            unsafe keys.deallocate()
+        }
+    }
+
     /// The longest key that is cached.
     static let maximumKeyLength = 512
 
-    private var slots: [Slot]
-    private var names: [XMLName] = []
-    private var keys: [UInt8] = []
+    private let storage: Storage
+    private var names: [XMLNameBox] = []
+    /// Bytes of the key arena in use.
+    private var keyBytes = 0
     private let mask: Int
     private let seed: UInt64
 
     /// A cache with `capacity` slots (rounded up to a power of two, at least 16), of which at
-    /// most half are used.
+    /// most half are used, with 32 bytes of key space per slot.
     init(capacity: Int) {
         var size = 16
         while size < capacity { size <<= 1 }
-        slots = Array(repeating: Slot(), count: size)
+        storage = Storage(slots: size, keyBytes: max(size * 32, Self.maximumKeyLength))
         mask = size - 1
         seed = UInt64.random(in: 1...UInt64.max)
     }
@@ -50,15 +73,16 @@ struct XMLNameCache {
         in builder: inout XMLTreeBuilder,
         make: (UnsafeRawBufferPointer) -> XMLName
     ) -> UInt32 {
-        guard count <= Self.maximumKeyLength else {
+        guard count > 0, count <= Self.maximumKeyLength else {
             return unsafe builder.addName(make(UnsafeRawBufferPointer(start: key, count: count)))
         }
         let slot = unsafe find(key, count, make)
-        if slots[slot].generation != builder.generation {
-            slots[slot].generation = builder.generation
-            slots[slot].treeIndex = builder.addName(names[Int(slots[slot].name)])
+        let slots = unsafe storage.slots
+        if unsafe slots[slot].generation != builder.generation {
+            unsafe slots[slot].generation = builder.generation
+            unsafe slots[slot].treeIndex = builder.addName(names[Int(slots[slot].name)])
         }
-        return slots[slot].treeIndex
+        return unsafe slots[slot].treeIndex
     }
 
     /// The name whose key is the `count` bytes at `key`.
@@ -67,75 +91,115 @@ struct XMLNameCache {
         count: Int,
         make: (UnsafeRawBufferPointer) -> XMLName
     ) -> XMLName {
-        guard count <= Self.maximumKeyLength else {
+        guard count > 0, count <= Self.maximumKeyLength else {
             return unsafe make(UnsafeRawBufferPointer(start: key, count: count))
         }
-        return names[Int(slots[unsafe find(key, count, make)].name)]
+        let slot = unsafe find(key, count, make)
+        return unsafe names[Int(storage.slots[slot].name)].name
     }
 
-    /// The slot of the key, inserted (with a name from `make`) if it is not cached.
+    /// The slot of the key (1...maximumKeyLength bytes), inserted (with a name from `make`) if
+    /// it is not cached.
     private mutating func find(
         _ key: UnsafeRawPointer,
         _ count: Int,
         _ make: (UnsafeRawBufferPointer) -> XMLName
     ) -> Int {
-        let hash = unsafe Self.hash(key, count, seed: seed)
+        let (first, last) = unsafe Self.edges(key, count)
+        let hash = unsafe Self.hash(key, count, first, last, seed: seed)
+        let slots = unsafe storage.slots
         var slot = Int(truncatingIfNeeded: hash >> 32) & mask
         while true {
-            let candidate = slots[slot]
+            let candidate = unsafe slots[slot]
             if candidate.hash == 0 { break }
-            if candidate.hash == hash, Int(candidate.keyLength) == count,
-                unsafe keys.withUnsafeBytes({ keys in
-                    unsafe memcmp(keys.baseAddress! + Int(candidate.keyStart), key, count) == 0
-                })
+            if candidate.hash == hash, candidate.first == first, candidate.last == last,
+                Int(candidate.keyLength) == count,
+                unsafe count <= 16 || Self.middleEquals(storage.keys.baseAddress! + Int(candidate.keyStart), key, count)
             {
                 return slot
             }
             slot = (slot + 1) & mask
         }
-        if names.count >= (mask + 1) / 2 {
-            // Half full: start again (names already in trees stay there).
-            for index in slots.indices { slots[index] = Slot() }
+        if unsafe names.count >= (mask + 1) / 2 || keyBytes + count > storage.keys.count {
+            // Full: start again (names already in trees stay there).
+            unsafe slots.update(repeating: Slot())
             names.removeAll(keepingCapacity: true)
-            keys.removeAll(keepingCapacity: true)
+            keyBytes = 0
             slot = Int(truncatingIfNeeded: hash >> 32) & mask
         }
         let bytes = unsafe UnsafeRawBufferPointer(start: key, count: count)
-        slots[slot] = Slot(
+        unsafe slots[slot] = Slot(
             hash: hash,
-            keyStart: Int32(keys.count),
+            first: first,
+            last: last,
+            keyStart: Int32(keyBytes),
             keyLength: Int32(count),
             generation: 0,
             treeIndex: 0,
             name: UInt32(names.count)
         )
-        unsafe keys.append(contentsOf: bytes)
-        names.append(unsafe make(bytes))
+        unsafe UnsafeMutableRawBufferPointer(rebasing: storage.keys[keyBytes..<(keyBytes + count)]).copyMemory(
+            from: bytes
+        )
+        keyBytes += count
+        names.append(XMLNameBox(unsafe make(bytes)))
         return slot
     }
 
-    /// A 64-bit hash of the bytes, never 0, read a word at a time.
-    private static func hash(_ key: UnsafeRawPointer, _ count: Int, seed: UInt64) -> UInt64 {
+    /// The first and last eight bytes of a key of at least one byte (overlapping when shorter
+    /// than 16). Under eight bytes: the first four and last four, or the first, middle and last
+    /// byte. Together with the length they determine keys of up to 16 bytes completely.
+    private static func edges(_ key: UnsafeRawPointer, _ count: Int) -> (UInt64, UInt64) {
+        if count >= 8 {
+            return unsafe (
+                key.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                key.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            )
+        }
+        if count >= 4 {
+            return unsafe (
+                UInt64(key.loadUnaligned(fromByteOffset: 0, as: UInt32.self)),
+                UInt64(key.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+            )
+        }
+        let first = unsafe key.load(fromByteOffset: 0, as: UInt8.self)
+        let middle = unsafe key.load(fromByteOffset: count / 2, as: UInt8.self)
+        let last = unsafe key.load(fromByteOffset: count - 1, as: UInt8.self)
+        return (UInt64(first) | UInt64(middle) << 8, UInt64(last))
+    }
+
+    /// Whether two keys of `count` (> 16) bytes whose edges are equal are equal in between.
+    private static func middleEquals(_ lhs: UnsafeRawPointer, _ rhs: UnsafeRawPointer, _ count: Int) -> Bool {
+        var offset = 8
+        while offset < count - 8 {
+            let left = unsafe lhs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let right = unsafe rhs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            if left != right { return false }
+            offset += 8
+        }
+        return true
+    }
+
+    /// A 64-bit hash of the key, never 0: its edges, and its middle words for keys over 16 bytes.
+    private static func hash(
+        _ key: UnsafeRawPointer,
+        _ count: Int,
+        _ first: UInt64,
+        _ last: UInt64,
+        seed: UInt64
+    ) -> UInt64 {
         var hash = seed ^ UInt64(truncatingIfNeeded: count)
-        var offset = 0
-        while offset + 8 <= count {
+        hash = (hash ^ first) &* 0x9E37_79B9_7F4A_7C15
+        hash ^= hash >> 29
+        var offset = 8
+        while offset < count - 8 {
             let word = unsafe key.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
             hash ^= hash >> 29
             offset += 8
         }
-        if offset < count {
-            var word: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < count {
-                word |= UInt64(unsafe key.load(fromByteOffset: offset, as: UInt8.self)) << shift
-                shift += 8
-                offset += 1
-            }
-            hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
-            hash ^= hash >> 29
-        }
-        hash = (hash ^ (hash >> 32)) &* 0xD6E8_FEB8_6659_FD93
+        hash = (hash ^ last) &* 0xD6E8_FEB8_6659_FD93
+        hash ^= hash >> 32
         return hash == 0 ? 1 : hash
     }
 }

@@ -369,9 +369,11 @@ import TetherCore
             return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
         }
         let name = unsafe names.treeIndex(of: rawName, count: strlen(rawName), in: &builder, make: Self.name)
-        builder.startElement(name)
-        for declaration in declarations { builder.namespaceDeclaration(declaration) }
-        declarations.removeAll(keepingCapacity: true)
+        let element = builder.startElement(name)
+        if !declarations.isEmpty {
+            for declaration in declarations { builder.namespaceDeclaration(declaration) }
+            declarations.removeAll(keepingCapacity: true)
+        }
         if let rawAttributes = unsafe rawAttributes {
             var index = 0
             while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
@@ -387,7 +389,7 @@ import TetherCore
                 index += 2
             }
         }
-        builder.endHeader()
+        builder.endHeader(of: element)
         depth += 1
     }
 

@@ -323,3 +323,64 @@ struct LimitTests {
         #expect(parse(Array(deep.utf8)).error?.condition == .policyViolation)
     }
 }
+
+/// The parser's name cache must never change what a name is, however full it gets.
+struct NameCacheTests {
+    static let open = RestrictedXMLTests.open
+
+    /// Stanzas with ever new element, attribute and prefix names (more than the cache holds, so
+    /// it starts again, also in the middle of a stanza) keep exactly their names.
+    @Test(arguments: [16, 512])
+    func newNamesBeyondTheCacheKeepTheirNames(capacity: Int) throws {
+        var text = Self.open
+        var expected: [(element: String, attribute: String, namespace: String)] = []
+        for index in 0..<300 {
+            let namespace = "urn:test:\(index % 7)"
+            text += "<m\(index) xmlns:p\(index)='\(namespace)' a\(index)='\(index)' p\(index):b='x'>"
+            text += "<c\(index % 5)/><p\(index):d/></m\(index)>"
+            expected.append(("m\(index)", "a\(index)", namespace))
+        }
+        let result = parse(Array(text.utf8), configuration: .init(nameCacheCapacity: capacity))
+        #expect(result.error == nil)
+        let elements = result.events.compactMap { event -> XMLElement? in
+            if case .element(let element) = event { return element }
+            return nil
+        }
+        #expect(elements.count == expected.count)
+        for (element, expected) in zip(elements, expected) {
+            #expect(element.name == XMLName(expected.element, namespace: "jabber:client"))
+            #expect(element.attribute(expected.attribute) != nil)
+            #expect(element.attribute("b", namespace: expected.namespace) == "x")
+            let prefix = "p" + expected.element.dropFirst()
+            #expect(element.namespaceDeclarations == [XMLNamespaceDeclaration(prefix: prefix, uri: expected.namespace)])
+            #expect(element.children.map(\.name) == [
+                XMLName("c\(Int(expected.element.dropFirst())! % 5)", namespace: "jabber:client"),
+                XMLName("d", namespace: expected.namespace, prefix: prefix),
+            ])
+            // Each serialisation parses on its own to the same element.
+            let reparsed = parse(Array((Self.open + element.description).utf8)).events.last
+            #expect(reparsed == .element(element))
+        }
+    }
+
+    /// Names longer than the longest cached key, and names equal in their first and last eight
+    /// bytes, stay apart.
+    @Test func longAndSimilarNamesStayApart() throws {
+        let long = String(repeating: "n", count: 600)
+        let similar = ["abcdefgh-1-ijklmnop", "abcdefgh-2-ijklmnop", "abcdefghijklmnop", "abcdefghXijklmnop"]
+        var text = Self.open + "<\(long) \(long)='1'/>"
+        for name in similar { text += "<\(name) \(name)='\(name)'/>" }
+        let result = parseAllWays(text, configuration: .init(nameCacheCapacity: 16))
+        #expect(result.error == nil)
+        let elements = result.events.compactMap { event -> XMLElement? in
+            if case .element(let element) = event { return element }
+            return nil
+        }
+        #expect(elements.map(\.localName) == [long] + similar)
+        #expect(elements.first?.attribute(long) == "1")
+        for (element, name) in zip(elements.dropFirst(), similar) {
+            #expect(element.attribute(name) == name)
+            #expect(element.attributes.count == 1)
+        }
+    }
+}
