@@ -149,7 +149,7 @@ struct XMLNameCache {
     /// The first and last eight bytes of a key of at least one byte (overlapping when shorter
     /// than 16). Under eight bytes: the first four and last four, or the first, middle and last
     /// byte. Together with the length they determine keys of up to 16 bytes completely.
-    private static func edges(_ key: UnsafeRawPointer, _ count: Int) -> (UInt64, UInt64) {
+    static func edges(_ key: UnsafeRawPointer, _ count: Int) -> (UInt64, UInt64) {
         if count >= 8 {
             return unsafe (
                 key.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
@@ -169,7 +169,7 @@ struct XMLNameCache {
     }
 
     /// Whether two keys of `count` (> 16) bytes whose edges are equal are equal in between.
-    private static func middleEquals(_ lhs: UnsafeRawPointer, _ rhs: UnsafeRawPointer, _ count: Int) -> Bool {
+    static func middleEquals(_ lhs: UnsafeRawPointer, _ rhs: UnsafeRawPointer, _ count: Int) -> Bool {
         var offset = 8
         while offset < count - 8 {
             let left = unsafe lhs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)

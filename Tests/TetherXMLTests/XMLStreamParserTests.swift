@@ -353,10 +353,12 @@ struct NameCacheTests {
             #expect(element.attribute("b", namespace: expected.namespace) == "x")
             let prefix = "p" + expected.element.dropFirst()
             #expect(element.namespaceDeclarations == [XMLNamespaceDeclaration(prefix: prefix, uri: expected.namespace)])
-            #expect(element.children.map(\.name) == [
-                XMLName("c\(Int(expected.element.dropFirst())! % 5)", namespace: "jabber:client"),
-                XMLName("d", namespace: expected.namespace, prefix: prefix),
-            ])
+            #expect(
+                element.children.map(\.name) == [
+                    XMLName("c\(Int(expected.element.dropFirst())! % 5)", namespace: "jabber:client"),
+                    XMLName("d", namespace: expected.namespace, prefix: prefix),
+                ]
+            )
             // Each serialisation parses on its own to the same element.
             let reparsed = parse(Array((Self.open + element.description).utf8)).events.last
             #expect(reparsed == .element(element))
@@ -382,5 +384,39 @@ struct NameCacheTests {
             #expect(element.attribute(name) == name)
             #expect(element.attributes.count == 1)
         }
+    }
+}
+
+extension NameCacheTests {
+    /// Key comparison without the hash (which tells such keys apart first): edges determine keys
+    /// of up to 16 bytes, the middle words the rest.
+    @Test func keyComparisonLooksAtEveryByte() {
+        func edges(_ key: String) -> [UInt64] {
+            let bytes = Array(key.utf8)
+            let (first, last) = unsafe bytes.withUnsafeBytes { unsafe XMLNameCache.edges($0.baseAddress!, bytes.count) }
+            return [first, last]
+        }
+        func middleEqual(_ lhs: String, _ rhs: String) -> Bool {
+            let left = Array(lhs.utf8)
+            let right = Array(rhs.utf8)
+            return unsafe left.withUnsafeBytes { left in
+                unsafe right.withUnsafeBytes { right in
+                    unsafe XMLNameCache.middleEquals(left.baseAddress!, right.baseAddress!, left.count)
+                }
+            }
+        }
+        let short = [
+            "a", "ab", "ba", "abc", "acb", "abcd", "abce", "abcdefg", "abcdefh", "abcdefgh", "abcdefghijklmnop",
+        ]
+        for (index, key) in short.enumerated() {
+            for other in short[(index + 1)...] where other.utf8.count == key.utf8.count {
+                #expect(edges(key) != edges(other), "\(key) vs \(other)")
+            }
+        }
+        #expect(middleEqual("abcdefgh-1-ijklmnop", "abcdefgh-1-ijklmnop"))
+        #expect(!middleEqual("abcdefgh-1-ijklmnop", "abcdefgh-2-ijklmnop"))
+        let long = String(repeating: "x", count: 40)
+        #expect(!middleEqual(long + "a" + long, long + "b" + long))
+        #expect(middleEqual(long + "a" + long, long + "a" + long))
     }
 }
