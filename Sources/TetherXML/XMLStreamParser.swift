@@ -438,7 +438,10 @@ import TetherCore
     mutating func characters(_ text: UnsafePointer<CChar>, _ length: Int) {
         guard failure == nil else { return }
         if depth >= 2 {
-            guard !elementTooLarge() else { return tooLarge() }
+            // Text and attribute values are never longer than the raw bytes they came from, so
+            // this bounds memory while the element arrives, without asking Expat for positions;
+            // the element's exact raw size is checked when it ends and after every parse call.
+            guard builder.text.count + length <= configuration.maximumElementSize else { return tooLarge() }
             let bytes = unsafe UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
             unsafe builder.characters(Span(_unsafeStart: bytes, count: length))
         } else {
