@@ -242,12 +242,12 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 /// Names go into the tree's name table first (`addName`); elements, attributes and namespace
 /// declarations then refer to them by index. After an element's attributes and declarations,
 /// `endHeader(of:)` marks where its children start.
-struct XMLTreeBuilder {
-    var nodes: [XMLTree.Node] = []
-    var text: [UInt8] = []
+struct XMLTreeBuilder: ~Copyable {
+    var nodes = PlainBuffer<XMLTree.Node>()
+    var text = PlainBuffer<UInt8>(capacity: 1024)
     var names: [XMLNameBox] = []
     /// Indices of the elements still open.
-    var open: [Int] = []
+    var open = PlainBuffer<Int>(capacity: 16)
     /// The text node that character data continues (Expat delivers text in pieces), if any.
     var currentText: Int?
     /// Identifies the tree being built (incremented by `finish()` and `reset()`), so that a name
@@ -281,7 +281,7 @@ struct XMLTreeBuilder {
     /// Adds an attribute of the element just started.
     mutating func attribute(_ name: UInt32, value: Span<UInt8>) {
         let start = Int32(text.count)
-        text.append(copying: value)
+        unsafe value.withUnsafeBufferPointer { unsafe text.append(copying: $0) }
         nodes.append(XMLTree.Node(kind: .attribute, name: name, start: start, end: Int32(text.count)))
     }
 
@@ -299,13 +299,12 @@ struct XMLTreeBuilder {
 
     /// Adds character data to the innermost open element (merged with a text run just before).
     mutating func characters(_ bytes: Span<UInt8>) {
+        unsafe bytes.withUnsafeBufferPointer { unsafe text.append(copying: $0) }
         if let currentText {
-            text.append(copying: bytes)
             nodes[currentText].end = Int32(text.count)
             return
         }
-        let start = Int32(text.count)
-        text.append(copying: bytes)
+        let start = Int32(text.count - bytes.count)
         currentText = nodes.count
         nodes.append(XMLTree.Node(kind: .text, name: 0, start: start, end: Int32(text.count)))
     }
@@ -324,9 +323,9 @@ struct XMLTreeBuilder {
         // own (unshared) ones. The name table moves to the tree as it is (copying it would count
         // every reference up and then down again) and the builder starts a new one, with room
         // for the names of a typical stanza.
-        let tree = XMLTree(nodes: Self.exactCopy(nodes), text: Self.exactCopy(text), names: names)
-        nodes.removeAll(keepingCapacity: true)
-        text.removeAll(keepingCapacity: true)
+        let tree = XMLTree(nodes: nodes.array(), text: text.array(), names: names)
+        nodes.removeAll()
+        text.removeAll()
         names = []
         names.reserveCapacity(Self.typicalNameCount)
         generation += 1
@@ -336,20 +335,13 @@ struct XMLTreeBuilder {
     /// The distinct names of a typical stanza (a roster push or result has about ten).
     static let typicalNameCount = 16
 
-    private static func exactCopy<Element>(_ source: [Element]) -> [Element] {
-        var copy: [Element] = []
-        copy.reserveCapacity(source.count)
-        copy.append(contentsOf: source)
-        return copy
-    }
-
     /// Discards a partly built tree.
     mutating func reset() {
         currentText = nil
-        nodes.removeAll(keepingCapacity: true)
-        text.removeAll(keepingCapacity: true)
+        nodes.removeAll()
+        text.removeAll()
         names.removeAll(keepingCapacity: true)
-        open.removeAll(keepingCapacity: true)
+        open.removeAll()
         generation += 1
     }
 

@@ -198,7 +198,7 @@ import TetherCore
 }
 
 /// The mutable state Expat's callbacks work on (reached through Expat's user data pointer).
-@safe struct XMLStreamParserState {
+@safe struct XMLStreamParserState: ~Copyable {
     let configuration: XMLStreamParser.Configuration
     /// The Expat parser the callbacks run for (the parser struct owns and frees it).
     let parser: XML_Parser
