@@ -56,11 +56,12 @@
 
     /// The contents as an exactly sized array.
     func array() -> [Element] {
-        guard count > 0 else { return [] }
-        return unsafe [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
-            unsafe buffer.baseAddress!.initialize(from: base, count: count)
-            initialized = count
-        }
+        // Reserve-and-append specialises completely; `init(unsafeUninitializedCapacity:)` goes
+        // through an unspecialised runtime path with a generic metadata lookup per call.
+        var array: [Element] = []
+        array.reserveCapacity(count)
+        unsafe array.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
+        return array
     }
 
     private mutating func grow(to minimum: Int) {
