@@ -54,14 +54,9 @@
         count = 0
     }
 
-    /// The contents as an exactly sized array.
-    func array() -> [Element] {
-        // Reserve-and-append specialises completely; `init(unsafeUninitializedCapacity:)` goes
-        // through an unspecialised runtime path with a generic metadata lookup per call.
-        var array: [Element] = []
-        array.reserveCapacity(count)
-        unsafe array.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
-        return array
+    /// Calls `body` with the contents.
+    func withUnsafeBufferPointer<Result>(_ body: (UnsafeBufferPointer<Element>) throws -> Result) rethrows -> Result {
+        try unsafe body(UnsafeBufferPointer(start: base, count: count))
     }
 
     private mutating func grow(to minimum: Int) {

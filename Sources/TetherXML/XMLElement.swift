@@ -8,54 +8,9 @@ public enum XMLNode: Hashable, Sendable {
     case text(String)
 }
 
-/// The flat storage of one element tree: every node in document order in one array, every text
-/// and attribute value in one byte buffer, and each distinct name once in a name table that the
-/// nodes refer to by index. A parsed stanza therefore costs at most three allocations, whatever
-/// its size, and its nodes hold no references (copying or freeing them is a plain memory copy);
-/// the names are the stream parser's cached strings, shared between trees.
-struct XMLTree: Sendable {
-    enum Kind: UInt8, Sendable {
-        case element, attribute, namespace, text
-    }
-
-    /// One node. An element is followed by its attributes and namespace declarations, then its
-    /// children; `start` is the index of its first child node and `end` the index after its
-    /// subtree. For attributes and text, `start..<end` is the value's range in `text`. `name` is
-    /// an index into `names` (unused for text); a namespace declaration's name keeps its prefix
-    /// in `prefix` and its URI in `namespace`.
-    struct Node: Sendable {
-        var kind: Kind
-        var name: UInt32
-        var start: Int32
-        var end: Int32
-    }
-
-    var nodes: [Node]
-    var text: [UInt8]
-    var names: [XMLNameBox]
-
-    func string(_ node: Node) -> String {
-        String(decoding: text[Int(node.start)..<Int(node.end)], as: UTF8.self)
-    }
-
-    func name(_ node: Node) -> XMLName {
-        names[Int(node.name)].name
-    }
-}
-
-/// A name shared by reference, so that a tree's name table holds one counted reference per name
-/// (instead of three strings) and trees from one parser share the cached names.
-final class XMLNameBox: Sendable {
-    let name: XMLName
-
-    init(_ name: XMLName) {
-        self.name = name
-    }
-}
-
 /// An XML element with its attributes, namespace declarations and children: an immutable value.
 ///
-/// Parsed elements (from `XMLStreamParser`) keep the whole tree in two buffers and hand out views
+/// Parsed elements (from `XMLStreamParser`) keep the whole tree in one buffer and hand out views
 /// of it: `children`, `attributes` and `text` build Swift values on demand. Equality is the XML
 /// Infoset's: names (namespace and local part), attributes in order and children, with adjacent
 /// text merged; prefixes and namespace declarations are presentation and do not count.
@@ -68,7 +23,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         self.index = index
     }
 
-    var node: XMLTree.Node { tree.nodes[index] }
+    var node: XMLTree.Node { tree.node(index) }
 
     /// The element's name.
     public var name: XMLName { tree.name(node) }
@@ -85,7 +40,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     /// The attributes, in document order.
     public var attributes: [XMLAttribute] {
         headerRange.compactMap { position in
-            let attribute = tree.nodes[position]
+            let attribute = tree.node(position)
             return attribute.kind == .attribute ? XMLAttribute(tree.name(attribute), tree.string(attribute)) : nil
         }
     }
@@ -93,7 +48,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     /// The namespace declarations written on this element.
     public var namespaceDeclarations: [XMLNamespaceDeclaration] {
         headerRange.compactMap { position in
-            let declaration = tree.nodes[position]
+            let declaration = tree.node(position)
             guard declaration.kind == .namespace else { return nil }
             let name = tree.name(declaration)
             return XMLNamespaceDeclaration(prefix: name.prefix, uri: name.namespace ?? "")
@@ -104,9 +59,9 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     /// attributes are).
     public func attribute(_ local: String, namespace: String? = nil) -> String? {
         for position in headerRange {
-            let attribute = tree.nodes[position]
+            let attribute = tree.node(position)
             guard attribute.kind == .attribute else { continue }
-            let box = tree.names[Int(attribute.name)]
+            let box = tree.nameBox(attribute.name)
             if box.name.local == local, box.name.namespace == namespace {
                 return tree.string(attribute)
             }
@@ -120,7 +75,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         let end = Int(node.end)
         while position < end {
             try body(position)
-            let child = tree.nodes[position]
+            let child = tree.node(position)
             position = child.kind == .element ? Int(child.end) : position + 1
         }
     }
@@ -129,7 +84,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     public var childNodes: [XMLNode] {
         var result: [XMLNode] = []
         forEachChildIndex { position in
-            let child = tree.nodes[position]
+            let child = tree.node(position)
             if child.kind == .element {
                 result.append(.element(XMLElement(tree: tree, index: position)))
             } else {
@@ -143,7 +98,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     public var children: [XMLElement] {
         var result: [XMLElement] = []
         forEachChildIndex { position in
-            if tree.nodes[position].kind == .element { result.append(XMLElement(tree: tree, index: position)) }
+            if tree.node(position).kind == .element { result.append(XMLElement(tree: tree, index: position)) }
         }
         return result
     }
@@ -153,9 +108,9 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         var found: XMLElement?
         forEachChildIndex { position in
             guard found == nil else { return }
-            let child = tree.nodes[position]
+            let child = tree.node(position)
             guard child.kind == .element else { return }
-            let box = tree.names[Int(child.name)]
+            let box = tree.nameBox(child.name)
             if box.name.local == local, namespace == nil || box.name.namespace == namespace {
                 found = XMLElement(tree: tree, index: position)
             }
@@ -172,8 +127,8 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     public var text: String {
         var bytes: [UInt8] = []
         forEachChildIndex { position in
-            let child = tree.nodes[position]
-            if child.kind == .text { bytes.append(contentsOf: tree.text[Int(child.start)..<Int(child.end)]) }
+            let child = tree.node(position)
+            if child.kind == .text { tree.withBytes(of: child) { bytes.append(copying: $0) } }
         }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -237,15 +192,17 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Builds element trees into reusable buffers: the stream parser keeps one and copies each
-/// finished stanza out into exactly sized buffers.
+/// finished stanza out into an exactly sized `XMLTreeStorage`.
 ///
 /// Names go into the tree's name table first (`addName`); elements, attributes and namespace
 /// declarations then refer to them by index. After an element's attributes and declarations,
 /// `endHeader(of:)` marks where its children start.
-struct XMLTreeBuilder: ~Copyable {
+@safe struct XMLTreeBuilder: ~Copyable {
     var nodes = PlainBuffer<XMLTree.Node>()
     var text = PlainBuffer<UInt8>(capacity: 1024)
-    var names: [XMLNameBox] = []
+    /// The name table, each reference retained by the builder until `finish()` hands it to the
+    /// tree (or `reset()` or `deinit` releases it).
+    var names = unsafe PlainBuffer<Unmanaged<XMLNameBox>>(capacity: 16)
     /// Indices of the elements still open.
     var open = PlainBuffer<Int>(capacity: 16)
     /// The text node that character data continues (Expat delivers text in pieces), if any.
@@ -263,8 +220,17 @@ struct XMLTreeBuilder: ~Copyable {
 
     /// Adds a shared name to the tree's name table and returns its index.
     mutating func addName(_ name: XMLNameBox) -> UInt32 {
-        names.append(name)
-        return UInt32(names.count - 1)
+        unsafe names.append(Unmanaged.passRetained(name))
+        return unsafe UInt32(names.count - 1)
+    }
+
+    deinit {
+        for index in unsafe 0..<names.count { unsafe names[index].release() }
+    }
+
+    private mutating func releaseNames() {
+        for index in unsafe 0..<names.count { unsafe names[index].release() }
+        unsafe names.removeAll()
     }
 
     /// Starts an element named by the name-table entry `name` and returns its node index; add
@@ -315,32 +281,30 @@ struct XMLTreeBuilder: ~Copyable {
         nodes[element].end = Int32(nodes.count)
     }
 
-    /// The finished tree (root at node 0), copied out into exactly sized buffers; the builder is
-    /// emptied and keeps its capacity.
+    /// The finished tree (root at node 0), copied out into one exactly sized storage (which
+    /// takes over the name references); the builder is emptied and keeps its capacity.
     mutating func finish() -> XMLElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
-        // Nodes and text are copied into new, exactly sized buffers, so the builder keeps its
-        // own (unshared) ones. The name table moves to the tree as it is (copying it would count
-        // every reference up and then down again) and the builder starts a new one, with room
-        // for the names of a typical stanza.
-        let tree = XMLTree(nodes: nodes.array(), text: text.array(), names: names)
+        let storage = unsafe nodes.withUnsafeBufferPointer { nodes in
+            unsafe names.withUnsafeBufferPointer { names in
+                unsafe text.withUnsafeBufferPointer { text in
+                    unsafe XMLTreeStorage.make(nodes: nodes, names: names, text: text)
+                }
+            }
+        }
         nodes.removeAll()
         text.removeAll()
-        names = []
-        names.reserveCapacity(Self.typicalNameCount)
+        unsafe names.removeAll()  // Now owned by the storage.
         generation += 1
-        return XMLElement(tree: tree, index: 0)
+        return XMLElement(tree: XMLTree(storage: storage), index: 0)
     }
-
-    /// The distinct names of a typical stanza (a roster push or result has about ten).
-    static let typicalNameCount = 16
 
     /// Discards a partly built tree.
     mutating func reset() {
         currentText = nil
         nodes.removeAll()
         text.removeAll()
-        names.removeAll(keepingCapacity: true)
+        releaseNames()
         open.removeAll()
         generation += 1
     }
@@ -370,25 +334,23 @@ struct XMLTreeBuilder: ~Copyable {
 
     mutating func copy(_ element: XMLElement) {
         let tree = element.tree
-        let started = startElement(addName(tree.names[Int(element.node.name)]))
+        let started = startElement(addName(tree.nameBox(element.node.name)))
         for position in element.headerRange {
-            let header = tree.nodes[position]
+            let header = tree.node(position)
             if header.kind == .namespace {
-                namespaceDeclaration(addName(tree.name(header)))
+                namespaceDeclaration(addName(tree.nameBox(header.name)))
             } else {
-                attribute(
-                    addName(tree.name(header)),
-                    value: tree.text.span.extracting(Int(header.start)..<Int(header.end))
-                )
+                let name = addName(tree.nameBox(header.name))
+                tree.withBytes(of: header) { attribute(name, value: $0) }
             }
         }
         endHeader(of: started)
         element.forEachChildIndex { position in
-            let child = tree.nodes[position]
+            let child = tree.node(position)
             if child.kind == .element {
                 copy(XMLElement(tree: tree, index: position))
             } else {
-                characters(tree.text.span.extracting(Int(child.start)..<Int(child.end)))
+                tree.withBytes(of: child) { characters($0) }
             }
         }
         endElement()

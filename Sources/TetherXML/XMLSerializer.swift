@@ -128,8 +128,8 @@ public enum XMLSerializer {
         bytes.append(UInt8(ascii: "<"))
         qualifiedName(prefix, name.local, &bytes)
         // The declarations written on the original element, where the scope lacks them.
-        for position in element.headerRange where tree.nodes[position].kind == .namespace {
-            let declaration = tree.name(tree.nodes[position])
+        for position in element.headerRange where tree.node(position).kind == .namespace {
+            let declaration = tree.name(tree.node(position))
             let declaredURI = declaration.namespace ?? ""
             guard declaration.prefix != "xml", scope.uri(for: declaration.prefix) != declaredURI else { continue }
             if declaration.prefix != nil && declaredURI.isEmpty { continue }
@@ -140,8 +140,8 @@ public enum XMLSerializer {
             declare(prefix, uri, &bytes)
             bind(prefix, uri)
         }
-        for position in element.headerRange where tree.nodes[position].kind == .attribute {
-            let attribute = tree.nodes[position]
+        for position in element.headerRange where tree.node(position).kind == .attribute {
+            let attribute = tree.node(position)
             let attributeName = tree.name(attribute)
             var attributePrefix: String?
             if let namespace = attributeName.namespace, !namespace.isEmpty {
@@ -168,7 +168,7 @@ public enum XMLSerializer {
             bytes.append(UInt8(ascii: " "))
             qualifiedName(attributePrefix, attributeName.local, &bytes)
             bytes.append(contentsOf: "='".utf8)
-            appendEscaped(tree.text.span.extracting(Int(attribute.start)..<Int(attribute.end)), &bytes, attribute: true)
+            tree.withBytes(of: attribute) { appendEscaped($0, &bytes, attribute: true) }
             bytes.append(UInt8(ascii: "'"))
         }
         if element.isEmpty {
@@ -177,11 +177,11 @@ public enum XMLSerializer {
         }
         bytes.append(UInt8(ascii: ">"))
         element.forEachChildIndex { position in
-            let child = tree.nodes[position]
+            let child = tree.node(position)
             if child.kind == .element {
                 write(XMLElement(tree: tree, index: position), &scope, &generated, &bytes)
             } else {
-                appendText(tree.text.span.extracting(Int(child.start)..<Int(child.end)), &bytes)
+                tree.withBytes(of: child) { appendText($0, &bytes) }
             }
         }
         bytes.append(contentsOf: "</".utf8)

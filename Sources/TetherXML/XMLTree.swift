@@ -1,0 +1,145 @@
+/// The storage of one element tree: every node in document order, each distinct name once (the
+/// nodes refer to names by index), and every text and attribute value in one byte run, all in a
+/// single allocation. A parsed stanza therefore costs one allocation whatever its size, its
+/// nodes hold no references, and copying an element copies one reference.
+///
+/// Sendable although `ManagedBuffer` (which the storage is) is not: the storage is never
+/// mutated after `XMLTreeStorage.make`, and the names it refers to are immutable and Sendable.
+struct XMLTree: @unchecked Sendable {
+    enum Kind: UInt8, Sendable {
+        case element, attribute, namespace, text
+    }
+
+    /// One node. An element is followed by its attributes and namespace declarations, then its
+    /// children; `start` is the index of its first child node and `end` the index after its
+    /// subtree. For attributes and text, `start..<end` is the value's range in the text bytes.
+    /// `name` is an index into the name table (unused for text); a namespace declaration's name
+    /// keeps its prefix in `prefix` and its URI in `namespace`.
+    struct Node: Sendable, BitwiseCopyable {
+        var kind: Kind
+        var name: UInt32
+        var start: Int32
+        var end: Int32
+    }
+
+    let storage: XMLTreeStorage
+
+    /// The node at `index`.
+    func node(_ index: Int) -> Node {
+        storage.node(index)
+    }
+
+    /// The shared name at `index` in the name table.
+    func nameBox(_ index: UInt32) -> XMLNameBox {
+        storage.name(Int(index))
+    }
+
+    /// The name of an element, attribute or namespace declaration node.
+    func name(_ node: Node) -> XMLName {
+        storage.name(Int(node.name)).name
+    }
+
+    /// The value of an attribute or text node.
+    func string(_ node: Node) -> String {
+        withBytes(of: node) { bytes in
+            unsafe bytes.withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// Calls `body` with the value bytes of an attribute or text node.
+    func withBytes<Result>(of node: Node, _ body: (Span<UInt8>) throws -> Result) rethrows -> Result {
+        try storage.withText(Int(node.start)..<Int(node.end), body)
+    }
+}
+
+/// A name shared by reference, so that a tree's name table holds one counted reference per name
+/// (instead of three strings) and trees from one parser share the cached names.
+final class XMLNameBox: Sendable {
+    let name: XMLName
+
+    init(_ name: XMLName) {
+        self.name = name
+    }
+}
+
+/// The counts in the header of an `XMLTreeStorage`.
+struct XMLTreeCounts {
+    var nodes: Int
+    var names: Int
+    var textBytes: Int
+}
+
+/// One element tree in one allocation: the counts in the header; in the tail, the nodes, then
+/// the name references (each owned: retained on creation, released in `deinit`), then the text
+/// bytes. Immutable once created; every access is checked against the counts.
+@safe final class XMLTreeStorage: ManagedBuffer<XMLTreeCounts, XMLTree.Node> {
+    /// A tree holding copies of the nodes and text and the (already retained) name references,
+    /// whose ownership passes to the tree.
+    static func make(
+        nodes: UnsafeBufferPointer<XMLTree.Node>,
+        names: UnsafeBufferPointer<Unmanaged<XMLNameBox>>,
+        text: UnsafeBufferPointer<UInt8>
+    ) -> XMLTreeStorage {
+        let nodeStride = MemoryLayout<XMLTree.Node>.stride
+        let nameStride = unsafe MemoryLayout<Unmanaged<XMLNameBox>>.stride
+        // Room for the nodes, alignment padding, the names and the text, in node-sized units.
+        let bytes = nodes.count * nodeStride + nameStride + names.count * nameStride + text.count
+        let units = (bytes + nodeStride - 1) / nodeStride
+        let counts = XMLTreeCounts(nodes: nodes.count, names: names.count, textBytes: text.count)
+        let buffer = Self.create(minimumCapacity: units) { _ in counts }
+        let storage = unsafe unsafeDowncast(buffer, to: XMLTreeStorage.self)
+        unsafe storage.withUnsafeMutablePointerToElements { elements in
+            if nodes.count > 0 { unsafe elements.initialize(from: nodes.baseAddress!, count: nodes.count) }
+            let namePointer = unsafe Self.names(elements, nodes.count)
+            if names.count > 0 { unsafe namePointer.initialize(from: names.baseAddress!, count: names.count) }
+            let textPointer = unsafe UnsafeMutableRawPointer(namePointer + names.count)
+            if text.count > 0 {
+                unsafe textPointer.copyMemory(from: text.baseAddress!, byteCount: text.count)
+            }
+        }
+        return storage
+    }
+
+    deinit {
+        unsafe withUnsafeMutablePointers { counts, elements in
+            let names = unsafe Self.names(elements, counts.pointee.nodes)
+            for index in unsafe 0..<counts.pointee.names { unsafe names[index].release() }
+        }
+    }
+
+    /// Where the names start: after the nodes, aligned for a reference.
+    private static func names(
+        _ elements: UnsafeMutablePointer<XMLTree.Node>,
+        _ nodeCount: Int
+    ) -> UnsafeMutablePointer<Unmanaged<XMLNameBox>> {
+        unsafe UnsafeMutableRawPointer(elements + nodeCount).alignedUp(for: Unmanaged<XMLNameBox>.self)
+            .assumingMemoryBound(to: Unmanaged<XMLNameBox>.self)
+    }
+
+    func node(_ index: Int) -> XMLTree.Node {
+        unsafe withUnsafeMutablePointers { counts, elements in
+            unsafe precondition(index >= 0 && index < counts.pointee.nodes, "node index out of range")
+            return unsafe elements[index]
+        }
+    }
+
+    func name(_ index: Int) -> XMLNameBox {
+        unsafe withUnsafeMutablePointers { counts, elements in
+            unsafe precondition(index >= 0 && index < counts.pointee.names, "name index out of range")
+            return unsafe Self.names(elements, counts.pointee.nodes)[index].takeUnretainedValue()
+        }
+    }
+
+    func withText<Result>(_ range: Range<Int>, _ body: (Span<UInt8>) throws -> Result) rethrows -> Result {
+        try unsafe withUnsafeMutablePointers { counts, elements in
+            unsafe precondition(
+                range.lowerBound >= 0 && range.upperBound <= counts.pointee.textBytes,
+                "text out of range"
+            )
+            let names = unsafe Self.names(elements, counts.pointee.nodes)
+            let text = unsafe UnsafeRawPointer(names + counts.pointee.names).assumingMemoryBound(to: UInt8.self)
+            let buffer = unsafe UnsafeBufferPointer(start: text + range.lowerBound, count: range.count)
+            return try body(unsafe buffer.span)
+        }
+    }
+}
