@@ -96,3 +96,70 @@ struct XMLSerializerTests {
         return XMLElement(name, attributes: attributes, children: children)
     }
 }
+
+/// The single-allocation tree storage owns its name references: they live exactly as long as a
+/// tree (or an unfinished builder) refers to them.
+struct XMLTreeStorageTests {
+    @Test func namesLiveAsLongAsTheirTree() {
+        weak var weakName: XMLNameBox?
+        var element: XMLElement?
+        do {
+            let name = XMLNameBox(XMLName("a", namespace: "urn:a"))
+            weakName = name
+            var builder = XMLTreeBuilder()
+            let root = builder.startElement(builder.addName(name))
+            builder.attribute(builder.addName(name), value: Array("value".utf8).span)
+            builder.endHeader(of: root)
+            builder.characters(Array("text".utf8).span)
+            builder.endElement()
+            element = builder.finish()
+        }
+        #expect(weakName != nil)
+        #expect(element?.name == XMLName("a", namespace: "urn:a"))
+        #expect(element?.attribute("a", namespace: "urn:a") == "value")
+        #expect(element?.text == "text")
+        element = nil
+        #expect(weakName == nil)
+    }
+
+    @Test func unfinishedTreesReleaseTheirNames() {
+        weak var resetName: XMLNameBox?
+        weak var droppedName: XMLNameBox?
+        var builder = XMLTreeBuilder()
+        do {
+            let name = XMLNameBox(XMLName("reset"))
+            resetName = name
+            builder.startElement(builder.addName(name))
+        }
+        builder.reset()
+        #expect(resetName == nil)
+        do {
+            var other = XMLTreeBuilder()
+            let name = XMLNameBox(XMLName("dropped"))
+            droppedName = name
+            other.startElement(other.addName(name))
+        }
+        #expect(droppedName == nil)
+    }
+
+    @Test func largeTreesKeepEveryByte() {
+        let children = (0..<2000).map { index in
+            XMLNode.element(
+                XMLElement(
+                    XMLName("c\(index % 37)", namespace: "urn:\(index % 5)"),
+                    attributes: [XMLAttribute(XMLName("n"), String(repeating: "é", count: index % 11))],
+                    children: [.text("t\(index)")]
+                )
+            )
+        }
+        let element = XMLElement(XMLName("root"), children: children)
+        #expect(element.children.count == 2000)
+        for (index, child) in element.children.enumerated() where index % 97 == 0 {
+            #expect(child.name == XMLName("c\(index % 37)", namespace: "urn:\(index % 5)"))
+            #expect(child.attribute("n") == String(repeating: "é", count: index % 11))
+            #expect(child.text == "t\(index)")
+        }
+        #expect(element.compacted() == element)
+        #expect(element.children[1999].compacted() == element.children[1999])
+    }
+}
