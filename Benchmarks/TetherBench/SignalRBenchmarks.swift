@@ -16,7 +16,9 @@ struct SignalRBenchmarks {
     let chunkSize = 65536
     let passes: Int
 
-    /// Decodes every message of `stream` and the ParamData it carries; returns a checksum.
+    /// Decodes every message of `stream` and the ParamData it carries; returns a checksum. (Not
+    /// inlined, so that profilers can attribute its cost.)
+    @inline(never)
     func decode<P: HubProtocol>(_ hubProtocol: P, _ stream: [UInt8], typed: Bool = true) throws -> Int {
         var parser = hubProtocol.makeParser()
         var checksum = 0
