@@ -44,8 +44,9 @@ public struct MessagePackDecoder: Sendable {
     }
 
     /// Decodes a `T` from the value at `offset`, which the caller has already validated with
-    /// `MessagePackReader.skipValue()` (used by protocols that validate while framing).
-    public static func decodeValidated<T: Decodable>(
+    /// `MessagePackReader.skipValue()` (used by protocols that validate while framing). Package
+    /// access only: decoding relies on that validation (strings are not validated again).
+    package static func decodeValidated<T: Decodable>(
         _ type: T.Type = T.self,
         from bytes: [UInt8],
         at offset: Int
@@ -87,7 +88,7 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
     func decode(_ type: String.Type) throws -> String {
         try convert(type) { () throws(MessagePackError) in
-            try MessagePackReader.string(bytes.span, position, bytes.count).0
+            try MessagePackReader.previouslyValidatedString(bytes.span, position, bytes.count).0
         }
     }
 

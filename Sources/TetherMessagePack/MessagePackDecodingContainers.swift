@@ -210,7 +210,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.string(span, start, end).0
+            try MessagePackReader.previouslyValidatedString(span, start, end).0
         }
     }
 

@@ -67,6 +67,33 @@ struct MemberIndexTests {
         #expect(!append(&index, keyStart: 2, keyLength: 2, valueStart: 1), "full")
         #expect(index.count == MemberIndex.capacity)
     }
+
+    /// Keys are compared a word at a time: every length, a difference in any byte, and keys that
+    /// end at the very end of the bytes.
+    @Test func keyComparisonSeesEveryByte() {
+        func find(_ key: [UInt8], _ index: MemberIndex, _ bytes: [UInt8]) -> Int? {
+            index.valueStart(forKey: key.span, in: bytes.span)
+        }
+        for length in 1...40 {
+            let key = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            let bytes = [UInt8(ascii: "x")] + key  // the key ends with the bytes
+            var index = MemberIndex(base: 0)
+            let appended = index.append(keyStart: 1, keyLength: length, valueStart: 0, in: bytes.span)
+            #expect(appended)
+            #expect(find(key, index, bytes) == 0, "length \(length)")
+            for position in 1..<length {  // position 0 differs in the tag already
+                var other = key
+                other[position] = UInt8(ascii: "Z")
+                #expect(find(other, index, bytes) == nil, "length \(length), byte \(position)")
+            }
+        }
+        // A key that would run past the end of the bytes never matches.
+        var index = MemberIndex(base: 0)
+        let appended = index.append(keyStart: 1, keyLength: 2, valueStart: 0, in: Array("abc".utf8).span)
+        #expect(appended)
+        #expect(find(Array("bc".utf8), index, Array("abc".utf8)) == 0)
+        #expect(find(Array("bc".utf8), index, Array("ab".utf8)) == nil)
+    }
 }
 
 struct StringInternerTests {
