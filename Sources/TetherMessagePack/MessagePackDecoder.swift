@@ -44,8 +44,8 @@ public struct MessagePackDecoder: Sendable {
     }
 
     /// Decodes a `T` from the value at `offset`, which the caller has already validated with
-    /// `MessagePackReader.skipValue()` (used by protocols that validate while framing). Package
-    /// access only: decoding relies on that validation (strings are not validated again).
+    /// `MessagePackReader.skipValue()` (used by protocols that validate while framing; strings'
+    /// UTF-8 is validated as they are decoded).
     package static func decodeValidated<T: Decodable>(
         _ type: T.Type = T.self,
         from bytes: [UInt8],
@@ -88,7 +88,7 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
     func decode(_ type: String.Type) throws -> String {
         try convert(type) { () throws(MessagePackError) in
-            try MessagePackReader.previouslyValidatedString(bytes.span, position, bytes.count).0
+            try MessagePackReader.string(bytes.span, position, bytes.count).0
         }
     }
 

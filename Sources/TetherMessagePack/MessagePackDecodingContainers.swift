@@ -30,15 +30,18 @@ struct MessagePackMapIndex {
             guard keyByte >= 0xa0 && keyByte <= 0xbf else { break }
             let keyStart = offset + 1
             let keyLength = Int(keyByte & 0x1f)
-            guard let valueEnd = Self.endOfScalar(span, keyStart + keyLength),
+            guard let valueEnd = Self.endOfScalar(span, keyStart + keyLength), valueEnd <= span.count,
+                Self.isValidKey(span, keyStart, keyLength),
                 index.append(keyStart: keyStart, keyLength: keyLength, valueStart: keyStart + keyLength, in: span)
             else { break }
             offset = valueEnd
         }
         reader.position = offset
         overflowStart = offset
+        var scanned = index.count
         while index.count < count {
             let entry = try Self.readEntry(&reader)
+            scanned += 1
             guard entry.keyLength >= 0,
                 index.append(
                     keyStart: entry.keyStart,
@@ -49,6 +52,20 @@ struct MessagePackMapIndex {
             else { break }
             overflowStart = reader.position
         }
+        // Every key is checked now (the members beyond the index are scanned again on lookups),
+        // so that a key that is not UTF-8 is an error rather than silently missing from
+        // `allKeys`.
+        while scanned < count {
+            _ = try Self.readEntry(&reader)
+            scanned += 1
+        }
+    }
+
+    /// Whether a string key's bytes are UTF-8 (keys are short and almost always ASCII).
+    @inline(__always)
+    static func isValidKey(_ span: Span<UInt8>, _ start: Int, _ length: Int) -> Bool {
+        ByteScanning.isASCII(span, from: start, to: start + length)
+            || (try? UTF8Span(validating: span.extracting(start..<(start + length)))) != nil
     }
 
     /// The end of the scalar (nil, bool, number, str, bin) starting at `offset` of validated
@@ -81,17 +98,21 @@ struct MessagePackMapIndex {
         var valueStart: Int
     }
 
-    /// Reads one key and skips its value (the input was validated, so reads only fail on keys
-    /// that are neither strings nor integers).
+    /// Reads one key and skips its value (the input's structure was validated, so reads only
+    /// fail on keys that are neither strings nor integers, or not UTF-8).
     static func readEntry(_ reader: inout MessagePackReader) throws -> Entry {
         let keyStart: Int
         let keyLength: Int
-        do {
+        do throws(MessagePackError) {
             if try reader.peekType() == .integer {
                 keyStart = Int(truncatingIfNeeded: try reader.readInt64())
                 keyLength = -1
             } else {
+                let start = reader.position
                 let range = try reader.readStringRange()
+                guard isValidKey(reader.bytes.span, range.lowerBound, range.count) else {
+                    throw .invalidUTF8(offset: start)
+                }
                 keyStart = range.lowerBound
                 keyLength = range.count
             }
@@ -210,7 +231,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.previouslyValidatedString(span, start, end).0
+            try MessagePackReader.string(span, start, end).0
         }
     }
 

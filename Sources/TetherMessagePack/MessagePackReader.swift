@@ -275,21 +275,6 @@ public struct MessagePackReader: Sendable {
         return (String(copying: utf8), range.upperBound)
     }
 
-    /// A string read from a span whose UTF-8 was already validated (by `skipValue()`, which
-    /// every decoding path runs over the whole input first), without validating it again: the
-    /// string and the offset after it.
-    static func previouslyValidatedString(
-        _ span: Span<UInt8>,
-        _ position: Int,
-        _ end: Int
-    ) throws(MessagePackError) -> (String, Int) {
-        let range = try stringRange(span, position, end)
-        // Safe: the decoders only read values inside input that `skipValue()` validated,
-        // strings' UTF-8 included (see `MessagePackDecoder.decodeValidated`).
-        let utf8 = unsafe UTF8Span(unchecked: span.extracting(range))
-        return (String(copying: utf8), range.upperBound)
-    }
-
     /// Reads a str value as a validated Swift string.
     public mutating func readString() throws(MessagePackError) -> String {
         let start = position

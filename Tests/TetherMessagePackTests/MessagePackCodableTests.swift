@@ -78,6 +78,26 @@ struct MessagePackCodableTests {
         #expect(throws: DecodingError.self) { try MessagePackDecoder().decode(Int.self, from: [0xcd, 0x01]) }
     }
 
+    /// Invalid UTF-8 never becomes a `String`: string values are validated as they are decoded,
+    /// and every key of a map as soon as its container is made (so that no key can be missing
+    /// from `allKeys` without an error).
+    @Test func invalidUTF8IsRejectedBeforeDecoding() throws {
+        struct Named: Decodable { var name: String }
+        #expect(try MessagePackDecoder().decode(Named.self, from: hexBytes("81 a4 6e 61 6d 65 a2 c3 a9")).name == "é")
+        for hex in [
+            "81 a4 6e 61 6d 65 a2 ff fe", "82 a4 6e 61 6d 65 a1 61 a1 ff 01", "81 a4 6e 61 6d c3 a1 61",
+            "82 a4 6e 61 6d 65 a1 61 d9 01 ff 01",
+        ] {
+            #expect(throws: DecodingError.self, "\(hex)") {
+                try MessagePackDecoder().decode(Named.self, from: hexBytes(hex))
+            }
+        }
+        #expect(throws: DecodingError.self) { try MessagePackDecoder().decode(String.self, from: hexBytes("a1 80")) }
+        #expect(throws: DecodingError.self) {
+            try MessagePackDecoder().decode([String].self, from: hexBytes("91 a1 c0"))
+        }
+    }
+
     @Test func integerKeysAndLargeMaps() throws {
         enum Keys: Int, CodingKey {
             case a = 1
