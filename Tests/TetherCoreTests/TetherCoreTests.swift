@@ -16,27 +16,44 @@ struct ByteScanningTests {
         var rng = SeededRandomNumberGenerator(seed: 99)
         for _ in 0..<400 {
             let bytes = Self.randomBytes(&rng, count: Int.random(in: 0...40, using: &rng))
-            let span = bytes.span
             for start in 0...bytes.count {
-                for end in start...bytes.count {
-                    let slice = bytes[start..<end]
-                    #expect(
-                        ByteScanning.firstIndex(of: 0x1E, in: span, from: start, to: end) == slice.firstIndex(of: 0x1E)
-                    )
-                    let plainEnd = slice.firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 } ?? end
-                    #expect(ByteScanning.endOfPlainJSONText(in: span, from: start, to: end) == plainEnd)
-                    let stop = slice.firstIndex { $0 == 0x22 || $0 == 0x5C } ?? end
-                    #expect(ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end) == stop)
-                    let run = ByteScanning.scanJSONText(in: span, from: start, to: end)
-                    #expect(run.end == stop)
-                    #expect(run.hasControlCharacters == bytes[start..<stop].contains { $0 < 0x20 })
-                    #expect(run.hasNonASCII == bytes[start..<stop].contains { $0 >= 0x80 })
-                    let textClass = ByteScanning.textClass(in: span, from: start, to: end)
-                    #expect(textClass.hasControlCharacters == slice.contains { $0 < 0x20 })
-                    #expect(textClass.hasNonASCII == slice.contains { $0 >= 0x80 })
-                }
+                for end in start...bytes.count { Self.check(bytes, start, end) }
             }
         }
+        // Long runs with few bytes of interest, so that the 16-byte vector loops run several
+        // steps before they stop (and stop in every lane).
+        for _ in 0..<300 {
+            var bytes = (0..<Int.random(in: 16...160, using: &rng)).map { _ in
+                UInt8.random(in: 0x21...0x7E, using: &rng)
+            }
+            for _ in 0..<Int.random(in: 0...2, using: &rng) where !bytes.isEmpty {
+                let specials: [UInt8] = [0x22, 0x5C, 0x1E, 0x00, 0x1F, 0x80, 0xFF]
+                bytes[Int.random(in: 0..<bytes.count, using: &rng)] = specials.randomElement(using: &rng)!
+            }
+            for _ in 0..<20 {
+                let start = Int.random(in: 0...bytes.count, using: &rng)
+                Self.check(bytes, start, Int.random(in: start...bytes.count, using: &rng))
+            }
+            Self.check(bytes, 0, bytes.count)
+        }
+    }
+
+    static func check(_ bytes: [UInt8], _ start: Int, _ end: Int) {
+        let span = bytes.span
+        let slice = bytes[start..<end]
+        #expect(ByteScanning.firstIndex(of: 0x1E, in: span, from: start, to: end) == slice.firstIndex(of: 0x1E))
+        let plainEnd = slice.firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 } ?? end
+        #expect(ByteScanning.endOfPlainJSONText(in: span, from: start, to: end) == plainEnd)
+        let stop = slice.firstIndex { $0 == 0x22 || $0 == 0x5C } ?? end
+        #expect(ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end) == stop)
+        let run = ByteScanning.scanJSONText(in: span, from: start, to: end)
+        #expect(run.end == stop)
+        #expect(run.hasControlCharacters == bytes[start..<stop].contains { $0 < 0x20 })
+        #expect(run.hasNonASCII == bytes[start..<stop].contains { $0 >= 0x80 })
+        let textClass = ByteScanning.textClass(in: span, from: start, to: end)
+        #expect(textClass.hasControlCharacters == slice.contains { $0 < 0x20 })
+        #expect(textClass.hasNonASCII == slice.contains { $0 >= 0x80 })
+        #expect(ByteScanning.isASCII(span, from: start, to: end) == !slice.contains { $0 >= 0x80 })
     }
 }
 
