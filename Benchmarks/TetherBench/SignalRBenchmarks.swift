@@ -107,11 +107,13 @@ struct SignalRBenchmarks {
         var baseline: BenchmarkResult?
         if filter("foundation-jsondecoder (baseline)") {
             progress("Foundation JSONDecoder baseline")
+            // The same number of passes as ours (fastest counts), so that the ratio compares
+            // warm runs with warm runs.
             baseline = try measure(
                 "foundation-jsondecoder (baseline)",
                 bytes: corpus.json.count,
                 messages: messages,
-                passes: 1
+                passes: passes
             ) {
                 try foundationDecode(corpus.json)
             }

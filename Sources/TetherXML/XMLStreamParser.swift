@@ -34,9 +34,11 @@ import TetherCore
         /// The most elements in one top-level element, counting it (default 25,000, prosody's
         /// `c2s_max_child_elements`).
         public var maximumElements: Int
-        /// The slots of the parser's name cache (default 512, rounded up to a power of two): at
-        /// most half of them hold a name at a time (of at most 512 bytes), and when they are all
-        /// used the cache starts again, so a peer inventing new names costs bounded memory.
+        /// The slots of the parser's name cache (default 512, rounded up to a power of two; about
+        /// 80 bytes each, so 40 KiB by default). At most half of them hold a name at a time, with
+        /// 32 bytes of key space per slot (longer names than 512 bytes are not cached); when
+        /// either runs out the cache starts again, so a peer inventing new names costs bounded
+        /// memory and only the time to build those names.
         public var nameCacheCapacity: Int
 
         /// Creates a configuration.
