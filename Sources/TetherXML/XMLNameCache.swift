@@ -10,7 +10,11 @@ import CExpat
 /// of it is in use, so a peer that sends ever new names costs bounded memory (`capacity` entries
 /// of at most `maximumKeyLength` bytes each; longer names are not cached) and an occasional
 /// rebuild. The hash is seeded per cache so that colliding names cannot be prepared in advance.
-struct XMLNameCache {
+///
+/// The slots and key bytes are fixed-size memory that the cache allocates once and owns alone
+/// (hence `~Copyable`); lookups reach them without bounds or exclusivity checks at run time
+/// (every slot index is masked, and key bytes are only written after checking the arena's size).
+@safe struct XMLNameCache: ~Copyable {
     /// One slot. `hash == 0` marks an empty slot.
     private struct Slot {
         var hash: UInt64 = 0
@@ -26,29 +30,11 @@ struct XMLNameCache {
         var name: UInt32 = 0
     }
 
-    /// Fixed-size storage for the slots and key bytes, allocated once; reached through `let`
-    /// properties so that lookups are neither bounds- nor exclusivity-checked at run time (every
-    /// slot index is masked, and key bytes are only written after checking the arena's size).
-    @safe private final class Storage {
-        let slots: UnsafeMutableBufferPointer<Slot>
-        let keys: UnsafeMutableRawBufferPointer
-
-        init(slots: Int, keyBytes: Int) {
-            unsafe self.slots = .allocate(capacity: slots)
-            unsafe self.slots.initialize(repeating: Slot())
-            unsafe self.keys = .allocate(byteCount: keyBytes, alignment: 8)
-        }
-
-        deinit {
-            unsafe slots.deallocate()
-            unsafe keys.deallocate()
-        }
-    }
-
     /// The longest key that is cached.
     static let maximumKeyLength = 512
 
-    private let storage: Storage
+    private let slots: UnsafeMutableBufferPointer<Slot>
+    private let keys: UnsafeMutableRawBufferPointer
     private var names: [XMLNameBox] = []
     /// Bytes of the key arena in use.
     private var keyBytes = 0
@@ -60,9 +46,16 @@ struct XMLNameCache {
     init(capacity: Int) {
         var size = 16
         while size < capacity { size <<= 1 }
-        storage = Storage(slots: size, keyBytes: max(size * 32, Self.maximumKeyLength))
+        unsafe slots = .allocate(capacity: size)
+        unsafe slots.initialize(repeating: Slot())
+        unsafe keys = .allocate(byteCount: max(size * 32, Self.maximumKeyLength), alignment: 8)
         mask = size - 1
         seed = UInt64.random(in: 1...UInt64.max)
+    }
+
+    deinit {
+        unsafe slots.deallocate()
+        unsafe keys.deallocate()
     }
 
     /// The index in `builder`'s name table of the name whose key is the `count` bytes at `key`,
@@ -77,7 +70,6 @@ struct XMLNameCache {
             return unsafe builder.addName(make(UnsafeRawBufferPointer(start: key, count: count)))
         }
         let slot = unsafe find(key, count, make)
-        let slots = unsafe storage.slots
         if unsafe slots[slot].generation != builder.generation {
             unsafe slots[slot].generation = builder.generation
             unsafe slots[slot].treeIndex = builder.addName(names[Int(slots[slot].name)])
@@ -95,7 +87,7 @@ struct XMLNameCache {
             return unsafe make(UnsafeRawBufferPointer(start: key, count: count))
         }
         let slot = unsafe find(key, count, make)
-        return unsafe names[Int(storage.slots[slot].name)].name
+        return unsafe names[Int(slots[slot].name)].name
     }
 
     /// The slot of the key (1...maximumKeyLength bytes), inserted (with a name from `make`) if
@@ -107,20 +99,19 @@ struct XMLNameCache {
     ) -> Int {
         let (first, last) = unsafe Self.edges(key, count)
         let hash = unsafe Self.hash(key, count, first, last, seed: seed)
-        let slots = unsafe storage.slots
         var slot = Int(truncatingIfNeeded: hash >> 32) & mask
         while true {
             let candidate = unsafe slots[slot]
             if candidate.hash == 0 { break }
             if candidate.hash == hash, candidate.first == first, candidate.last == last,
                 Int(candidate.keyLength) == count,
-                unsafe count <= 16 || Self.middleEquals(storage.keys.baseAddress! + Int(candidate.keyStart), key, count)
+                unsafe count <= 16 || Self.middleEquals(keys.baseAddress! + Int(candidate.keyStart), key, count)
             {
                 return slot
             }
             slot = (slot + 1) & mask
         }
-        if unsafe names.count >= (mask + 1) / 2 || keyBytes + count > storage.keys.count {
+        if unsafe names.count >= (mask + 1) / 2 || keyBytes + count > keys.count {
             // Full: start again (names already in trees stay there).
             unsafe slots.update(repeating: Slot())
             names.removeAll(keepingCapacity: true)
@@ -138,7 +129,7 @@ struct XMLNameCache {
             treeIndex: 0,
             name: UInt32(names.count)
         )
-        unsafe UnsafeMutableRawBufferPointer(rebasing: storage.keys[keyBytes..<(keyBytes + count)]).copyMemory(
+        unsafe UnsafeMutableRawBufferPointer(rebasing: keys[keyBytes..<(keyBytes + count)]).copyMemory(
             from: bytes
         )
         keyBytes += count
