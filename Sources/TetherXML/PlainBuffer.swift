@@ -69,3 +69,40 @@
         capacity = newCapacity
     }
 }
+
+extension PlainBuffer where Element == UInt8 {
+    /// Appends `count` bytes from `source`. Short runs (names, attribute values, text pieces
+    /// between entities) are copied with two overlapping loads and stores instead of a call to
+    /// `memcpy`.
+    @inline(__always)
+    mutating func append(bytes source: UnsafeRawPointer, count length: Int) {
+        if count + length > capacity { grow(to: count + length) }
+        let target = unsafe UnsafeMutableRawPointer(base + count)
+        if length >= 8 && length <= 16 {
+            let head = unsafe source.loadUnaligned(as: UInt64.self)
+            let tail = unsafe source.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+            unsafe target.storeBytes(of: head, as: UInt64.self)
+            unsafe target.storeBytes(of: tail, toByteOffset: length - 8, as: UInt64.self)
+        } else if length >= 4 && length < 8 {
+            let head = unsafe source.loadUnaligned(as: UInt32.self)
+            let tail = unsafe source.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
+            unsafe target.storeBytes(of: head, as: UInt32.self)
+            unsafe target.storeBytes(of: tail, toByteOffset: length - 4, as: UInt32.self)
+        } else if length > 0 && length < 4 {
+            unsafe target.storeBytes(of: source.load(as: UInt8.self), as: UInt8.self)
+            unsafe target.storeBytes(
+                of: source.load(fromByteOffset: length / 2, as: UInt8.self),
+                toByteOffset: length / 2,
+                as: UInt8.self
+            )
+            unsafe target.storeBytes(
+                of: source.load(fromByteOffset: length - 1, as: UInt8.self),
+                toByteOffset: length - 1,
+                as: UInt8.self
+            )
+        } else if length > 16 {
+            unsafe target.copyMemory(from: source, byteCount: length)
+        }
+        count += length
+    }
+}

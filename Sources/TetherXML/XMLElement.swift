@@ -246,8 +246,16 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 
     /// Adds an attribute of the element just started.
     mutating func attribute(_ name: UInt32, value: Span<UInt8>) {
+        unsafe value.withUnsafeBufferPointer { value in
+            unsafe attribute(name, bytes: UnsafeRawPointer(value.baseAddress!), count: value.count)
+        }
+    }
+
+    /// Adds an attribute of the element just started, its value `count` bytes at `bytes`.
+    @inline(__always)
+    mutating func attribute(_ name: UInt32, bytes: UnsafeRawPointer, count: Int) {
         let start = Int32(text.count)
-        unsafe value.withUnsafeBufferPointer { unsafe text.append(copying: $0) }
+        unsafe text.append(bytes: bytes, count: count)
         nodes.append(XMLTree.Node(kind: .attribute, name: name, start: start, end: Int32(text.count)))
     }
 
@@ -265,12 +273,20 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 
     /// Adds character data to the innermost open element (merged with a text run just before).
     mutating func characters(_ bytes: Span<UInt8>) {
-        unsafe bytes.withUnsafeBufferPointer { unsafe text.append(copying: $0) }
+        unsafe bytes.withUnsafeBufferPointer { bytes in
+            unsafe characters(UnsafeRawPointer(bytes.baseAddress!), count: bytes.count)
+        }
+    }
+
+    /// Adds the `count` bytes at `bytes` as character data (see `characters(_:)`).
+    @inline(__always)
+    mutating func characters(_ bytes: UnsafeRawPointer, count: Int) {
+        unsafe text.append(bytes: bytes, count: count)
         if let currentText {
             nodes[currentText].end = Int32(text.count)
             return
         }
-        let start = Int32(text.count - bytes.count)
+        let start = Int32(text.count - count)
         currentText = nodes.count
         nodes.append(XMLTree.Node(kind: .text, name: 0, start: start, end: Int32(text.count)))
     }

@@ -386,8 +386,7 @@ import TetherCore
                     in: &builder,
                     make: Self.name
                 )
-                let bytes = unsafe UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
-                unsafe builder.attribute(name, value: Span(_unsafeStart: bytes, count: strlen(value)))
+                unsafe builder.attribute(name, bytes: UnsafeRawPointer(value), count: strlen(value))
                 index += 2
             }
         }
@@ -444,8 +443,7 @@ import TetherCore
             // this bounds memory while the element arrives, without asking Expat for positions;
             // the element's exact raw size is checked when it ends and after every parse call.
             guard builder.text.count + length <= configuration.maximumElementSize else { return tooLarge() }
-            let bytes = unsafe UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
-            unsafe builder.characters(Span(_unsafeStart: bytes, count: length))
+            unsafe builder.characters(UnsafeRawPointer(text), count: length)
         } else {
             // Text directly inside the stream element (whitespace keep-alives) is ignored.
             lastBoundary = currentEnd()
