@@ -163,3 +163,26 @@ struct XMLTreeStorageTests {
         #expect(element.children[1999].compacted() == element.children[1999])
     }
 }
+
+/// The builder's byte buffer copies short runs with overlapping word stores: every length, and
+/// growth past the initial capacity, must keep exactly the bytes appended.
+struct PlainBufferTests {
+    @Test func appendsEveryLengthExactly() {
+        var buffer = PlainBuffer<UInt8>(capacity: 1)
+        var expected: [UInt8] = []
+        for length in 0...40 {
+            let run = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ length) }
+            unsafe run.withUnsafeBytes {
+                unsafe buffer.append(bytes: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: length)
+            }
+            expected += run
+            let count = buffer.count
+            #expect(count == expected.count)
+        }
+        let contents = unsafe buffer.withUnsafeBufferPointer { unsafe Array($0) }
+        #expect(contents == expected)
+        buffer.removeAll()
+        let emptied = buffer.isEmpty
+        #expect(emptied)
+    }
+}
