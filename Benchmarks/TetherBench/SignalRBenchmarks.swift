@@ -7,7 +7,7 @@ struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
         "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
-        "signalr-msgpack-parse-only",
+        "signalr-msgpack-parse-only", "codable-floor (ParamData from constants)",
         "signalr-json-encode",
         "signalr-msgpack-encode",
     ]
@@ -165,6 +165,25 @@ struct SignalRBenchmarks {
                     try decode(MessagePackHubProtocol(), corpus.messagePack, typed: false)
                 }
             )
+        }
+        if filter("codable-floor (ParamData from constants)") {
+            progress("codable-floor")
+            // One ParamData per message that carries one, against the MessagePack stream's bytes:
+            // the throughput a decoder would reach if reading the input cost nothing.
+            let payloads = corpus.payloads.count
+            var result = try measure(
+                "codable-floor (ParamData from constants)",
+                bytes: corpus.messagePack.count,
+                messages: messages,
+                passes: passes
+            ) {
+                try decodeConstantParamData(count: payloads)
+            }
+            result.note = String(
+                format: "%.0f ns per ParamData, Codable alone",
+                result.seconds / Double(payloads) * 1e9
+            )
+            results.append(result)
         }
         var output: [UInt8] = []
         output.reserveCapacity(corpus.json.count + 1024)
