@@ -1,5 +1,3 @@
-import CExpat
-
 /// The stream parser's cache of names: from the bytes Expat reports for a name (its namespace
 /// triplet `uri␟local␟prefix`, or a namespace declaration's prefix and URI) to the `XMLName`
 /// built from them, and from each cached name to its index in the name table of the tree being
