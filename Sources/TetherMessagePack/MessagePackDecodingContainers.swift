@@ -136,11 +136,13 @@ struct MessagePackMapIndex {
         return true
     }
 
-    /// The offset of the value whose key is `name` (or the integer `intValue`), or nil.
-    func valueStart(_ name: String, _ intValue: Int?) -> Int? {
+    /// The offset of the value whose key is `name` (or the integer `intValue()`, asked only when
+    /// the indexed members do not have `name`), or nil.
+    func valueStart(_ name: String, _ intValue: () -> Int?) -> Int? {
         let utf8 = name.utf8.span
         if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
         guard count > index.count else { return nil }
+        let intValue = intValue()
         var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
         for _ in index.count..<count {
             guard let entry = try? Self.readEntry(&reader) else { return nil }
@@ -179,7 +181,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     }
 
     func valueStart(_ key: Key) -> Int? {
-        index.valueStart(key.stringValue, key.intValue)
+        index.valueStart(key.stringValue) { key.intValue }
     }
 
     var allKeys: [Key] {
