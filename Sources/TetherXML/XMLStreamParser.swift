@@ -389,6 +389,8 @@ import TetherCore
                 unsafe builder.attribute(name, bytes: UnsafeRawPointer(value), count: strlen(value))
                 index += 2
             }
+            // Attribute values count like text (see `characters`): bounded while arriving.
+            guard builder.text.count <= limits.maximumElementSize else { return tooLarge() }
         }
         builder.endHeader(of: element)
         depth += 1

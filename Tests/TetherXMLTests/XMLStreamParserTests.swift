@@ -420,3 +420,17 @@ extension NameCacheTests {
         #expect(middleEqual(long + "a" + long, long + "a" + long))
     }
 }
+
+extension LimitTests {
+    /// A start tag whose attribute values alone exceed the size limit is stopped even when it
+    /// arrives in one piece (so the parser never holds more than about the limit).
+    @Test func attributeValuesCountTowardsTheSizeLimit() {
+        let configuration = XMLStreamParser.Configuration(maximumElementSize: 4096)
+        let value = String(repeating: "v", count: 3000)
+        let tag = Self.open + "<message a='\(value)' b='\(value)'><body/>"
+        let result = parse(Array(tag.utf8), configuration: configuration)
+        #expect(result.error?.condition == .policyViolation)
+        let fits = Self.open + "<message a='\(value)'/>"
+        #expect(parse(Array(fits.utf8), configuration: configuration).error == nil)
+    }
+}
