@@ -55,6 +55,43 @@ func measure(
     )
 }
 
+/// Runs several benchmarks pass by pass, alternating between them (first pass of each, then the
+/// second of each, …), and keeps each one's fastest pass: for a ratio between two of them, so
+/// that a slow spell of the machine hits both alike. Peak RSS is the peak over all of them.
+func measureAlternating(
+    _ benchmarks: [(name: String, bytes: Int, messages: Int, body: () throws -> Int)],
+    passes: Int
+) throws -> [BenchmarkResult] {
+    resetPeakResidentSetSize()
+    var best = Array(repeating: Double.infinity, count: benchmarks.count)
+    var bestMallocs = Array(repeating: UInt64(0), count: benchmarks.count)
+    for _ in 0..<passes {
+        for (index, benchmark) in benchmarks.enumerated() {
+            let mallocsBefore = tether_malloc_count()
+            let start = ContinuousClock.now
+            sink &+= try benchmark.body()
+            let elapsed = ContinuousClock.now - start
+            let mallocs = tether_malloc_count() - mallocsBefore
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            if seconds < best[index] {
+                best[index] = seconds
+                bestMallocs[index] = mallocs
+            }
+        }
+    }
+    let peak = peakResidentSetSize()
+    return benchmarks.indices.map { index in
+        BenchmarkResult(
+            name: benchmarks[index].name,
+            bytes: benchmarks[index].bytes,
+            messages: benchmarks[index].messages,
+            seconds: best[index],
+            mallocsPerMessage: Double(bestMallocs[index]) / Double(max(benchmarks[index].messages, 1)),
+            peakRSS: peak
+        )
+    }
+}
+
 /// Where benchmark checksums go.
 nonisolated(unsafe) var sink = 0
 

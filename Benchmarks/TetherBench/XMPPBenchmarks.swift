@@ -78,39 +78,40 @@ struct XMPPBenchmarks {
     func run(filter: (String) -> Bool, progress: (String) -> Void) throws -> [BenchmarkResult] {
         var results: [BenchmarkResult] = []
         let stanzas = corpus.stanzaCount + 1  // + stream:features
-        var baseline: BenchmarkResult?
+        let bytes = corpus.stream.count
+        // The baseline and the decoder run alternately, pass by pass, so that their ratio is not
+        // skewed by a slow spell of the machine during one of them.
+        var group: [(name: String, bytes: Int, messages: Int, body: () throws -> Int)] = []
         if filter("expat-raw (baseline)") || filter("xmpp-decode") || filter("expat-raw-suspending") {
-            progress("expat-raw (baseline)")
-            baseline = measure("expat-raw (baseline)", bytes: corpus.stream.count, messages: stanzas, passes: passes) {
-                rawExpat()
-            }
-            results.append(baseline!)
+            group.append(("expat-raw (baseline)", bytes, stanzas, { rawExpat() }))
         }
         if filter("expat-raw-suspending") {
-            progress("expat-raw-suspending")
-            var result = measure("expat-raw-suspending", bytes: corpus.stream.count, messages: stanzas, passes: passes)
-            {
-                rawExpat(suspending: true)
-            }
-            if let baseline { result.note = String(format: "%.2fx raw Expat time", result.seconds / baseline.seconds) }
-            results.append(result)
+            group.append(("expat-raw-suspending", bytes, stanzas, { rawExpat(suspending: true) }))
         }
+        var none: [XMLElement] = []
         if filter("xmpp-decode") {
-            progress("xmpp-decode")
+            group.append(("xmpp-decode", bytes, stanzas, { try decode(keeping: &none) }))
+        }
+        if !group.isEmpty {
+            progress(group.map(\.name).joined(separator: ", "))
             let rssBefore = residentSetSize()
-            var none: [XMLElement] = []
-            var result = try measure("xmpp-decode", bytes: corpus.stream.count, messages: stanzas, passes: passes) {
-                try decode(keeping: &none)
+            var measured = try measureAlternating(group, passes: passes)
+            let baseline = measured.first { $0.name == "expat-raw (baseline)" }
+            for index in measured.indices where measured[index].name != "expat-raw (baseline)" {
+                guard let baseline else { break }
+                let ratio = measured[index].seconds / baseline.seconds
+                if measured[index].name == "xmpp-decode" {
+                    let growth = max(0, measured[index].peakRSS - rssBefore)
+                    measured[index].note = String(
+                        format: "%.2fx raw Expat time; RSS +%.1f MiB",
+                        ratio,
+                        Double(growth) / 1_048_576
+                    )
+                } else {
+                    measured[index].note = String(format: "%.2fx raw Expat time", ratio)
+                }
             }
-            let growth = max(0, result.peakRSS - rssBefore)
-            if let baseline {
-                result.note = String(
-                    format: "%.2fx raw Expat time; RSS +%.1f MiB",
-                    result.seconds / baseline.seconds,
-                    Double(growth) / 1_048_576
-                )
-            }
-            results.append(result)
+            results += measured
         }
         if filter("xmpp-serialize") {
             progress("xmpp-serialize")
