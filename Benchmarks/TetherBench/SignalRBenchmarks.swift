@@ -51,6 +51,8 @@ struct SignalRBenchmarks {
     }
 
     /// Encodes every message of the corpus from its typed ParamData; returns the output size.
+    /// (Not inlined, so that profilers can attribute its cost.)
+    @inline(never)
     func encode<P: HubProtocol>(_ hubProtocol: P, into output: inout [UInt8]) throws -> Int {
         output.removeAll(keepingCapacity: true)
         var payloads = corpus.payloads.makeIterator()

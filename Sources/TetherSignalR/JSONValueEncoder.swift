@@ -9,7 +9,7 @@ import TetherCore
 struct JSONValueEncoding {
     /// Appends the JSON encoding of `value` to `bytes`.
     static func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
-        let sink = JSONEncodingSink()
+        let sink = JSONEncodingSink.make()
         swap(&sink.state.bytes, &bytes)
         defer { swap(&sink.state.bytes, &bytes) }
         try sink.encodeValue(value, level: 0)
@@ -71,8 +71,19 @@ struct JSONEncodingState {
 }
 
 /// The shared output of one `encode` call, referenced by all its encoder and container values.
-final class JSONEncodingSink {
-    var state = JSONEncodingState()
+///
+/// As `MessagePackEncodingSink`: the state is this `ManagedBuffer`'s header, reached through
+/// addressors so that the many small accesses to it are not checked for exclusivity at run time;
+/// no access lasts across a call into the value being encoded.
+@safe final class JSONEncodingSink: ManagedBuffer<JSONEncodingState, UInt8> {
+    static func make() -> JSONEncodingSink {
+        unsafe unsafeDowncast(create(minimumCapacity: 0) { _ in JSONEncodingState() }, to: JSONEncodingSink.self)
+    }
+
+    var state: JSONEncodingState {
+        unsafeAddress { unsafe withUnsafeMutablePointerToHeader { unsafe UnsafePointer($0) } }
+        unsafeMutableAddress { unsafe withUnsafeMutablePointerToHeader { unsafe $0 } }
+    }
 
     func encodeValue<T: Encodable>(_ value: T, level: Int) throws {
         let before = state.bytes.count
@@ -140,7 +151,8 @@ struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     var codingPath: [any CodingKey] { [] }
 
     func entry(_ key: Key) -> JSONValueEncoder {
-        sink.state.beginMember(level: level, openOffset: openOffset, key: key.stringValue)
+        let name = key.stringValue  // the (app-defined) key first: no call out during the access
+        sink.state.beginMember(level: level, openOffset: openOffset, key: name)
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
 
