@@ -36,8 +36,8 @@ public struct MessagePackEncoder: Sendable {
 
 /// The output of one `encode` call and the stack of containers still open in it.
 ///
-/// A value type behind the sink's single stored property, so that each step (an entry's key, a
-/// value) is one access to the class's storage rather than several dynamically checked ones.
+/// A value type in the sink's header, so that each step (an entry's key, a value) is one
+/// mutating call on it.
 struct MessagePackEncodingState {
     var writer = MessagePackWriter()
     var open = EncodingContainerStack()

@@ -16,9 +16,8 @@ struct JSONValueEncoding {
     }
 }
 
-/// The output of one `encode` call and the stack of containers still open in it: a value type
-/// behind the sink's single stored property, so that each step is one access to the class's
-/// storage rather than several dynamically checked ones.
+/// The output of one `encode` call and the stack of containers still open in it: a value type in
+/// the sink's header, so that each step is one mutating call on it.
 struct JSONEncodingState {
     var bytes: [UInt8] = []
     var open = EncodingContainerStack()
