@@ -54,6 +54,12 @@ func progress(_ text: String) {
     FileHandle.standardError.write(Data("… \(text)\n".utf8))
 }
 
+/// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote or newline.
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) else { return text }
+    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
 func format(_ results: [BenchmarkResult], csv: Bool) -> String {
     if csv {
         var lines = ["name,bytes,messages,seconds,MB_per_s,messages_per_s,mallocs_per_message,peak_rss_bytes,note"]
@@ -63,7 +69,7 @@ func format(_ results: [BenchmarkResult], csv: Bool) -> String {
                     result.name, String(result.bytes), String(result.messages), String(format: "%.6f", result.seconds),
                     String(format: "%.1f", result.megabytesPerSecond), String(format: "%.0f", result.messagesPerSecond),
                     String(format: "%.2f", result.mallocsPerMessage), String(result.peakRSS), result.note,
-                ].joined(separator: ",")
+                ].map(csvField).joined(separator: ",")
             )
         }
         return lines.joined(separator: "\n")
