@@ -35,14 +35,6 @@
         count += 1
     }
 
-    /// Appends the elements of `elements`.
-    mutating func append(copying elements: UnsafeBufferPointer<Element>) {
-        guard elements.count > 0 else { return }
-        if count + elements.count > capacity { grow(to: count + elements.count) }
-        unsafe (base + count).initialize(from: elements.baseAddress!, count: elements.count)
-        count += elements.count
-    }
-
     mutating func removeLast() -> Element {
         precondition(count > 0, "removeLast from an empty buffer")
         count -= 1
