@@ -1,7 +1,7 @@
 /// A growable run of plain values (`BitwiseCopyable`) in memory the buffer owns and frees: an
 /// append is a capacity check and a store, with none of `Array`'s uniqueness checks, so the tree
-/// builder's per-node work stays small. Indices are checked; the contents leave as an exactly
-/// sized `Array`.
+/// builder's per-node work stays small. Indices are checked; the contents are read out through
+/// `withUnsafeBufferPointer` (into a tree's exactly sized storage).
 @safe struct PlainBuffer<Element: BitwiseCopyable>: ~Copyable {
     private var base: UnsafeMutablePointer<Element>
     private(set) var count = 0
