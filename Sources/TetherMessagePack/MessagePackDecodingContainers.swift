@@ -2,14 +2,19 @@ import TetherCore
 
 /// The members of a map: string keys of the first members are indexed at creation
 /// (`MemberIndex`, inline), so lookups never rescan values; the rest (and integer keys) are
-/// found by a scan that starts where the index stops. Not generic, so that its code is compiled
-/// once and specialized, whatever `CodingKey` type looks it up.
+/// found by a scan that starts where the index stops, or, for large maps, in a `MemberTable`.
+/// Not generic, so that its code is compiled once and specialized, whatever `CodingKey` type
+/// looks it up.
 struct MessagePackMapIndex {
     let bytes: [UInt8]
     let count: Int
     var index: MemberIndex
     /// Where the first member that is not indexed starts.
     var overflowStart: Int
+    /// The members past the index by key, when there are more than `MemberTable.scanLimit`.
+    /// (It costs every lookup about 3 % of MessagePack decoding, since the container is copied
+    /// on each; folding it into one enum with `overflowStart` cost the same.)
+    var table: MemberTable?
 
     init(bytes: [UInt8], position: Int) throws {
         self.bytes = bytes
@@ -52,19 +57,22 @@ struct MessagePackMapIndex {
             else { break }
             overflowStart = reader.position
         }
-        // Every key is checked now (the members beyond the index are scanned again on lookups),
-        // so that a key that is not UTF-8 is an error rather than silently missing from
-        // `allKeys`.
-        while scanned < count {
-            _ = try Self.readEntry(&reader)
-            scanned += 1
+        // Every key is checked now, so that a key that is not UTF-8 is an error rather than
+        // silently missing from `allKeys`; past the scan limit the members go into a table.
+        if count - index.count > MemberTable.scanLimit {
+            table = try Self.table(bytes, from: overflowStart, members: count - index.count)
+        } else {
+            while scanned < count {
+                _ = try Self.readEntry(&reader)
+                scanned += 1
+            }
         }
     }
 
     /// Whether a string key's bytes are UTF-8 (keys are short and almost always ASCII).
     @inline(__always)
     static func isValidKey(_ span: Span<UInt8>, _ start: Int, _ length: Int) -> Bool {
-        ByteScanning.isASCII(span, from: start, to: start + length)
+        !ByteScanning.textClass(in: span, from: start, to: start + length).hasNonASCII
             || (try? UTF8Span(validating: span.extracting(start..<(start + length)))) != nil
     }
 
@@ -124,6 +132,27 @@ struct MessagePackMapIndex {
         }
     }
 
+    /// A table of the `members` members from `start` (their keys checked on the way).
+    @inline(never)
+    static func table(_ bytes: [UInt8], from start: Int, members: Int) throws -> MemberTable {
+        var entries: [(name: String?, integer: Int?, valueStart: Int)] = []
+        entries.reserveCapacity(members)
+        var reader = MessagePackReader(bytes, range: start..<bytes.count)
+        for _ in 0..<members {
+            let entry = try readEntry(&reader)
+            entries.append(
+                entry.keyLength < 0
+                    ? (nil, entry.keyStart, entry.valueStart) : (keyString(bytes, entry), nil, entry.valueStart)
+            )
+        }
+        return MemberTable(entries, start: start)
+    }
+
+    /// The string of a string key that `readEntry` checked (so never the empty fallback).
+    static func keyString(_ bytes: [UInt8], _ entry: Entry) -> String {
+        MessagePackReader.string(bytes, entry.keyStart..<(entry.keyStart + entry.keyLength)) ?? ""
+    }
+
     func matches(_ entry: Entry, _ name: Span<UInt8>, _ intValue: Int?) -> Bool {
         if entry.keyLength < 0 { return intValue == entry.keyStart }
         guard name.count == entry.keyLength else { return false }
@@ -142,6 +171,7 @@ struct MessagePackMapIndex {
         let utf8 = name.utf8.span
         if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
         guard count > index.count else { return nil }
+        if let table { return table.byName[name] ?? intValue().flatMap { table.byInteger[$0] } }
         let intValue = intValue()
         var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
         for _ in index.count..<count {
@@ -163,7 +193,7 @@ struct MessagePackMapIndex {
             if entry.keyLength < 0 {
                 keys.append((nil, entry.keyStart))
             } else {
-                keys.append((MessagePackReader.string(bytes, entry.keyStart..<(entry.keyStart + entry.keyLength)), nil))
+                keys.append((Self.keyString(bytes, entry), nil))
             }
         }
         return keys

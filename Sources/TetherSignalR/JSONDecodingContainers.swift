@@ -2,13 +2,27 @@ import TetherCore
 
 /// The members of an object: the first members (with unescaped keys) are indexed at creation
 /// (`MemberIndex`, inline), so lookups never rescan values; the rest are found by a scan that
-/// starts where the index stops. Not generic, so its code is compiled once and specialized,
-/// whatever `CodingKey` type looks it up.
+/// starts where the index stops, or, for large objects, in a `MemberTable`. Not generic, so its
+/// code is compiled once and specialized, whatever `CodingKey` type looks it up.
 struct JSONObjectIndex {
     let bytes: [UInt8]
     var index: MemberIndex
-    /// Offset of the first member that is not indexed, or nil if all are.
-    var overflowStart: Int?
+    /// The members that are not indexed, if any: where the first starts (found by a scan), or,
+    /// when there are more than `MemberTable.scanLimit`, all of them by key. (One optional enum,
+    /// the size of an optional offset: the container is copied on every lookup.)
+    var overflow: Overflow?
+
+    enum Overflow {
+        case scan(from: Int)
+        case table(MemberTable)
+
+        var start: Int {
+            switch self {
+            case .scan(let start): start
+            case .table(let table): table.start
+            }
+        }
+    }
 
     init(bytes: [UInt8], position: Int) {
         self.bytes = bytes
@@ -38,7 +52,7 @@ struct JSONObjectIndex {
                     validated: true
                 )
             else {
-                overflowStart = memberStart
+                overflow = Self.table(bytes, from: memberStart).map { .table($0) } ?? .scan(from: memberStart)
                 return
             }
             offset = JSONScanner.skipWhitespace(span, afterValue, end)
@@ -62,11 +76,31 @@ struct JSONObjectIndex {
         return Entry(key: key, valueStart: valueStart)
     }
 
+    /// A table of the members from `start`, if there are more than `MemberTable.scanLimit`.
+    static func table(_ bytes: [UInt8], from start: Int) -> MemberTable? {
+        var scanner = JSONScanner(validated: bytes, range: start..<bytes.count)
+        var members = 0
+        repeat {
+            guard readMember(&scanner) != nil else { return nil }
+            members += 1
+        } while members <= MemberTable.scanLimit && scanner.consume(UInt8(ascii: ","))
+        guard members > MemberTable.scanLimit else { return nil }
+        var all: [(name: String?, integer: Int?, valueStart: Int)] = []
+        scanner = JSONScanner(validated: bytes, range: start..<bytes.count)
+        repeat {
+            guard let entry = readMember(&scanner) else { break }
+            all.append((JSONScanner.string(bytes, entry.key), nil, entry.valueStart))
+        } while scanner.consume(UInt8(ascii: ","))
+        return MemberTable(all, start: start)
+    }
+
     /// The offset of the value of member `name`, or nil.
     func valueStart(_ name: String) -> Int? {
         let utf8 = name.utf8.span
         if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
-        guard let overflowStart else { return nil }
+        guard let overflow else { return nil }
+        if case .table(let table) = overflow { return table.byName[name] }
+        let overflowStart = overflow.start
         var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
         repeat {
             guard let entry = Self.readMember(&scanner) else { return nil }
@@ -83,8 +117,8 @@ struct JSONObjectIndex {
                 JSONScanner.string(bytes, JSONStringToken(contents: index.member(position).key, hasEscapes: false))
             )
         }
-        if let overflowStart {
-            var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
+        if let overflow {
+            var scanner = JSONScanner(validated: bytes, range: overflow.start..<bytes.count)
             repeat {
                 guard let entry = Self.readMember(&scanner) else { break }
                 names.append(JSONScanner.string(bytes, entry.key))

@@ -195,3 +195,57 @@ struct SharedPingTests {
         #expect(AnyHubProtocol.messagePack(MessagePackHubProtocol()).encodedPing == messagePack)
     }
 }
+
+/// Objects and maps with many members (a dictionary from a peer) are decoded through a member
+/// table, not a scan per key: the same values, the first of duplicate keys, escaped keys and
+/// integer keys, on both sides of the table's threshold.
+struct LargeObjectTests {
+    static func dictionary(_ count: Int) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: (0..<count).map { ("key \($0) é", $0) })
+    }
+
+    @Test(arguments: [8, 8 + MemberTable.scanLimit, 8 + MemberTable.scanLimit + 1, 3000])
+    func dictionariesRoundTrip(count: Int) throws {
+        let dictionary = Self.dictionary(count)
+        for encoding in [ValueEncoding.json, .messagePack] {
+            let value = try EncodedValue(dictionary, encoding: encoding)
+            #expect(try value.decode([String: Int].self) == dictionary)
+        }
+    }
+
+    @Test func duplicateAndEscapedKeysPastTheIndex() throws {
+        // 40 members; "dup" twice past the index (the first wins, as in a scan); a key written
+        // with an escape.
+        var members = (0..<38).map { #""m\#($0)":\#($0)"# }
+        members.insert(#""dup":1"#, at: 20)
+        members.append(#""dup":2"#)
+        let text = "{" + members.joined(separator: ",") + #","k\u0031":7}"#
+        struct Dup: Decodable {
+            var dup: Int
+            var k1: Int
+        }
+        let value = try EncodedValue(json: Array(text.utf8)).decode(Dup.self)
+        #expect(value.dup == 1)
+        #expect(value.k1 == 7)
+        // MessagePack: integer keys past the index, and a duplicate.
+        var writer = MessagePackWriter()
+        writer.writeMapHeader(count: 40)
+        for index in 0..<39 {
+            writer.writeInt(Int64(index))
+            writer.writeInt(Int64(index * 10))
+        }
+        writer.writeInt(30)
+        writer.writeInt(-1)
+        struct IntKeyed: Decodable {
+            var a: Int
+            var b: Int
+            enum CodingKeys: Int, CodingKey {
+                case a = 3
+                case b = 30
+            }
+        }
+        let decoded = try MessagePackDecoder().decode(IntKeyed.self, from: writer.bytes)
+        #expect(decoded.a == 30)
+        #expect(decoded.b == 300)
+    }
+}
