@@ -34,15 +34,10 @@ func measure(
     var best = Double.infinity
     var bestMallocs: UInt64 = 0
     for _ in 0..<passes {
-        let mallocsBefore = tether_malloc_count()
-        let start = ContinuousClock.now
-        sink &+= try body()
-        let elapsed = ContinuousClock.now - start
-        let mallocs = tether_malloc_count() - mallocsBefore
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        if seconds < best {
-            best = seconds
-            bestMallocs = mallocs
+        let pass = try timedPass(body)
+        if pass.seconds < best {
+            best = pass.seconds
+            bestMallocs = pass.mallocs
         }
     }
     return BenchmarkResult(
@@ -67,15 +62,10 @@ func measureAlternating(
     var bestMallocs = Array(repeating: UInt64(0), count: benchmarks.count)
     for _ in 0..<passes {
         for (index, benchmark) in benchmarks.enumerated() {
-            let mallocsBefore = tether_malloc_count()
-            let start = ContinuousClock.now
-            sink &+= try benchmark.body()
-            let elapsed = ContinuousClock.now - start
-            let mallocs = tether_malloc_count() - mallocsBefore
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            if seconds < best[index] {
-                best[index] = seconds
-                bestMallocs[index] = mallocs
+            let pass = try timedPass(benchmark.body)
+            if pass.seconds < best[index] {
+                best[index] = pass.seconds
+                bestMallocs[index] = pass.mallocs
             }
         }
     }
@@ -92,6 +82,17 @@ func measureAlternating(
     }
 }
 
+/// One run of `body`: its wall-clock time and the heap allocations it made (its checksum goes
+/// to `sink`, so that the optimizer cannot drop the work).
+func timedPass(_ body: () throws -> Int) rethrows -> (seconds: Double, mallocs: UInt64) {
+    let mallocsBefore = tether_malloc_count()
+    let start = ContinuousClock.now
+    sink &+= try body()
+    let elapsed = ContinuousClock.now - start
+    let mallocs = tether_malloc_count() - mallocsBefore
+    return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, mallocs)
+}
+
 /// Where benchmark checksums go.
 nonisolated(unsafe) var sink = 0
 
@@ -102,19 +103,15 @@ func resetPeakResidentSetSize() {
 }
 
 /// The process's peak resident set size (VmHWM), in bytes.
-func peakResidentSetSize() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-        return digits * 1024
-    }
-    return 0
-}
+func peakResidentSetSize() -> Int { memoryStatus("VmHWM:") }
 
 /// The current resident set size (VmRSS), in bytes.
-func residentSetSize() -> Int {
+func residentSetSize() -> Int { memoryStatus("VmRSS:") }
+
+/// A size in kB from /proc/self/status (the line starting with `field`), in bytes; 0 if unknown.
+func memoryStatus(_ field: String) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+    for line in status.split(separator: "\n") where line.hasPrefix(field) {
         let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
         return digits * 1024
     }

@@ -30,31 +30,6 @@ public enum ByteScanning {
         )
     }
 
-    /// Whether every byte of `span[start..<end]` is ASCII (below 0x80), eight bytes per step
-    /// (overlapping words at the end, no byte loop for runs of eight bytes or more).
-    @inlinable
-    public static func isASCII(_ span: Span<UInt8>, from start: Int, to end: Int) -> Bool {
-        precondition(start >= 0 && start <= end && end <= span.count, "range outside the span")
-        let count = end - start
-        if count >= 8 {
-            var bits: UInt64 = 0
-            var index = start
-            while index + 8 <= end {
-                bits |= loadWord(span, index)
-                index += 8
-            }
-            bits |= loadWord(span, end - 8)
-            return bits & highs == 0
-        }
-        var bits: UInt8 = 0
-        var index = start
-        while index < end {
-            bits |= span[index]
-            index += 1
-        }
-        return bits < 0x80
-    }
-
     /// The offset of the first `byte` in `span[start..<end]`, or nil.
     @inlinable
     public static func firstIndex(of byte: UInt8, in span: Span<UInt8>, from start: Int, to end: Int) -> Int? {

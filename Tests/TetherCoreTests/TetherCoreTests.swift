@@ -53,7 +53,6 @@ struct ByteScanningTests {
         let textClass = ByteScanning.textClass(in: span, from: start, to: end)
         #expect(textClass.hasControlCharacters == slice.contains { $0 < 0x20 })
         #expect(textClass.hasNonASCII == slice.contains { $0 >= 0x80 })
-        #expect(ByteScanning.isASCII(span, from: start, to: end) == !slice.contains { $0 >= 0x80 })
     }
 }
 
