@@ -13,7 +13,7 @@ struct ParamData: Codable, Equatable {
     var organizationCode: String
     var customerId: Int
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case id = "Id"
         case userId = "UserId"
         case niceName = "NiceName"
@@ -22,6 +22,100 @@ struct ParamData: Codable, Equatable {
         case jsonData = "JsonData"
         case organizationCode = "OrganizationCode"
         case customerId = "CustomerId"
+    }
+}
+
+/// ParamData read by hand from MessagePack, the fast path for hot types (no `Codable`
+/// containers): what `signalr-msgpack-decode` measures; `signalr-msgpack-codable-decode` decodes
+/// the same values through `init(from:)`.
+extension ParamData: MessagePackDecodable {
+    static let keys = MessagePackKeys(CodingKeys.allCases.map(\.stringValue))
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        var id: String?
+        var userId: Int?
+        var niceName: String?
+        var time: Int64?
+        var dataType: String?
+        var jsonData: String?
+        var organizationCode: String?
+        var customerId: Int?
+        let keys = Self.keys
+        for _ in 0..<(try reader.readMapHeader()) {
+            switch try reader.readKey(in: keys) {
+            case 0: id = try reader.readString()
+            case 1: userId = try reader.readInteger(Int.self)
+            case 2: niceName = try reader.readString()
+            case 3: time = try reader.readInt64()
+            case 4: dataType = try reader.readString()
+            case 5: jsonData = try reader.readString()
+            case 6: organizationCode = try reader.readString()
+            case 7: customerId = try reader.readInteger(Int.self)
+            default: try reader.skipValue()
+            }
+        }
+        guard let id, let userId, let niceName, let time, let dataType, let jsonData, let organizationCode,
+            let customerId
+        else {
+            let found =
+                [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
+                + [organizationCode != nil, customerId != nil]
+            throw MessagePackError.missingKey(Self.keys.names[found.firstIndex(of: false)!])
+        }
+        self.init(
+            id: id,
+            userId: userId,
+            niceName: niceName,
+            time: time,
+            dataType: dataType,
+            jsonData: jsonData,
+            organizationCode: organizationCode,
+            customerId: customerId
+        )
+    }
+}
+
+/// ParamData written by hand to MessagePack (what `signalr-msgpack-encode` measures, and how the
+/// corpus is written): a map in declaration order, as msgpack-python writes a dict.
+extension ParamData: MessagePackEncodable {
+    func encode(messagePack writer: inout MessagePackWriter) {
+        let keys = Self.keys
+        writer.writeMapHeader(count: 8)
+        writer.writeKey(0, of: keys)
+        writer.writeString(id)
+        writer.writeKey(1, of: keys)
+        writer.writeInt(Int64(userId))
+        writer.writeKey(2, of: keys)
+        writer.writeString(niceName)
+        writer.writeKey(3, of: keys)
+        writer.writeInt(time)
+        writer.writeKey(4, of: keys)
+        writer.writeString(dataType)
+        writer.writeKey(5, of: keys)
+        writer.writeString(jsonData)
+        writer.writeKey(6, of: keys)
+        writer.writeString(organizationCode)
+        writer.writeKey(7, of: keys)
+        writer.writeInt(Int64(customerId))
+    }
+}
+
+/// A `T` coded through `Codable` only (a wrapper that conforms to neither
+/// `MessagePackDecodable` nor `MessagePackEncodable`), for measuring that path on a type that has
+/// a faster one.
+struct ViaCodable<T: Codable>: Codable {
+    var value: T
+
+    init(value: T) {
+        self.value = value
+    }
+
+    init(from decoder: any Decoder) throws {
+        value = try T(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try value.encode(to: encoder)
     }
 }
 
@@ -102,7 +196,7 @@ struct SignalRCorpus {
                 if let id { frame.writeString(id) } else { frame.writeNil() }
                 frame.writeString(target)
                 frame.writeArrayHeader(count: 1)
-                Self.write(payload, &frame)
+                payload.encode(messagePack: &frame)
                 frame.writeArrayHeader(count: 0)
                 payloads.append(payload)
                 shapes.append((kind, id, target))
@@ -121,7 +215,7 @@ struct SignalRCorpus {
                 frame.writeMapHeader(count: 0)
                 frame.writeString(id)
                 if kind == .completion { frame.writeUInt(3) }
-                Self.write(payload, &frame)
+                payload.encode(messagePack: &frame)
                 payloads.append(payload)
                 shapes.append((kind, id, ""))
             } else {
@@ -179,27 +273,6 @@ struct SignalRCorpus {
             organizationCode: organizations.randomElement(using: &rng)!,
             customerId: Int.random(in: 0...5000, using: &rng)
         )
-    }
-
-    /// ParamData as a MessagePack map in declaration order (what msgpack-python writes for a dict).
-    static func write(_ value: ParamData, _ writer: inout MessagePackWriter) {
-        writer.writeMapHeader(count: 8)
-        writer.writeString("Id")
-        writer.writeString(value.id)
-        writer.writeString("UserId")
-        writer.writeInt(Int64(value.userId))
-        writer.writeString("NiceName")
-        writer.writeString(value.niceName)
-        writer.writeString("Time")
-        writer.writeInt(value.time)
-        writer.writeString("DataType")
-        writer.writeString(value.dataType)
-        writer.writeString("JsonData")
-        writer.writeString(value.jsonData)
-        writer.writeString("OrganizationCode")
-        writer.writeString(value.organizationCode)
-        writer.writeString("CustomerId")
-        writer.writeInt(Int64(value.customerId))
     }
 }
 

@@ -7,19 +7,30 @@ struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
         "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
-        "signalr-msgpack-parse-only", "codable-floor (ParamData from constants)",
+        "signalr-msgpack-codable-decode", "signalr-msgpack-parse-only", "codable-floor (ParamData from constants)",
         "signalr-json-encode",
-        "signalr-msgpack-encode",
+        "signalr-msgpack-encode", "signalr-msgpack-codable-encode",
     ]
 
     let corpus: SignalRCorpus
     let chunkSize = 65536
     let passes: Int
 
+    /// How the decode benchmarks turn payloads into ParamData.
+    enum Typing {
+        /// No payload is decoded (framing, validation and the message model only).
+        case none
+        /// Through `Codable` (`init(from:)`) only.
+        case codable
+        /// With the fast path the payload type offers (`init(messagePack:)` for MessagePack;
+        /// JSON has only `Codable`).
+        case fastest
+    }
+
     /// Decodes every message of `stream` and the ParamData it carries; returns a checksum. (Not
     /// inlined, so that profilers can attribute its cost.)
     @inline(never)
-    func decode<P: HubProtocol>(_ hubProtocol: P, _ stream: [UInt8], typed: Bool = true) throws -> Int {
+    func decode<P: HubProtocol>(_ hubProtocol: P, _ stream: [UInt8], typing: Typing = .fastest) throws -> Int {
         var parser = hubProtocol.makeParser()
         var checksum = 0
         var offset = 0
@@ -29,17 +40,17 @@ struct SignalRBenchmarks {
             offset = end
             while let message = try parser.next() {
                 switch message {
-                case .invocation(let invocation) where !typed:
-                    checksum &+= invocation.arguments.count
                 case .invocation(let invocation):
-                    let payload = try invocation.arguments.decode(ParamData.self, at: 0)
-                    checksum &+= payload.userId &+ payload.jsonData.utf8.count &+ invocation.target.utf8.count
+                    checksum &+= invocation.arguments.count &+ invocation.target.utf8.count
+                    if typing != .none {
+                        checksum &+= try payload(invocation.arguments, typing).userId
+                    }
                 case .completion(let completion):
                     if case .value(let value) = completion.result {
-                        checksum &+= try value.decode(ParamData.self).customerId
+                        checksum &+= typing == .none ? value.bytes.count : try payload(value, typing).customerId
                     }
                 case .streamItem(let item):
-                    checksum &+= Int(try item.item.decode(ParamData.self).time)
+                    checksum &+= typing == .none ? item.item.bytes.count : Int(try payload(item.item, typing).time)
                 case .ping:
                     checksum &+= 1
                 default:
@@ -50,25 +61,44 @@ struct SignalRBenchmarks {
         return checksum
     }
 
+    /// The ParamData of an invocation's first argument, decoded as `typing` says.
+    @inline(__always)
+    func payload(_ arguments: EncodedArguments, _ typing: Typing) throws -> ParamData {
+        typing == .codable
+            ? try arguments.decode(ViaCodable<ParamData>.self, at: 0).value
+            : try arguments.decode(ParamData.self, at: 0)
+    }
+
+    /// The ParamData of a result or stream item, decoded as `typing` says.
+    @inline(__always)
+    func payload(_ value: EncodedValue, _ typing: Typing) throws -> ParamData {
+        typing == .codable ? try value.decode(ViaCodable<ParamData>.self).value : try value.decode(ParamData.self)
+    }
+
     /// Encodes every message of the corpus from its typed ParamData; returns the output size.
     /// (Not inlined, so that profilers can attribute its cost.)
     @inline(never)
-    func encode<P: HubProtocol>(_ hubProtocol: P, into output: inout [UInt8]) throws -> Int {
+    func encode<P: HubProtocol>(_ hubProtocol: P, into output: inout [UInt8], typing: Typing = .fastest) throws -> Int {
         output.removeAll(keepingCapacity: true)
+        let encoding = hubProtocol.valueEncoding
         var payloads = corpus.payloads.makeIterator()
         for shape in corpus.shapes {
             let message: HubMessage
             switch shape.kind {
             case .invocation:
-                let arguments = try EncodedArguments(encoding: hubProtocol.valueEncoding, payloads.next()!)
+                let payload = payloads.next()!
+                let arguments =
+                    typing == .codable
+                    ? try EncodedArguments(encoding: encoding, ViaCodable(value: payload))
+                    : try EncodedArguments(encoding: encoding, payload)
                 message = .invocation(
                     InvocationMessage(invocationId: shape.invocationId, target: shape.target, arguments: arguments)
                 )
             case .completion:
-                let value = try EncodedValue(payloads.next()!, encoding: hubProtocol.valueEncoding)
+                let value = try encodedValue(payloads.next()!, encoding, typing)
                 message = .completion(CompletionMessage(invocationId: shape.invocationId!, result: .value(value)))
             case .streamItem:
-                let value = try EncodedValue(payloads.next()!, encoding: hubProtocol.valueEncoding)
+                let value = try encodedValue(payloads.next()!, encoding, typing)
                 message = .streamItem(StreamItemMessage(invocationId: shape.invocationId!, item: value))
             case .ping:
                 message = .ping
@@ -76,6 +106,14 @@ struct SignalRBenchmarks {
             hubProtocol.write(message, into: &output)
         }
         return output.count
+    }
+
+    /// `payload` encoded as `typing` says.
+    @inline(__always)
+    func encodedValue(_ payload: ParamData, _ encoding: ValueEncoding, _ typing: Typing) throws -> EncodedValue {
+        typing == .codable
+            ? try EncodedValue(ViaCodable(value: payload), encoding: encoding)
+            : try EncodedValue(payload, encoding: encoding)
     }
 
     /// The record shape Foundation decodes in the baseline (the same information our decoder
@@ -138,7 +176,7 @@ struct SignalRBenchmarks {
             progress("signalr-json-parse-only")
             results.append(
                 try measure("signalr-json-parse-only", bytes: corpus.json.count, messages: messages, passes: passes) {
-                    try decode(JSONHubProtocol(), corpus.json, typed: false)
+                    try decode(JSONHubProtocol(), corpus.json, typing: .none)
                 }
             )
         }
@@ -155,6 +193,19 @@ struct SignalRBenchmarks {
             }
             results.append(decodeMessagePack!)
         }
+        if filter("signalr-msgpack-codable-decode") {
+            progress("signalr-msgpack-codable-decode")
+            var result = try measure(
+                "signalr-msgpack-codable-decode",
+                bytes: corpus.messagePack.count,
+                messages: messages,
+                passes: passes
+            ) {
+                try decode(MessagePackHubProtocol(), corpus.messagePack, typing: .codable)
+            }
+            result.note = "ParamData through Codable"
+            results.append(result)
+        }
         if filter("signalr-msgpack-parse-only") {
             progress("signalr-msgpack-parse-only")
             results.append(
@@ -164,7 +215,7 @@ struct SignalRBenchmarks {
                     messages: messages,
                     passes: passes
                 ) {
-                    try decode(MessagePackHubProtocol(), corpus.messagePack, typed: false)
+                    try decode(MessagePackHubProtocol(), corpus.messagePack, typing: .none)
                 }
             )
         }
@@ -208,6 +259,18 @@ struct SignalRBenchmarks {
             }
             if let decodeMessagePack {
                 result.note = String(format: "%.2fx decode speed", decodeMessagePack.seconds / result.seconds)
+            }
+            results.append(result)
+        }
+        if filter("signalr-msgpack-codable-encode") {
+            progress("signalr-msgpack-codable-encode")
+            let size = try encode(MessagePackHubProtocol(), into: &output, typing: .codable)
+            var result = try measure("signalr-msgpack-codable-encode", bytes: size, messages: messages, passes: passes)
+            {
+                try encode(MessagePackHubProtocol(), into: &output, typing: .codable)
+            }
+            if let decode = results.first(where: { $0.name == "signalr-msgpack-codable-decode" }) {
+                result.note = String(format: "%.2fx Codable decode speed", decode.seconds / result.seconds)
             }
             results.append(result)
         }

@@ -43,6 +43,50 @@ public struct MessagePackDecoder: Sendable {
         return try Self.decodeValidated(type, from: bytes, at: range.lowerBound)
     }
 
+    /// Decodes a `T` from `bytes`, which must hold exactly one MessagePack value, with
+    /// `T.init(messagePack:)`.
+    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, from bytes: [UInt8]) throws -> T {
+        try decode(type, from: bytes, range: 0..<bytes.count)
+    }
+
+    /// Decodes a `T` from `bytes[range]`, which must hold exactly one MessagePack value, with
+    /// `T.init(messagePack:)`.
+    public func decode<T: MessagePackDecodable>(
+        _ type: T.Type = T.self,
+        from bytes: [UInt8],
+        range: Range<Int>
+    ) throws -> T {
+        var reader = MessagePackReader(bytes, range: range, maximumDepth: maximumDepth)
+        do {
+            try reader.skipValue()
+        } catch {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: error.description, underlyingError: error)
+            )
+        }
+        guard reader.isAtEnd else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value.")
+            )
+        }
+        return try Self.decodeValidated(type, from: bytes, range: range)
+    }
+
+    /// Decodes a `T` with `T.init(messagePack:)` from the value that starts `range`, which the
+    /// caller has already validated with `MessagePackReader.skipValue()`.
+    package static func decodeValidated<T: MessagePackDecodable>(
+        _ type: T.Type = T.self,
+        from bytes: [UInt8],
+        range: Range<Int>
+    ) throws -> T {
+        var reader = MessagePackReader(bytes, range: range)
+        do {
+            return try T(messagePack: &reader)
+        } catch let error as MessagePackError {
+            throw decodingError(error, for: type)
+        }
+    }
+
     /// Decodes a `T` from the value at `offset`, which the caller has already validated with
     /// `MessagePackReader.skipValue()` (used by protocols that validate while framing; strings'
     /// UTF-8 is validated as they are decoded).
@@ -147,9 +191,22 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 /// Maps a reader error to the `DecodingError` that Codable users expect.
 func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
     switch error {
+    case .missingKey(let key):
+        return .keyNotFound(
+            NamedCodingKey(stringValue: key),
+            .init(codingPath: [], debugDescription: "No value for key '\(key)'.", underlyingError: error)
+        )
     case .typeMismatch, .integerOutOfRange:
         return .typeMismatch(type, .init(codingPath: [], debugDescription: error.description, underlyingError: error))
     default:
         return .dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
     }
+}
+
+/// A key known by its name only (for errors about keys of `MessagePackKeys`).
+struct NamedCodingKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }

@@ -302,14 +302,20 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a bin header and returns the range of its bytes.
     public mutating func readBinaryRange() throws(MessagePackError) -> Range<Int> {
+        let range = try Self.binaryRange(bytes.span, position, end)
+        position = range.upperBound
+        return range
+    }
+
+    /// `readBinaryRange` on a span (the binary ends where its range does).
+    static func binaryRange(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> Range<Int> {
         guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
-        guard byte >= 0xc4 && byte <= 0xc6 else { throw try mismatch(.binary) }
+        let byte = span[position]
+        guard byte >= 0xc4 && byte <= 0xc6 else { throw try mismatch(.binary, byte, position) }
         let width = 1 << Int(byte - 0xc4)
-        let length = Int(try uint(at: position + 1, width: width))
+        let length = Int(try uint(span, at: position + 1, width: width, end: end))
         let start = position + 1 + width
         guard length <= end - start else { throw .truncated(offset: position) }
-        position = start + length
         return start..<(start + length)
     }
 
@@ -358,8 +364,19 @@ public struct MessagePackReader: Sendable {
 
     /// Reads an extension value and returns its type code and the range of its data.
     public mutating func readExtensionRange() throws(MessagePackError) -> (type: Int8, data: Range<Int>) {
+        let value = try Self.extensionRange(bytes.span, position, end)
+        position = value.data.upperBound
+        return value
+    }
+
+    /// `readExtensionRange` on a span (the extension ends where its data does).
+    static func extensionRange(
+        _ span: Span<UInt8>,
+        _ position: Int,
+        _ end: Int
+    ) throws(MessagePackError) -> (type: Int8, data: Range<Int>) {
         guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
+        let byte = span[position]
         let headerLength: Int
         let length: Int
         switch byte {
@@ -369,14 +386,13 @@ public struct MessagePackReader: Sendable {
         case 0xc7...0xc9:
             let width = 1 << Int(byte - 0xc7)
             headerLength = 2 + width
-            length = Int(try uint(at: position + 1, width: width))
-        default: throw try mismatch(.extension)
+            length = Int(try uint(span, at: position + 1, width: width, end: end))
+        default: throw try mismatch(.extension, byte, position)
         }
         guard headerLength <= end - position else { throw .truncated(offset: position) }
-        let type = Int8(bitPattern: bytes[position + headerLength - 1])
+        let type = Int8(bitPattern: span[position + headerLength - 1])
         let start = position + headerLength
         guard length <= end - start else { throw .truncated(offset: position) }
-        position = start + length
         return (type, start..<(start + length))
     }
 
@@ -418,47 +434,89 @@ public struct MessagePackReader: Sendable {
     /// Skips one complete value (containers included), validating its structure, strings' UTF-8
     /// excepted, and its nesting depth.
     public mutating func skipValue() throws(MessagePackError) {
-        let start = position
-        do {
-            try skipValue(depth: 0)
-        } catch {
-            position = start
-            throw error
-        }
+        position = try Self.endOfValue(bytes.span, position, end, outerDepth: 0, maximumDepth: maximumDepth)
     }
 
-    private mutating func skipValue(depth: Int) throws(MessagePackError) {
-        guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
-        switch byte {
-        case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3:
-            position += 1
-        case 0x80...0x8f, 0xde, 0xdf:
-            guard depth < maximumDepth else { throw .depthLimitExceeded(limit: maximumDepth) }
-            let count = try readMapHeader()
-            for _ in 0..<count {
-                try skipValue(depth: depth + 1)
-                try skipValue(depth: depth + 1)
+    /// The end of the value at `start` (nested `outerDepth` containers deep), its structure and
+    /// depth checked: one loop, in which the values left to skip in each open container are
+    /// counted on a small inline stack, so that the common case (a map of scalars and strings)
+    /// costs one switch per value and no calls.
+    static func endOfValue(
+        _ span: Span<UInt8>,
+        _ start: Int,
+        _ end: Int,
+        outerDepth: Int,
+        maximumDepth: Int
+    ) throws(MessagePackError) -> Int {
+        var offset = start
+        /// Values left in the innermost open container (the top level is a container of one).
+        var remaining = 1
+        /// `remaining` of each enclosing container, outermost first (values nested deeper than
+        /// it holds are skipped by recursion).
+        var enclosing = InlineArray<24, Int>(repeating: 0)
+        var depth = 0
+        while true {
+            while remaining == 0 {
+                if depth == 0 { return offset }
+                depth -= 1
+                remaining = enclosing[depth]
             }
-        case 0x90...0x9f, 0xdc, 0xdd:
-            guard depth < maximumDepth else { throw .depthLimitExceeded(limit: maximumDepth) }
-            let count = try readArrayHeader()
-            for _ in 0..<count { try skipValue(depth: depth + 1) }
-        case 0xa0...0xbf, 0xd9...0xdb: _ = try readStringRange()
-        case 0xc4...0xc6: _ = try readBinaryRange()
-        case 0xc7...0xc9, 0xd4...0xd8: _ = try readExtensionRange()
-        case 0xca, 0xcb, 0xcc...0xd3:
-            let width: Int
+            remaining -= 1
+            guard offset < end else { throw .truncated(offset: offset) }
+            let byte = span[offset]
             switch byte {
-            case 0xca: width = 4
-            case 0xcb: width = 8
-            case 0xcc...0xcf: width = 1 << Int(byte - 0xcc)
-            default: width = 1 << Int(byte - 0xd0)
+            case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3:
+                offset += 1
+            case 0xa0...0xbf:
+                let length = Int(byte & 0x1f)
+                guard length < end - offset else { throw .truncated(offset: offset) }
+                offset += 1 + length
+            case 0xd9...0xdb:
+                offset = try Self.stringRange(span, offset, end).upperBound
+            case 0xcc...0xd3, 0xca, 0xcb:
+                let width: Int
+                switch byte {
+                case 0xca: width = 4
+                case 0xcb: width = 8
+                case 0xcc...0xcf: width = 1 << Int(byte - 0xcc)
+                default: width = 1 << Int(byte - 0xd0)
+                }
+                guard width < end - offset else { throw .truncated(offset: offset) }
+                offset += 1 + width
+            case 0x80...0x8f, 0xde, 0xdf, 0x90...0x9f, 0xdc, 0xdd:
+                guard outerDepth + depth < maximumDepth else { throw .depthLimitExceeded(limit: maximumDepth) }
+                guard depth < enclosing.count else {
+                    offset = try endOfValue(
+                        span,
+                        offset,
+                        end,
+                        outerDepth: outerDepth + depth,
+                        maximumDepth: maximumDepth
+                    )
+                    continue
+                }
+                let count: Int
+                switch byte {
+                case 0x80...0x8f:
+                    count = Int(byte & 0x0f) * 2
+                    offset += 1
+                case 0x90...0x9f:
+                    count = Int(byte & 0x0f)
+                    offset += 1
+                default:
+                    let width = byte == 0xdc || byte == 0xde ? 2 : 4
+                    let elements = Int(try Self.uint(span, at: offset + 1, width: width, end: end))
+                    count = byte >= 0xde ? elements * 2 : elements
+                    offset += 1 + width
+                }
+                enclosing[depth] = remaining
+                depth += 1
+                remaining = count
+            case 0xc4...0xc6: offset = try Self.binaryRange(span, offset, end).upperBound
+            case 0xc7...0xc9, 0xd4...0xd8: offset = try Self.extensionRange(span, offset, end).data.upperBound
+            default:  // 0xc1
+                throw .reservedByte(offset: offset)
             }
-            guard width < end - position else { throw .truncated(offset: position) }
-            position += 1 + width
-        default:  // 0xc1
-            throw .reservedByte(offset: position)
         }
     }
 

@@ -72,6 +72,18 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
         self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
     }
 
+    /// Encodes `value` in `encoding`: MessagePack with `encode(messagePack:)` (the fast path,
+    /// without `Codable`), JSON with `encode(to:)`.
+    public init(_ value: some MessagePackEncodable, encoding: ValueEncoding) throws {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        switch encoding {
+        case .json: try JSONValueEncoding.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
+    }
+
     /// The JSON `null` or MessagePack nil value.
     public static func null(_ encoding: ValueEncoding) -> EncodedValue {
         switch encoding {
@@ -85,6 +97,15 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
         switch encoding {
         case .json: try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
         case .messagePack: try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+        }
+    }
+
+    /// Decodes the value as a `T`: a MessagePack value with `T.init(messagePack:)` (the fast
+    /// path, without `Codable`), a JSON value with `T.init(from:)`.
+    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
+        switch encoding {
+        case .json: try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
+        case .messagePack: try MessagePackDecoder.decodeValidated(type, from: storage, range: range)
         }
     }
 
@@ -164,28 +185,46 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// Encodes each of `values` as one argument, in `encoding`.
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
         var count = 0
+        for _ in repeat each values { count += 1 }
+        var writer = MessagePackWriter()
+        writer.bytes.reserveCapacity(256)
         switch encoding {
-        case .json:
-            bytes.append(UInt8(ascii: "["))
-            for value in repeat each values {
-                if count > 0 { bytes.append(UInt8(ascii: ",")) }
-                try JSONValueEncoding.encode(value, into: &bytes)
-                count += 1
-            }
-            bytes.append(UInt8(ascii: "]"))
+        case .json: try Self.writeJSON(repeat each values, into: &writer.bytes)
         case .messagePack:
-            for _ in repeat each values { count += 1 }
-            var writer = MessagePackWriter()
-            swap(&writer.bytes, &bytes)
             writer.writeArrayHeader(count: count)
-            swap(&writer.bytes, &bytes)
             let encoder = MessagePackEncoder()
-            for value in repeat each values { try encoder.encode(value, into: &bytes) }
+            for value in repeat each values { try encoder.encode(value, into: &writer.bytes) }
         }
-        self.init(encoding: encoding, count: count, storage: bytes, range: 0..<bytes.count)
+        self.init(encoding: encoding, count: count, storage: writer.bytes, range: 0..<writer.bytes.count)
+    }
+
+    /// Appends `values` as a JSON array to `bytes`.
+    static func writeJSON<each Argument: Encodable>(_ values: repeat each Argument, into bytes: inout [UInt8]) throws {
+        bytes.append(UInt8(ascii: "["))
+        var first = true
+        for value in repeat each values {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            try JSONValueEncoding.encode(value, into: &bytes)
+            first = false
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Encodes each of `values` as one argument, in `encoding`: MessagePack with
+    /// `encode(messagePack:)` (the fast path, without `Codable`), JSON with `encode(to:)`.
+    public init<each Argument: MessagePackEncodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
+        var count = 0
+        for _ in repeat each values { count += 1 }
+        var writer = MessagePackWriter()
+        writer.bytes.reserveCapacity(256)
+        switch encoding {
+        case .json: try Self.writeJSON(repeat each values, into: &writer.bytes)
+        case .messagePack:
+            writer.writeArrayHeader(count: count)
+            for value in repeat each values { try value.encode(messagePack: &writer) }
+        }
+        self.init(encoding: encoding, count: count, storage: writer.bytes, range: 0..<writer.bytes.count)
     }
 
     /// No arguments.
@@ -253,17 +292,34 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// Decodes the argument at `index` as a `T`. Precondition: `index < count`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+        let start = start(of: index)
+        switch encoding {
+        case .json: return try JSONValueDecoder(bytes: storage, position: start).decode(type)
+        case .messagePack: return try MessagePackDecoder.decodeValidated(type, from: storage, at: start)
+        }
+    }
+
+    /// The offset where the argument at `index` starts. Only the start is needed: this skips
+    /// the arguments before it, not the argument. Precondition: `index < count`.
+    func start(of index: Int) -> Int {
         precondition(index >= 0 && index < count, "argument index out of range")
-        // Only the start of the argument is needed: skip the ones before it, not the argument.
         var iterator = makeIterator()
         for _ in 0..<index { _ = iterator.next() }
+        guard encoding == .json else { return iterator.position }
+        var scanner = JSONScanner(validated: storage, range: iterator.position..<range.upperBound)
+        _ = scanner.peek()
+        return scanner.position
+    }
+
+    /// Decodes the argument at `index` as a `T`: a MessagePack argument with
+    /// `T.init(messagePack:)` (the fast path, without `Codable`), a JSON argument with
+    /// `T.init(from:)`. Precondition: `index < count`.
+    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+        let start = start(of: index)
         switch encoding {
-        case .json:
-            var scanner = JSONScanner(validated: storage, range: iterator.position..<range.upperBound)
-            _ = scanner.peek()
-            return try JSONValueDecoder(bytes: storage, position: scanner.position).decode(type)
+        case .json: return try JSONValueDecoder(bytes: storage, position: start).decode(type)
         case .messagePack:
-            return try MessagePackDecoder.decodeValidated(type, from: storage, at: iterator.position)
+            return try MessagePackDecoder.decodeValidated(type, from: storage, range: start..<range.upperBound)
         }
     }
 

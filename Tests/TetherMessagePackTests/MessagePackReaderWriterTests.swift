@@ -187,6 +187,47 @@ struct MessagePackFormatTests {
         }
     }
 
+    @Test func skipValueFindsTheEndAndRejectsTruncation() throws {
+        var rng = SeededRandomNumberGenerator(seed: 20_261_130)
+        for _ in 0..<300 {
+            var writer = MessagePackWriter()
+            writer.write(randomValue(&rng, depth: 0))
+            writer.bytes.append(0x2a)  // a following value, which the skip must not touch
+            let bytes = writer.bytes
+            var reader = MessagePackReader(bytes)
+            try reader.skipValue()
+            #expect(reader.position == bytes.count - 1)
+            // Every strict prefix of the value is truncated, and the reader stays where it was.
+            for cut in Set((0..<8).map { _ in Int.random(in: 0..<(bytes.count - 1), using: &rng) }) {
+                var truncated = MessagePackReader(bytes, range: 0..<cut)
+                #expect(throws: MessagePackError.self, "cut at \(cut) of \(bytes.count - 1)") {
+                    try truncated.skipValue()
+                }
+                #expect(truncated.position == 0)
+            }
+        }
+    }
+
+    @Test func skipValueCountsDepthPastItsInlineStack() throws {
+        // Maps and arrays nested 60 deep, each followed by a sibling, so that the skip must pick
+        // up the right count after coming back from each level (including across the recursion
+        // it uses beyond its inline stack).
+        func nested(_ levels: Int) -> [UInt8] {
+            guard levels > 0 else { return [0x01] }
+            let inner = nested(levels - 1)
+            return levels % 2 == 0 ? [0x92] + inner + [0xa1, 0x78] : [0x82, 0xa1, 0x6b] + inner + [0x05, 0xc3]
+        }
+        let value = nested(60)
+        var reader = MessagePackReader(value + [0xc0], maximumDepth: 60)
+        try reader.skipValue()
+        #expect(reader.position == value.count)
+        var limited = MessagePackReader(value, maximumDepth: 59)
+        #expect(throws: MessagePackError.depthLimitExceeded(limit: 59)) { try limited.skipValue() }
+        #expect(limited.position == 0)
+        var truncated = MessagePackReader(value, range: 0..<(value.count - 1), maximumDepth: 60)
+        #expect(throws: MessagePackError.self) { try truncated.skipValue() }
+    }
+
     @Test func randomValuesRoundTrip() throws {
         var rng = SeededRandomNumberGenerator(seed: 20_241_130)
         for _ in 0..<500 {

@@ -1,0 +1,66 @@
+import Testing
+import TetherMessagePack
+
+/// `MessagePackKeys` and `readKey(in:)`: map keys matched without creating strings.
+struct MessagePackKeysTests {
+    static let keys = MessagePackKeys([
+        "a", "Id", "UserId", "12345678", "123456789", "OrganizationCode", "OrganizationName", "é", "",
+    ])
+
+    /// `key` written as a str value, followed by `after` (so that a key can end the buffer).
+    func keyBytes(_ key: String, after: [UInt8] = []) -> [UInt8] {
+        var writer = MessagePackWriter()
+        writer.writeString(key)
+        return writer.bytes + after
+    }
+
+    @Test func everyKeyIsFoundAtItsIndexWhereverTheBufferEnds() throws {
+        for (index, name) in Self.keys.names.enumerated() {
+            for after in [[], [0xc0], Array(repeating: UInt8(0x2a), count: 16)] {
+                var reader = MessagePackReader(keyBytes(name, after: after))
+                #expect(try reader.readKey(in: Self.keys) == index, "\(name)")
+                #expect(reader.position == keyBytes(name).count)
+            }
+        }
+    }
+
+    @Test func otherKeysAreNilAndSkipped() throws {
+        // Near misses: a prefix, an extension, a different ninth byte, a different last byte.
+        for name in ["I", "Ida", "123456780", "1234567890", "OrganizationCodf", "OrganizationCod", "b", "ID", "e"] {
+            var reader = MessagePackReader(keyBytes(name, after: [0x01]))
+            #expect(try reader.readKey(in: Self.keys) == nil, "\(name)")
+            #expect(try reader.readInt64() == 1)
+        }
+        // Keys that are not strings are skipped whole.
+        for bytes: [UInt8] in [[0x07], [0xcd, 0x01, 0x00], [0x92, 0x01, 0xa1, 0x61], [0xc0]] {
+            var reader = MessagePackReader(bytes + [0x2a])
+            #expect(try reader.readKey(in: Self.keys) == nil)
+            #expect(try reader.readInt64() == 42)
+        }
+    }
+
+    @Test func badKeysAreTypedErrors() {
+        var truncated = MessagePackReader([0xa5, 0x61, 0x62])
+        #expect(throws: MessagePackError.truncated(offset: 0)) { try truncated.readKey(in: Self.keys) }
+        #expect(truncated.position == 0)
+        var empty = MessagePackReader([])
+        #expect(throws: MessagePackError.truncated(offset: 0)) { try empty.readKey(in: Self.keys) }
+        var notUTF8 = MessagePackReader([0xa2, 0xff, 0xfe])
+        #expect(throws: MessagePackError.invalidUTF8(offset: 0)) { try notUTF8.readKey(in: Self.keys) }
+        #expect(notUTF8.position == 0)
+        var badStructure = MessagePackReader([0x92, 0xc1, 0x01])
+        #expect(throws: MessagePackError.reservedByte(offset: 1)) { try badStructure.readKey(in: Self.keys) }
+    }
+
+    @Test func keysAreWrittenPreEncoded() {
+        for (index, name) in Self.keys.names.enumerated() {
+            var writer = MessagePackWriter()
+            writer.writeKey(index, of: Self.keys)
+            #expect(writer.bytes == keyBytes(name))
+        }
+        let long = String(repeating: "k", count: 40)
+        var writer = MessagePackWriter()
+        writer.writeKey(0, of: MessagePackKeys([long]))
+        #expect(writer.bytes == keyBytes(long))
+    }
+}
