@@ -45,12 +45,14 @@ public protocol MessagePackDecodable: Decodable {
 }
 
 /// A fixed set of map keys, for `MessagePackReader.readKey(in:)`: matched against the key bytes
-/// in the input by length and first eight bytes (one comparison per candidate), without creating
-/// a string. Build it once (a `static let`) and share it.
+/// in the input by length and first eight bytes (one comparison per candidate; one more for keys
+/// of up to sixteen bytes), without creating a string. Build it once (a `static let`) and share it.
 public struct MessagePackKeys: Sendable {
     struct Entry: Sendable {
         /// The first eight bytes of the key, little-endian, zero-padded.
         var prefix: UInt64
+        /// Bytes 8..<16 of the key, the same way.
+        var suffix: UInt64
         var length: Int
     }
 
@@ -67,7 +69,11 @@ public struct MessagePackKeys: Sendable {
         self.names = names
         entries = names.map { name in
             let bytes = Array(name.utf8)
-            return Entry(prefix: Self.prefix(of: bytes.span, from: 0, length: bytes.count), length: bytes.count)
+            return Entry(
+                prefix: Self.prefix(of: bytes.span, from: 0, length: bytes.count),
+                suffix: Self.prefix(of: bytes.span, from: 8, length: max(bytes.count - 8, 0)),
+                length: bytes.count
+            )
         }
         encoded = names.map { name in
             var writer = MessagePackWriter()
@@ -83,42 +89,65 @@ public struct MessagePackKeys: Sendable {
     /// word, zero-padded.
     @inline(__always)
     static func prefix(of bytes: Span<UInt8>, from start: Int, length: Int) -> UInt64 {
+        unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe prefix(of: buffer, from: start, length: length)
+        }
+    }
+
+    /// `prefix(of:from:length:)` on a buffer; `start + length <= buffer.count`.
+    @inline(__always)
+    @unsafe static func prefix(of buffer: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64 {
         let width = min(length, 8)
-        if width == 8 || start + 8 <= bytes.count {
-            let word = unsafe bytes.withUnsafeBytes { unsafe $0.loadUnaligned(fromByteOffset: start, as: UInt64.self) }
-            let littleEndian = UInt64(littleEndian: word)
-            return width == 8 ? littleEndian : littleEndian & ((1 << (8 * UInt64(width))) - 1)
+        if start + 8 <= buffer.count {
+            let word = UInt64(
+                littleEndian: unsafe UnsafeRawPointer(buffer.baseAddress! + start).loadUnaligned(as: UInt64.self)
+            )
+            return width == 8 ? word : word & ((1 << (8 * UInt64(width))) - 1)
         }
         var word: UInt64 = 0
         for offset in 0..<width {
-            word |= UInt64(bytes[start + offset]) << (8 * UInt64(offset))
+            word |= UInt64(unsafe buffer[start + offset]) << (8 * UInt64(offset))
         }
         return word
     }
 
-    /// The index of the key equal to `bytes[start..<start + length]`, or nil.
+    /// The index of the key equal to `bytes[start..<start + length]`, or nil. The search starts
+    /// at `hint` (the key expected next: maps usually list their keys in the same order each
+    /// time) and wraps around.
     @inline(__always)
-    func index(of bytes: Span<UInt8>, from start: Int, length: Int) -> Int? {
-        let prefix = Self.prefix(of: bytes, from: start, length: length)
-        var index = 0
-        while index < entries.count {
+    func index(of bytes: Span<UInt8>, from start: Int, length: Int, hint: Int) -> Int? {
+        let prefix = unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe Self.prefix(of: buffer, from: start, length: length)
+        }
+        let count = entries.count
+        var index = hint < count ? hint : 0
+        for _ in 0..<count {
             let entry = entries[index]
             if entry.prefix == prefix && entry.length == length
-                && (length <= 8 || remaindersEqual(names[index], bytes, start + 8, length - 8))
+                && (length <= 8 || restEqual(index, bytes, start))
             {
                 return index
             }
-            index += 1
+            index = index + 1 == count ? 0 : index + 1
         }
         return nil
     }
 
-    /// Whether the key bytes past the first eight equal `name`'s.
+    /// Whether the bytes of key `index` past its first eight equal those at `start + 8...` of
+    /// `bytes`. (Not inlined: only keys longer than eight bytes whose first eight match get here.)
+    @inline(never)
+    func restEqual(_ index: Int, _ bytes: Span<UInt8>, _ start: Int) -> Bool {
+        let length = entries[index].length
+        guard entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: length - 8) else { return false }
+        return length <= 16 || remaindersEqual(names[index], bytes, start + 16, length - 16)
+    }
+
+    /// Whether the key bytes past the first sixteen equal `name`'s.
     func remaindersEqual(_ name: String, _ bytes: Span<UInt8>, _ start: Int, _ count: Int) -> Bool {
         let utf8 = name.utf8.span
         var offset = 0
         while offset < count {
-            if utf8[8 + offset] != bytes[start + offset] { return false }
+            if utf8[16 + offset] != bytes[start + offset] { return false }
             offset += 1
         }
         return true
@@ -130,22 +159,44 @@ extension MessagePackReader {
     /// key (a string that is not one of `keys`, or a key that is not a string, which is skipped).
     /// A string key that is not UTF-8 is an error.
     public mutating func readKey(in keys: MessagePackKeys) throws(MessagePackError) -> Int? {
-        guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
-        guard byte >= 0xa0 && byte <= 0xbf || byte >= 0xd9 && byte <= 0xdb else {
+        guard let (index, next) = try Self.key(bytes.span, position, end, in: keys, hint: nextKeyHint) else {
             try skipValue()
             return nil
         }
-        let start = position
-        let range = try Self.stringRange(bytes.span, position, end)
-        if let index = keys.index(of: bytes.span, from: range.lowerBound, length: range.count) {
-            position = range.upperBound
-            return index
+        position = next
+        if let index { nextKeyHint = index + 1 }
+        return index
+    }
+
+    /// The index in `keys` of the str key at `position` (or nil for another string) and the
+    /// offset after it; nil if the key is not a string.
+    @inline(__always)
+    static func key(
+        _ span: Span<UInt8>,
+        _ position: Int,
+        _ end: Int,
+        in keys: MessagePackKeys,
+        hint: Int
+    ) throws(MessagePackError) -> (Int?, Int)? {
+        guard position < end else { throw .truncated(offset: position) }
+        let byte = span[position]
+        let start: Int
+        let length: Int
+        if byte & 0xe0 == 0xa0 {
+            start = position + 1
+            length = Int(byte & 0x1f)
+            guard length <= end - start else { throw .truncated(offset: position) }
+        } else if byte >= 0xd9 && byte <= 0xdb {
+            let range = try stringRange(span, position, end)
+            start = range.lowerBound
+            length = range.count
+        } else {
+            return nil
         }
-        guard (try? UTF8Span(validating: bytes.span.extracting(range))) != nil else {
-            throw .invalidUTF8(offset: start)
+        if let index = keys.index(of: span, from: start, length: length, hint: hint) { return (index, start + length) }
+        guard (try? UTF8Span(validating: span.extracting(start..<(start + length)))) != nil else {
+            throw .invalidUTF8(offset: position)
         }
-        position = range.upperBound
-        return nil
+        return (nil, start + length)
     }
 }
