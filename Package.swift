@@ -53,7 +53,7 @@ let package = Package(
         /// libFuzzer targets (build with `--sanitize=fuzzer`; see Tests/Fuzz/README.md).
         .executableTarget(
             name: "FuzzHubProtocols",
-            dependencies: ["TetherSignalR", "TetherMessagePack"],
+            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore"],
             path: "Tests/Fuzz/FuzzHubProtocols",
             swiftSettings: strictSettings
         ),

@@ -29,7 +29,7 @@ struct ParamData: Codable, Equatable {
 /// containers): what `signalr-msgpack-decode` measures; `signalr-msgpack-codable-decode` decodes
 /// the same values through `init(from:)`.
 extension ParamData: MessagePackDecodable {
-    static let keys = MessagePackKeys(CodingKeys.allCases.map(\.stringValue))
+    static let keys = KeySet(CodingKeys.allCases.map(\.stringValue))
 
     init(messagePack reader: inout MessagePackReader) throws {
         var id: String?
@@ -60,7 +60,7 @@ extension ParamData: MessagePackDecodable {
             let found =
                 [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
                 + [organizationCode != nil, customerId != nil]
-            throw MessagePackError.missingKey(Self.keys.names[found.firstIndex(of: false)!])
+            throw Self.keys.missingKey(found.firstIndex(of: false)!)
         }
         self.init(
             id: id,
@@ -97,6 +97,79 @@ extension ParamData: MessagePackEncodable {
         writer.writeString(organizationCode)
         writer.writeKey(7, of: keys)
         writer.writeInt(Int64(customerId))
+    }
+}
+
+/// ParamData read by hand from JSON (what `signalr-json-decode` measures).
+extension ParamData: JSONDecodable {
+    init(json reader: inout JSONReader) throws {
+        var id: String?
+        var userId: Int?
+        var niceName: String?
+        var time: Int64?
+        var dataType: String?
+        var jsonData: String?
+        var organizationCode: String?
+        var customerId: Int?
+        let keys = Self.keys
+        try reader.readObjectStart()
+        while reader.nextMember() {
+            switch try reader.readKey(in: keys) {
+            case 0: id = try reader.readString()
+            case 1: userId = try reader.readInteger(Int.self)
+            case 2: niceName = try reader.readString()
+            case 3: time = try reader.readInteger(Int64.self)
+            case 4: dataType = try reader.readString()
+            case 5: jsonData = try reader.readString()
+            case 6: organizationCode = try reader.readString()
+            case 7: customerId = try reader.readInteger(Int.self)
+            default: reader.skipValue()
+            }
+        }
+        guard let id, let userId, let niceName, let time, let dataType, let jsonData, let organizationCode,
+            let customerId
+        else {
+            let found =
+                [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
+                + [organizationCode != nil, customerId != nil]
+            throw keys.missingKey(found.firstIndex(of: false)!)
+        }
+        self.init(
+            id: id,
+            userId: userId,
+            niceName: niceName,
+            time: time,
+            dataType: dataType,
+            jsonData: jsonData,
+            organizationCode: organizationCode,
+            customerId: customerId
+        )
+    }
+}
+
+/// ParamData written by hand as JSON (what `signalr-json-encode` measures): the members in
+/// declaration order, as the `Codable` path writes them.
+extension ParamData: JSONEncodable {
+    func encode(json writer: inout JSONWriter) {
+        let keys = Self.keys
+        writer.writeObjectStart()
+        writer.writeKey(0, of: keys)
+        writer.writeString(id)
+        writer.writeKey(1, of: keys)
+        writer.writeInt(Int64(userId))
+        writer.writeKey(2, of: keys)
+        writer.writeString(niceName)
+        writer.writeKey(3, of: keys)
+        writer.writeInt(time)
+        writer.writeKey(4, of: keys)
+        writer.writeString(dataType)
+        writer.writeKey(5, of: keys)
+        writer.writeString(jsonData)
+        writer.writeKey(6, of: keys)
+        writer.writeString(organizationCode)
+        writer.writeKey(7, of: keys)
+        writer.writeInt(Int64(customerId))
+        writer.writeObjectEnd()
     }
 }
 
@@ -169,7 +242,7 @@ struct SignalRCorpus {
             let roll = Double.random(in: 0..<1, using: &rng)
             let asciiOnly = Double.random(in: 0..<1, using: &rng) < 0.1
             frame.bytes.removeAll(keepingCapacity: true)
-            var record = JSONWriter(asciiOnly: asciiOnly)
+            var record = PythonStyleJSONWriter(asciiOnly: asciiOnly)
             let kind: Kind
             if roll < 0.70 {
                 kind = .invocation
@@ -240,7 +313,7 @@ struct SignalRCorpus {
     }
 
     static func paramData(_ rng: inout SeededRandomNumberGenerator, _ index: Int) -> ParamData {
-        var inner = JSONWriter(asciiOnly: Double.random(in: 0..<1, using: &rng) < 0.3)
+        var inner = PythonStyleJSONWriter(asciiOnly: Double.random(in: 0..<1, using: &rng) < 0.3)
         inner.raw(#"{"text":"#)
         inner.string(text(&rng, 1...25))
         let roll = Double.random(in: 0..<1, using: &rng)
@@ -278,7 +351,7 @@ struct SignalRCorpus {
 
 /// A JSON writer that spells text the way Python's `json.dumps(separators=(",", ":"))` does,
 /// optionally with `ensure_ascii` (non-ASCII as \uXXXX, astral characters as surrogate pairs).
-struct JSONWriter {
+struct PythonStyleJSONWriter {
     var bytes: [UInt8] = []
     let asciiOnly: Bool
 

@@ -6,9 +6,10 @@ import TetherSignalR
 struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
-        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
+        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-codable-decode",
+        "signalr-json-parse-only", "signalr-msgpack-decode",
         "signalr-msgpack-codable-decode", "signalr-msgpack-parse-only", "codable-floor (ParamData from constants)",
-        "signalr-json-encode",
+        "signalr-json-encode", "signalr-json-codable-encode",
         "signalr-msgpack-encode", "signalr-msgpack-codable-encode",
     ]
 
@@ -22,8 +23,8 @@ struct SignalRBenchmarks {
         case none
         /// Through `Codable` (`init(from:)`) only.
         case codable
-        /// With the fast path the payload type offers (`init(messagePack:)` for MessagePack;
-        /// JSON has only `Codable`).
+        /// With the fast paths the payload type offers (`init(json:)`, `init(messagePack:)`,
+        /// `encode(json:)`, `encode(messagePack:)`).
         case fastest
     }
 
@@ -172,6 +173,20 @@ struct SignalRBenchmarks {
             if let baseline { result.note = String(format: "%.1fx JSONDecoder", baseline.seconds / result.seconds) }
             results.append(result)
         }
+        if filter("signalr-json-codable-decode") {
+            progress("signalr-json-codable-decode")
+            var result = try measure(
+                "signalr-json-codable-decode",
+                bytes: corpus.json.count,
+                messages: messages,
+                passes: passes
+            ) {
+                try decode(JSONHubProtocol(), corpus.json, typing: .codable)
+            }
+            let ratio = baseline.map { String(format: "%.1fx JSONDecoder, ", $0.seconds / result.seconds) } ?? ""
+            result.note = ratio + "ParamData through Codable"
+            results.append(result)
+        }
         if filter("signalr-json-parse-only") {
             progress("signalr-json-parse-only")
             results.append(
@@ -248,6 +263,17 @@ struct SignalRBenchmarks {
             }
             if let decode = results.first(where: { $0.name == "signalr-json-decode" }) {
                 result.note = String(format: "%.2fx decode speed", decode.seconds / result.seconds)
+            }
+            results.append(result)
+        }
+        if filter("signalr-json-codable-encode") {
+            progress("signalr-json-codable-encode")
+            let size = try encode(JSONHubProtocol(), into: &output, typing: .codable)
+            var result = try measure("signalr-json-codable-encode", bytes: size, messages: messages, passes: passes) {
+                try encode(JSONHubProtocol(), into: &output, typing: .codable)
+            }
+            if let decode = results.first(where: { $0.name == "signalr-json-codable-decode" }) {
+                result.note = String(format: "%.2fx Codable decode speed", decode.seconds / result.seconds)
             }
             results.append(result)
         }

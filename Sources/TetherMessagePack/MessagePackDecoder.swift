@@ -191,22 +191,9 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 /// Maps a reader error to the `DecodingError` that Codable users expect.
 func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
     switch error {
-    case .missingKey(let key):
-        return .keyNotFound(
-            NamedCodingKey(stringValue: key),
-            .init(codingPath: [], debugDescription: "No value for key '\(key)'.", underlyingError: error)
-        )
     case .typeMismatch, .integerOutOfRange:
         return .typeMismatch(type, .init(codingPath: [], debugDescription: error.description, underlyingError: error))
     default:
         return .dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
     }
-}
-
-/// A key known by its name only (for errors about keys of `MessagePackKeys`).
-struct NamedCodingKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
 }

@@ -1,3 +1,5 @@
+public import TetherCore
+
 /// A type that writes itself straight to MessagePack with a `MessagePackWriter`, for hot paths
 /// where `Codable` is too slow: the counterpart of `MessagePackDecodable`.
 ///
@@ -25,8 +27,8 @@ public protocol MessagePackEncodable: Encodable {
 
 extension MessagePackWriter {
     /// Writes the key at `index` of `keys` as a str value. Precondition: `index < keys.count`.
-    public mutating func writeKey(_ index: Int, of keys: MessagePackKeys) {
-        bytes.append(contentsOf: keys.encoded[index])
+    public mutating func writeKey(_ index: Int, of keys: KeySet) {
+        bytes.append(contentsOf: keys.messagePackNames[index])
     }
 }
 

@@ -15,8 +15,6 @@ public enum MessagePackError: Error, Hashable, Sendable, CustomStringConvertible
     case depthLimitExceeded(limit: Int)
     /// A timestamp extension (type -1) of a length other than 4, 8 or 12, or with nanoseconds ≥ 10⁹.
     case invalidTimestamp(offset: Int)
-    /// A map without a value for a key that a `MessagePackDecodable` type requires.
-    case missingKey(String)
 
     public var description: String {
         switch self {
@@ -28,7 +26,6 @@ public enum MessagePackError: Error, Hashable, Sendable, CustomStringConvertible
         case .invalidUTF8(let offset): "MessagePack string is not valid UTF-8 (offset \(offset))."
         case .depthLimitExceeded(let limit): "MessagePack nesting deeper than \(limit) levels."
         case .invalidTimestamp(let offset): "Invalid MessagePack timestamp (offset \(offset))."
-        case .missingKey(let key): "MessagePack map has no value for the key '\(key)'."
         }
     }
 }

@@ -63,23 +63,24 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
 
     /// Encodes `value` in `encoding`.
     public init(_ value: some Encodable, encoding: ValueEncoding) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        switch encoding {
-        case .json: try JSONValueEncoding.encode(value, into: &bytes)
-        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
-        }
-        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
+        try self.init(
+            encoding: encoding,
+            json: { try JSONValueEncoding.encode(value, into: &$0) },
+            messagePack: { try MessagePackEncoder().encode(value, into: &$0) }
+        )
     }
 
-    /// Encodes `value` in `encoding`: MessagePack with `encode(messagePack:)` (the fast path,
-    /// without `Codable`), JSON with `encode(to:)`.
-    public init(_ value: some MessagePackEncodable, encoding: ValueEncoding) throws {
+    /// A value written by `json` or `messagePack`, as `encoding` says.
+    init(
+        encoding: ValueEncoding,
+        json: (inout [UInt8]) throws -> Void,
+        messagePack: (inout [UInt8]) throws -> Void
+    ) rethrows {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         switch encoding {
-        case .json: try JSONValueEncoding.encode(value, into: &bytes)
-        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        case .json: try json(&bytes)
+        case .messagePack: try messagePack(&bytes)
         }
         self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
     }
@@ -95,18 +96,21 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// Decodes the value as a `T`.
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         switch encoding {
-        case .json: try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
-        case .messagePack: try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+        case .json: try Self.decodeJSON(type, storage, range)
+        case .messagePack: try Self.decodeMessagePack(type, storage, range)
         }
     }
 
-    /// Decodes the value as a `T`: a MessagePack value with `T.init(messagePack:)` (the fast
-    /// path, without `Codable`), a JSON value with `T.init(from:)`.
-    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
-        switch encoding {
-        case .json: try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
-        case .messagePack: try MessagePackDecoder.decodeValidated(type, from: storage, range: range)
-        }
+    /// The JSON value at `range.lowerBound` of `storage` decoded through `Codable`.
+    @inline(__always)
+    static func decodeJSON<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
+        try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
+    }
+
+    /// The MessagePack value at `range.lowerBound` of `storage` decoded through `Codable`.
+    @inline(__always)
+    static func decodeMessagePack<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
+        try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
     }
 
     /// Whether the value is JSON `null` / MessagePack nil.
@@ -185,21 +189,29 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// Encodes each of `values` as one argument, in `encoding`.
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var count = 0
-        for _ in repeat each values { count += 1 }
-        var writer = MessagePackWriter()
-        writer.bytes.reserveCapacity(256)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
         switch encoding {
-        case .json: try Self.writeJSON(repeat each values, into: &writer.bytes)
-        case .messagePack:
-            writer.writeArrayHeader(count: count)
-            let encoder = MessagePackEncoder()
-            for value in repeat each values { try encoder.encode(value, into: &writer.bytes) }
+        case .json: try Self.writeJSON(repeat each values, into: &bytes)
+        case .messagePack: try Self.writeMessagePack(repeat each values, into: &bytes)
         }
-        self.init(encoding: encoding, count: count, storage: writer.bytes, range: 0..<writer.bytes.count)
+        self.init(
+            encoding: encoding,
+            count: Self.count(repeat (each Argument).self),
+            storage: bytes,
+            range: 0..<bytes.count
+        )
     }
 
-    /// Appends `values` as a JSON array to `bytes`.
+    /// The number of types in the pack `Argument` (counted on the types, so that no value is
+    /// copied).
+    static func count<each Argument>(_ types: repeat (each Argument).Type) -> Int {
+        var count = 0
+        for _ in repeat each types { count += 1 }
+        return count
+    }
+
+    /// Appends `values` as a JSON array (`Codable`) to `bytes`.
     static func writeJSON<each Argument: Encodable>(_ values: repeat each Argument, into bytes: inout [UInt8]) throws {
         bytes.append(UInt8(ascii: "["))
         var first = true
@@ -211,20 +223,17 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    /// Encodes each of `values` as one argument, in `encoding`: MessagePack with
-    /// `encode(messagePack:)` (the fast path, without `Codable`), JSON with `encode(to:)`.
-    public init<each Argument: MessagePackEncodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var count = 0
-        for _ in repeat each values { count += 1 }
+    /// Appends `values` as a MessagePack array (`Codable`) to `bytes`.
+    static func writeMessagePack<each Argument: Encodable>(
+        _ values: repeat each Argument,
+        into bytes: inout [UInt8]
+    ) throws {
         var writer = MessagePackWriter()
-        writer.bytes.reserveCapacity(256)
-        switch encoding {
-        case .json: try Self.writeJSON(repeat each values, into: &writer.bytes)
-        case .messagePack:
-            writer.writeArrayHeader(count: count)
-            for value in repeat each values { try value.encode(messagePack: &writer) }
-        }
-        self.init(encoding: encoding, count: count, storage: writer.bytes, range: 0..<writer.bytes.count)
+        swap(&writer.bytes, &bytes)
+        writer.writeArrayHeader(count: count(repeat (each Argument).self))
+        swap(&writer.bytes, &bytes)
+        let encoder = MessagePackEncoder()
+        for value in repeat each values { try encoder.encode(value, into: &bytes) }
     }
 
     /// No arguments.
@@ -292,10 +301,10 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// Decodes the argument at `index` as a `T`. Precondition: `index < count`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
-        let start = start(of: index)
+        let argument = start(of: index)..<range.upperBound
         switch encoding {
-        case .json: return try JSONValueDecoder(bytes: storage, position: start).decode(type)
-        case .messagePack: return try MessagePackDecoder.decodeValidated(type, from: storage, at: start)
+        case .json: return try EncodedValue.decodeJSON(type, storage, argument)
+        case .messagePack: return try EncodedValue.decodeMessagePack(type, storage, argument)
         }
     }
 
@@ -309,18 +318,6 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         var scanner = JSONScanner(validated: storage, range: iterator.position..<range.upperBound)
         _ = scanner.peek()
         return scanner.position
-    }
-
-    /// Decodes the argument at `index` as a `T`: a MessagePack argument with
-    /// `T.init(messagePack:)` (the fast path, without `Codable`), a JSON argument with
-    /// `T.init(from:)`. Precondition: `index < count`.
-    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
-        let start = start(of: index)
-        switch encoding {
-        case .json: return try JSONValueDecoder(bytes: storage, position: start).decode(type)
-        case .messagePack:
-            return try MessagePackDecoder.decodeValidated(type, from: storage, range: start..<range.upperBound)
-        }
     }
 
     /// A copy that owns exactly its bytes (releasing the rest of the chunk it came from).

@@ -97,7 +97,15 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// The integer value at `position` of the validated `bytes`, which must fit `T` exactly.
     static func integer<T: FixedWidthInteger>(_ type: T.Type, in bytes: [UInt8], at position: Int) throws -> T {
-        let number = try numberRange(in: bytes, at: position, type)
+        try integer(type, in: bytes, number: try numberRange(in: bytes, at: position, type))
+    }
+
+    /// The number token `number` of the validated `bytes` as a `T`, which it must fit exactly.
+    static func integer<T: FixedWidthInteger>(
+        _ type: T.Type,
+        in bytes: [UInt8],
+        number: (range: Range<Int>, isInteger: Bool)
+    ) throws -> T {
         let result: T?
         if number.isInteger {
             if bytes[number.range.lowerBound] == UInt8(ascii: "-") {

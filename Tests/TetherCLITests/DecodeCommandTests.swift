@@ -85,7 +85,7 @@ struct DecodeCommandTests {
         #expect(truncated.status == 1)
     }
 
-    @Test func signalRMessagePackKeysNestedTooDeeplyAreAnError() {
+    @Test func signalRKeySetNestedTooDeeplyAreAnError() {
         // A Ping, then an invocation whose argument nests maps as keys of maps six levels deep:
         // rendering grows twofold per level, so it is refused rather than printed.
         let argument: [UInt8] =

@@ -5,12 +5,28 @@ import TetherMessagePack
 
 @testable import TetherSignalR
 
+extension Decodable {
+    /// Decodes the single string a Marked type is coded as and reports the Codable path.
+    static func codable(_ decoder: any Decoder) throws -> String {
+        _ = try decoder.singleValueContainer().decode(String.self)
+        return "codable"
+    }
+}
+
+extension Encodable {
+    /// Encodes a Marked type through Codable.
+    static func codable(_ encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode("codable")
+    }
+}
+
 /// `ParamData` with the MessagePack fast path (hand-written `MessagePackDecodable` /
 /// `MessagePackEncodable`), compared with its `Codable` path.
 struct FastParamData: Codable, Hashable, MessagePackDecodable, MessagePackEncodable {
     var data: ParamData
 
-    static let keys = MessagePackKeys([
+    static let keys = KeySet([
         "Id", "UserId", "NiceName", "Time", "DataType", "JsonData", "OrganizationCode", "CustomerId",
     ])
 
@@ -21,8 +37,8 @@ struct FastParamData: Codable, Hashable, MessagePackDecodable, MessagePackEncoda
     init(messagePack reader: inout MessagePackReader) throws {
         var fields: [Int: Any] = [:]
         for _ in 0..<(try reader.readMapHeader()) {
-            guard let index = try reader.readKey(in: Self.keys) else {
-                try reader.skipValue()
+            guard let index = try reader.readKey(in: Self.keys), fields[index] == nil else {
+                try reader.skipValue()  // unknown, or a duplicate: the first wins, as for Codable
                 continue
             }
             switch index {
@@ -31,10 +47,15 @@ struct FastParamData: Codable, Hashable, MessagePackDecodable, MessagePackEncoda
             default: fields[index] = try reader.readString()
             }
         }
-        if let missing = (0..<Self.keys.count).first(where: { fields[$0] == nil }) {
-            throw MessagePackError.missingKey(Self.keys.names[missing])
+        data = try Self.assemble(fields)
+    }
+
+    /// The ParamData made of the fields read (by key index), or the error for the first missing.
+    static func assemble(_ fields: [Int: Any]) throws -> ParamData {
+        if let missing = (0..<keys.count).first(where: { fields[$0] == nil }) {
+            throw keys.missingKey(missing)
         }
-        data = ParamData(
+        return ParamData(
             id: fields[0] as! String,
             userId: fields[1] as! Int,
             niceName: fields[2] as! String,
@@ -64,6 +85,46 @@ struct FastParamData: Codable, Hashable, MessagePackDecodable, MessagePackEncoda
         writer.writeString(data.organizationCode)
         writer.writeKey(7, of: Self.keys)
         writer.writeInt(Int64(data.customerId))
+    }
+}
+
+extension FastParamData: JSONDecodable, JSONEncodable {
+    init(json reader: inout JSONReader) throws {
+        var fields: [Int: Any] = [:]
+        try reader.readObjectStart()
+        while reader.nextMember() {
+            guard let index = try reader.readKey(in: Self.keys), fields[index] == nil else {
+                reader.skipValue()
+                continue
+            }
+            switch index {
+            case 1, 7: fields[index] = try reader.readInteger(Int.self)
+            case 3: fields[index] = try reader.readInteger(Int64.self)
+            default: fields[index] = try reader.readString()
+            }
+        }
+        data = try Self.assemble(fields)
+    }
+
+    func encode(json writer: inout JSONWriter) {
+        writer.writeObjectStart()
+        writer.writeKey(0, of: Self.keys)
+        writer.writeString(data.id)
+        writer.writeKey(1, of: Self.keys)
+        writer.writeInt(Int64(data.userId))
+        writer.writeKey(2, of: Self.keys)
+        writer.writeString(data.niceName)
+        writer.writeKey(3, of: Self.keys)
+        writer.writeInt(data.time)
+        writer.writeKey(4, of: Self.keys)
+        writer.writeString(data.dataType)
+        writer.writeKey(5, of: Self.keys)
+        writer.writeString(data.jsonData)
+        writer.writeKey(6, of: Self.keys)
+        writer.writeString(data.organizationCode)
+        writer.writeKey(7, of: Self.keys)
+        writer.writeInt(Int64(data.customerId))
+        writer.writeObjectEnd()
     }
 }
 
@@ -104,44 +165,98 @@ struct FastPathTests {
         }
     }
 
-    /// Says which path coded it: the fast path reads and writes "fast", `Codable` "codable".
-    struct Marked: Codable, Equatable, MessagePackDecodable, MessagePackEncodable {
-        var path: String
-        init(path: String) { self.path = path }
-        init(from decoder: any Decoder) throws {
-            _ = try decoder.singleValueContainer().decode(String.self)
-            path = "codable"
-        }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode("codable")
-        }
-        init(messagePack reader: inout MessagePackReader) throws {
-            _ = try reader.readString()
-            path = "fast"
-        }
+    /// Says which path coded it: the fast paths read and write "fast", `Codable` "codable".
+    struct MarkedMessagePack: Codable, MessagePackDecodable, MessagePackEncodable {
+        var path = ""
+        init() {}
+        init(from decoder: any Decoder) throws { path = try Self.codable(decoder) }
+        func encode(to encoder: any Encoder) throws { try Self.codable(encoder) }
+        init(messagePack reader: inout MessagePackReader) throws { path = try reader.readString() }
         func encode(messagePack writer: inout MessagePackWriter) { writer.writeString("fast") }
     }
 
-    @Test func theFastPathIsChosenForMessagePackOnly() throws {
-        let marked = Marked(path: "")
-        let messagePack = try EncodedValue(marked, encoding: .messagePack)
-        #expect(messagePack == (try EncodedValue(messagePack: [0xa4] + Array("fast".utf8))))
-        #expect(try messagePack.decode(Marked.self).path == "fast")
-        #expect(try MessagePackEncoder().encode(marked) == Array(messagePack.bytes))
-        #expect(try MessagePackDecoder().decode(Marked.self, from: Array(messagePack.bytes)).path == "fast")
-        let arguments = try EncodedArguments(encoding: .messagePack, marked, marked)
-        #expect(Array(arguments.bytes) == [0x92] + Array(messagePack.bytes) + Array(messagePack.bytes))
-        #expect(try arguments.decode(Marked.self, at: 1).path == "fast")
-        let json = try EncodedValue(marked, encoding: .json)
-        #expect(json.description == #""codable""#)
-        #expect(try json.decode(Marked.self).path == "codable")
-        #expect(try EncodedArguments(encoding: .json, marked).decode(Marked.self, at: 0).path == "codable")
-        // Code generic over Decodable/Encodable takes the Codable path.
-        func viaCodable<T: Codable>(_ value: T) throws -> T {
-            try EncodedValue(value, encoding: .messagePack).decode(T.self)
+    struct MarkedJSON: Codable, JSONDecodable, JSONEncodable {
+        var path = ""
+        init() {}
+        init(from decoder: any Decoder) throws { path = try Self.codable(decoder) }
+        func encode(to encoder: any Encoder) throws { try Self.codable(encoder) }
+        init(json reader: inout JSONReader) throws { path = try reader.readString() }
+        func encode(json writer: inout JSONWriter) { writer.writeString("fast") }
+    }
+
+    struct MarkedBoth: Codable, JSONDecodable, JSONEncodable, MessagePackDecodable, MessagePackEncodable {
+        var path = ""
+        init() {}
+        init(from decoder: any Decoder) throws { path = try Self.codable(decoder) }
+        func encode(to encoder: any Encoder) throws { try Self.codable(encoder) }
+        init(json reader: inout JSONReader) throws { path = try reader.readString() }
+        func encode(json writer: inout JSONWriter) { writer.writeString("fast") }
+        init(messagePack reader: inout MessagePackReader) throws { path = try reader.readString() }
+        func encode(messagePack writer: inout MessagePackWriter) { writer.writeString("fast") }
+    }
+
+    /// Checks one Marked type: what each encoding writes and reads through every entry point.
+    func check(
+        fast: Set<ValueEncoding>,
+        value: (ValueEncoding) throws -> EncodedValue,
+        arguments: (ValueEncoding) throws -> EncodedArguments,
+        decode: (EncodedValue) throws -> String,
+        decodeArgument: (EncodedArguments) throws -> String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        for encoding in [ValueEncoding.json, .messagePack] {
+            let path = fast.contains(encoding) ? "fast" : "codable"
+            let written = try value(encoding)
+            let expected = try EncodedValue(path, encoding: encoding)
+            #expect(written == expected, "\(encoding) writes", sourceLocation: sourceLocation)
+            let other = try EncodedValue("x", encoding: encoding)
+            #expect(
+                try decode(other) == (path == "fast" ? "x" : "codable"),
+                "\(encoding) reads",
+                sourceLocation: sourceLocation
+            )
+            let list = try arguments(encoding)
+            #expect(list == EncodedArguments(encoding: encoding, values: [expected]), sourceLocation: sourceLocation)
+            #expect(
+                try decodeArgument(EncodedArguments(encoding: encoding, values: [other]))
+                    == (path == "fast" ? "x" : "codable"),
+                sourceLocation: sourceLocation
+            )
         }
-        #expect(try viaCodable(marked).path == "codable")
+    }
+
+    @Test func eachEncodingTakesItsOwnFastPathOrCodable() throws {
+        try check(
+            fast: [.messagePack],
+            value: { try EncodedValue(MarkedMessagePack(), encoding: $0) },
+            arguments: { try EncodedArguments(encoding: $0, MarkedMessagePack()) },
+            decode: { try $0.decode(MarkedMessagePack.self).path },
+            decodeArgument: { try $0.decode(MarkedMessagePack.self, at: 0).path }
+        )
+        try check(
+            fast: [.json],
+            value: { try EncodedValue(MarkedJSON(), encoding: $0) },
+            arguments: { try EncodedArguments(encoding: $0, MarkedJSON()) },
+            decode: { try $0.decode(MarkedJSON.self).path },
+            decodeArgument: { try $0.decode(MarkedJSON.self, at: 0).path }
+        )
+        try check(
+            fast: [.json, .messagePack],
+            value: { try EncodedValue(MarkedBoth(), encoding: $0) },
+            arguments: { try EncodedArguments(encoding: $0, MarkedBoth()) },
+            decode: { try $0.decode(MarkedBoth.self).path },
+            decodeArgument: { try $0.decode(MarkedBoth.self, at: 0).path }
+        )
+        // MessagePackEncoder and MessagePackDecoder take the fast path too.
+        let bytes = try MessagePackEncoder().encode(MarkedMessagePack())
+        #expect(bytes == [0xa4] + Array("fast".utf8))
+        #expect(try MessagePackDecoder().decode(MarkedMessagePack.self, from: [0xa1, 0x78]).path == "x")
+        // Code generic over Codable takes the Codable path.
+        func viaCodable<T: Codable>(_ value: T, _ encoding: ValueEncoding) throws -> T {
+            try EncodedValue(value, encoding: encoding).decode(T.self)
+        }
+        #expect(try viaCodable(MarkedBoth(), .json).path == "codable")
+        #expect(try viaCodable(MarkedBoth(), .messagePack).path == "codable")
     }
 
     @Test func unknownMembersAndAnyOrderAreRead() throws {
@@ -166,6 +281,20 @@ struct FastPathTests {
         let value = try EncodedValue(messagePack: writer.bytes)
         #expect(try value.decode(FastParamData.self).data == data)
         #expect(try value.decode(ParamData.self) == data)
+    }
+
+    @Test func keysOfOtherTypesAreAnErrorOnBothPaths() throws {
+        // Found by FuzzHubProtocols: a map with an array key was skipped by the fast path and
+        // an error for Codable. Both now refuse it; integer keys both skip.
+        let fields = try EncodedValue(FastParamData(PayloadTests.sample), encoding: .messagePack)
+        for (key, accepted): ([UInt8], Bool) in [([0x90], false), ([0xc0], false), ([0x07], true)] {
+            var bytes = Array(fields.bytes)
+            bytes[0] += 1  // one more member: the key under test, with an invalid-UTF-8 value
+            bytes += key + [0xa2, 0xff, 0xfe]
+            let value = try EncodedValue(messagePack: bytes)
+            #expect(((try? value.decode(FastParamData.self)) != nil) == accepted, "\(key)")
+            #expect(((try? value.decode(ParamData.self)) != nil) == accepted, "\(key)")
+        }
     }
 
     @Test func fastPathErrorsAreTheDecodingErrorsOfCodable() throws {

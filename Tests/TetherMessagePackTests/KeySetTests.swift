@@ -1,9 +1,10 @@
 import Testing
+import TetherCore
 import TetherMessagePack
 
-/// `MessagePackKeys` and `readKey(in:)`: map keys matched without creating strings.
-struct MessagePackKeysTests {
-    static let keys = MessagePackKeys([
+/// `KeySet` and `readKey(in:)`: map keys matched without creating strings.
+struct KeySetTests {
+    static let keys = KeySet([
         "a", "Id", "UserId", "12345678", "123456789", "OrganizationCode", "OrganizationName", "é", "",
     ])
 
@@ -31,11 +32,18 @@ struct MessagePackKeysTests {
             #expect(try reader.readKey(in: Self.keys) == nil, "\(name)")
             #expect(try reader.readInt64() == 1)
         }
-        // Keys that are not strings are skipped whole.
-        for bytes: [UInt8] in [[0x07], [0xcd, 0x01, 0x00], [0x92, 0x01, 0xa1, 0x61], [0xc0]] {
+        // Integer keys are skipped; keys of other types are an error, as for Codable.
+        for bytes: [UInt8] in [[0x07], [0xcd, 0x01, 0x00], [0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0]] {
             var reader = MessagePackReader(bytes + [0x2a])
             #expect(try reader.readKey(in: Self.keys) == nil)
             #expect(try reader.readInt64() == 42)
+        }
+        for (bytes, found): ([UInt8], MessagePackType) in [([0x92, 0x01, 0xa1, 0x61], .array), ([0xc0], .nil)] {
+            var reader = MessagePackReader(bytes + [0x2a])
+            #expect(throws: MessagePackError.typeMismatch(expected: .string, found: found, offset: 0)) {
+                try reader.readKey(in: Self.keys)
+            }
+            #expect(reader.position == 0)
         }
     }
 
@@ -48,8 +56,8 @@ struct MessagePackKeysTests {
         var notUTF8 = MessagePackReader([0xa2, 0xff, 0xfe])
         #expect(throws: MessagePackError.invalidUTF8(offset: 0)) { try notUTF8.readKey(in: Self.keys) }
         #expect(notUTF8.position == 0)
-        var badStructure = MessagePackReader([0x92, 0xc1, 0x01])
-        #expect(throws: MessagePackError.reservedByte(offset: 1)) { try badStructure.readKey(in: Self.keys) }
+        var reserved = MessagePackReader([0xc1, 0x01])
+        #expect(throws: MessagePackError.reservedByte(offset: 0)) { try reserved.readKey(in: Self.keys) }
     }
 
     @Test func keysAreWrittenPreEncoded() {
@@ -60,7 +68,7 @@ struct MessagePackKeysTests {
         }
         let long = String(repeating: "k", count: 40)
         var writer = MessagePackWriter()
-        writer.writeKey(0, of: MessagePackKeys([long]))
+        writer.writeKey(0, of: KeySet([long]))
         #expect(writer.bytes == keyBytes(long))
     }
 }

@@ -1,0 +1,141 @@
+/// A fixed set of object keys for hand-written decoders and encoders (the fast paths that skip
+/// `Codable`: `MessagePackDecodable`, `JSONDecodable` and their encoding counterparts).
+///
+/// Readers match a key in the input against the set by its length and first eight bytes (one
+/// comparison per candidate; one more for keys of up to sixteen bytes), starting with the key
+/// expected next, without creating a string; writers append each key's pre-encoded bytes. Build
+/// a set once (a `static let`) and share it.
+public struct KeySet: Sendable {
+    @usableFromInline struct Entry: Sendable {
+        /// The first eight bytes of the key, little-endian, zero-padded.
+        @usableFromInline var prefix: UInt64
+        /// Bytes 8..<16 of the key, the same way.
+        @usableFromInline var suffix: UInt64
+        @usableFromInline var length: Int
+    }
+
+    /// The keys, in the order their indices refer to.
+    public let names: [String]
+    @usableFromInline let entries: [Entry]
+    /// Each key's UTF-8 bytes.
+    public let utf8: [[UInt8]]
+    /// Each key as a JSON member name: the quoted, escaped string and the colon.
+    public let jsonMemberNames: [[UInt8]]
+    /// Each key as a MessagePack str value (header and UTF-8 bytes).
+    public let messagePackNames: [[UInt8]]
+
+    /// The keys `names`; readers return positions in this array. Precondition: no key appears
+    /// twice.
+    public init(_ names: [String]) {
+        precondition(Set(names).count == names.count, "KeySet: a key appears twice")
+        self.names = names
+        utf8 = names.map { Array($0.utf8) }
+        entries = utf8.map { bytes in
+            Entry(
+                prefix: Self.prefix(of: bytes.span, from: 0, length: bytes.count),
+                suffix: Self.prefix(of: bytes.span, from: 8, length: max(bytes.count - 8, 0)),
+                length: bytes.count
+            )
+        }
+        messagePackNames = utf8.map { bytes in
+            // The shortest str header: fixstr, str8, str16 or str32.
+            switch bytes.count {
+            case ..<32: [0xa0 | UInt8(bytes.count)] + bytes
+            case ..<0x100: [0xd9, UInt8(bytes.count)] + bytes
+            case ..<0x1_0000: [0xda, UInt8(bytes.count >> 8), UInt8(truncatingIfNeeded: bytes.count)] + bytes
+            default:
+                [0xdb] + (0..<4).map { UInt8(truncatingIfNeeded: bytes.count >> (24 - 8 * $0)) } + bytes
+            }
+        }
+        jsonMemberNames = names.map { name in
+            var bytes: [UInt8] = []
+            JSONText.appendString(name, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            return bytes
+        }
+    }
+
+    /// The number of keys.
+    public var count: Int { names.count }
+
+    /// The error for an object without the key at `index`: `DecodingError.keyNotFound`, as
+    /// `Codable` reports a missing key.
+    public func missingKey(_ index: Int) -> DecodingError {
+        .keyNotFound(
+            NamedCodingKey(stringValue: names[index]),
+            .init(codingPath: [], debugDescription: "No value for key '\(names[index])'.")
+        )
+    }
+
+    /// The first eight bytes (or fewer) of `bytes[start..<start + length]` as a little-endian
+    /// word, zero-padded.
+    @inlinable @inline(__always)
+    static func prefix(of bytes: Span<UInt8>, from start: Int, length: Int) -> UInt64 {
+        unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe prefix(of: buffer, from: start, length: length)
+        }
+    }
+
+    /// `prefix(of:from:length:)` on a buffer; `start + length <= buffer.count`.
+    @inlinable @inline(__always)
+    @unsafe static func prefix(of buffer: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64 {
+        let width = min(length, 8)
+        if start + 8 <= buffer.count {
+            let word = UInt64(
+                littleEndian: unsafe UnsafeRawPointer(buffer.baseAddress! + start).loadUnaligned(as: UInt64.self)
+            )
+            return width == 8 ? word : word & ((1 << (8 * UInt64(width))) - 1)
+        }
+        var word: UInt64 = 0
+        for offset in 0..<width {
+            word |= UInt64(unsafe buffer[start + offset]) << (8 * UInt64(offset))
+        }
+        return word
+    }
+
+    /// The index of the key equal to `bytes[start..<start + length]`, or nil. The search starts
+    /// at `hint` (the key expected next: objects usually list their keys in the same order each
+    /// time) and wraps around.
+    @inlinable @inline(__always)
+    public func index(of bytes: Span<UInt8>, from start: Int, length: Int, hint: Int) -> Int? {
+        precondition(start >= 0 && length >= 0 && start + length <= bytes.count, "key outside the bytes")
+        let prefix = unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe Self.prefix(of: buffer, from: start, length: length)
+        }
+        let count = entries.count
+        var index = hint < count ? hint : 0
+        for _ in 0..<count {
+            let entry = entries[index]
+            if entry.prefix == prefix && entry.length == length && (length <= 8 || restEqual(index, bytes, start)) {
+                return index
+            }
+            index = index + 1 == count ? 0 : index + 1
+        }
+        return nil
+    }
+
+    /// Whether the bytes of key `index` past its first eight equal those at `start + 8...` of
+    /// `bytes`. (Not inlined: only keys longer than eight bytes whose first eight match get here.)
+    @usableFromInline @inline(never)
+    func restEqual(_ index: Int, _ bytes: Span<UInt8>, _ start: Int) -> Bool {
+        let keyBytes = utf8[index]
+        let key = keyBytes.span
+        guard entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
+            return false
+        }
+        var offset = 16
+        while offset < key.count {
+            if key[offset] != bytes[start + offset] { return false }
+            offset += 1
+        }
+        return true
+    }
+}
+
+/// A coding key known by its name only (for errors about the keys of a `KeySet`).
+struct NamedCodingKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}

@@ -1,0 +1,174 @@
+import Testing
+import TetherCore
+
+@testable import TetherSignalR
+
+/// `JSONReader` and `JSONWriter`, the JSON fast path's cursor and writer.
+struct JSONReaderWriterTests {
+    /// Runs a mutating step of `reader` (outside `#expect`, which cannot mutate its operands).
+    func step(_ reader: inout JSONReader, _ body: (inout JSONReader) -> Bool) -> Bool { body(&reader) }
+
+    static let keys = KeySet(["id", "tags", "ratio", "ok", "note", "nested", "a long key name"])
+
+    /// A reader over `text`, validated as a hub message's value would be.
+    func reader(_ text: String) throws -> JSONReader {
+        let value = try EncodedValue(json: Array(text.utf8))
+        return JSONReader(bytes: value.storage, position: value.range.lowerBound, end: value.range.upperBound)
+    }
+
+    @Test func readsEveryKindOfValueWithWhitespaceAndEscapes() throws {
+        var reader = try reader(
+            #" { "id" : -42 , "tags":[ "a\"b" , "\u00e9\ud83d\ude00" ], "ratio": 2.5e-1, "ok" :true, "note": null, "#
+                + #""\u0061 long key name": 7, "unknown": {"x": [1, {"y": null}]}, "nested": {"id": 1}} "#
+        )
+        var seen: [String] = []
+        try reader.readObjectStart()
+        while reader.nextMember() {
+            switch try reader.readKey(in: Self.keys) {
+            case 0: #expect(try reader.readInteger(Int8.self) == -42)
+            case 1:
+                var tags: [String] = []
+                try reader.readArrayStart()
+                while reader.nextElement() { tags.append(try reader.readString()) }
+                #expect(tags == ["a\"b", "é😀"])
+            case 2: #expect(try reader.readDouble() == 0.25)
+            case 3: #expect(try reader.readBool() == true)
+            case 4: #expect(step(&reader, { $0.readNilIfPresent() }))
+            case 5:
+                try reader.readObjectStart()
+                #expect(step(&reader, { $0.nextMember() }))
+                #expect(try reader.readKey(in: Self.keys) == 0)
+                #expect(try reader.readInteger(UInt64.self) == 1)
+                #expect(!step(&reader, { $0.nextMember() }))
+            case 6: #expect(try reader.readInteger(Int.self) == 7)  // the escaped key matched
+            default: reader.skipValue()
+            }
+            seen.append("member")
+        }
+        #expect(seen.count == 8)
+        #expect(!step(&reader, { $0.nextMember() }))  // at the end: nothing more, no trap
+    }
+
+    @Test func wrongTypesAreDecodingErrorsAndTheCursorStays() throws {
+        var reader = try reader(#"{"id": "text", "ok": 300, "ratio": 1.5}"#)
+        try reader.readObjectStart()
+        #expect(step(&reader, { $0.nextMember() }))
+        _ = try reader.readKey(in: Self.keys)
+        _ = reader.nextByte()  // (whitespace before the value is skipped by any read)
+        let before = reader.position
+        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }
+        #expect(throws: DecodingError.self) { try reader.readBool() }
+        #expect(throws: DecodingError.self) { try reader.readObjectStart() }
+        #expect(throws: DecodingError.self) { try reader.readArrayStart() }
+        #expect(throws: DecodingError.self) { try reader.readKey(in: Self.keys) }
+        #expect(!step(&reader, { $0.readNilIfPresent() }))
+        #expect(reader.position == before)
+        #expect(try reader.readString() == "text")
+        #expect(step(&reader, { $0.nextMember() }))
+        _ = try reader.readKey(in: Self.keys)
+        #expect {
+            try reader.readInteger(UInt8.self)
+        } throws: { error in
+            guard case DecodingError.dataCorrupted(let context) = error else { return false }
+            return context.debugDescription == "Number 300 does not fit in UInt8."
+        }
+        #expect(try reader.readInteger(Int16.self) == 300)
+        #expect(step(&reader, { $0.nextMember() }))
+        _ = try reader.readKey(in: Self.keys)
+        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }  // 1.5 is not integral
+        #expect(try reader.readDouble() == 1.5)
+        #expect(!step(&reader, { $0.nextMember() }))
+        #expect(throws: DecodingError.self) { try reader.readString() }  // nothing left
+        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }
+    }
+
+    @Test func integersOfEverySpellingReadExactly() throws {
+        let cases: [(String, Int64?)] = [
+            ("0", 0), ("-0", 0), ("7", 7), ("999999999999999999", 999_999_999_999_999_999),
+            ("-999999999999999999", -999_999_999_999_999_999), ("1000000000000000000", 1_000_000_000_000_000_000),
+            ("9223372036854775807", .max), ("-9223372036854775808", .min), ("9223372036854775808", nil),
+            ("2.0", 2), ("1e2", 100), ("-25E-1", nil), ("0.5", nil), ("\"1\"", nil), ("true", nil),
+        ]
+        for (text, expected) in cases {
+            var reader = try reader("[" + text + ", 1]")
+            try reader.readArrayStart()
+            _ = reader.nextElement()
+            if let expected {
+                #expect(try reader.readInteger(Int64.self) == expected, "\(text)")
+            } else {
+                #expect(throws: DecodingError.self, "\(text)") { try reader.readInteger(Int64.self) }
+                reader.skipValue()
+            }
+            // The cursor is after the number either way: the next element reads.
+            _ = reader.nextElement()
+            #expect(try reader.readInteger(UInt8.self) == 1, "\(text)")
+        }
+        var large = try reader("18446744073709551615")
+        #expect(try large.readInteger(UInt64.self) == .max)
+        var negative = try reader("-1")
+        #expect(throws: DecodingError.self) { try negative.readInteger(UInt32.self) }
+        #expect(try negative.readInteger(Int8.self) == -1)
+    }
+
+    @Test func writerPlacesCommasAndEscapes() throws {
+        struct Sample: JSONEncodable {
+            func encode(json writer: inout JSONWriter) throws {
+                writer.writeObjectStart()
+                writer.writeKey(0, of: JSONReaderWriterTests.keys)
+                writer.writeInt(-1)
+                writer.writeKey(1, of: JSONReaderWriterTests.keys)
+                writer.writeArrayStart()
+                writer.writeString("q\"\n")
+                writer.writeUInt(UInt64.max)
+                writer.writeArrayStart()
+                writer.writeArrayEnd()
+                writer.writeObjectStart()
+                writer.writeObjectEnd()
+                writer.writeNull()
+                writer.writeArrayEnd()
+                writer.writeKey("é\u{1}")
+                try writer.writeDouble(0.5)
+                writer.writeKey(3, of: JSONReaderWriterTests.keys)
+                writer.writeBool(false)
+                writer.writeObjectEnd()
+            }
+            func encode(to encoder: any Encoder) throws {}
+        }
+        var bytes: [UInt8] = []
+        try JSONWriter.encode(Sample(), into: &bytes)
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
+                == #"{"id":-1,"tags":["q\"\n",18446744073709551615,[],{},null],"é\u0001":0.5,"ok":false}"#
+        )
+        var writer = JSONWriter(bytes: [])
+        writer.writeArrayStart()
+        #expect(throws: EncodingError.self) { try writer.writeDouble(.nan) }
+        #expect(throws: EncodingError.self) { try writer.writeDouble(-.infinity) }
+        writer.writeArrayEnd()
+        #expect(writer.bytes == Array("[]".utf8))
+    }
+
+    @Test func misusingTheWriterTraps() async {
+        // A conformance cannot put invalid JSON on the wire: each misuse stops the process.
+        await #expect(processExitsWith: .failure) {
+            var writer = JSONWriter(bytes: [])
+            writer.writeObjectStart()
+            writer.writeString("value without a key")
+        }
+        await #expect(processExitsWith: .failure) {
+            var writer = JSONWriter(bytes: [])
+            writer.writeArrayStart()
+            writer.writeKey("key in an array")
+        }
+        await #expect(processExitsWith: .failure) {
+            var writer = JSONWriter(bytes: [])
+            writer.writeObjectStart()
+            writer.writeArrayEnd()
+        }
+        await #expect(processExitsWith: .failure) {
+            var writer = JSONWriter(bytes: [])
+            writer.writeInt(1)
+            writer.writeInt(2)
+        }
+    }
+}
