@@ -54,15 +54,7 @@ extension ParamData: MessagePackDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let id, let userId, let niceName, let time, let dataType, let jsonData, let organizationCode,
-            let customerId
-        else {
-            let found =
-                [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
-                + [organizationCode != nil, customerId != nil]
-            throw Self.keys.missingKey(found.firstIndex(of: false)!)
-        }
-        self.init(
+        try self.init(
             id: id,
             userId: userId,
             niceName: niceName,
@@ -100,6 +92,40 @@ extension ParamData: MessagePackEncodable {
     }
 }
 
+extension ParamData {
+    /// The ParamData of the fields a hand-written decoder found, or `keyNotFound` for the first
+    /// one it did not.
+    init(
+        id: String?,
+        userId: Int?,
+        niceName: String?,
+        time: Int64?,
+        dataType: String?,
+        jsonData: String?,
+        organizationCode: String?,
+        customerId: Int?
+    ) throws {
+        guard let id, let userId, let niceName, let time, let dataType, let jsonData, let organizationCode,
+            let customerId
+        else {
+            let found =
+                [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
+                + [organizationCode != nil, customerId != nil]
+            throw Self.keys.missingKey(found.firstIndex(of: false)!)
+        }
+        self.init(
+            id: id,
+            userId: userId,
+            niceName: niceName,
+            time: time,
+            dataType: dataType,
+            jsonData: jsonData,
+            organizationCode: organizationCode,
+            customerId: customerId
+        )
+    }
+}
+
 /// ParamData read by hand from JSON (what `signalr-json-decode` measures).
 extension ParamData: JSONDecodable {
     init(json reader: inout JSONReader) throws {
@@ -126,15 +152,7 @@ extension ParamData: JSONDecodable {
             default: reader.skipValue()
             }
         }
-        guard let id, let userId, let niceName, let time, let dataType, let jsonData, let organizationCode,
-            let customerId
-        else {
-            let found =
-                [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
-                + [organizationCode != nil, customerId != nil]
-            throw keys.missingKey(found.firstIndex(of: false)!)
-        }
-        self.init(
+        try self.init(
             id: id,
             userId: userId,
             niceName: niceName,

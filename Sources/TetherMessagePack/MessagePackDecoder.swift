@@ -27,6 +27,13 @@ public struct MessagePackDecoder: Sendable {
 
     /// Decodes a `T` from `bytes[range]`, which must hold exactly one MessagePack value.
     public func decode<T: Decodable>(_ type: T.Type = T.self, from bytes: [UInt8], range: Range<Int>) throws -> T {
+        try validate(bytes, range)
+        return try Self.decodeValidated(type, from: bytes, at: range.lowerBound)
+    }
+
+    /// Checks that `bytes[range]` is exactly one well-formed MessagePack value (structure and
+    /// nesting depth).
+    func validate(_ bytes: [UInt8], _ range: Range<Int>) throws {
         var reader = MessagePackReader(bytes, range: range, maximumDepth: maximumDepth)
         do {
             try reader.skipValue()
@@ -40,7 +47,6 @@ public struct MessagePackDecoder: Sendable {
                 .init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value.")
             )
         }
-        return try Self.decodeValidated(type, from: bytes, at: range.lowerBound)
     }
 
     /// Decodes a `T` from `bytes`, which must hold exactly one MessagePack value, with
@@ -56,19 +62,7 @@ public struct MessagePackDecoder: Sendable {
         from bytes: [UInt8],
         range: Range<Int>
     ) throws -> T {
-        var reader = MessagePackReader(bytes, range: range, maximumDepth: maximumDepth)
-        do {
-            try reader.skipValue()
-        } catch {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: [], debugDescription: error.description, underlyingError: error)
-            )
-        }
-        guard reader.isAtEnd else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: [], debugDescription: "Unexpected bytes after the MessagePack value.")
-            )
-        }
+        try validate(bytes, range)
         return try Self.decodeValidated(type, from: bytes, range: range)
     }
 

@@ -81,8 +81,14 @@ public struct JSONReader {
     /// Moves to the next member of the object being read: true if there is one (its key is
     /// next), false at the end of the object (the `}` is consumed).
     public mutating func nextMember() -> Bool {
+        next(closing: UInt8(ascii: "}"))
+    }
+
+    /// `nextMember` / `nextElement`: consumes a comma (true) or the closing bracket (false).
+    @inline(__always)
+    mutating func next(closing: UInt8) -> Bool {
         switch nextByte() {
-        case UInt8(ascii: "}"):
+        case closing:
             scanner.position += 1
             return false
         case UInt8(ascii: ","):
@@ -129,16 +135,7 @@ public struct JSONReader {
     /// Moves to the next element of the array being read: true if there is one, false at the
     /// end of the array (the `]` is consumed).
     public mutating func nextElement() -> Bool {
-        switch nextByte() {
-        case UInt8(ascii: "]"):
-            scanner.position += 1
-            return false
-        case UInt8(ascii: ","):
-            scanner.position += 1
-            return true
-        case nil: return false
-        default: return true
-        }
+        next(closing: UInt8(ascii: "]"))
     }
 
     /// Reads a string.

@@ -29,26 +29,36 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             _ = try? value.decode([String: Int].self)
             _ = try? value.decode([String].self)
             _ = try? CanonicalJSON.render(value)
+            agree(value)
         }
     default:
         if let value = try? EncodedValue(messagePack: input) {
             _ = try? value.decode([String: Int].self)
             _ = try? value.decode([Double].self)
             _ = try? CanonicalJSON.render(value)
-            // The fast path and Codable must agree on every input: the same value or both an error.
-            let fast = try? value.decode(Probe.self)
-            let codable = try? viaCodable(value, Probe.self)
-            if fast != codable {
-                fatalError("fast path \(String(describing: fast)) != Codable \(String(describing: codable))")
-            }
+            agree(value)
         }
     }
     return 0
 }
 
+/// The fast path and Codable must agree on every value: the same result, or both an error; and
+/// what the fast path writes must read back the same and equal what Codable writes.
+func agree(_ value: EncodedValue) {
+    let fast = try? value.decode(Probe.self)
+    let codable = try? viaCodable(value, Probe.self)
+    if fast != codable { fatalError("fast path \(String(describing: fast)) != Codable \(String(describing: codable))") }
+    if let fast {
+        guard let written = try? EncodedValue(fast, encoding: value.encoding),
+            (try? written.decode(Probe.self)) == fast,
+            written == (try? EncodedValue(ViaCodable(fast), encoding: value.encoding))
+        else { fatalError("fast path does not round-trip \(fast)") }
+    }
+}
+
 /// A type with both decoding paths, written as the fast-path documentation recommends (the
 /// first of duplicate keys wins, as it does for Codable).
-struct Probe: Codable, Equatable, MessagePackDecodable {
+struct Probe: Codable, Equatable, MessagePackDecodable, MessagePackEncodable, JSONDecodable, JSONEncodable {
     var name: String
     var count: Int
     var note: String?
@@ -78,6 +88,66 @@ struct Probe: Codable, Equatable, MessagePackDecodable {
         self.count = count
         self.note = note
     }
+}
+
+extension Probe {
+    init(json reader: inout JSONReader) throws {
+        var name: String?
+        var count: Int?
+        var note: String?
+        var found: UInt8 = 0
+        try reader.readObjectStart()
+        while reader.nextMember() {
+            guard let key = try reader.readKey(in: Self.keys), found & 1 << key == 0 else {
+                reader.skipValue()
+                continue
+            }
+            found |= 1 << key
+            switch key {
+            case 0: name = try reader.readString()
+            case 1: count = try reader.readInteger(Int.self)
+            default: note = reader.readNilIfPresent() ? nil : try reader.readString()
+            }
+        }
+        guard let name else { throw Self.keys.missingKey(0) }
+        guard let count else { throw Self.keys.missingKey(1) }
+        self.name = name
+        self.count = count
+        self.note = note
+    }
+
+    func encode(json writer: inout JSONWriter) {
+        writer.writeObjectStart()
+        writer.writeKey(0, of: Self.keys)
+        writer.writeString(name)
+        writer.writeKey(1, of: Self.keys)
+        writer.writeInt(Int64(count))
+        if let note {
+            writer.writeKey(2, of: Self.keys)
+            writer.writeString(note)
+        }
+        writer.writeObjectEnd()
+    }
+
+    func encode(messagePack writer: inout MessagePackWriter) {
+        writer.writeMapHeader(count: note == nil ? 2 : 3)
+        writer.writeKey(0, of: Self.keys)
+        writer.writeString(name)
+        writer.writeKey(1, of: Self.keys)
+        writer.writeInt(Int64(count))
+        if let note {
+            writer.writeKey(2, of: Self.keys)
+            writer.writeString(note)
+        }
+    }
+}
+
+/// A `T` coded through Codable only.
+struct ViaCodable<T: Codable>: Codable {
+    var value: T
+    init(_ value: T) { self.value = value }
+    init(from decoder: any Decoder) throws { value = try T(from: decoder) }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
 
 /// Decodes through Codable (code generic over `Decodable` takes that path).

@@ -1,0 +1,63 @@
+import Testing
+import TetherCore
+import TetherMessagePack
+import TetherSignalR
+
+/// The README's fast-path example (as swift-format lays it out), so that it keeps compiling and
+/// working.
+struct ChatMessage: Codable, Equatable {
+    var id: Int
+    var text: String
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id"
+        case text = "Text"
+    }
+}
+
+extension ChatMessage: MessagePackDecodable, JSONDecodable {  // keep Codable as well
+    static let keys = KeySet(["Id", "Text"])  // matched without Strings
+    init(messagePack reader: inout MessagePackReader) throws {
+        var id: Int?
+        var text: String?
+        for _ in 0..<(try reader.readMapHeader()) {
+            switch try reader.readKey(in: Self.keys) {
+            case 0: id = try reader.readInteger(Int.self)
+            case 1: text = try reader.readString()
+            default: try reader.skipValue()
+            }
+        }
+        guard let id else { throw Self.keys.missingKey(0) }  // Codable's keyNotFound
+        self.init(id: id, text: text ?? "")
+    }
+    init(json reader: inout JSONReader) throws {  // the same, member by member
+        var id: Int?
+        var text: String?
+        try reader.readObjectStart()
+        while reader.nextMember() {
+            switch try reader.readKey(in: Self.keys) {
+            case 0: id = try reader.readInteger(Int.self)
+            case 1: text = try reader.readString()
+            default: reader.skipValue()
+            }
+        }
+        guard let id else { throw Self.keys.missingKey(0) }
+        self.init(id: id, text: text ?? "")
+    }
+}
+
+struct ReadmeFastPathExampleTests {
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func theExampleReadsWhatCodableWrites(_ encoding: ValueEncoding) throws {
+        let message = ChatMessage(id: 7, text: "héllo")
+        let arguments = try EncodedArguments(encoding: encoding, message)
+        #expect(try arguments.decode(ChatMessage.self, at: 0) == message)
+        let missing = try EncodedValue(["Text": "no id"], encoding: encoding)
+        #expect {
+            try missing.decode(ChatMessage.self)
+        } throws: { error in
+            guard case DecodingError.keyNotFound(let key, _) = error else { return false }
+            return key.stringValue == "Id"
+        }
+    }
+}
