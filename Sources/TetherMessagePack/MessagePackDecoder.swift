@@ -73,7 +73,9 @@ public struct MessagePackDecoder: Sendable {
         from bytes: [UInt8],
         range: Range<Int>
     ) throws -> T {
-        var reader = MessagePackReader(bytes, range: range)
+        // Validated: the depth was checked against the caller's limit, which may exceed the
+        // reader's default.
+        var reader = MessagePackReader(bytes, range: range, maximumDepth: .max)
         do {
             return try T(messagePack: &reader)
         } catch let error as MessagePackError {

@@ -283,6 +283,16 @@ struct FastPathTests {
         #expect(try value.decode(ParamData.self) == data)
     }
 
+    @Test func skippingHonoursTheLimitTheValueWasValidatedWith() throws {
+        // A value validated with a limit above the reader's default (100 levels) skips whole.
+        let fields = try EncodedValue(FastParamData(PayloadTests.sample), encoding: .messagePack)
+        var bytes = Array(fields.bytes)
+        bytes[0] += 1
+        bytes += [0xa5] + Array("Extra".utf8) + Array(repeating: 0x91, count: 120) + [0xc0]
+        let value = try EncodedValue(messagePack: bytes, maximumDepth: 150)
+        #expect(try value.decode(FastParamData.self).data == PayloadTests.sample)
+    }
+
     @Test func keysOfOtherTypesAreAnErrorOnBothPaths() throws {
         // Found by FuzzHubProtocols: a map with an array key was skipped by the fast path and
         // an error for Codable. Both now refuse it; integer keys both skip.
