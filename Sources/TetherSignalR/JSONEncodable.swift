@@ -45,10 +45,11 @@ public struct JSONWriter {
     /// Whether a complete top-level value has been written.
     var isComplete = false
 
-    /// A writer that appends to `bytes`.
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
+    /// An empty writer (for writing JSON outside a hub message, or testing a conformance).
+    public init() {
+        self.bytes = []
     }
+
 
     var inObject: Bool { depth > 0 && objects & 1 == 1 }
 
@@ -182,7 +183,7 @@ public struct JSONWriter {
     /// Appends `value`'s JSON, written by its `encode(json:)`, to `bytes`. Precondition: it writes
     /// exactly one complete value.
     static func encode(_ value: some JSONEncodable, into bytes: inout [UInt8]) throws {
-        var writer = JSONWriter(bytes: [])
+        var writer = JSONWriter()
         swap(&writer.bytes, &bytes)
         defer { swap(&writer.bytes, &bytes) }
         try value.encode(json: &writer)

@@ -140,7 +140,7 @@ struct JSONReaderWriterTests {
             String(decoding: bytes, as: UTF8.self)
                 == #"{"id":-1,"tags":["q\"\n",18446744073709551615,[],{},null],"é\u0001":0.5,"ok":false}"#
         )
-        var writer = JSONWriter(bytes: [])
+        var writer = JSONWriter()
         writer.writeArrayStart()
         #expect(throws: EncodingError.self) { try writer.writeDouble(.nan) }
         #expect(throws: EncodingError.self) { try writer.writeDouble(-.infinity) }
@@ -151,22 +151,22 @@ struct JSONReaderWriterTests {
     @Test func misusingTheWriterTraps() async {
         // A conformance cannot put invalid JSON on the wire: each misuse stops the process.
         await #expect(processExitsWith: .failure) {
-            var writer = JSONWriter(bytes: [])
+            var writer = JSONWriter()
             writer.writeObjectStart()
             writer.writeString("value without a key")
         }
         await #expect(processExitsWith: .failure) {
-            var writer = JSONWriter(bytes: [])
+            var writer = JSONWriter()
             writer.writeArrayStart()
             writer.writeKey("key in an array")
         }
         await #expect(processExitsWith: .failure) {
-            var writer = JSONWriter(bytes: [])
+            var writer = JSONWriter()
             writer.writeObjectStart()
             writer.writeArrayEnd()
         }
         await #expect(processExitsWith: .failure) {
-            var writer = JSONWriter(bytes: [])
+            var writer = JSONWriter()
             writer.writeInt(1)
             writer.writeInt(2)
         }
