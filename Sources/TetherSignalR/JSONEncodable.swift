@@ -50,7 +50,6 @@ public struct JSONWriter {
         self.bytes = []
     }
 
-
     var inObject: Bool { depth > 0 && objects & 1 == 1 }
 
     /// Prepares for a value: the comma before an array element, the checks.
