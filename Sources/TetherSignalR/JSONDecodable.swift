@@ -159,33 +159,12 @@ public struct JSONReader {
         return try readAnyInteger(type)
     }
 
-    /// The value and end of the plain integer (`-`? and at most 18 digits, no fraction or
-    /// exponent) that is next, or nil for anything else; consumes nothing.
+    /// The value and end of the plain integer that is next (`JSONScanner.plainInteger`), or nil;
+    /// consumes nothing.
     @usableFromInline
     mutating func plainInteger() -> (Int64, Int)? {
-        guard let first = nextByte() else { return nil }
-        let span = bytes.span
-        let end = scanner.end
-        var index = position
-        let negative = first == UInt8(ascii: "-")
-        if negative { index += 1 }
-        let digits = index
-        var magnitude: Int64 = 0
-        while index < end, index - digits < 18 {
-            let digit = span[index] &- UInt8(ascii: "0")
-            guard digit < 10 else { break }
-            magnitude = magnitude &* 10 &+ Int64(digit)
-            index += 1
-        }
-        guard index > digits else { return nil }
-        if index < end {
-            // A fraction, an exponent or a 19th digit: not plain.
-            let next = span[index]
-            if next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e") || next &- UInt8(ascii: "0") < 10 {
-                return nil
-            }
-        }
-        return (negative ? -magnitude : magnitude, index)
+        guard nextByte() != nil else { return nil }
+        return JSONScanner.plainInteger(bytes.span, position, scanner.end)
     }
 
     @usableFromInline

@@ -325,6 +325,33 @@ struct JSONScanner {
         return (start..<index, isInteger)
     }
 
+    /// The value and end of the plain integer at `start` (`-`? and at most 18 digits, no fraction
+    /// or exponent: the common case, which always fits `Int64`), or nil for anything else.
+    @inline(__always)
+    static func plainInteger(_ span: Span<UInt8>, _ start: Int, _ end: Int) -> (Int64, Int)? {
+        guard start < end else { return nil }
+        var index = start
+        let negative = span[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        let digits = index
+        var magnitude: Int64 = 0
+        while index < end, index - digits < 18 {
+            let digit = span[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            magnitude = magnitude &* 10 &+ Int64(digit)
+            index += 1
+        }
+        guard index > digits else { return nil }
+        if index < end {
+            // A fraction, an exponent or a 19th digit: not plain.
+            let next = span[index]
+            if next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e") || next &- UInt8(ascii: "0") < 10 {
+                return nil
+            }
+        }
+        return (negative ? -magnitude : magnitude, index)
+    }
+
     /// The exact integer value of an integer number token, or nil if it does not fit `Int64`.
     static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
         let span = bytes.span

@@ -97,7 +97,10 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// The integer value at `position` of the validated `bytes`, which must fit `T` exactly.
     static func integer<T: FixedWidthInteger>(_ type: T.Type, in bytes: [UInt8], at position: Int) throws -> T {
-        try integer(type, in: bytes, number: try numberRange(in: bytes, at: position, type))
+        if let (small, _) = JSONScanner.plainInteger(bytes.span, position, bytes.count), let value = T(exactly: small) {
+            return value
+        }
+        return try integer(type, in: bytes, number: try numberRange(in: bytes, at: position, type))
     }
 
     /// The number token `number` of the validated `bytes` as a `T`, which it must fit exactly.
