@@ -99,6 +99,13 @@ struct JSONReaderWriterTests {
                 #expect(throws: DecodingError.self, "\(text)") { try reader.readInteger(Int64.self) }
                 reader.skipValue()
             }
+            // Codable reads the same numbers the same way.
+            let value = try EncodedValue(json: Array(text.utf8))
+            if let expected {
+                #expect(try value.decode(Int64.self) == expected, "\(text)")
+            } else {
+                #expect(throws: DecodingError.self, "\(text)") { try value.decode(Int64.self) }
+            }
             // The cursor is after the number either way: the next element reads.
             _ = reader.nextElement()
             #expect(try reader.readInteger(UInt8.self) == 1, "\(text)")
