@@ -123,12 +123,7 @@ public struct KeySet: Sendable {
         guard entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
             return false
         }
-        var offset = 16
-        while offset < key.count {
-            if key[offset] != bytes[start + offset] { return false }
-            offset += 1
-        }
-        return true
+        return key.count <= 16 || MemberIndex.equal(bytes, start, key)
     }
 }
 

@@ -6,6 +6,7 @@ import TetherMessagePack
 struct KeySetTests {
     static let keys = KeySet([
         "a", "Id", "UserId", "12345678", "123456789", "OrganizationCode", "OrganizationName", "é", "",
+        "a key longer than sixteen bytes", String(repeating: "k", count: 300),
     ])
 
     /// `key` written as a str value, followed by `after` (so that a key can end the buffer).
@@ -27,7 +28,12 @@ struct KeySetTests {
 
     @Test func otherKeysAreNilAndSkipped() throws {
         // Near misses: a prefix, an extension, a different ninth byte, a different last byte.
-        for name in ["I", "Ida", "123456780", "1234567890", "OrganizationCodf", "OrganizationCod", "b", "ID", "e"] {
+        let nearMisses = [
+            "I", "Ida", "123456780", "1234567890", "OrganizationCodf", "OrganizationCod", "b", "ID", "e",
+            "a key longer than sixteen byteS", "a key longer than sixteen Bytes", "a key longer than sixteen byte",
+            String(repeating: "k", count: 299) + "K", String(repeating: "k", count: 301),
+        ]
+        for name in nearMisses {
             var reader = MessagePackReader(keyBytes(name, after: [0x01]))
             #expect(try reader.readKey(in: Self.keys) == nil, "\(name)")
             #expect(try reader.readInt64() == 1)
