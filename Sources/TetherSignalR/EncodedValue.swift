@@ -61,7 +61,8 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
         self.init(encoding: .messagePack, storage: bytes, range: 0..<bytes.count)
     }
 
-    /// Encodes `value` in `encoding`.
+    /// Encodes `value` in `encoding` through `Codable` (a `JSONEncodable` or
+    /// `MessagePackEncodable` value takes the fast-path overloads instead).
     public init(_ value: some Encodable, encoding: ValueEncoding) throws {
         try self.init(
             encoding: encoding,
@@ -93,7 +94,9 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Decodes the value as a `T`.
+    /// Decodes the value as a `T` through `Codable`. (A `T` that is `JSONDecodable` or
+    /// `MessagePackDecodable` takes the overloads in EncodedValue+FastPaths.swift instead, which
+    /// read it with its own `init` for that encoding.)
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
@@ -187,7 +190,8 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         self.init(encoding: encoding, count: values.count, storage: bytes, range: 0..<bytes.count)
     }
 
-    /// Encodes each of `values` as one argument, in `encoding`.
+    /// Encodes each of `values` as one argument, in `encoding`, through `Codable` (values that
+    /// are all `JSONEncodable` or all `MessagePackEncodable` take the fast-path overloads).
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
@@ -299,7 +303,8 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         return iterator.next()!
     }
 
-    /// Decodes the argument at `index` as a `T`. Precondition: `index < count`.
+    /// Decodes the argument at `index` as a `T` through `Codable` (see `EncodedValue.decode(_:)`
+    /// for the fast-path overloads). Precondition: `index < count`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
