@@ -43,7 +43,7 @@ public protocol JSONDecodable: Decodable {
 /// arrays element by element (`readArrayStart`, then `nextElement`); keys are matched against a
 /// `KeySet` without creating strings. Reads of the wrong type throw `DecodingError.typeMismatch`,
 /// integers that do not fit `DecodingError.dataCorrupted`, and the cursor then stays where it
-/// was.
+/// was (past any whitespace).
 public struct JSONReader {
     var scanner: JSONScanner
     /// Where `readKey(in:)` starts looking: the index after the last key it matched.
