@@ -73,7 +73,7 @@ public enum ByteScanning {
 
     /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
     /// an already validated JSON string.
-    @inlinable
+    @inlinable @inline(__always)
     public static func endOfValidatedJSONText(in span: Span<UInt8>, from start: Int, to end: Int) -> Int {
         precondition(start >= 0 && end <= span.count, "range outside the span")
         var index = start
@@ -124,7 +124,7 @@ public enum ByteScanning {
     /// The offset of the first `"` or `\` in `span[start..<end]` (or `end`), and whether the
     /// bytes before it include control characters (below 0x20) or non-ASCII bytes: one pass for
     /// the run of a JSON string that is being validated.
-    @inlinable
+    @inlinable @inline(__always)
     public static func scanJSONText(
         in span: Span<UInt8>,
         from start: Int,
