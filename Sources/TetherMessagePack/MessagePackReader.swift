@@ -250,6 +250,7 @@ public struct MessagePackReader: Sendable {
     }
 
     /// `readStringRange` on a span (the string ends where its range does).
+    @inline(__always)
     static func stringRange(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> Range<Int> {
         guard position < end else { throw .truncated(offset: position) }
         let byte = span[position]
