@@ -58,8 +58,8 @@ public struct MemberIndex: Sendable {
 
     /// Whether `bytes[start..<start + name.count]` equals `name` (1...255 bytes), compared a
     /// word at a time (overlapping words at the end, no byte loop).
-    @inline(__always)
-    static func equal(_ bytes: Span<UInt8>, _ start: Int, _ name: Span<UInt8>) -> Bool {
+    @inlinable @inline(__always)
+    public static func equal(_ bytes: Span<UInt8>, _ start: Int, _ name: Span<UInt8>) -> Bool {
         let length = name.count
         guard start >= 0, length <= bytes.count - start else { return false }
         return unsafe bytes.withUnsafeBytes { bytes in

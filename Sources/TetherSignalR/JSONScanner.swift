@@ -268,14 +268,7 @@ struct JSONScanner {
             return true
         }
         guard token.contents.count == utf8.count else { return false }
-        let span = bytes.span
-        var index = 0
-        let start = token.contents.lowerBound
-        while index < utf8.count {
-            if span[start + index] != utf8[index] { return false }
-            index += 1
-        }
-        return true
+        return utf8.isEmpty || MemberIndex.equal(bytes.span, token.contents.lowerBound, utf8)
     }
 
     // MARK: - Numbers and literals
