@@ -29,7 +29,7 @@ struct ParamData: Codable, Equatable {
 /// containers): what `signalr-msgpack-decode` measures; `signalr-msgpack-codable-decode` decodes
 /// the same values through `init(from:)`.
 extension ParamData: MessagePackDecodable {
-    static let keys = KeySet(CodingKeys.allCases.map(\.stringValue))
+    static let keys = KeySet(CodingKeys.self)
 
     init(messagePack reader: inout MessagePackReader) throws {
         var id: String?

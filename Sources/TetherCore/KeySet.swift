@@ -55,6 +55,12 @@ public struct KeySet: Sendable {
         }
     }
 
+    /// The string values of `K`'s cases, in `allCases` order: the keys a type's `Codable`
+    /// conformance uses, so that both paths stay in step (index `i` is `K.allCases[i]`).
+    public init<K: CodingKey & CaseIterable>(_ type: K.Type) {
+        self.init(type.allCases.map(\.stringValue))
+    }
+
     /// The number of keys.
     public var count: Int { names.count }
 

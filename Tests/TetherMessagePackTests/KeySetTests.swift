@@ -66,6 +66,18 @@ struct KeySetTests {
         #expect(throws: MessagePackError.reservedByte(offset: 0)) { try reserved.readKey(in: Self.keys) }
     }
 
+    @Test func keysComeFromCodingKeysInCaseOrder() throws {
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case id = "Id"
+            case userName = "UserName"
+            case plain
+        }
+        let keys = KeySet(CodingKeys.self)
+        #expect(keys.names == ["Id", "UserName", "plain"])
+        var reader = MessagePackReader(keyBytes("UserName"))
+        #expect(try reader.readKey(in: keys).map { CodingKeys.allCases[$0] } == .userName)
+    }
+
     @Test func keysAreWrittenPreEncoded() {
         for (index, name) in Self.keys.names.enumerated() {
             var writer = MessagePackWriter()
