@@ -102,9 +102,7 @@ public struct JSONReader {
     /// Reads a member's key and its colon; returns the index in `keys` of the key it equals, or
     /// nil for any other key (then read or skip the value).
     public mutating func readKey(in keys: KeySet) throws -> Int? {
-        guard nextByte() == UInt8(ascii: "\""),
-            let (token, next) = try? JSONScanner.readString(bytes.span, position, scanner.end, validated: true)
-        else { throw mismatch(String.self, "a member name") }
+        let (token, valueStart) = try memberName()
         let index: Int?
         if token.hasEscapes {
             let name = JSONScanner.string(bytes, token)
@@ -117,13 +115,29 @@ public struct JSONReader {
                 hint: nextKeyHint
             )
         }
+        scanner.position = valueStart
+        if let index { nextKeyHint = index + 1 }
+        return index
+    }
+
+    /// Reads a member's key and its colon, and returns the key (for objects whose keys are data,
+    /// such as dictionaries).
+    public mutating func readMemberName() throws -> String {
+        let (token, valueStart) = try memberName()
+        scanner.position = valueStart
+        return JSONScanner.string(bytes, token)
+    }
+
+    /// The member name that is next and the offset after its colon; consumes nothing.
+    mutating func memberName() throws -> (JSONStringToken, Int) {
+        guard nextByte() == UInt8(ascii: "\""),
+            let (token, next) = try? JSONScanner.readString(bytes.span, position, scanner.end, validated: true)
+        else { throw mismatch(String.self, "a member name") }
         let colon = JSONScanner.skipWhitespace(bytes.span, next, scanner.end)
         guard colon < scanner.end, bytes[colon] == UInt8(ascii: ":") else {
             throw mismatch(String.self, "a member name")
         }
-        scanner.position = colon + 1
-        if let index { nextKeyHint = index + 1 }
-        return index
+        return (token, colon + 1)
     }
 
     /// Consumes the `[` that starts an array.

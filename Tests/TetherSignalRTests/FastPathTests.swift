@@ -259,6 +259,53 @@ struct FastPathTests {
         #expect(try viaCodable(MarkedBoth(), .messagePack).path == "codable")
     }
 
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func collectionsOfFastTypesAreFastTypes(_ encoding: ValueEncoding) throws {
+        // Written and read by the elements' own paths...
+        let list = try EncodedValue([MarkedBoth(), MarkedBoth()], encoding: encoding)
+        #expect(list == (try EncodedValue(["fast", "fast"], encoding: encoding)))
+        let strings = try EncodedValue(["x", "y"], encoding: encoding)
+        #expect(try strings.decode([MarkedBoth].self).map(\.path) == ["x", "y"])
+        #expect(try EncodedValue(MarkedBoth?.none, encoding: encoding) == .null(encoding))
+        #expect(try EncodedValue.null(encoding).decode(MarkedBoth?.self) == nil)
+        #expect(try EncodedValue("x", encoding: encoding).decode(MarkedBoth?.self)?.path == "x")
+        let map = try EncodedValue(["k": MarkedBoth()], encoding: encoding)
+        #expect(map == (try EncodedValue(["k": "fast"], encoding: encoding)))
+        #expect(try EncodedValue(["k": "x"], encoding: encoding).decode([String: MarkedBoth].self)["k"]?.path == "x")
+        // ... and agreeing with Codable on real values, duplicates included (the first wins).
+        var rng = SeededRandomNumberGenerator(seed: 7)
+        let values = (0..<5).map { _ in FastParamData(Self.randomParamData(&rng)) }
+        let fastList = try EncodedValue(values, encoding: encoding)
+        #expect(fastList == (try EncodedValue(values.map(\.data), encoding: encoding)))
+        #expect(try fastList.decode([FastParamData].self) == values)
+        #expect(try EncodedValue([FastParamData](), encoding: encoding).decode([FastParamData].self).isEmpty)
+        let duplicated: EncodedValue
+        switch encoding {
+        case .json:
+            var text = Array(#"{"a":"#.utf8)
+            text += try EncodedValue(values[0], encoding: .json).bytes
+            text += Array(#","a":"#.utf8) + (try EncodedValue(values[1], encoding: .json).bytes) + [0x7d]
+            duplicated = try EncodedValue(json: text)
+        case .messagePack:
+            var bytes: [UInt8] = [0x82, 0xa1, 0x61]
+            bytes += try EncodedValue(values[0], encoding: .messagePack).bytes
+            bytes += [0xa1, 0x61] + (try EncodedValue(values[1], encoding: .messagePack).bytes)
+            duplicated = try EncodedValue(messagePack: bytes)
+        }
+        #expect(try duplicated.decode([String: FastParamData].self) == ["a": values[0]])
+        #expect(try duplicated.decode([String: ParamData].self) == ["a": values[0].data])
+        if encoding == .messagePack {
+            // Found by FuzzHubProtocols: integer map keys are their decimal text in a
+            // `[String: V]`, on both paths.
+            var bytes: [UInt8] = [0x82, 0x6b]
+            bytes += try EncodedValue(values[0], encoding: .messagePack).bytes
+            bytes += [0xd0, 0xfb] + (try EncodedValue(values[1], encoding: .messagePack).bytes)
+            let numbered = try EncodedValue(messagePack: bytes)
+            #expect(try numbered.decode([String: FastParamData].self) == ["107": values[0], "-5": values[1]])
+            #expect(try numbered.decode([String: ParamData].self) == ["107": values[0].data, "-5": values[1].data])
+        }
+    }
+
     @Test func unknownMembersAndAnyOrderAreRead() throws {
         var writer = MessagePackWriter()
         writer.writeMapHeader(count: 9)

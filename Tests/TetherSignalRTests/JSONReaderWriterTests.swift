@@ -49,6 +49,19 @@ struct JSONReaderWriterTests {
         #expect(!step(&reader, { $0.nextMember() }))  // at the end: nothing more, no trap
     }
 
+    @Test func memberNamesReadAsStrings() throws {
+        var object = try reader(#"{ "\u0061b" : 1 , "plain":2}"#)
+        try object.readObjectStart()
+        var names: [String] = []
+        while step(&object, { $0.nextMember() }) {
+            names.append(try object.readMemberName())
+            object.skipValue()
+        }
+        #expect(names == ["ab", "plain"])
+        var notAnObject = try reader("[1]")
+        #expect(throws: DecodingError.self) { try notAnObject.readMemberName() }
+    }
+
     @Test func wrongTypesAreDecodingErrorsAndTheCursorStays() throws {
         var reader = try reader(#"{"id": "text", "ok": 300, "ratio": 1.5}"#)
         try reader.readObjectStart()
