@@ -6,12 +6,19 @@
 // holding both an integer key and the same number as a string key is the one case where the two
 // paths may pick different values).
 
+/// The most elements a decoded collection reserves room for before reading them: a peer's count
+/// bounds the elements by input bytes (at least one each), but an element may be far larger in
+/// memory than its encoding (a nil for an optional struct), so a count-sized reservation could
+/// ask for many times the message size before the first element fails; beyond this the
+/// collection grows as its elements arrive.
+let collectionReservationLimit = 1024
+
 extension Array: MessagePackDecodable where Element: MessagePackDecodable {
     public init(messagePack reader: inout MessagePackReader) throws {
         let count = try reader.readArrayHeader()
         self = []
-        // Each element takes at least one byte, so the input bounds the reservation.
-        reserveCapacity(Swift.min(count, reader.end - reader.position))
+        // The declared count is the peer's: reserve no more than a bounded head start.
+        reserveCapacity(Swift.min(count, reader.end - reader.position, collectionReservationLimit))
         for _ in 0..<count { append(try Element(messagePack: &reader)) }
     }
 }
@@ -39,7 +46,7 @@ extension Dictionary: MessagePackDecodable where Key == String, Value: MessagePa
     public init(messagePack reader: inout MessagePackReader) throws {
         let count = try reader.readMapHeader()
         self = [:]
-        reserveCapacity(Swift.min(count, (reader.end - reader.position) / 2))
+        reserveCapacity(Swift.min(count, (reader.end - reader.position) / 2, collectionReservationLimit))
         for _ in 0..<count {
             // Integer keys become their decimal text, as `Codable`'s `[String: V]` makes them.
             let key = try reader.peekType() == .integer ? String(try reader.readInt64()) : try reader.readString()

@@ -54,9 +54,8 @@ extension MessagePackReader {
     /// error (as it is for `Codable`, whose keys are strings or integers).
     public mutating func readKey(in keys: KeySet) throws(MessagePackError) -> Int? {
         guard let (index, next) = try Self.key(bytes.span, position, end, in: keys, hint: nextKeyHint) else {
-            guard try peekType() == .integer else {
-                throw .typeMismatch(expected: .string, found: try peekType(), offset: position)
-            }
+            let type = try peekType()
+            guard type == .integer else { throw .typeMismatch(expected: .string, found: type, offset: position) }
             try skipValue()
             return nil
         }

@@ -29,13 +29,16 @@ public protocol JSONEncodable: Encodable {
 /// escapes them.
 ///
 /// The writer checks the structure as it goes (a key only where an object expects one, a value
-/// only where one may stand, containers closed in order, at most 64 levels) and traps on a
-/// misuse, like an out-of-range array index: a conformance cannot put invalid JSON on the wire.
+/// only where one may stand, containers closed in order) and traps on a misuse, like an out-of-range array index: a conformance cannot put invalid JSON on the wire.
 public struct JSONWriter {
     /// The bytes written so far.
     public internal(set) var bytes: [UInt8]
-    /// One bit per open container, innermost lowest: 1 for an object, 0 for an array.
+    /// One bit per open container of the innermost 64 (or fewer), innermost lowest: 1 for an
+    /// object, 0 for an array.
     var objects: UInt64 = 0
+    /// The bit words of the containers outside those (empty, so unallocated, for values up to
+    /// 64 levels deep).
+    var outerObjects: [UInt64] = []
     /// The number of open containers.
     var depth = 0
     /// Whether the innermost container has an element (so the next one needs a comma).
@@ -95,8 +98,11 @@ public struct JSONWriter {
 
     mutating func open(object: Bool, _ bracket: UInt8) {
         beginValue()
-        precondition(depth < 64, "JSONWriter: more than 64 levels")
         bytes.append(bracket)
+        if depth > 0 && depth % 64 == 0 {
+            outerObjects.append(objects)
+            objects = 0
+        }
         objects = objects << 1 | (object ? 1 : 0)
         depth += 1
         hasElement = false
@@ -106,6 +112,7 @@ public struct JSONWriter {
         bytes.append(bracket)
         objects >>= 1
         depth -= 1
+        if depth > 0 && depth % 64 == 0 { objects = outerObjects.removeLast() }
         endValue()
     }
 

@@ -279,6 +279,12 @@ struct FastPathTests {
         #expect(fastList == (try EncodedValue(values.map(\.data), encoding: encoding)))
         #expect(try fastList.decode([FastParamData].self) == values)
         #expect(try EncodedValue([FastParamData](), encoding: encoding).decode([FastParamData].self).isEmpty)
+        // Many elements (more than a collection reserves for up front): nils read as optionals,
+        // and as an error for the non-optional type, on both paths.
+        let nils = try EncodedValue([FastParamData?](repeating: nil, count: 5000), encoding: encoding)
+        #expect(try nils.decode([FastParamData?].self).count == 5000)
+        #expect(throws: DecodingError.self) { try nils.decode([FastParamData].self) }
+        #expect(throws: DecodingError.self) { try nils.decode([ParamData].self) }
         let duplicated: EncodedValue
         switch encoding {
         case .json:

@@ -168,6 +168,27 @@ struct JSONReaderWriterTests {
         #expect(writer.bytes == Array("[]".utf8))
     }
 
+    @Test func deeplyNestedValuesWrite() throws {
+        // Past 64 levels the writer keeps its container bits in an array: objects and arrays
+        // alternate, 200 deep, and close in order.
+        var writer = JSONWriter()
+        for level in 0..<200 {
+            if level % 2 == 0 {
+                writer.writeArrayStart()
+            } else {
+                writer.writeObjectStart()
+                writer.writeKey("k")
+            }
+        }
+        writer.writeInt(1)
+        for level in (0..<200).reversed() {
+            if level % 2 == 0 { writer.writeArrayEnd() } else { writer.writeObjectEnd() }
+        }
+        let expected = String(repeating: #"[{"k":"#, count: 100) + "1" + String(repeating: "}]", count: 100)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+        _ = try EncodedValue(json: writer.bytes, maximumDepth: 200)
+    }
+
     @Test func misusingTheWriterTraps() async {
         // A conformance cannot put invalid JSON on the wire: each misuse stops the process.
         await #expect(processExitsWith: .failure) {
