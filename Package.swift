@@ -24,7 +24,9 @@ let package = Package(
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
     targets: [
-        .target(name: "TetherCore", swiftSettings: pureSettings),
+        /// Text kernels in C with portable vector types (SSE2 / NEON from one source).
+        .target(name: "CTetherText"),
+        .target(name: "TetherCore", dependencies: ["CTetherText"], swiftSettings: pureSettings),
         .target(name: "TetherMessagePack", dependencies: ["TetherCore"], swiftSettings: pureSettings),
         .target(
             name: "TetherSignalR",

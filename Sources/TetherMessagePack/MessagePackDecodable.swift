@@ -90,7 +90,7 @@ extension MessagePackReader {
             return nil
         }
         if let index = keys.index(of: span, from: start, length: length, hint: hint) { return (index, start + length) }
-        guard (try? UTF8Span(validating: span.extracting(start..<(start + length)))) != nil else {
+        guard UTF8Validation.check(span.extracting(start..<(start + length))) != .invalid else {
             throw .invalidUTF8(offset: position)
         }
         return (nil, start + length)

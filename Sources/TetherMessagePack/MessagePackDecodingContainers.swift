@@ -73,7 +73,7 @@ struct MessagePackMapIndex {
     @inline(__always)
     static func isValidKey(_ span: Span<UInt8>, _ start: Int, _ length: Int) -> Bool {
         !ByteScanning.textClass(in: span, from: start, to: start + length).hasNonASCII
-            || (try? UTF8Span(validating: span.extracting(start..<(start + length)))) != nil
+            || UTF8Validation.check(span.extracting(start..<(start + length))) != .invalid
     }
 
     /// The end of the scalar (nil, bool, number, str, bin) starting at `offset` of validated

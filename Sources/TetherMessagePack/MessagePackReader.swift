@@ -1,3 +1,5 @@
+import TetherCore
+
 /// A cursor that reads MessagePack values from a byte array without copying it.
 ///
 /// The reader covers the whole format (every width of every family, extensions, timestamps). It
@@ -274,8 +276,8 @@ public struct MessagePackReader: Sendable {
     /// A validated string read from a span: the string and the offset after it.
     static func string(_ span: Span<UInt8>, _ position: Int, _ end: Int) throws(MessagePackError) -> (String, Int) {
         let range = try stringRange(span, position, end)
-        guard let utf8 = try? UTF8Span(validating: span.extracting(range)) else { throw .invalidUTF8(offset: position) }
-        return (String(copying: utf8), range.upperBound)
+        guard let string = UTF8Validation.string(span.extracting(range)) else { throw .invalidUTF8(offset: position) }
+        return (string, range.upperBound)
     }
 
     /// Reads a str value as a validated Swift string.
@@ -298,9 +300,7 @@ public struct MessagePackReader: Sendable {
     /// A validated string made of `bytes[range]`, or nil if the bytes are not UTF-8.
     @inline(__always)
     static func string(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
-        let span = bytes.span.extracting(range)
-        guard let utf8 = try? UTF8Span(validating: span) else { return nil }
-        return String(copying: utf8)
+        UTF8Validation.string(bytes.span.extracting(range))
     }
 
     /// Reads a bin header and returns the range of its bytes.

@@ -131,7 +131,7 @@ struct JSONScanner {
                 hasEscapes = true
                 index = try skipEscape(span, index + 1, end)
             }
-            if hasNonASCII, (try? UTF8Span(validating: span.extracting(start..<index))) == nil { throw Failure() }
+            if hasNonASCII, UTF8Validation.check(span.extracting(start..<index)) == .invalid { throw Failure() }
         }
         return (JSONStringToken(contents: start..<index, hasEscapes: hasEscapes), index + 1)
     }

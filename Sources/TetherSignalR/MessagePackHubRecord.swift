@@ -158,7 +158,7 @@ enum MessagePackHubRecord {
         if reader.readNilIfPresent() { return nil }
         let start = reader.position
         guard let range = try? reader.readStringRange(),
-            (try? UTF8Span(validating: reader.bytes.span.extracting(range))) != nil
+            UTF8Validation.check(reader.bytes.span.extracting(range)) != .invalid
         else {
             reader.position = start
             throw readFailed("target", "String")

@@ -1,0 +1,139 @@
+// UTF-8 validation sixteen bytes per step, written with Clang's portable vector extensions
+// (`vector_size`, `__builtin_shufflevector`): SSE2 on x86-64, NEON on ARM64, plain code
+// elsewhere, from one source and without intrinsics. The rules are those of RFC 3629 §4; see
+// UTF8Validation.swift for the method and the tests that hold it to the standard library's
+// validator.
+
+#include "tether_text.h"
+
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tether_utf8_check assumes a little-endian target"
+#endif
+
+typedef uint8_t bytes16 __attribute__((vector_size(16)));
+typedef int8_t mask16 __attribute__((vector_size(16)));
+
+#define SPLAT(x) ((bytes16){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x})
+
+/// `v` moved up by one, two or three lanes, zeros shifted in: the bytes one, two or three
+/// positions back, for a block with nothing (or only zeros) in front of it.
+#define BACK1(v) __builtin_shufflevector(SPLAT(0), v, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+#define BACK2(v) __builtin_shufflevector(SPLAT(0), v, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29)
+#define BACK3(v) __builtin_shufflevector(SPLAT(0), v, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28)
+
+static inline bytes16 load16(const uint8_t *p) {
+    bytes16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// Whether any lane of `v` has its high bit set.
+static inline int any_high(bytes16 v) {
+    uint64_t words[2];
+    memcpy(words, &v, sizeof words);
+    return ((words[0] | words[1]) & 0x8080808080808080u) != 0;
+}
+
+/// The lanes of `current` that break a rule, given the bytes one, two and three positions back.
+static inline mask16 broken_rules(bytes16 current, bytes16 back1, bytes16 back2, bytes16 back3) {
+    // A byte continues a sequence exactly when a lead byte one, two or three back asks for it.
+    mask16 is_continuation = (mask16)((current & SPLAT(0xC0)) == SPLAT(0x80));
+    mask16 must_continue =
+        (mask16)(back1 >= SPLAT(0xC0)) | (mask16)(back2 >= SPLAT(0xE0)) | (mask16)(back3 >= SPLAT(0xF0));
+    mask16 bad = is_continuation ^ must_continue;
+    // Bytes that never occur: C0, C1 (overlong two-byte forms) and F5...FF.
+    bad |= (mask16)((current & SPLAT(0xFE)) == SPLAT(0xC0)) | (mask16)(current >= SPLAT(0xF5));
+    // Second bytes with a narrower range: overlong three- and four-byte forms, surrogates,
+    // code points above U+10FFFF.
+    bad |= (mask16)(back1 == SPLAT(0xE0)) & (mask16)(current < SPLAT(0xA0));
+    bad |= (mask16)(back1 == SPLAT(0xED)) & (mask16)(current > SPLAT(0x9F));
+    bad |= (mask16)(back1 == SPLAT(0xF0)) & (mask16)(current < SPLAT(0x90));
+    bad |= (mask16)(back1 == SPLAT(0xF4)) & (mask16)(current > SPLAT(0x8F));
+    return bad;
+}
+
+/// The `count` (< 16) bytes at `p` in the low lanes, zeros above, from at most two loads of each
+/// half (overlapping where `count` is not a power of two), never reading outside `p[0..<count]`.
+static inline bytes16 load_short(const uint8_t *p, size_t count) {
+    uint64_t words[2] = {0, 0};
+    if (count >= 8) {
+        memcpy(&words[0], p, 8);
+        if (count > 8) {
+            uint64_t tail;
+            memcpy(&tail, p + count - 8, 8);
+            words[1] = tail >> (8 * (16 - count));
+        }
+    } else if (count >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, p, 4);
+        memcpy(&tail, p + count - 4, 4);
+        words[0] = (uint64_t)head | ((uint64_t)tail << (8 * (count - 4)));
+    } else if (count > 0) {
+        words[0] = (uint64_t)p[0] | ((uint64_t)p[count >> 1] << (8 * (count >> 1))) |
+                   ((uint64_t)p[count - 1] << (8 * (count - 1)));
+    }
+    bytes16 v;
+    memcpy(&v, words, sizeof v);
+    return v;
+}
+
+/// Lanes `done..<16` set: masks out the lanes of the last, overlapping block that an earlier
+/// block checked already.
+static const uint8_t lanes_from[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+};
+
+tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count) {
+    if (count < 16) {
+        // One block; the zero lanes after the input end any sequence cut short by the end.
+        bytes16 block = load_short(bytes, count);
+        if (!any_high(block)) return tether_utf8_ascii;
+        mask16 bad = broken_rules(block, BACK1(block), BACK2(block), BACK3(block));
+        return any_high((bytes16)bad) ? tether_utf8_invalid : tether_utf8_multibyte;
+    }
+    mask16 errors = {0};
+    bytes16 seen = {0};
+    // The first block has nothing in front of it.
+    bytes16 current = load16(bytes);
+    if (any_high(current)) {
+        seen |= current;
+        errors |= broken_rules(current, BACK1(current), BACK2(current), BACK3(current));
+    }
+    size_t offset = 16;
+    for (; offset + 16 <= count; offset += 16) {
+        current = load16(bytes + offset);
+        bytes16 back3 = load16(bytes + offset - 3);
+        // bytes[offset - 3 ..< offset + 16] all ASCII: no rule can fail here.
+        if (!any_high(current | back3)) continue;
+        seen |= current;
+        errors |= broken_rules(current, load16(bytes + offset - 1), load16(bytes + offset - 2), back3);
+    }
+    if (offset < count) {
+        // The last sixteen bytes, overlapping the block before; its lanes below `done` were
+        // checked there already (and may lack their bytes in front when `last` < 3).
+        size_t last = count - 16;
+        size_t done = offset - last;
+        current = load16(bytes + last);
+        bytes16 back1, back2, back3;
+        if (last >= 3) {
+            back1 = load16(bytes + last - 1);
+            back2 = load16(bytes + last - 2);
+            back3 = load16(bytes + last - 3);
+        } else {
+            back1 = BACK1(current);
+            back2 = BACK2(current);
+            back3 = BACK3(current);
+        }
+        if (any_high(current | back3)) {
+            seen |= current;
+            errors |= broken_rules(current, back1, back2, back3) & (mask16)load16(lanes_from + 16 - done);
+        }
+    }
+    // A sequence cut short by the end of the input.
+    if (bytes[count - 1] >= 0xC0 || bytes[count - 2] >= 0xE0 || bytes[count - 3] >= 0xF0) return tether_utf8_invalid;
+    if (any_high((bytes16)errors)) return tether_utf8_invalid;
+    return any_high(seen) ? tether_utf8_multibyte : tether_utf8_ascii;
+}

@@ -1,0 +1,52 @@
+internal import CTetherText
+
+/// UTF-8 validation sixteen bytes per step: the check behind every string the decoders create.
+///
+/// The work is done by `tether_utf8_check` (C target `CTetherText`), written once with the
+/// compiler's portable vector types, which become SSE2 on x86-64 and NEON on ARM64. (The same
+/// method in Swift's `SIMD16` runs lane by lane: its comparison operators are not compiled to
+/// vector instructions.) Each byte is checked against the three bytes before it, sixteen lanes
+/// at once:
+/// - a byte is a continuation byte (`10xxxxxx`) exactly when the byte before it starts a
+///   sequence of two or more bytes, or the one two before starts one of three or more, or the
+///   one three before starts one of four (so a sequence cut short, a stray continuation byte,
+///   or two sequences overlapping all fail);
+/// - `C0`, `C1` and `F5`…`FF` never occur;
+/// - the byte after `E0` is at least `A0` (no overlong three-byte forms), after `ED` at most
+///   `9F` (no surrogates), after `F0` at least `90` (no overlong four-byte forms), after `F4`
+///   at most `8F` (nothing above U+10FFFF).
+/// These are the rules of RFC 3629 §4. The first block and the last, partial one are checked
+/// in a zero-padded copy, so no read leaves the input and a sequence cut off by the end fails
+/// on the padding; blocks of ASCII text skip the checks. The tests hold the verdict to the
+/// standard library's validator on every one- and two-byte input, every three- and four-byte
+/// sequence over the boundary values of each byte, and mutated text at every alignment.
+public enum UTF8Validation {
+    /// What `check` found.
+    public enum Outcome: Sendable, Equatable {
+        /// Valid, and every byte is ASCII.
+        case ascii
+        /// Valid, with at least one multi-byte sequence.
+        case multibyte
+        /// Not valid UTF-8.
+        case invalid
+    }
+
+    /// Whether `bytes` are valid UTF-8, and whether they are all ASCII.
+    public static func check(_ bytes: Span<UInt8>) -> Outcome {
+        let outcome = unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe tether_utf8_check(buffer.baseAddress, buffer.count)
+        }
+        switch outcome {
+        case tether_utf8_ascii: return .ascii
+        case tether_utf8_multibyte: return .multibyte
+        default: return .invalid
+        }
+    }
+
+    /// The string made of `bytes`, or nil if they are not valid UTF-8.
+    public static func string(_ bytes: Span<UInt8>) -> String? {
+        let outcome = check(bytes)
+        guard outcome != .invalid else { return nil }
+        return String(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: outcome == .ascii))
+    }
+}
