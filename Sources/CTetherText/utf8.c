@@ -6,12 +6,6 @@
 
 #include "tether_text.h"
 
-#include <string.h>
-
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "tether_utf8_check assumes a little-endian target"
-#endif
-
 typedef uint8_t bytes16 __attribute__((vector_size(16)));
 typedef int8_t mask16 __attribute__((vector_size(16)));
 

@@ -123,6 +123,21 @@ struct StringInternerTests {
         #expect(interner.intern(Array("Send".utf8).span) == "Send")
         #expect(interner.intern(Array("é".utf8).span) == "é")
     }
+
+    @Test func namesThatShareASlotStillComeBackRight() {
+        // The hash reads the first and last eight bytes only: these names collide on purpose.
+        var interner = StringInterner(capacity: 64, maximumLength: 64)
+        let names = (0..<20).map { "ReceiveMessage\($0 % 10)\($0 / 10)ForTheGroup" } + [""]
+        for _ in 0..<3 {
+            for name in names { #expect(interner.intern(Array(name.utf8).span) == name) }
+        }
+        // Every length up to and past a word, with and without a shared prefix.
+        for length in 0...20 {
+            let name = String(repeating: "x", count: length)
+            #expect(interner.intern(Array(name.utf8).span) == name)
+            #expect(interner.intern(Array((name + "y").utf8).span) == name + "y")
+        }
+    }
 }
 
 struct JSONTextTests {

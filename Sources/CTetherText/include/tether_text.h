@@ -1,8 +1,18 @@
 #ifndef TETHER_TEXT_H
 #define TETHER_TEXT_H
 
+// Text kernels for the decoders, written with Clang's portable vector extensions
+// (`vector_size`), which become SSE2 on x86-64 and NEON on ARM64 from one source, without
+// intrinsics. (Swift's SIMD types would do, but their comparison operators are compiled lane
+// by lane.) Inline functions here are inlined into their Swift callers.
+
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "CTetherText assumes a little-endian target"
+#endif
 
 /// What tether_utf8_check found.
 typedef enum {
@@ -17,5 +27,12 @@ typedef enum {
 /// Checks `count` bytes at `bytes` (which may be null when `count` is 0). Reads only
 /// bytes[0..<count].
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
+
+/// The offset of the first `byte` in bytes[start..<end], or `end`.
+static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {
+    if (start >= end) return end;
+    const uint8_t *found = (const uint8_t *)memchr(bytes + start, byte, end - start);
+    return found ? (size_t)(found - bytes) : end;
+}
 
 #endif
