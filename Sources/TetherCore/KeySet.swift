@@ -64,6 +64,9 @@ public struct KeySet: Sendable {
     /// The number of keys.
     public var count: Int { names.count }
 
+    /// Whether the set has no keys.
+    public var isEmpty: Bool { names.isEmpty }
+
     /// The error for an object without the key at `index`: `DecodingError.keyNotFound`, as
     /// `Codable` reports a missing key.
     public func missingKey(_ index: Int) -> DecodingError {

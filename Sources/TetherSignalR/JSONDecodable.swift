@@ -102,6 +102,20 @@ public struct JSONReader {
     /// Reads a member's key and its colon; returns the index in `keys` of the key it equals, or
     /// nil for any other key (then read or skip the value).
     public mutating func readKey(in keys: KeySet) throws -> Int? {
+        // Most objects list their keys in the same order each time and write them as the
+        // encoders do: first try the expected key's own bytes (`"Name":`, quoted, escaped as
+        // JSONText escapes, colon right after). Equal bytes are that key; anything else (another
+        // key, other escapes, whitespace before the colon) is read the long way.
+        if nextByte() == UInt8(ascii: "\""), !keys.isEmpty {
+            let hint = nextKeyHint < keys.count ? nextKeyHint : 0
+            let name = keys.jsonMemberNames[hint]
+            let start = position
+            if name.count <= scanner.end - start, MemberIndex.equal(bytes.span, start, name.span) {
+                scanner.position = start + name.count
+                nextKeyHint = hint + 1
+                return hint
+            }
+        }
         let (token, valueStart) = try memberName()
         let index: Int?
         if token.hasEscapes {

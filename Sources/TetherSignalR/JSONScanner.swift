@@ -190,17 +190,31 @@ struct JSONScanner {
         var index = 0
         let count = span.count
         while index < count {
-            // Copy the run up to the next backslash in one go.
-            let runEnd = ByteScanning.firstIndex(of: UInt8(ascii: "\\"), in: span, from: index, to: count) ?? count
-            if runEnd > index {
-                let copied = unsafe span.extracting(index..<runEnd).withUnsafeBufferPointer { run in
-                    unsafe UnsafeMutableBufferPointer(rebasing: buffer[out..<(out + run.count)]).initialize(
-                        fromContentsOf: run
-                    )
+            // Copy the run up to the next backslash a word at a time. Each word is stored whole
+            // (the output never runs ahead of the input, so eight bytes at `out` fit whenever
+            // eight at `index` do) and the counts then advance to the backslash, if there is one.
+            unsafe span.withUnsafeBufferPointer { input in
+                let source = unsafe UnsafeRawPointer(input.baseAddress!)
+                let target = UnsafeMutableRawPointer(buffer.baseAddress!)
+                while index + 8 <= count {
+                    let word = unsafe source.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    unsafe target.storeBytes(of: word, toByteOffset: out, as: UInt64.self)
+                    let flipped = UInt64(littleEndian: word) ^ 0x5C5C_5C5C_5C5C_5C5C
+                    let backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
+                    if backslashes != 0 {
+                        let length = backslashes.trailingZeroBitCount >> 3
+                        index += length
+                        out += length
+                        return
+                    }
+                    index += 8
+                    out += 8
                 }
-                assert(copied == runEnd - index)
-                out += runEnd - index
-                index = runEnd
+                while index < count, unsafe input[index] != UInt8(ascii: "\\") {
+                    unsafe target.storeBytes(of: input[index], toByteOffset: out, as: UInt8.self)
+                    index += 1
+                    out += 1
+                }
             }
             if index == count { break }
             let letter = span[index + 1]

@@ -49,6 +49,21 @@ struct JSONReaderWriterTests {
         #expect(!step(&reader, { $0.nextMember() }))  // at the end: nothing more, no trap
     }
 
+    @Test func expectedKeysAreMatchedOnlyWhenTheWholeNameMatches() throws {
+        // readKey first compares the bytes of the key expected next ("id": here each time);
+        // a longer key that starts the same, a colon after whitespace, an escaped spelling and
+        // the end of the object must all still read right.
+        let keys = KeySet(["id", "idx", "i\"d"])
+        var object = try reader(#"{"idx":1,"id" :2,"\u0069d":3,"id":4,"i\"d":5,"i":6}"#)
+        try object.readObjectStart()
+        var read: [String] = []
+        while step(&object, { $0.nextMember() }) {
+            let index = try object.readKey(in: keys)
+            read.append("\(index.map { keys.names[$0] } ?? "-")=\(try object.readInteger(Int.self))")
+        }
+        #expect(read == ["idx=1", "id=2", "id=3", "id=4", "i\"d=5", "-=6"])
+    }
+
     @Test func memberNamesReadAsStrings() throws {
         var object = try reader(#"{ "\u0061b" : 1 , "plain":2}"#)
         try object.readObjectStart()
