@@ -14,6 +14,8 @@ let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety()]
 
 let package = Package(
     name: "Tether",
+    // Span, UTF8Span and InlineArray (used throughout) need the 2025 standard library.
+    platforms: [.macOS(.v26), .iOS(.v26), .tvOS(.v26), .watchOS(.v26), .visionOS(.v26)],
     products: [
         .library(name: "TetherCore", targets: ["TetherCore"]),
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),

@@ -28,7 +28,8 @@ public protocol MessagePackEncodable: Encodable {
 extension MessagePackWriter {
     /// Writes the key at `index` of `keys` as a str value. Precondition: `index < keys.count`.
     public mutating func writeKey(_ index: Int, of keys: KeySet) {
-        bytes.append(contentsOf: keys.messagePackNames[index])
+        let name = keys.messagePackNames[index]
+        bytes.append(copying: name.span)
     }
 }
 

@@ -33,20 +33,25 @@ public struct MessagePackHubProtocol: HubProtocol {
     }
 
     public func write(_ message: HubMessage, into bytes: inout [UInt8]) {
+        // Room for a two-byte prefix (messages of 128 B to 16 KiB, the common sizes), adjusted
+        // once the length is known: a byte fewer or more moves the message once.
         let prefixOffset = bytes.count
+        let reserved = 2
+        bytes.append(0)
         bytes.append(0)
         var writer = MessagePackWriter()
         swap(&writer.bytes, &bytes)
         MessagePackHubMessageWriter.write(message, &writer)
         swap(&writer.bytes, &bytes)
-        let length = bytes.count - prefixOffset - 1
+        let length = bytes.count - prefixOffset - reserved
         var prefix: InlineArray<5, UInt8> = .init(repeating: 0)
         let prefixLength = VarInt.encode(length, into: &prefix)
-        bytes[prefixOffset] = prefix[0]
-        if prefixLength > 1 {
-            bytes.insert(contentsOf: repeatElement(0, count: prefixLength - 1), at: prefixOffset + 1)
-            for index in 1..<prefixLength { bytes[prefixOffset + index] = prefix[index] }
+        if prefixLength < reserved {
+            bytes.remove(at: prefixOffset + 1)
+        } else if prefixLength > reserved {
+            bytes.insert(contentsOf: repeatElement(0, count: prefixLength - reserved), at: prefixOffset + reserved)
         }
+        for index in 0..<prefixLength { bytes[prefixOffset + index] = prefix[index] }
     }
 }
 

@@ -41,6 +41,47 @@ struct PayloadTests {
         #expect(throws: DecodingError.self) { try invocation.arguments.decode(String.self, at: 2) }
     }
 
+    @Test func messagePackFramesOfEveryPrefixLengthRoundTrip() throws {
+        // The writer reserves a two-byte length prefix and moves the message when it needs one
+        // or three bytes: message sizes on both sides of 128 and 16,384 bytes, and far above,
+        // each written after bytes already in the buffer.
+        let hubProtocol = MessagePackHubProtocol()
+        var bytes: [UInt8] = []
+        hubProtocol.write(.ping, into: &bytes)
+        var messages: [HubMessage] = [.ping]
+        for length in [0, 100, 105, 106, 107, 108, 120, 16_350, 16_360, 16_362, 16_363, 16_364, 16_400, 2_100_000] {
+            let arguments = try EncodedArguments(encoding: .messagePack, String(repeating: "x", count: length))
+            let message = HubMessage.invocation(InvocationMessage(invocationId: nil, target: "T", arguments: arguments))
+            let start = bytes.count
+            hubProtocol.write(message, into: &bytes)
+            guard
+                case .value(let bodyLength, let prefixLength) = try VarInt.read(
+                    bytes.span.extracting(start..<bytes.count)
+                )
+            else {
+                Issue.record("no length prefix for \(length)")
+                continue
+            }
+            #expect(prefixLength + bodyLength == bytes.count - start)
+            #expect(VarInt.encode(bodyLength) == Array(bytes[start..<(start + prefixLength)]))
+            messages.append(message)
+        }
+        let decoded = decodeAll(MessagePackHubProtocol(maximumMessageSize: 4 << 20).makeParser(), bytes, .whole)
+        #expect(decoded.error == nil)
+        let roundTripped = decoded.messages == messages  // (not printed: megabytes of arguments)
+        #expect(roundTripped)
+        #expect(
+            Set(
+                messages.dropFirst().map { message -> Int in
+                    var frame: [UInt8] = []
+                    hubProtocol.write(message, into: &frame)
+                    guard case .value(_, let prefixLength)? = try? VarInt.read(frame.span) else { return 0 }
+                    return prefixLength
+                }
+            ) == [1, 2, 3, 4]
+        )
+    }
+
     @Test func jsonDecodesFromForeignSpellings() throws {
         // Members in another order, escapes, whitespace, exponent numbers and unknown members.
         let text = #"""
