@@ -12,6 +12,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let selector = bytes[0]
     let input = Array(bytes.dropFirst())
     let chunk = Int(selector >> 3) + 1
+    checkUTF8(input, from: chunk % 17)
     switch selector & 7 {
     case 0: drive(JSONHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
     case 1: drive(MessagePackHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
@@ -40,6 +41,27 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     }
     return 0
+}
+
+/// The vectorised UTF-8 check must give the standard library's verdict on every input (and on
+/// its tail from `offset`, to move the block boundaries), and build the same string. The bytes
+/// are checked in an allocation of exactly their size, so that AddressSanitizer reports any
+/// read past the end.
+func checkUTF8(_ input: [UInt8], from offset: Int) {
+    for bytes in [input, Array(input[min(offset, input.count)...])] {
+        let exact = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+        defer { exact.deallocate() }
+        _ = exact.initialize(fromContentsOf: bytes)
+        let span = UnsafeBufferPointer(rebasing: exact[0..<bytes.count]).span
+        let expected: UTF8Validation.Outcome =
+            (try? UTF8Span(validating: bytes.span)) == nil
+            ? .invalid : bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
+        let outcome = UTF8Validation.check(span)
+        if outcome != expected { fatalError("UTF8Validation.check: \(outcome), standard library: \(expected)") }
+        if expected != .invalid && UTF8Validation.string(span) != String(decoding: bytes, as: UTF8.self) {
+            fatalError("UTF8Validation.string differs")
+        }
+    }
 }
 
 /// The fast path and Codable must agree on every value: the same result, or both an error; and
