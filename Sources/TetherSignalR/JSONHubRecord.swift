@@ -210,32 +210,32 @@ enum JSONHubRecord {
     }
 
     /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`.
-    static func message(from fields: Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
+    static func message(from fields: consuming Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
         guard let type = fields.type else { throw missing("type") }
         switch type {
         case 1:
-            guard let target = fields.target else { throw missing("target") }
-            guard let arguments = fields.arguments else { throw missing("arguments") }
-            let invocationId = fields.invocationId.flatMap { $0.isEmpty ? nil : $0 }
+            guard let target = fields.target.take() else { throw missing("target") }
+            guard let arguments = fields.arguments.take() else { throw missing("arguments") }
+            let invocationId = fields.invocationId.take().flatMap { $0.isEmpty ? nil : $0 }
             return .invocation(
                 InvocationMessage(
                     headers: fields.headers,
                     invocationId: invocationId,
                     target: target,
                     arguments: arguments,
-                    streamIds: fields.streamIds
+                    streamIds: fields.streamIds.take()
                 )
             )
         case 2:
-            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
-            guard let item = fields.item else { throw missing("item") }
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            guard let item = fields.item.take() else { throw missing("item") }
             return .streamItem(
                 StreamItemMessage(headers: fields.headers, invocationId: invocationId, item: value(bytes, item))
             )
         case 3:
-            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             let result: CompletionResult
-            switch (fields.error, fields.result) {
+            switch (fields.error.take(), fields.result) {
             case (.some, .some): throw .invalid("The 'error' and 'result' properties are mutually exclusive.")
             case (.some(let error), nil): result = .error(error)
             case (nil, .some(let range)): result = .value(value(bytes, range))
@@ -243,30 +243,30 @@ enum JSONHubRecord {
             }
             return .completion(CompletionMessage(headers: fields.headers, invocationId: invocationId, result: result))
         case 4:
-            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
-            guard let target = fields.target else { throw missing("target") }
-            guard let arguments = fields.arguments else { throw missing("arguments") }
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            guard let target = fields.target.take() else { throw missing("target") }
+            guard let arguments = fields.arguments.take() else { throw missing("arguments") }
             return .streamInvocation(
                 StreamInvocationMessage(
                     headers: fields.headers,
                     invocationId: invocationId,
                     target: target,
                     arguments: arguments,
-                    streamIds: fields.streamIds
+                    streamIds: fields.streamIds.take()
                 )
             )
         case 5:
-            guard let invocationId = fields.invocationId else { throw missing("invocationId") }
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             return .cancelInvocation(CancelInvocationMessage(headers: fields.headers, invocationId: invocationId))
         case 6:
             return .ping
         case 7:
-            return .close(CloseMessage(error: fields.error, allowReconnect: fields.allowReconnect))
+            return .close(CloseMessage(error: fields.error.take(), allowReconnect: fields.allowReconnect))
         case 8:
-            guard let sequenceId = fields.sequenceId else { throw missing("sequenceId") }
+            guard let sequenceId = fields.sequenceId.take() else { throw missing("sequenceId") }
             return .ack(sequenceId: sequenceId)
         case 9:
-            guard let sequenceId = fields.sequenceId else { throw missing("sequenceId") }
+            guard let sequenceId = fields.sequenceId.take() else { throw missing("sequenceId") }
             return .sequence(sequenceId: sequenceId)
         default:
             return nil
