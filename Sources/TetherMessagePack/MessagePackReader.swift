@@ -70,6 +70,11 @@ public struct MessagePackReader: Sendable {
     @inline(__always)
     static func uint(_ span: Span<UInt8>, at offset: Int, width: Int, end: Int) throws(MessagePackError) -> UInt64 {
         guard offset + width <= end else { throw .truncated(offset: offset) }
+        if offset >= 0 && offset + 8 <= span.count {
+            // One big-endian word load (its bytes past `width` are the next value's, shifted out).
+            let word = unsafe span.withUnsafeBytes { unsafe $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self) }
+            return UInt64(bigEndian: word) >> UInt64(64 - 8 * width)
+        }
         var value: UInt64 = 0
         for index in offset..<(offset + width) {
             value = value << 8 | UInt64(span[index])

@@ -129,6 +129,11 @@ struct MessagePackFormatTests {
             var reader = MessagePackReader(hexBytes(text))
             #expect(try reader.readValue() == value, "\(text)")
             #expect(reader.isAtEnd)
+            // Followed by more bytes: lengths and integers are then read with one word load,
+            // which must drop what follows them.
+            var followed = MessagePackReader(hexBytes(text) + [0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8])
+            #expect(try followed.readValue() == value, "\(text) followed by more")
+            #expect(try followed.readInteger(Int.self) == -1)
         }
     }
 
