@@ -14,9 +14,22 @@ public struct KeySet: Sendable {
         @usableFromInline var length: Int
     }
 
+    /// A key's MessagePack encoding (fixstr header and name, at most sixteen bytes) as two
+    /// little-endian words and their masks, for readers that compare the key expected next
+    /// before parsing anything; `count` 0 for keys whose encoding is longer.
+    @usableFromInline struct EncodedKey: Sendable {
+        @usableFromInline var first: UInt64
+        @usableFromInline var firstMask: UInt64
+        @usableFromInline var second: UInt64
+        @usableFromInline var secondMask: UInt64
+        @usableFromInline var count: Int
+    }
+
     /// The keys, in the order their indices refer to.
     public let names: [String]
     @usableFromInline let entries: [Entry]
+    /// Each key's MessagePack encoding as words (see `EncodedKey`).
+    @usableFromInline let encodedKeys: [EncodedKey]
     /// Each key's UTF-8 bytes.
     public let utf8: [[UInt8]]
     /// Each key as a JSON member name: the quoted, escaped string and the colon.
@@ -47,6 +60,19 @@ public struct KeySet: Sendable {
                 [0xdb] + (0..<4).map { UInt8(truncatingIfNeeded: bytes.count >> (24 - 8 * $0)) } + bytes
             }
         }
+        encodedKeys = messagePackNames.map { encoded in
+            guard encoded.count <= 16 else {
+                return EncodedKey(first: 0, firstMask: 0, second: 0, secondMask: 0, count: 0)
+            }
+            func mask(_ bytes: Int) -> UInt64 { bytes >= 8 ? ~0 : (1 << (8 * UInt64(bytes))) - 1 }
+            return EncodedKey(
+                first: Self.prefix(of: encoded.span, from: 0, length: encoded.count),
+                firstMask: mask(encoded.count),
+                second: Self.prefix(of: encoded.span, from: 8, length: max(encoded.count - 8, 0)),
+                secondMask: mask(max(encoded.count - 8, 0)),
+                count: encoded.count
+            )
+        }
         jsonMemberNames = names.map { name in
             var bytes: [UInt8] = []
             JSONText.appendString(name, to: &bytes)
@@ -63,6 +89,29 @@ public struct KeySet: Sendable {
 
     /// The number of keys.
     public var count: Int { names.count }
+
+    /// The length of key `index`'s MessagePack encoding (`messagePackNames[index]`) if
+    /// `bytes[offset..<end]` starts with it, else 0. Two word compares, no parsing: readers try
+    /// the key they expect next this way first. Keys whose encoding is longer than sixteen bytes
+    /// never match here (the reader then takes the general path).
+    @inlinable @inline(__always)
+    public func encodedMessagePackKeyLength(_ index: Int, in bytes: Span<UInt8>, at offset: Int, end: Int) -> Int {
+        guard index >= 0 && index < encodedKeys.count else { return 0 }
+        let encoded = encodedKeys[index]
+        guard encoded.count > 0, offset >= 0, encoded.count <= end - offset, end <= bytes.count,
+            offset + 16 <= bytes.count
+        else { return 0 }
+        let (first, second) = unsafe bytes.withUnsafeBytes { raw in
+            unsafe (
+                raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+            )
+        }
+        guard UInt64(littleEndian: first) & encoded.firstMask == encoded.first,
+            UInt64(littleEndian: second) & encoded.secondMask == encoded.second
+        else { return 0 }
+        return encoded.count
+    }
 
     /// Whether the set has no keys.
     public var isEmpty: Bool { names.isEmpty }

@@ -53,6 +53,14 @@ extension MessagePackReader {
     /// string or integer key. A string key that is not UTF-8, or a key of another type, is an
     /// error (as it is for `Codable`, whose keys are strings or integers).
     public mutating func readKey(in keys: KeySet) throws(MessagePackError) -> Int? {
+        // First the key expected next, as the writers encode it: two word compares, no parsing.
+        let hint = nextKeyHint < keys.count ? nextKeyHint : 0
+        let length = keys.encodedMessagePackKeyLength(hint, in: bytes.span, at: position, end: end)
+        if length > 0 {
+            position += length
+            nextKeyHint = hint + 1
+            return hint
+        }
         guard let (index, next) = try Self.key(bytes.span, position, end, in: keys, hint: nextKeyHint) else {
             let type = try peekType()
             guard type == .integer else { throw .typeMismatch(expected: .string, found: type, offset: position) }

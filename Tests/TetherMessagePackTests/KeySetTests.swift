@@ -26,6 +26,49 @@ struct KeySetTests {
         }
     }
 
+    @Test func theExpectedKeyIsComparedAsWords() {
+        // encodedMessagePackKeyLength: the encoding's length exactly when the bytes at the offset
+        // start with it, within `end`, the encoding fits sixteen bytes and sixteen can be read.
+        let names = Self.keys.names + ["I", "Ida", "123456780", "OrganizationCodf", "OrganizationCod", "ID"]
+        for (index, key) in Self.keys.messagePackNames.enumerated() {
+            for name in names {
+                for (before, after) in [(0, 0), (0, 1), (0, 16), (3, 16), (5, 2)] {
+                    let bytes =
+                        [UInt8](repeating: 0xa1, count: before) + keyBytes(name)
+                        + [UInt8](repeating: 0x2a, count: after)
+                    for end in [bytes.count, bytes.count - after - 1] where end >= before {
+                        let starts = end - before >= key.count && Array(bytes[before..<(before + key.count)]) == key
+                        let expected = starts && key.count <= 16 && before + 16 <= bytes.count ? key.count : 0
+                        let length = Self.keys.encodedMessagePackKeyLength(index, in: bytes.span, at: before, end: end)
+                        #expect(length == expected, "key \(index), \(name), \(before)+\(after), end \(end)")
+                    }
+                }
+            }
+        }
+        #expect(Self.keys.encodedMessagePackKeyLength(Self.keys.count, in: keyBytes("a").span, at: 0, end: 2) == 0)
+    }
+
+    @Test func keysInOrderAndOutOfOrderReadTheSame() throws {
+        // In order, each key is the expected one (compared as words when its encoding allows);
+        // reversed, none is; both must give every index.
+        for order in [Array(Self.keys.names.indices), Self.keys.names.indices.reversed()] {
+            var writer = MessagePackWriter()
+            writer.writeMapHeader(count: order.count)
+            for index in order {
+                writer.writeKey(index, of: Self.keys)
+                writer.writeInt(Int64(index))
+            }
+            var reader = MessagePackReader(writer.bytes)
+            var read: [Int] = []
+            for _ in 0..<(try reader.readMapHeader()) {
+                let index = try reader.readKey(in: Self.keys)
+                #expect(try Int(reader.readInt64()) == index)
+                read.append(index ?? -1)
+            }
+            #expect(read == order)
+        }
+    }
+
     @Test func otherKeysAreNilAndSkipped() throws {
         // Near misses: a prefix, an extension, a different ninth byte, a different last byte.
         let nearMisses = [
