@@ -287,12 +287,9 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a str value as a validated Swift string.
     public mutating func readString() throws(MessagePackError) -> String {
-        let start = position
-        let range = try readStringRange()
-        guard let string = Self.string(bytes, range) else {
-            position = start
-            throw .invalidUTF8(offset: start)
-        }
+        let range = try Self.stringRange(bytes.span, position, end)
+        guard let string = Self.string(bytes, range) else { throw .invalidUTF8(offset: position) }
+        position = range.upperBound
         return string
     }
 
