@@ -52,8 +52,10 @@ extension MessagePackReader {
     /// Reads a map key and returns the index in `keys` of the key it equals, or nil for any other
     /// string or integer key. A string key that is not UTF-8, or a key of another type, is an
     /// error (as it is for `Codable`, whose keys are strings or integers).
+    @inlinable
     public mutating func readKey(in keys: KeySet) throws(MessagePackError) -> Int? {
-        // First the key expected next, as the writers encode it: two word compares, no parsing.
+        // First the key expected next, as the writers encode it: two word compares, no parsing
+        // (inlined into the caller's decoder).
         let hint = nextKeyHint < keys.count ? nextKeyHint : 0
         let length = keys.encodedMessagePackKeyLength(hint, in: bytes.span, at: position, end: end)
         if length > 0 {
@@ -61,6 +63,12 @@ extension MessagePackReader {
             nextKeyHint = hint + 1
             return hint
         }
+        return try readAnyKey(in: keys)
+    }
+
+    /// `readKey(in:)` for a key other than the expected one, or one written another way.
+    @usableFromInline
+    mutating func readAnyKey(in keys: KeySet) throws(MessagePackError) -> Int? {
         guard let (index, next) = try Self.key(bytes.span, position, end, in: keys, hint: nextKeyHint) else {
             let type = try peekType()
             guard type == .integer else { throw .typeMismatch(expected: .string, found: type, offset: position) }

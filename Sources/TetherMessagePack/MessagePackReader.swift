@@ -19,7 +19,7 @@ public struct MessagePackReader: Sendable {
     /// The deepest array/map nesting that `skipValue()` and `readValue()` accept.
     public var maximumDepth: Int
     /// Where `readKey(in:)` starts looking: the index after the last key it matched.
-    var nextKeyHint = 0
+    @usableFromInline var nextKeyHint = 0
 
     /// A reader over `bytes[range]` (all of `bytes` by default).
     public init(_ bytes: [UInt8], range: Range<Int>? = nil, maximumDepth: Int = Self.defaultMaximumDepth) {
