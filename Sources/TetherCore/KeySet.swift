@@ -113,6 +113,27 @@ public struct KeySet: Sendable {
         return encoded.count
     }
 
+    /// Appends key `index` as a MessagePack str value (`messagePackNames[index]`) to `bytes`:
+    /// for keys of up to fifteen bytes two word stores into reserved space, with no per-byte work
+    /// and no access to the nested arrays. Precondition: `index < count`.
+    @inlinable
+    public func appendMessagePackKey(_ index: Int, to bytes: inout [UInt8]) {
+        let encoded = encodedKeys[index]
+        guard encoded.count > 0 else {
+            let name = messagePackNames[index]
+            bytes.append(copying: name.span)
+            return
+        }
+        bytes.append(addingCapacity: 16) { output in
+            unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
+                let target = UnsafeMutableRawPointer(buffer.baseAddress!)
+                unsafe target.storeBytes(of: encoded.first.littleEndian, as: UInt64.self)
+                unsafe target.storeBytes(of: encoded.second.littleEndian, toByteOffset: 8, as: UInt64.self)
+                initialized = encoded.count
+            }
+        }
+    }
+
     /// Whether the set has no keys.
     public var isEmpty: Bool { names.isEmpty }
 

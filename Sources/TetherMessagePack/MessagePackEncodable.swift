@@ -28,8 +28,7 @@ public protocol MessagePackEncodable: Encodable {
 extension MessagePackWriter {
     /// Writes the key at `index` of `keys` as a str value. Precondition: `index < keys.count`.
     public mutating func writeKey(_ index: Int, of keys: KeySet) {
-        let name = keys.messagePackNames[index]
-        bytes.append(copying: name.span)
+        keys.appendMessagePackKey(index, to: &bytes)
     }
 }
 
