@@ -18,18 +18,39 @@ public enum JSONText {
         var index = 0
         let count = utf8.count
         while index < count {
-            let byte = utf8[index]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                index += 1
-                continue
-            }
+            index = endOfUnescapedRun(utf8, from: index)
+            guard index < count else { break }
             if runStart < index { output.append(copying: utf8.extracting(runStart..<index)) }
-            appendEscape(for: byte, to: &output)
+            appendEscape(for: utf8[index], to: &output)
             index += 1
             runStart = index
         }
         if runStart < count { output.append(copying: utf8.extracting(runStart..<count)) }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// The offset of the first byte at or after `start` that a JSON string must escape (`"`,
+    /// `\\`, a control character), or the end: eight bytes per step.
+    @inline(__always)
+    static func endOfUnescapedRun(_ utf8: Span<UInt8>, from start: Int) -> Int {
+        let count = utf8.count
+        var index = start
+        let quotes = ByteScanning.ones &* 0x22
+        let backslashes = ByteScanning.ones &* 0x5C
+        while index + 8 <= count {
+            let word = ByteScanning.loadWord(utf8, index)
+            let mask =
+                ByteScanning.zeroMask(word ^ quotes) | ByteScanning.zeroMask(word ^ backslashes)
+                | ByteScanning.lessThanMask(word, 0x20)
+            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
+            index += 8
+        }
+        while index < count {
+            let byte = utf8[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+            index += 1
+        }
+        return count
     }
 
     @inline(never)

@@ -23,6 +23,19 @@ public struct KeySet: Sendable {
         @usableFromInline var second: UInt64
         @usableFromInline var secondMask: UInt64
         @usableFromInline var count: Int
+
+        init(_ encoded: [UInt8]) {
+            guard encoded.count <= 16 else {
+                (first, firstMask, second, secondMask, count) = (0, 0, 0, 0, 0)
+                return
+            }
+            func mask(_ bytes: Int) -> UInt64 { bytes >= 8 ? ~0 : (1 << (8 * UInt64(bytes))) - 1 }
+            first = KeySet.prefix(of: encoded.span, from: 0, length: encoded.count)
+            firstMask = mask(encoded.count)
+            second = KeySet.prefix(of: encoded.span, from: 8, length: max(encoded.count - 8, 0))
+            secondMask = mask(max(encoded.count - 8, 0))
+            count = encoded.count
+        }
     }
 
     /// The keys, in the order their indices refer to.
@@ -30,6 +43,8 @@ public struct KeySet: Sendable {
     @usableFromInline let entries: [Entry]
     /// Each key's MessagePack encoding as words (see `EncodedKey`).
     @usableFromInline let encodedKeys: [EncodedKey]
+    /// Each key's JSON member name (`"name":`) as words, the same way.
+    @usableFromInline let encodedJSONNames: [EncodedKey]
     /// Each key's UTF-8 bytes.
     public let utf8: [[UInt8]]
     /// Each key as a JSON member name: the quoted, escaped string and the colon.
@@ -60,25 +75,14 @@ public struct KeySet: Sendable {
                 [0xdb] + (0..<4).map { UInt8(truncatingIfNeeded: bytes.count >> (24 - 8 * $0)) } + bytes
             }
         }
-        encodedKeys = messagePackNames.map { encoded in
-            guard encoded.count <= 16 else {
-                return EncodedKey(first: 0, firstMask: 0, second: 0, secondMask: 0, count: 0)
-            }
-            func mask(_ bytes: Int) -> UInt64 { bytes >= 8 ? ~0 : (1 << (8 * UInt64(bytes))) - 1 }
-            return EncodedKey(
-                first: Self.prefix(of: encoded.span, from: 0, length: encoded.count),
-                firstMask: mask(encoded.count),
-                second: Self.prefix(of: encoded.span, from: 8, length: max(encoded.count - 8, 0)),
-                secondMask: mask(max(encoded.count - 8, 0)),
-                count: encoded.count
-            )
-        }
+        encodedKeys = messagePackNames.map(EncodedKey.init)
         jsonMemberNames = names.map { name in
             var bytes: [UInt8] = []
             JSONText.appendString(name, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
             return bytes
         }
+        encodedJSONNames = jsonMemberNames.map(EncodedKey.init)
     }
 
     /// The string values of `K`'s cases, in `allCases` order: the keys a type's `Codable`
@@ -124,6 +128,25 @@ public struct KeySet: Sendable {
             bytes.append(copying: name.span)
             return
         }
+        Self.append(encoded, to: &bytes)
+    }
+
+    /// Appends key `index` as a JSON member name and its colon (`jsonMemberNames[index]`) to
+    /// `bytes`, the same way as `appendMessagePackKey`. Precondition: `index < count`.
+    @inlinable
+    public func appendJSONMemberName(_ index: Int, to bytes: inout [UInt8]) {
+        let encoded = encodedJSONNames[index]
+        guard encoded.count > 0 else {
+            let name = jsonMemberNames[index]
+            bytes.append(copying: name.span)
+            return
+        }
+        Self.append(encoded, to: &bytes)
+    }
+
+    /// Appends an encoding of at most sixteen bytes: two word stores into reserved space.
+    @inlinable @inline(__always)
+    static func append(_ encoded: EncodedKey, to bytes: inout [UInt8]) {
         bytes.append(addingCapacity: 16) { output in
             unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
                 let target = UnsafeMutableRawPointer(buffer.baseAddress!)

@@ -119,7 +119,7 @@ public struct JSONWriter {
     /// Writes the key at `index` of `keys` (pre-escaped) and its colon.
     public mutating func writeKey(_ index: Int, of keys: KeySet) {
         beginKey()
-        bytes.append(contentsOf: keys.jsonMemberNames[index])
+        keys.appendJSONMemberName(index, to: &bytes)
     }
 
     /// Writes the key `name` and its colon.
