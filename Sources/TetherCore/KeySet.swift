@@ -122,31 +122,26 @@ public struct KeySet: Sendable {
     /// and no access to the nested arrays. Precondition: `index < count`.
     @inlinable
     public func appendMessagePackKey(_ index: Int, to bytes: inout [UInt8]) {
-        let encoded = encodedKeys[index]
-        guard encoded.count > 0 else {
-            let name = messagePackNames[index]
-            bytes.append(copying: name.span)
-            return
-        }
-        Self.append(encoded, to: &bytes)
+        Self.append(index, encodedKeys, messagePackNames, to: &bytes)
     }
 
     /// Appends key `index` as a JSON member name and its colon (`jsonMemberNames[index]`) to
     /// `bytes`, the same way as `appendMessagePackKey`. Precondition: `index < count`.
     @inlinable
     public func appendJSONMemberName(_ index: Int, to bytes: inout [UInt8]) {
-        let encoded = encodedJSONNames[index]
-        guard encoded.count > 0 else {
-            let name = jsonMemberNames[index]
-            bytes.append(copying: name.span)
-            return
-        }
-        Self.append(encoded, to: &bytes)
+        Self.append(index, encodedJSONNames, jsonMemberNames, to: &bytes)
     }
 
-    /// Appends an encoding of at most sixteen bytes: two word stores into reserved space.
+    /// Appends `encodings[index]`: two word stores into reserved space when it is at most
+    /// sixteen bytes (`words[index]`), else a copy.
     @inlinable @inline(__always)
-    static func append(_ encoded: EncodedKey, to bytes: inout [UInt8]) {
+    static func append(_ index: Int, _ words: [EncodedKey], _ encodings: [[UInt8]], to bytes: inout [UInt8]) {
+        let encoded = words[index]
+        guard encoded.count > 0 else {
+            let encoding = encodings[index]
+            bytes.append(copying: encoding.span)
+            return
+        }
         bytes.append(addingCapacity: 16) { output in
             unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
                 let target = UnsafeMutableRawPointer(buffer.baseAddress!)
