@@ -30,7 +30,7 @@ public enum JSONText {
     }
 
     /// The offset of the first byte at or after `start` that a JSON string must escape (`"`,
-    /// `\\`, a control character), or the end: eight bytes per step.
+    /// `\`, a control character), or the end: eight bytes per step.
     @inline(__always)
     static func endOfUnescapedRun(_ utf8: Span<UInt8>, from start: Int) -> Int {
         let count = utf8.count

@@ -15,11 +15,15 @@ internal import CTetherText
 /// - the byte after `E0` is at least `A0` (no overlong three-byte forms), after `ED` at most
 ///   `9F` (no surrogates), after `F0` at least `90` (no overlong four-byte forms), after `F4`
 ///   at most `8F` (nothing above U+10FFFF).
-/// These are the rules of RFC 3629 §4. The first block and the last, partial one are checked
-/// in a zero-padded copy, so no read leaves the input and a sequence cut off by the end fails
-/// on the padding; blocks of ASCII text skip the checks. The tests hold the verdict to the
-/// standard library's validator on every one- and two-byte input, every three- and four-byte
-/// sequence over the boundary values of each byte, and mutated text at every alignment.
+/// These are the rules of RFC 3629 §4. No read leaves the input: an input shorter than a block
+/// is gathered with overlapping word loads into one zero-extended block (a sequence cut off by
+/// the end then fails on the zero lanes); the first block of a longer input gets its three bytes
+/// of context as zeros by a lane shift; the last, partial block overlaps the one before it, with
+/// the lanes checked there masked off, and a sequence cut off by the end shows in the last three
+/// bytes. Blocks of ASCII text skip the checks. The tests hold the verdict to the standard
+/// library's validator on every one- and two-byte input, every three- and four-byte sequence
+/// over the boundary values of each byte, and mutated text at every alignment; the fuzz target
+/// on every input it makes, in an allocation of exactly its size under AddressSanitizer.
 public enum UTF8Validation {
     /// What `check` found.
     public enum Outcome: Sendable, Equatable {
