@@ -1,0 +1,31 @@
+#!/bin/sh
+# Builds the UTF-8 validator cross-check with every compiler found here and runs it: the host's
+# gcc and clang, and, when aarch64-linux-gnu-gcc and qemu-aarch64 are installed
+# (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user), ARM64 (NEON) with
+# gcc and with clang. Exits non-zero on the first mismatch.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+sources="$here/utf8_check_harness.c $here/../../Sources/CTetherText/utf8.c"
+include="-I $here/../../Sources/CTetherText/include"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for cc in gcc clang; do
+    if command -v "$cc" >/dev/null 2>&1; then
+        echo "== host, $cc"
+        $cc -O2 -Wall -Wextra $include -o "$out/host-$cc" $sources
+        "$out/host-$cc"
+    fi
+done
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
+    echo "== aarch64, gcc (under qemu)"
+    aarch64-linux-gnu-gcc -O2 -static -Wall -Wextra $include -o "$out/arm-gcc" $sources
+    qemu-aarch64 "$out/arm-gcc"
+    if command -v clang >/dev/null 2>&1; then
+        echo "== aarch64, clang (under qemu)"
+        for source in $sources; do
+            clang --target=aarch64-linux-gnu -O2 -Wall -Wextra $include -c "$source" -o "$out/$(basename "$source").o"
+        done
+        aarch64-linux-gnu-gcc -static -o "$out/arm-clang" "$out"/*.o
+        qemu-aarch64 "$out/arm-clang"
+    fi
+fi
