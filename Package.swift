@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "TetherMessagePack", dependencies: ["TetherCore"], swiftSettings: pureSettings),
         .target(
             name: "TetherSignalR",
-            dependencies: ["TetherCore", "TetherMessagePack"],
+            dependencies: ["TetherCore", "TetherMessagePack", "CTetherText"],
             swiftSettings: pureSettings
         ),
         /// The system Expat (Debian: libexpat1-dev).

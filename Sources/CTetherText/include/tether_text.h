@@ -28,6 +28,13 @@ typedef enum {
 /// bytes[0..<count].
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
 
+/// Validates the JSON value (RFC 8259) at bytes[start...], whitespace before it allowed, nested at
+/// most `maximum_depth` containers deep (the value itself is at depth 0), and returns the offset
+/// just after it, or SIZE_MAX if bytes[start..<end] does not begin with such a value. Strings
+/// are checked for escapes, control characters and UTF-8. `stack` must hold at least
+/// min(maximum_depth, end - start) / 64 + 1 words.
+size_t tether_json_skip_value(const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack);
+
 /// The offset of the first `byte` in bytes[start..<end], or `end`.
 static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {
     if (start >= end) return end;

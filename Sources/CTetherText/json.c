@@ -1,0 +1,180 @@
+// Validating skip of one JSON value (RFC 8259) for the hub protocol's framing: the arguments,
+// results and stream items of every message are checked here before they are kept as raw
+// slices. One loop with an explicit stack of open containers (a bit per level, object or
+// array), strings scanned a word at a time with their escapes checked in place and their
+// contents checked as UTF-8 when they have non-ASCII bytes. It accepts exactly what
+// `JSONScanner.skipValue` (Swift, validating mode) accepts: the tests and the fuzz target
+// compare the two.
+
+#include "tether_text.h"
+
+#define ONES 0x0101010101010101u
+#define HIGHS 0x8080808080808080u
+
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
+}
+
+/// High bits of the bytes of `word` that are zero (exact for the lowest one).
+static inline uint64_t zero_bytes(uint64_t word) { return (word - ONES) & ~word & HIGHS; }
+
+/// High bits of the bytes of `word` below 0x20 (exact for the lowest one; bytes from 0x80 up
+/// never count).
+static inline uint64_t control_bytes(uint64_t word) { return (word - ONES * 0x20) & ~word & HIGHS; }
+
+static inline int is_whitespace(uint8_t byte) { return byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09; }
+
+static inline size_t skip_whitespace(const uint8_t *s, size_t i, size_t end) {
+    while (i < end && is_whitespace(s[i])) i++;
+    return i;
+}
+
+static inline int is_hex(uint8_t byte) {
+    return (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'f') || (byte >= 'A' && byte <= 'F');
+}
+
+static inline int is_digit(uint8_t byte) { return (uint8_t)(byte - '0') < 10; }
+
+/// The offset after the string whose opening quote is at `i`, or SIZE_MAX: escapes checked,
+/// control characters refused, and the contents checked as UTF-8 when they have non-ASCII bytes.
+static size_t skip_string(const uint8_t *s, size_t i, size_t end) {
+    size_t contents = ++i;
+    uint64_t seen = 0;  // the contents' bytes, OR-ed (for the high bits)
+    for (;;) {
+        // Plain text up to a quote, a backslash or a control character, eight bytes per step.
+        while (i + 8 <= end) {
+            uint64_t word = load64(s + i);
+            uint64_t stop = zero_bytes(word ^ (ONES * '"')) | zero_bytes(word ^ (ONES * '\\')) | control_bytes(word);
+            if (stop) {
+                size_t lane = (size_t)__builtin_ctzll(stop) >> 3;
+                seen |= word & (((uint64_t)1 << (8 * lane)) - 1);
+                i += lane;
+                goto found;
+            }
+            seen |= word;
+            i += 8;
+        }
+        while (i < end && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20) seen |= s[i++];
+        if (i >= end) return SIZE_MAX;
+    found:
+        if (s[i] == '"') {
+            if ((seen & HIGHS) && tether_utf8_check(s + contents, i - contents) == tether_utf8_invalid) return SIZE_MAX;
+            return i + 1;
+        }
+        if (s[i] < 0x20) return SIZE_MAX;
+        // An escape: one of " \ / b f n r t, or u and four hex digits.
+        if (i + 1 >= end) return SIZE_MAX;
+        switch (s[i + 1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            i += 2;
+            break;
+        case 'u':
+            if (i + 5 >= end || !is_hex(s[i + 2]) || !is_hex(s[i + 3]) || !is_hex(s[i + 4]) || !is_hex(s[i + 5]))
+                return SIZE_MAX;
+            i += 6;
+            break;
+        default:
+            return SIZE_MAX;
+        }
+    }
+}
+
+/// The offset after the number at `i`, or SIZE_MAX: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+static size_t skip_number(const uint8_t *s, size_t i, size_t end) {
+    if (i < end && s[i] == '-') i++;
+    if (i >= end) return SIZE_MAX;
+    if (s[i] == '0') {
+        i++;
+    } else if (s[i] >= '1' && s[i] <= '9') {
+        while (i < end && is_digit(s[i])) i++;
+    } else {
+        return SIZE_MAX;
+    }
+    if (i < end && s[i] == '.') {
+        size_t digits = ++i;
+        while (i < end && is_digit(s[i])) i++;
+        if (i == digits) return SIZE_MAX;
+    }
+    if (i < end && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < end && (s[i] == '+' || s[i] == '-')) i++;
+        size_t digits = i;
+        while (i < end && is_digit(s[i])) i++;
+        if (i == digits) return SIZE_MAX;
+    }
+    return i;
+}
+
+static inline size_t skip_literal(const uint8_t *s, size_t i, size_t end, const char *word, size_t length) {
+    if (end - i < length || memcmp(s + i, word, length) != 0) return SIZE_MAX;
+    return i + length;
+}
+
+size_t tether_json_skip_value(const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack) {
+    size_t depth = 0;  // open containers; bit (depth - 1) of `stack` is 1 for an object
+    if (end <= i) return SIZE_MAX;
+value:
+    i = skip_whitespace(s, i, end);
+    if (i >= end) return SIZE_MAX;
+    switch (s[i]) {
+    case '"':
+        i = skip_string(s, i, end);
+        break;
+    case '{':
+    case '[': {
+        if (depth >= maximum_depth) return SIZE_MAX;
+        int is_object = s[i] == '{';
+        uint64_t bit = (uint64_t)1 << (depth & 63);
+        stack[depth >> 6] = is_object ? stack[depth >> 6] | bit : stack[depth >> 6] & ~bit;
+        depth++;
+        i = skip_whitespace(s, i + 1, end);
+        if (i < end && s[i] == (is_object ? '}' : ']')) {
+            i++;
+            depth--;
+            break;
+        }
+        if (is_object) goto key;
+        goto value;
+    }
+    case 't':
+        i = skip_literal(s, i, end, "true", 4);
+        break;
+    case 'f':
+        i = skip_literal(s, i, end, "false", 5);
+        break;
+    case 'n':
+        i = skip_literal(s, i, end, "null", 4);
+        break;
+    default:
+        i = skip_number(s, i, end);
+        break;
+    }
+    if (i == SIZE_MAX) return SIZE_MAX;
+after_value:
+    if (depth == 0) return i;
+    i = skip_whitespace(s, i, end);
+    if (i >= end) return SIZE_MAX;
+    {
+        int in_object = (stack[(depth - 1) >> 6] >> ((depth - 1) & 63)) & 1;
+        if (s[i] == ',') {
+            i++;
+            if (in_object) goto key;
+            goto value;
+        }
+        if (s[i] != (in_object ? '}' : ']')) return SIZE_MAX;
+        i++;
+        depth--;
+        goto after_value;
+    }
+key:
+    i = skip_whitespace(s, i, end);
+    if (i >= end || s[i] != '"') return SIZE_MAX;
+    i = skip_string(s, i, end);
+    if (i == SIZE_MAX) return SIZE_MAX;
+    i = skip_whitespace(s, i, end);
+    if (i >= end || s[i] != ':') return SIZE_MAX;
+    i++;
+    goto value;
+}

@@ -1,0 +1,130 @@
+import Testing
+import TetherCore
+
+@testable import TetherSignalR
+
+/// The C validating skip (`tether_json_skip_value`, behind `JSONScanner.skipValue` for input not
+/// yet validated) must accept exactly what the Swift validating skip accepts, and end at the
+/// same offset: on edge cases of every token, on random JSON and on random mutations of it, with
+/// depth limits around the nesting and with the input cut anywhere.
+struct ValidatingSkipTests {
+    static func swiftSkip(_ bytes: [UInt8], end: Int, depth: Int) -> Int? {
+        try? JSONScanner.skipValue(bytes.span, 0, end, depth: 0, maximumDepth: depth, validated: false)
+    }
+
+    static func cSkip(_ bytes: [UInt8], end: Int, depth: Int) -> Int? {
+        try? JSONScanner.validatingSkip(bytes.span, 0, end, maximumDepth: depth)
+    }
+
+    static func agree(_ bytes: [UInt8], depths: [Int] = [0, 1, 2, 3, 64], ends: [Int]? = nil) -> Bool {
+        for depth in depths {
+            for end in ends ?? [bytes.count] {
+                let expected = swiftSkip(bytes, end: end, depth: depth)
+                let found = cSkip(bytes, end: end, depth: depth)
+                if expected != found {
+                    Issue.record(
+                        "\(String(decoding: bytes, as: UTF8.self)) end \(end) depth \(depth): Swift \(String(describing: expected)), C \(String(describing: found))"
+                    )
+                    return false
+                }
+            }
+        }
+        return true
+    }
+
+    @Test func edgeCasesOfEveryToken() {
+        let cases = [
+            "", " ", "1", "-", "-0", "01", "1.", "1.5", "1.5e", "1e+", "1E-7", "-12.25e+3", "0.0", "2a", "1 2",
+            "true", "tru", "truex", "false", "fals", "null", "nul", "nulll", "x", "+1", ".5",
+            #""""#, #""abc""#, #""a\"b""#, #""\\""#, #""\/\b\f\n\r\t""#, #""\u00e9\uD83D\uDE00""#, #""\u12g4""#,
+            #""\u12""#, #""\x""#, #""\"#, #""abc"#, "\"a\u{1}b\"", "\"a\u{7F}b\"", "\"é😀\"", "\"tab\there\"",
+            "[]", "[ ]", " [1, 2 ,3 ] ", "[1,]", "[,1]", "[1 2]", "[", "]", "[[[]]]", "[[[[]]]]",
+            "{}", "{ }", #"{"a":1}"#, #"{"a":1,}"#, #"{"a" 1}"#, #"{"a":}"#, #"{a:1}"#, #"{"a":1 "b":2}"#,
+            #"{"a":{"b":[1,{"c":null}]},"d":"e"}"#, #"{"":""}"#, #" { "a" : [ true , false ] } "#, "{", "}",
+            #"[{"a":[{"b":[{"c":1}]}]}]"#, #"{"a":[1,2],}"#, #"["a",{"b":"c"]"#, #"{"a":1]"#, #"[1}"#,
+        ]
+        for text in cases {
+            let bytes = Array(text.utf8)
+            #expect(Self.agree(bytes, ends: Array(0...bytes.count)))
+        }
+        // Invalid UTF-8 in strings and keys, and non-ASCII outside them.
+        let raw: [[UInt8]] = [
+            [0x22, 0xC3, 0x22], [0x22, 0xC3, 0xA9, 0x22], [0x22, 0xE0, 0x80, 0x80, 0x22],
+            [0x22, 0xED, 0xA0, 0x80, 0x22],
+            [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], [0x22, 0xFF, 0x22], [0x7B, 0x22, 0xC0, 0xAF, 0x22, 0x3A, 0x31, 0x7D],
+            [0x5B, 0xC3, 0xA9, 0x5D],
+            [0x5B, 0x31, 0x2C, 0x22] + Array(repeating: 0x61, count: 20) + [0xC3, 0x22, 0x5D],
+        ]
+        for bytes in raw { #expect(Self.agree(bytes, ends: Array(0...bytes.count))) }
+        // Nesting at and around the limit, past 64 levels of the C stack's first word.
+        for levels in [1, 2, 63, 64, 65, 130] {
+            let nested = Array(
+                (String(repeating: "[{\"k\":", count: levels) + "0" + String(repeating: "}]", count: levels)).utf8
+            )
+            #expect(Self.agree(nested, depths: [levels * 2 - 1, levels * 2, levels * 2 + 1, 1_000]))
+        }
+    }
+
+    @Test func randomAndMutatedJSON() {
+        var rng = SeededRandomNumberGenerator(seed: 8259)
+        let interesting: [UInt8] =
+            Array(#""\{}[],: -.eEu01tfn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
+        for round in 0..<20_000 {
+            var bytes: [UInt8] = []
+            Self.appendValue(&bytes, &rng, depth: 0)
+            if round % 2 == 1 {
+                for _ in 0..<Int.random(in: 1...3, using: &rng) where !bytes.isEmpty {
+                    let index = Int.random(in: 0..<bytes.count, using: &rng)
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: bytes[index] = interesting.randomElement(using: &rng)!
+                    case 1: bytes.insert(interesting.randomElement(using: &rng)!, at: index)
+                    default: bytes.remove(at: index)
+                    }
+                }
+            }
+            let cut = Int.random(in: 0...bytes.count, using: &rng)
+            if !Self.agree(bytes, ends: [bytes.count, cut]) { return }
+        }
+    }
+
+    static func appendValue(_ bytes: inout [UInt8], _ rng: inout SeededRandomNumberGenerator, depth: Int) {
+        if Bool.random(using: &rng) {
+            bytes.append(contentsOf: [0x20, 0x0A, 0x09, 0x0D].prefix(Int.random(in: 0...2, using: &rng)))
+        }
+        switch Int.random(in: 0..<(depth < 5 ? 7 : 4), using: &rng) {
+        case 0:
+            let numbers = ["0", "-0", "12", "-3.5", "1e10", "2.5E-3", "123456789012345678901234", "0.125"]
+            bytes.append(contentsOf: numbers.randomElement(using: &rng)!.utf8)
+        case 1: bytes.append(contentsOf: ["true", "false", "null"].randomElement(using: &rng)!.utf8)
+        case 2, 3: appendString(&bytes, &rng)
+        case 4, 5:
+            bytes.append(UInt8(ascii: "["))
+            for index in 0..<Int.random(in: 0...4, using: &rng) {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                appendValue(&bytes, &rng, depth: depth + 1)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        default:
+            bytes.append(UInt8(ascii: "{"))
+            for index in 0..<Int.random(in: 0...4, using: &rng) {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                appendString(&bytes, &rng)
+                bytes.append(contentsOf: Bool.random(using: &rng) ? Array(":".utf8) : Array(" : ".utf8))
+                appendValue(&bytes, &rng, depth: depth + 1)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func appendString(_ bytes: inout [UInt8], _ rng: inout SeededRandomNumberGenerator) {
+        let pieces = [
+            "a", "text", "é", "😀", #"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\ud83d\ude00"#, "long enough to fill words",
+            " ",
+        ]
+        bytes.append(UInt8(ascii: "\""))
+        for _ in 0..<Int.random(in: 0...6, using: &rng) {
+            bytes.append(contentsOf: pieces.randomElement(using: &rng)!.utf8)
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
