@@ -477,6 +477,8 @@ struct JSONScanner {
     }
 
     /// Skips one value starting at or after `at` (whitespace first); returns the offset after it.
+    /// With `validated: false` it checks everything on the way; scanners use the C skip for that
+    /// (`validatingSkip`), and this is the reference that the tests hold the C skip to.
     static func skipValue(
         _ span: Span<UInt8>,
         _ at: Int,
