@@ -68,25 +68,40 @@ public enum ByteScanning {
     }
 
     /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
-    /// an already validated JSON string.
+    /// an already validated JSON string; and the bytes before it OR-ed together, whose high bits
+    /// say whether the run is ASCII (the words are loaded anyway; strings made of the run are
+    /// then marked ASCII or not).
     @inlinable @inline(__always)
-    public static func endOfValidatedJSONText(in span: Span<UInt8>, from start: Int, to end: Int) -> Int {
+    public static func endOfValidatedJSONText(
+        in span: Span<UInt8>,
+        from start: Int,
+        to end: Int
+    ) -> (end: Int, bytes: UInt64) {
         precondition(start >= 0 && end <= span.count, "range outside the span")
         var index = start
         let quote = ones &* 0x22
         let backslash = ones &* 0x5C
+        var seen: UInt64 = 0
         while index + 8 <= end {
             let word = loadWord(span, index)
             let mask = zeroMask(word ^ quote) | zeroMask(word ^ backslash)
-            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
+            if mask != 0 {
+                // Only the bytes before the stop count.
+                return (
+                    index + mask.trailingZeroBitCount >> 3,
+                    seen | word & ((1 << UInt64(mask.trailingZeroBitCount)) &- 1)
+                )
+            }
+            seen |= word
             index += 8
         }
         while index < end {
             let byte = span[index]
-            if byte == 0x22 || byte == 0x5C { return index }
+            if byte == 0x22 || byte == 0x5C { break }
+            seen |= UInt64(byte)
             index += 1
         }
-        return end
+        return (index, seen)
     }
 
     /// Whether `span[start..<end]` has control characters (below 0x20) and whether it has bytes

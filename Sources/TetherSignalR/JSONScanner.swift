@@ -16,6 +16,9 @@ enum JSONTokenKind: String {
 struct JSONStringToken {
     var contents: Range<Int>
     var hasEscapes: Bool
+    /// Whether every byte of the contents is ASCII (false when unknown), so that the `String`
+    /// made of them is marked ASCII: otherwise its UTF-16 count and offsets take a pass over it.
+    var isASCII = false
 }
 
 /// Low-level JSON (RFC 8259) scanning over a byte array: validate and skip values, read strings
@@ -111,9 +114,14 @@ struct JSONScanner {
         let start = at + 1
         var index = start
         var hasEscapes = false
+        var isASCII = true
         if validated {
+            var seen: UInt64 = 0
+            defer { isASCII = seen & 0x8080_8080_8080_8080 == 0 }
             while true {
-                index = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
+                let run = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
+                index = run.end
+                seen |= run.bytes
                 guard index < end else { throw Failure() }
                 if span[index] == UInt8(ascii: "\"") { break }
                 hasEscapes = true
@@ -133,8 +141,9 @@ struct JSONScanner {
                 index = try skipEscape(span, index + 1, end)
             }
             if hasNonASCII, UTF8Validation.check(span.extracting(start..<index)) == .invalid { throw Failure() }
+            isASCII = !hasNonASCII
         }
-        return (JSONStringToken(contents: start..<index, hasEscapes: hasEscapes), index + 1)
+        return (JSONStringToken(contents: start..<index, hasEscapes: hasEscapes, isASCII: isASCII), index + 1)
     }
 
     /// Validates the escape whose letter is at `index`; returns the offset after it.
@@ -168,7 +177,7 @@ struct JSONScanner {
         let span = bytes.span.extracting(token.contents)
         if !token.hasEscapes {
             // The bytes were validated as UTF-8 when the token was first read.
-            return String(copying: unsafe UTF8Span(unchecked: span))
+            return String(copying: unsafe UTF8Span(unchecked: span, isKnownASCII: token.isASCII))
         }
         return unescape(span)
     }
@@ -180,13 +189,21 @@ struct JSONScanner {
     /// ordinary sizes) and copied into the string without another validation pass.
     static func unescape(_ span: Span<UInt8>) -> String {
         unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { buffer in
-            let length = unsafe unescape(span, into: buffer)
-            return String(copying: unsafe UTF8Span(unchecked: buffer.span.extracting(0..<length)))
+            var isASCII = true
+            let length = unsafe unescape(span, into: buffer, isASCII: &isASCII)
+            return String(
+                copying: unsafe UTF8Span(unchecked: buffer.span.extracting(0..<length), isKnownASCII: isASCII)
+            )
         }
     }
 
     /// Writes the decoded contents into `buffer` (at least `span.count` bytes); returns the length.
-    static func unescape(_ span: Span<UInt8>, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+    static func unescape(
+        _ span: Span<UInt8>,
+        into buffer: UnsafeMutableBufferPointer<UInt8>,
+        isASCII: inout Bool
+    ) -> Int {
+        var high: UInt64 = 0
         var out = 0
         var index = 0
         let count = span.count
@@ -204,15 +221,18 @@ struct JSONScanner {
                     let backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
                     if backslashes != 0 {
                         let length = backslashes.trailingZeroBitCount >> 3
+                        high |= UInt64(littleEndian: word) & ((1 << UInt64(8 * length)) &- 1)
                         index += length
                         out += length
                         return
                     }
+                    high |= word
                     index += 8
                     out += 8
                 }
                 while index < count, unsafe input[index] != UInt8(ascii: "\\") {
                     unsafe target.storeBytes(of: input[index], toByteOffset: out, as: UInt8.self)
+                    high |= UInt64(unsafe input[index])
                     index += 1
                     out += 1
                 }
@@ -243,6 +263,7 @@ struct JSONScanner {
             default: scalar = UInt32(letter)  // " \ /
             }
             // Encode the scalar as UTF-8 (escapes never yield more bytes than they take).
+            if scalar >= 0x80 { high |= 0x80 }
             if scalar < 0x80 {
                 unsafe buffer[out] = UInt8(scalar)
                 out += 1
@@ -263,6 +284,7 @@ struct JSONScanner {
                 out += 4
             }
         }
+        isASCII = high & 0x8080_8080_8080_8080 == 0
         return out
     }
 

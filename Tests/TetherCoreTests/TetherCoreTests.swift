@@ -45,7 +45,9 @@ struct ByteScanningTests {
         let plainEnd = slice.firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 >= 0x80 } ?? end
         #expect(ByteScanning.endOfPlainJSONText(in: span, from: start, to: end) == plainEnd)
         let stop = slice.firstIndex { $0 == 0x22 || $0 == 0x5C } ?? end
-        #expect(ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end) == stop)
+        let validatedRun = ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end)
+        #expect(validatedRun.end == stop)
+        #expect((validatedRun.bytes & 0x8080_8080_8080_8080 != 0) == bytes[start..<stop].contains { $0 >= 0x80 })
         let run = ByteScanning.scanJSONText(in: span, from: start, to: end)
         #expect(run.end == stop)
         #expect(run.hasControlCharacters == bytes[start..<stop].contains { $0 < 0x20 })

@@ -16,6 +16,23 @@ struct JSONReaderWriterTests {
         return JSONReader(bytes: value.storage, position: value.range.lowerBound, end: value.range.upperBound)
     }
 
+    @Test func stringsAreMarkedASCIIWhenTheyAre() throws {
+        // A String not marked ASCII counts its UTF-16 length (and bridges) by walking it; the
+        // readers know from their scans, escapes included, and say so.
+        let texts = [
+            "plain", "a string longer than a couple of words", #"esc\"aped"#, #"tab\tand\\"#, #"\u0041"#,
+            "é", "long enough to have é in the second word", #"\u00e9"#, #"x\ud83d\ude00"#, "",
+        ]
+        for text in texts {
+            var reader = try reader("\"\(text)\"")
+            let string = try reader.readString()
+            #expect(string.utf8Span.isKnownASCII == string.utf8.allSatisfy { $0 < 0x80 }, "\(text)")
+            let viaCodable = try EncodedValue(json: Array("\"\(text)\"".utf8)).decode(String.self)
+            #expect(viaCodable == string)
+            #expect(viaCodable.utf8Span.isKnownASCII == string.utf8.allSatisfy { $0 < 0x80 }, "\(text) (Codable)")
+        }
+    }
+
     @Test func readsEveryKindOfValueWithWhitespaceAndEscapes() throws {
         var reader = try reader(
             #" { "id" : -42 , "tags":[ "a\"b" , "\u00e9\ud83d\ude00" ], "ratio": 2.5e-1, "ok" :true, "note": null, "#
