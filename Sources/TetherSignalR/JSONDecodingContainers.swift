@@ -113,9 +113,9 @@ struct JSONObjectIndex {
     var names: [String] {
         var names: [String] = []
         for position in 0..<index.count {
-            names.append(
-                JSONScanner.string(bytes, JSONStringToken(contents: index.member(position).key, hasEscapes: false))
-            )
+            let key = index.member(position).key
+            let isASCII = !ByteScanning.textClass(in: bytes.span, from: key.lowerBound, to: key.upperBound).hasNonASCII
+            names.append(JSONScanner.string(bytes, JSONStringToken(contents: key, hasEscapes: false, isASCII: isASCII)))
         }
         if let overflow {
             var scanner = JSONScanner(validated: bytes, range: overflow.start..<bytes.count)

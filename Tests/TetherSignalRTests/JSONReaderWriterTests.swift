@@ -31,6 +31,35 @@ struct JSONReaderWriterTests {
             #expect(viaCodable == string)
             #expect(viaCodable.utf8Span.isKnownASCII == string.utf8.allSatisfy { $0 < 0x80 }, "\(text) (Codable)")
         }
+        // Dictionary keys through Codable (member names from the object index and its overflow).
+        // (Longer than fifteen bytes: shorter strings are stored inline and always marked right.)
+        let members = (0..<40).map { "\"a longer member name \($0)\($0 % 3 == 0 ? "é" : "")\":\($0)" }
+            .joined(separator: ",")
+        let dictionary = try EncodedValue(json: Array("{\(members)}".utf8)).decode([String: Int].self)
+        #expect(dictionary.count == 40)
+        for key in dictionary.keys {
+            #expect(key.utf8Span.isKnownASCII == key.utf8.allSatisfy { $0 < 0x80 }, "\(key)")
+        }
+        // A keyed container's allKeys.
+        let names = try EncodedValue(json: Array("{\(members)}".utf8)).decode(MemberNames.self).names
+        #expect(names.count == 40)
+        for name in names {
+            #expect(name.utf8Span.isKnownASCII == name.utf8.allSatisfy { $0 < 0x80 }, "\(name)")
+        }
+    }
+
+    /// The member names of an object, through `allKeys`.
+    struct MemberNames: Decodable {
+        struct Name: CodingKey {
+            let stringValue: String
+            init(stringValue: String) { self.stringValue = stringValue }
+            var intValue: Int? { nil }
+            init?(intValue: Int) { nil }
+        }
+        let names: [String]
+        init(from decoder: any Decoder) throws {
+            names = try decoder.container(keyedBy: Name.self).allKeys.map(\.stringValue)
+        }
     }
 
     @Test func readsEveryKindOfValueWithWhitespaceAndEscapes() throws {
