@@ -38,51 +38,70 @@ public struct KeySet: Sendable {
         }
     }
 
+    /// Everything a set holds, in one object, so that copying a `KeySet` (a decoder's
+    /// `let keys = Self.keys`) is one reference count, not one per table.
+    @usableFromInline final class Tables: Sendable {
+        /// The keys, in the order their indices refer to.
+        @usableFromInline let names: [String]
+        @usableFromInline let entries: [Entry]
+        /// Each key's MessagePack encoding as words (see `EncodedKey`).
+        @usableFromInline let encodedKeys: [EncodedKey]
+        /// Each key's JSON member name (`"name":`) as words, the same way.
+        @usableFromInline let encodedJSONNames: [EncodedKey]
+        /// Each key's UTF-8 bytes.
+        @usableFromInline let utf8: [[UInt8]]
+        /// Each key as a JSON member name: the quoted, escaped string and the colon.
+        @usableFromInline let jsonMemberNames: [[UInt8]]
+        /// Each key as a MessagePack str value (header and UTF-8 bytes).
+        @usableFromInline let messagePackNames: [[UInt8]]
+
+        init(_ names: [String]) {
+            self.names = names
+            utf8 = names.map { Array($0.utf8) }
+            entries = utf8.map { bytes in
+                Entry(
+                    prefix: KeySet.prefix(of: bytes.span, from: 0, length: bytes.count),
+                    suffix: KeySet.prefix(of: bytes.span, from: 8, length: max(bytes.count - 8, 0)),
+                    length: bytes.count
+                )
+            }
+            messagePackNames = utf8.map { bytes in
+                // The shortest str header: fixstr, str8, str16 or str32.
+                switch bytes.count {
+                case ..<32: [0xa0 | UInt8(bytes.count)] + bytes
+                case ..<0x100: [0xd9, UInt8(bytes.count)] + bytes
+                case ..<0x1_0000: [0xda, UInt8(bytes.count >> 8), UInt8(truncatingIfNeeded: bytes.count)] + bytes
+                default:
+                    [0xdb] + (0..<4).map { UInt8(truncatingIfNeeded: bytes.count >> (24 - 8 * $0)) } + bytes
+                }
+            }
+            encodedKeys = messagePackNames.map(EncodedKey.init)
+            jsonMemberNames = names.map { name in
+                var bytes: [UInt8] = []
+                JSONText.appendString(name, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                return bytes
+            }
+            encodedJSONNames = jsonMemberNames.map(EncodedKey.init)
+        }
+    }
+
+    @usableFromInline let tables: Tables
+
     /// The keys, in the order their indices refer to.
-    public let names: [String]
-    @usableFromInline let entries: [Entry]
-    /// Each key's MessagePack encoding as words (see `EncodedKey`).
-    @usableFromInline let encodedKeys: [EncodedKey]
-    /// Each key's JSON member name (`"name":`) as words, the same way.
-    @usableFromInline let encodedJSONNames: [EncodedKey]
+    public var names: [String] { tables.names }
     /// Each key's UTF-8 bytes.
-    public let utf8: [[UInt8]]
+    public var utf8: [[UInt8]] { tables.utf8 }
     /// Each key as a JSON member name: the quoted, escaped string and the colon.
-    public let jsonMemberNames: [[UInt8]]
+    public var jsonMemberNames: [[UInt8]] { tables.jsonMemberNames }
     /// Each key as a MessagePack str value (header and UTF-8 bytes).
-    public let messagePackNames: [[UInt8]]
+    public var messagePackNames: [[UInt8]] { tables.messagePackNames }
 
     /// The keys `names`; readers return positions in this array. Precondition: no key appears
     /// twice.
     public init(_ names: [String]) {
         precondition(Set(names).count == names.count, "KeySet: a key appears twice")
-        self.names = names
-        utf8 = names.map { Array($0.utf8) }
-        entries = utf8.map { bytes in
-            Entry(
-                prefix: Self.prefix(of: bytes.span, from: 0, length: bytes.count),
-                suffix: Self.prefix(of: bytes.span, from: 8, length: max(bytes.count - 8, 0)),
-                length: bytes.count
-            )
-        }
-        messagePackNames = utf8.map { bytes in
-            // The shortest str header: fixstr, str8, str16 or str32.
-            switch bytes.count {
-            case ..<32: [0xa0 | UInt8(bytes.count)] + bytes
-            case ..<0x100: [0xd9, UInt8(bytes.count)] + bytes
-            case ..<0x1_0000: [0xda, UInt8(bytes.count >> 8), UInt8(truncatingIfNeeded: bytes.count)] + bytes
-            default:
-                [0xdb] + (0..<4).map { UInt8(truncatingIfNeeded: bytes.count >> (24 - 8 * $0)) } + bytes
-            }
-        }
-        encodedKeys = messagePackNames.map(EncodedKey.init)
-        jsonMemberNames = names.map { name in
-            var bytes: [UInt8] = []
-            JSONText.appendString(name, to: &bytes)
-            bytes.append(UInt8(ascii: ":"))
-            return bytes
-        }
-        encodedJSONNames = jsonMemberNames.map(EncodedKey.init)
+        tables = Tables(names)
     }
 
     /// The string values of `K`'s cases, in `allCases` order: the keys a type's `Codable`
@@ -92,7 +111,7 @@ public struct KeySet: Sendable {
     }
 
     /// The number of keys.
-    public var count: Int { names.count }
+    public var count: Int { tables.names.count }
 
     /// The length of key `index`'s MessagePack encoding (`messagePackNames[index]`) if
     /// `bytes[offset..<end]` starts with it, else 0. Two word compares, no parsing: readers try
@@ -100,8 +119,9 @@ public struct KeySet: Sendable {
     /// never match here (the reader then takes the general path).
     @inlinable @inline(__always)
     public func encodedMessagePackKeyLength(_ index: Int, in bytes: Span<UInt8>, at offset: Int, end: Int) -> Int {
-        guard index >= 0 && index < encodedKeys.count else { return 0 }
-        let encoded = encodedKeys[index]
+        let words = tables.encodedKeys
+        guard index >= 0 && index < words.count else { return 0 }
+        let encoded = words[index]
         guard encoded.count > 0, offset >= 0, encoded.count <= end - offset, end <= bytes.count,
             offset + 16 <= bytes.count
         else { return 0 }
@@ -122,14 +142,14 @@ public struct KeySet: Sendable {
     /// and no access to the nested arrays. Precondition: `index < count`.
     @inlinable
     public func appendMessagePackKey(_ index: Int, to bytes: inout [UInt8]) {
-        Self.append(index, encodedKeys, messagePackNames, to: &bytes)
+        Self.append(index, tables.encodedKeys, tables.messagePackNames, to: &bytes)
     }
 
     /// Appends key `index` as a JSON member name and its colon (`jsonMemberNames[index]`) to
     /// `bytes`, the same way as `appendMessagePackKey`. Precondition: `index < count`.
     @inlinable
     public func appendJSONMemberName(_ index: Int, to bytes: inout [UInt8]) {
-        Self.append(index, encodedJSONNames, jsonMemberNames, to: &bytes)
+        Self.append(index, tables.encodedJSONNames, tables.jsonMemberNames, to: &bytes)
     }
 
     /// Appends `encodings[index]`: two word stores into reserved space when it is at most
@@ -153,7 +173,7 @@ public struct KeySet: Sendable {
     }
 
     /// Whether the set has no keys.
-    public var isEmpty: Bool { names.isEmpty }
+    public var isEmpty: Bool { tables.names.isEmpty }
 
     /// The error for an object without the key at `index`: `DecodingError.keyNotFound`, as
     /// `Codable` reports a missing key.
@@ -199,6 +219,7 @@ public struct KeySet: Sendable {
         let prefix = unsafe bytes.withUnsafeBufferPointer { buffer in
             unsafe Self.prefix(of: buffer, from: start, length: length)
         }
+        let entries = tables.entries
         let count = entries.count
         var index = hint < count ? hint : 0
         for _ in 0..<count {
@@ -215,9 +236,9 @@ public struct KeySet: Sendable {
     /// `bytes`. (Not inlined: only keys longer than eight bytes whose first eight match get here.)
     @usableFromInline @inline(never)
     func restEqual(_ index: Int, _ bytes: Span<UInt8>, _ start: Int) -> Bool {
-        let keyBytes = utf8[index]
+        let keyBytes = tables.utf8[index]
         let key = keyBytes.span
-        guard entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
+        guard tables.entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
             return false
         }
         return key.count <= 16 || MemberIndex.equal(bytes, start, key)
