@@ -49,8 +49,32 @@ public enum UTF8Validation {
 
     /// The string made of `bytes`, or nil if they are not valid UTF-8.
     public static func string(_ bytes: Span<UInt8>) -> String? {
+        let count = bytes.count
+        if count <= SmallString.capacity && SmallString.isAvailable {
+            // Short strings: one inline ASCII test on the loaded words; only text with other
+            // bytes goes to the full check.
+            return unsafe bytes.withUnsafeBytes { buffer -> String? in
+                guard let base = buffer.baseAddress else { return "" }
+                let words = unsafe SmallString.words(base, count: count)
+                guard SmallString.isASCII(words) || check(bytes) != .invalid else { return nil }
+                return SmallString.makeFromWords(words, count: count)
+            }
+        }
         let outcome = check(bytes)
         guard outcome != .invalid else { return nil }
         return String(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: outcome == .ascii))
+    }
+
+    /// The string made of `bytes`, which the caller has validated as UTF-8 (all ASCII if
+    /// `isASCII`; false is always safe).
+    package static func string(validated bytes: Span<UInt8>, isASCII: Bool) -> String {
+        let count = bytes.count
+        if count <= SmallString.capacity && SmallString.isAvailable {
+            return unsafe bytes.withUnsafeBytes { buffer in
+                guard let base = buffer.baseAddress else { return "" }
+                return unsafe SmallString.make(base, count: count)
+            }
+        }
+        return String(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: isASCII))
     }
 }

@@ -68,6 +68,7 @@ public struct MessagePackDecoder: Sendable {
 
     /// Decodes a `T` with `T.init(messagePack:)` from the value that starts `range`, which the
     /// caller has already validated with `MessagePackReader.skipValue()`.
+    @inlinable
     package static func decodeValidated<T: MessagePackDecodable>(
         _ type: T.Type = T.self,
         from bytes: [UInt8],
@@ -185,7 +186,7 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 }
 
 /// Maps a reader error to the `DecodingError` that Codable users expect.
-func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
+@usableFromInline func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
     switch error {
     case .typeMismatch, .integerOutOfRange:
         return .typeMismatch(type, .init(codingPath: [], debugDescription: error.description, underlyingError: error))

@@ -7,14 +7,14 @@ public import TetherMessagePack
 
 extension EncodedValue {
     /// The JSON value at `range` of `storage` read by `T.init(json:)`.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func decodeJSON<T: JSONDecodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
         var reader = JSONReader(bytes: storage, position: range.lowerBound, end: range.upperBound)
         return try T(json: &reader)
     }
 
     /// The MessagePack value at `range` of `storage` read by `T.init(messagePack:)`.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func decodeMessagePack<T: MessagePackDecodable>(
         _ type: T.Type,
         _ storage: [UInt8],
@@ -25,6 +25,7 @@ extension EncodedValue {
 
     /// Decodes the value as a `T`: a MessagePack value with `T.init(messagePack:)`, a JSON value
     /// with `T.init(from:)`.
+    @inlinable
     public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
@@ -34,6 +35,7 @@ extension EncodedValue {
 
     /// Decodes the value as a `T`: a JSON value with `T.init(json:)`, a MessagePack value with
     /// `T.init(from:)`.
+    @inlinable
     public func decode<T: JSONDecodable>(_ type: T.Type = T.self) throws -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
@@ -43,6 +45,7 @@ extension EncodedValue {
 
     /// Decodes the value as a `T`: a JSON value with `T.init(json:)`, a MessagePack value with
     /// `T.init(messagePack:)`.
+    @inlinable
     public func decode<T: JSONDecodable & MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
@@ -83,6 +86,7 @@ extension EncodedValue {
 extension EncodedArguments {
     /// Decodes the argument at `index` as a `T`: MessagePack with `T.init(messagePack:)`, JSON
     /// with `T.init(from:)`. Precondition: `index < count`.
+    @inlinable
     public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
@@ -93,6 +97,7 @@ extension EncodedArguments {
 
     /// Decodes the argument at `index` as a `T`: JSON with `T.init(json:)`, MessagePack with
     /// `T.init(from:)`. Precondition: `index < count`.
+    @inlinable
     public func decode<T: JSONDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
@@ -103,6 +108,7 @@ extension EncodedArguments {
 
     /// Decodes the argument at `index` as a `T`: JSON with `T.init(json:)`, MessagePack with
     /// `T.init(messagePack:)`. Precondition: `index < count`.
+    @inlinable
     public func decode<T: JSONDecodable & MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {

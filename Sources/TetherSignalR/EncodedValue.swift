@@ -20,8 +20,8 @@ public enum ValueEncoding: Hashable, Sendable {
 public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// How `bytes` are encoded.
     public let encoding: ValueEncoding
-    let storage: [UInt8]
-    let range: Range<Int>
+    @usableFromInline let storage: [UInt8]
+    @usableFromInline let range: Range<Int>
 
     init(encoding: ValueEncoding, storage: [UInt8], range: Range<Int>) {
         self.encoding = encoding
@@ -105,13 +105,13 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The JSON value at `range.lowerBound` of `storage` decoded through `Codable`.
-    @inline(__always)
+    @usableFromInline @inline(__always)
     static func decodeJSON<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
         try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
     }
 
     /// The MessagePack value at `range.lowerBound` of `storage` decoded through `Codable`.
-    @inline(__always)
+    @usableFromInline @inline(__always)
     static func decodeMessagePack<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
         try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
     }
@@ -155,9 +155,9 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     public let encoding: ValueEncoding
     /// The number of arguments.
     public let count: Int
-    let storage: [UInt8]
+    @usableFromInline let storage: [UInt8]
     /// The whole array (JSON brackets or MessagePack header included).
-    let range: Range<Int>
+    @usableFromInline let range: Range<Int>
 
     init(encoding: ValueEncoding, count: Int, storage: [UInt8], range: Range<Int>) {
         self.encoding = encoding
@@ -315,7 +315,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// The offset where the argument at `index` starts. Only the start is needed: this skips
     /// the arguments before it, not the argument. Precondition: `index < count`.
-    func start(of index: Int) -> Int {
+    @usableFromInline func start(of index: Int) -> Int {
         precondition(index >= 0 && index < count, "argument index out of range")
         var iterator = makeIterator()
         for _ in 0..<index { _ = iterator.next() }

@@ -51,7 +51,7 @@ public struct JSONReader {
 
     /// A reader at the start of the validated value at `position` of `bytes`, which ends by
     /// `end`.
-    init(bytes: [UInt8], position: Int, end: Int) {
+    @usableFromInline init(bytes: [UInt8], position: Int, end: Int) {
         scanner = JSONScanner(validated: bytes, range: position..<end)
     }
 

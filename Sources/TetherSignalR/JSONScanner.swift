@@ -177,7 +177,7 @@ struct JSONScanner {
         let span = bytes.span.extracting(token.contents)
         if !token.hasEscapes {
             // The bytes were validated as UTF-8 when the token was first read.
-            return String(copying: unsafe UTF8Span(unchecked: span, isKnownASCII: token.isASCII))
+            return UTF8Validation.string(validated: span, isASCII: token.isASCII)
         }
         return unescape(span)
     }
@@ -191,9 +191,7 @@ struct JSONScanner {
         unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { buffer in
             var isASCII = true
             let length = unsafe unescape(span, into: buffer, isASCII: &isASCII)
-            return String(
-                copying: unsafe UTF8Span(unchecked: buffer.span.extracting(0..<length), isKnownASCII: isASCII)
-            )
+            return unsafe UTF8Validation.string(validated: buffer.span.extracting(0..<length), isASCII: isASCII)
         }
     }
 
