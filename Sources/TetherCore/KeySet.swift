@@ -111,7 +111,7 @@ public struct KeySet: Sendable {
     }
 
     /// The number of keys.
-    public var count: Int { tables.names.count }
+    @inlinable public var count: Int { tables.names.count }
 
     /// The length of key `index`'s MessagePack encoding (`messagePackNames[index]`) if
     /// `bytes[offset..<end]` starts with it, else 0. Two word compares, no parsing: readers try
