@@ -89,13 +89,13 @@ public struct KeySet: Sendable {
     @usableFromInline let tables: Tables
 
     /// The keys, in the order their indices refer to.
-    public var names: [String] { tables.names }
+    @inlinable public var names: [String] { tables.names }
     /// Each key's UTF-8 bytes.
-    public var utf8: [[UInt8]] { tables.utf8 }
+    @inlinable public var utf8: [[UInt8]] { tables.utf8 }
     /// Each key as a JSON member name: the quoted, escaped string and the colon.
-    public var jsonMemberNames: [[UInt8]] { tables.jsonMemberNames }
+    @inlinable public var jsonMemberNames: [[UInt8]] { tables.jsonMemberNames }
     /// Each key as a MessagePack str value (header and UTF-8 bytes).
-    public var messagePackNames: [[UInt8]] { tables.messagePackNames }
+    @inlinable public var messagePackNames: [[UInt8]] { tables.messagePackNames }
 
     /// The keys `names`; readers return positions in this array. Precondition: no key appears
     /// twice.
@@ -173,7 +173,7 @@ public struct KeySet: Sendable {
     }
 
     /// Whether the set has no keys.
-    public var isEmpty: Bool { tables.names.isEmpty }
+    @inlinable public var isEmpty: Bool { tables.names.isEmpty }
 
     /// The error for an object without the key at `index`: `DecodingError.keyNotFound`, as
     /// `Codable` reports a missing key.

@@ -58,10 +58,29 @@ func checkUTF8(_ input: [UInt8], from offset: Int) {
             ? .invalid : bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
         let outcome = UTF8Validation.check(span)
         if outcome != expected { fatalError("UTF8Validation.check: \(outcome), standard library: \(expected)") }
-        if expected != .invalid && UTF8Validation.string(span) != String(decoding: bytes, as: UTF8.self) {
+        let made = UTF8Validation.string(span)
+        guard expected != .invalid else {
+            if made != nil { fatalError("UTF8Validation.string accepted invalid UTF-8") }
+            continue
+        }
+        let reference = String(decoding: bytes, as: UTF8.self)
+        let validated = UTF8Validation.string(validated: span, isASCII: expected == .ascii)
+        for string in [made, validated] where string != reference {
             fatalError("UTF8Validation.string differs")
         }
+        // Short strings are built in their inline form: the very bits the standard library makes.
+        if bytes.count <= SmallString.capacity {
+            for string in [made, validated] where bits(string) != bits(reference) {
+                fatalError("inline string bits differ")
+            }
+        }
     }
+}
+
+/// The two words of a string value (or zeros for nil).
+func bits(_ string: String?) -> (UInt64, UInt64) {
+    guard let string else { return (0, 0) }
+    return unsafe unsafeBitCast(string, to: (UInt64, UInt64).self)
 }
 
 /// The fast path and Codable must agree on every value: the same result, or both an error; and
