@@ -289,9 +289,17 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
         case .json:
             return Iterator(arguments: self, position: range.lowerBound + 1, remaining: count)
         case .messagePack:
-            var reader = MessagePackReader(storage, range: range)
-            _ = try? reader.readArrayHeader()
-            return Iterator(arguments: self, position: reader.position, remaining: count)
+            return Iterator(arguments: self, position: messagePackElementsStart, remaining: count)
+        }
+    }
+
+    /// Where a MessagePack array's elements start: after its header (fixarray, array 16 or
+    /// array 32; the array was validated or written by this package).
+    var messagePackElementsStart: Int {
+        switch storage[range.lowerBound] {
+        case 0xdc: range.lowerBound + 3
+        case 0xdd: range.lowerBound + 5
+        default: range.lowerBound + 1
         }
     }
 
@@ -317,6 +325,8 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// the arguments before it, not the argument. Precondition: `index < count`.
     @usableFromInline func start(of index: Int) -> Int {
         precondition(index >= 0 && index < count, "argument index out of range")
+        // The first argument (the usual one) without an iterator, which would copy `self`.
+        if index == 0 && encoding == .messagePack { return messagePackElementsStart }
         var iterator = makeIterator()
         for _ in 0..<index { _ = iterator.next() }
         guard encoding == .json else { return iterator.position }

@@ -41,6 +41,22 @@ struct PayloadTests {
         #expect(throws: DecodingError.self) { try invocation.arguments.decode(String.self, at: 2) }
     }
 
+    /// Arguments behind every MessagePack array header width (fixarray, array 16, array 32) and
+    /// in JSON: the first and the last decode from where they start.
+    @Test(arguments: [ValueEncoding.json, .messagePack], [1, 15, 16, 70_000])
+    func argumentsAtEveryArrayHeaderWidth(_ encoding: ValueEncoding, _ count: Int) throws {
+        let values = try (0..<count).map { try EncodedValue("v\($0)", encoding: encoding) }
+        let arguments = EncodedArguments(encoding: encoding, values: values)
+        let bytes = Array(arguments.bytes)
+        if encoding == .messagePack {
+            #expect(bytes[0] == (count < 16 ? 0x90 | UInt8(count) : count < 0x1_0000 ? 0xdc : 0xdd))
+        }
+        #expect(arguments.count == count)
+        #expect(try arguments.decode(String.self, at: 0) == "v0")
+        #expect(try arguments.decode(String.self, at: count - 1) == "v\(count - 1)")
+        #expect(Array(arguments) == values)
+    }
+
     @Test func messagePackFramesOfEveryPrefixLengthRoundTrip() throws {
         // The writer reserves a two-byte length prefix and moves the message when it needs one
         // or three bytes: message sizes on both sides of 128 and 16,384 bytes, and far above,
