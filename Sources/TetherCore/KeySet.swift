@@ -14,26 +14,39 @@ public struct KeySet: Sendable {
         @usableFromInline var length: Int
     }
 
-    /// A key's MessagePack encoding (fixstr header and name, at most sixteen bytes) as two
-    /// little-endian words and their masks, for readers that compare the key expected next
-    /// before parsing anything; `count` 0 for keys whose encoding is longer.
+    /// A key's encoding (MessagePack str, or JSON member name and colon) of at most 32 bytes as
+    /// four little-endian words and their masks, for readers that compare the key expected next
+    /// before parsing anything and writers that store it a word at a time; `count` 0 for keys
+    /// whose encoding is longer. Encodings of up to sixteen bytes use only the first two words.
     @usableFromInline struct EncodedKey: Sendable {
         @usableFromInline var first: UInt64
         @usableFromInline var firstMask: UInt64
         @usableFromInline var second: UInt64
         @usableFromInline var secondMask: UInt64
+        @usableFromInline var third: UInt64
+        @usableFromInline var thirdMask: UInt64
+        @usableFromInline var fourth: UInt64
+        @usableFromInline var fourthMask: UInt64
         @usableFromInline var count: Int
 
+        /// The longest encoding held in words.
+        @usableFromInline static let capacity = 32
+
         init(_ encoded: [UInt8]) {
-            guard encoded.count <= 16 else {
-                (first, firstMask, second, secondMask, count) = (0, 0, 0, 0, 0)
+            func word(_ index: Int) -> (UInt64, UInt64) {
+                let length = min(max(encoded.count - 8 * index, 0), 8)
+                let mask: UInt64 = length >= 8 ? ~0 : (1 << (8 * UInt64(length))) - 1
+                return (KeySet.prefix(of: encoded.span, from: 8 * index, length: length), mask)
+            }
+            guard encoded.count <= Self.capacity else {
+                (first, firstMask, second, secondMask) = (0, 0, 0, 0)
+                (third, thirdMask, fourth, fourthMask, count) = (0, 0, 0, 0, 0)
                 return
             }
-            func mask(_ bytes: Int) -> UInt64 { bytes >= 8 ? ~0 : (1 << (8 * UInt64(bytes))) - 1 }
-            first = KeySet.prefix(of: encoded.span, from: 0, length: encoded.count)
-            firstMask = mask(encoded.count)
-            second = KeySet.prefix(of: encoded.span, from: 8, length: max(encoded.count - 8, 0))
-            secondMask = mask(max(encoded.count - 8, 0))
+            (first, firstMask) = word(0)
+            (second, secondMask) = word(1)
+            (third, thirdMask) = word(2)
+            (fourth, fourthMask) = word(3)
             count = encoded.count
         }
     }
@@ -114,9 +127,10 @@ public struct KeySet: Sendable {
     @inlinable public var count: Int { tables.names.count }
 
     /// The length of key `index`'s MessagePack encoding (`messagePackNames[index]`) if
-    /// `bytes[offset..<end]` starts with it, else 0. Two word compares, no parsing: readers try
-    /// the key they expect next this way first. Keys whose encoding is longer than sixteen bytes
-    /// never match here (the reader then takes the general path).
+    /// `bytes[offset..<end]` starts with it, else 0. Two word compares (four for encodings of
+    /// 17–32 bytes), no parsing: readers try the key they expect next this way first. Longer
+    /// keys, and keys too close to the end of `bytes` for the word loads, never match here (the
+    /// reader then takes the general path).
     @inlinable @inline(__always)
     public func encodedMessagePackKeyLength(_ index: Int, in bytes: Span<UInt8>, at offset: Int, end: Int) -> Int {
         let words = tables.encodedKeys
@@ -134,12 +148,24 @@ public struct KeySet: Sendable {
         guard UInt64(littleEndian: first) & encoded.firstMask == encoded.first,
             UInt64(littleEndian: second) & encoded.secondMask == encoded.second
         else { return 0 }
+        guard encoded.count > 16 else { return encoded.count }
+        // 17–32 bytes (such as a sixteen-character name): two more words.
+        guard offset + 32 <= bytes.count else { return 0 }
+        let (third, fourth) = unsafe bytes.withUnsafeBytes { raw in
+            unsafe (
+                raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)
+            )
+        }
+        guard UInt64(littleEndian: third) & encoded.thirdMask == encoded.third,
+            UInt64(littleEndian: fourth) & encoded.fourthMask == encoded.fourth
+        else { return 0 }
         return encoded.count
     }
 
     /// Appends key `index` as a MessagePack str value (`messagePackNames[index]`) to `bytes`:
-    /// for keys of up to fifteen bytes two word stores into reserved space, with no per-byte work
-    /// and no access to the nested arrays. Precondition: `index < count`.
+    /// for keys of up to 31 bytes two or four word stores into reserved space, with no per-byte
+    /// work and no access to the nested arrays. Precondition: `index < count`.
     @inlinable
     public func appendMessagePackKey(_ index: Int, to bytes: inout [UInt8]) {
         Self.append(index, tables.encodedKeys, tables.messagePackNames, to: &bytes)
@@ -153,7 +179,7 @@ public struct KeySet: Sendable {
     }
 
     /// Appends `encodings[index]`: two word stores into reserved space when it is at most
-    /// sixteen bytes (`words[index]`), else a copy.
+    /// sixteen bytes (`words[index]`), four when it is at most 32, else a copy.
     @inlinable @inline(__always)
     static func append(_ index: Int, _ words: [EncodedKey], _ encodings: [[UInt8]], to bytes: inout [UInt8]) {
         let encoded = words[index]
@@ -162,11 +188,16 @@ public struct KeySet: Sendable {
             bytes.append(copying: encoding.span)
             return
         }
-        bytes.append(addingCapacity: 16) { output in
+        let isLong = encoded.count > 16
+        bytes.append(addingCapacity: isLong ? 32 : 16) { output in
             unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
                 let target = UnsafeMutableRawPointer(buffer.baseAddress!)
                 unsafe target.storeBytes(of: encoded.first.littleEndian, as: UInt64.self)
                 unsafe target.storeBytes(of: encoded.second.littleEndian, toByteOffset: 8, as: UInt64.self)
+                if isLong {
+                    unsafe target.storeBytes(of: encoded.third.littleEndian, toByteOffset: 16, as: UInt64.self)
+                    unsafe target.storeBytes(of: encoded.fourth.littleEndian, toByteOffset: 24, as: UInt64.self)
+                }
                 initialized = encoded.count
             }
         }

@@ -28,17 +28,23 @@ struct KeySetTests {
 
     @Test func theExpectedKeyIsComparedAsWords() {
         // encodedMessagePackKeyLength: the encoding's length exactly when the bytes at the offset
-        // start with it, within `end`, the encoding fits sixteen bytes and sixteen can be read.
-        let names = Self.keys.names + ["I", "Ida", "123456780", "OrganizationCodf", "OrganizationCod", "ID"]
+        // start with it, within `end`, the encoding fits sixteen bytes and sixteen can be read,
+        // or it fits 32 and 32 can be read.
+        let names =
+            Self.keys.names + [
+                "I", "Ida", "123456780", "OrganizationCodf", "OrganizationCod", "ID", "OrganizationCodeX",
+                "a key longer thaN sixteen bytes", "a key longer than sixteen byteS",
+            ]
         for (index, key) in Self.keys.messagePackNames.enumerated() {
             for name in names {
-                for (before, after) in [(0, 0), (0, 1), (0, 16), (3, 16), (5, 2)] {
+                for (before, after) in [(0, 0), (0, 1), (0, 16), (3, 16), (5, 2), (2, 40)] {
                     let bytes =
                         [UInt8](repeating: 0xa1, count: before) + keyBytes(name)
                         + [UInt8](repeating: 0x2a, count: after)
                     for end in [bytes.count, bytes.count - after - 1] where end >= before {
                         let starts = end - before >= key.count && Array(bytes[before..<(before + key.count)]) == key
-                        let expected = starts && key.count <= 16 && before + 16 <= bytes.count ? key.count : 0
+                        let readable = key.count <= 16 ? before + 16 <= bytes.count : before + 32 <= bytes.count
+                        let expected = starts && key.count <= 32 && readable ? key.count : 0
                         let length = Self.keys.encodedMessagePackKeyLength(index, in: bytes.span, at: before, end: end)
                         #expect(length == expected, "key \(index), \(name), \(before)+\(after), end \(end)")
                     }
