@@ -65,6 +65,50 @@ struct ValidatingSkipTests {
         }
     }
 
+    /// Strings with escapes are scanned 64 bytes at a time from their first escape on: escapes
+    /// (valid and not), control characters, non-ASCII bytes and the closing quote at every
+    /// position around the block boundaries, escapes split by a boundary, and strings cut off by
+    /// the end. The validating skip must agree with the Swift reference, and the validated
+    /// reader (the typed fast path) must read the same string as the `Codable` path.
+    @Test func escapesAcrossTheBlockBoundaries() throws {
+        let escapes = [#"\""#, #"\\"#, #"\/"#, #"\n"#, #"\u00e9"#, #"\uD83D\uDE00"#, #"\u12"#, #"\x"#, "\\"]
+        let fillers: [String] = ["a", "é", "\u{1}", #"""#]
+        for escape in escapes {
+            for lead in [0, 1, 7, 8, 9] {
+                for gap in [0, 1, 50, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 70, 120, 127, 128, 129] {
+                    for filler in fillers {
+                        // "<lead>\<escape><gap>X<tail>" with X a filler at the gap's end.
+                        let text =
+                            "\"" + String(repeating: "p", count: lead) + #"\n"# + String(repeating: "q", count: gap)
+                            + escape + filler + "r\""
+                        let bytes = Array(text.utf8)
+                        #expect(Self.agree(bytes, depths: [1], ends: [bytes.count, bytes.count - 1, bytes.count - 3]))
+                        // The typed reader on what the skip accepts, against the validating
+                        // scanner (Swift, a byte scan with escapes checked in place).
+                        if Self.cSkip(bytes, end: bytes.count, depth: 1) == bytes.count {
+                            let (reference, referenceEnd) = try JSONScanner.readString(
+                                bytes.span,
+                                0,
+                                bytes.count,
+                                validated: false
+                            )
+                            let (token, tokenEnd) = try JSONScanner.readString(
+                                bytes.span,
+                                0,
+                                bytes.count,
+                                validated: true
+                            )
+                            #expect(token.contents == reference.contents && tokenEnd == referenceEnd, "\(text)")
+                            #expect(token.hasEscapes == reference.hasEscapes && token.isASCII == reference.isASCII)
+                            let fast = try EncodedValue(json: bytes).decode(FastString.self).value
+                            #expect(fast == JSONScanner.string(bytes, reference), "\(text)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func randomAndMutatedJSON() {
         var rng = SeededRandomNumberGenerator(seed: 8259)
         let interesting: [UInt8] =
@@ -126,5 +170,19 @@ struct ValidatingSkipTests {
             bytes.append(contentsOf: pieces.randomElement(using: &rng)!.utf8)
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// A string read by the JSON fast path's `readString` (the validated scan), for comparison with
+/// the `Codable` path.
+struct FastString: JSONDecodable {
+    let value: String
+
+    init(json reader: inout JSONReader) throws {
+        value = try reader.readString()
+    }
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(String.self)
     }
 }

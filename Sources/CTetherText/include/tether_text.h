@@ -35,6 +35,12 @@ tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
 /// min(maximum_depth, end - start) / 64 + 1 words.
 size_t tether_json_skip_value(const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack);
 
+/// In a JSON string that has been validated (`tether_json_skip_value`), from the backslash at
+/// `start`: the offset of the closing quote, or `end` if there is none before it. Sets
+/// `*has_high` if a byte passed on the way is not ASCII (leaves it alone otherwise). Reads only
+/// bytes[start..<end].
+size_t tether_json_validated_string_end(const uint8_t *bytes, size_t start, size_t end, int *has_high);
+
 /// The offset of the first `byte` in bytes[start..<end], or `end`.
 static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {
     if (start >= end) return end;
