@@ -605,3 +605,31 @@ struct JSONScanner {
         return count
     }
 }
+
+/// The C JSON kernels checked against the Swift reference (see `agree`).
+package enum JSONKernelCheck {
+    /// For the fuzz target, which holds the C kernels to the Swift reference on every input:
+    /// whether the C validating skip ends where the Swift validating skip ends (or both reject),
+    /// for `span` whole and cut at `cut`; and, where `span` starts with a string the validating
+    /// scan accepts, whether the validated scan (the typed readers') finds the same token.
+    package static func agree(_ span: Span<UInt8>, cut: Int, maximumDepth: Int) -> Bool {
+        for end in [span.count, min(max(cut, 0), span.count)] {
+            let reference = try? JSONScanner.skipValue(
+                span,
+                0,
+                end,
+                depth: 0,
+                maximumDepth: maximumDepth,
+                validated: false
+            )
+            let kernel = try? JSONScanner.validatingSkip(span, 0, end, maximumDepth: maximumDepth)
+            guard reference == kernel else { return false }
+            guard let (token, next) = try? JSONScanner.readString(span, 0, end, validated: false) else { continue }
+            guard let (fast, fastNext) = try? JSONScanner.readString(span, 0, end, validated: true),
+                fast.contents == token.contents, fast.hasEscapes == token.hasEscapes,
+                fast.isASCII == token.isASCII, fastNext == next
+            else { return false }
+        }
+        return true
+    }
+}

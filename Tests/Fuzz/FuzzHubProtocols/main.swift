@@ -26,6 +26,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             _ = try? CanonicalJSON.appendMessagePack(value, to: &out)
         }
     case 6:
+        checkJSONKernels(input, cut: chunk)
         if let value = try? EncodedValue(json: input) {
             _ = try? value.decode([String: Int].self)
             _ = try? value.decode([String].self)
@@ -74,6 +75,19 @@ func checkUTF8(_ input: [UInt8], from offset: Int) {
                 fatalError("inline string bits differ")
             }
         }
+    }
+}
+
+/// The C JSON kernels (validating skip, validated string scan) must agree with the Swift
+/// reference on every input, read from an allocation of exactly its size (AddressSanitizer
+/// reports any read past the end).
+func checkJSONKernels(_ input: [UInt8], cut: Int) {
+    let exact = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(input.count, 1))
+    defer { exact.deallocate() }
+    _ = exact.initialize(fromContentsOf: input)
+    let span = UnsafeBufferPointer(rebasing: exact[0..<input.count]).span
+    for depth in [2, 64] where !JSONKernelCheck.agree(span, cut: cut, maximumDepth: depth) {
+        fatalError("C JSON kernels and the Swift reference disagree (depth \(depth), cut \(cut))")
     }
 }
 

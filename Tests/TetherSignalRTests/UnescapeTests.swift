@@ -1,0 +1,103 @@
+import Testing
+import TetherCore
+
+@testable import TetherSignalR
+
+/// `JSONScanner.unescape` (runs copied a word at a time) against a plain byte-by-byte
+/// reference: every escape at every position around word and 64-byte boundaries, surrogate
+/// pairs and lone surrogates, random strings; and the ASCII mark of the result.
+struct UnescapeTests {
+    /// The reference: one byte at a time, the rules of RFC 8259 §7 (lone surrogates → U+FFFD).
+    static func reference(_ contents: [UInt8]) -> String {
+        func hex4(_ at: Int) -> UInt32 {
+            contents[at..<(at + 4)].reduce(0) { value, byte in
+                value << 4 | UInt32(Character(UnicodeScalar(byte)).hexDigitValue!)
+            }
+        }
+        var scalars = String.UnicodeScalarView()
+        var bytes: [UInt8] = []
+        func flush() {
+            scalars.append(contentsOf: String(decoding: bytes, as: UTF8.self).unicodeScalars)
+            bytes.removeAll()
+        }
+        var index = 0
+        while index < contents.count {
+            guard contents[index] == UInt8(ascii: "\\") else {
+                bytes.append(contents[index])
+                index += 1
+                continue
+            }
+            flush()
+            let letter = contents[index + 1]
+            index += 2
+            switch letter {
+            case UInt8(ascii: "b"): scalars.append("\u{8}")
+            case UInt8(ascii: "f"): scalars.append("\u{C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                var unit = hex4(index)
+                index += 4
+                if (0xD800..<0xDC00).contains(unit), index + 6 <= contents.count,
+                    contents[index] == UInt8(ascii: "\\"), contents[index + 1] == UInt8(ascii: "u"),
+                    (0xDC00..<0xE000).contains(hex4(index + 2))
+                {
+                    unit = 0x10000 + ((unit - 0xD800) << 10) + (hex4(index + 2) - 0xDC00)
+                    index += 6
+                }
+                scalars.append(UnicodeScalar(unit) ?? "\u{FFFD}")
+            default: scalars.append(UnicodeScalar(letter))
+            }
+        }
+        flush()
+        return String(scalars)
+    }
+
+    static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let contents = Array(text.utf8)
+        let decoded = JSONScanner.unescape(contents.span)
+        let expected = reference(contents)
+        #expect(decoded == expected, "\(text)", sourceLocation: sourceLocation)
+        #expect(Array(decoded.utf8) == Array(expected.utf8), sourceLocation: sourceLocation)
+        #expect(
+            decoded.utf8Span.isKnownASCII == decoded.utf8.allSatisfy { $0 < 0x80 },
+            "ASCII mark of \(text)",
+            sourceLocation: sourceLocation
+        )
+    }
+
+    @Test func everyEscapeAroundTheBlockBoundaries() {
+        let escapes = [
+            #"\""#, #"\\"#, #"\/"#, #"\b"#, #"\f"#, #"\n"#, #"\r"#, #"\t"#, #"\u0041"#, #"\u00e9"#, #"\u20AC"#,
+            #"\uD83D\uDE00"#, #"\uD83D"#, #"\uDE00"#, #"\uD83Dx"#, #"\uD83D\u0041"#, #"\uD83D\uD83D\uDE00"#,
+        ]
+        for escape in escapes {
+            for before in [0, 1, 7, 8, 9, 50, 52, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 120, 127, 128] {
+                for after in ["", "z", "é", String(repeating: "y", count: 70)] {
+                    Self.check(String(repeating: "x", count: before) + escape + after)
+                    Self.check(String(repeating: "é", count: before / 2) + escape + #"\n"# + after)
+                }
+            }
+        }
+    }
+
+    @Test func randomStrings() {
+        var rng = SeededRandomNumberGenerator(seed: 8259)
+        let pieces = [
+            "a", "bc", "hello ", "é", "日本", "😀", #"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\uD83D\uDE00"#, #"\uDE00"#,
+            #"\u0000"#, #"\/"#,
+        ]
+        for _ in 0..<3_000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...60, using: &rng) { text += pieces.randomElement(using: &rng)! }
+            Self.check(text)
+        }
+    }
+
+    @Test func noEscapesAndEmpty() {
+        Self.check("")
+        Self.check(String(repeating: "plain ", count: 30))
+        Self.check(#"\\"#)
+    }
+}
