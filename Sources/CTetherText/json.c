@@ -71,6 +71,28 @@ static inline block_masks masks_of(const uint8_t *p) {
 /// Bits 0..<n set (n ≤ 64).
 static inline uint64_t below(size_t n) { return n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1; }
 
+/// The masks of s[i..<i + 64], with no bits for bytes at or past `end`. Reads only s[0..<end]:
+/// near the end, the 64 bytes before `end` (the masks shifted into place) when there are that
+/// many, else a zero-filled copy.
+static inline block_masks masks_at(const uint8_t *s, size_t i, size_t end) {
+    if (end - i >= 64) return masks_of(s + i);
+    block_masks m;
+    if (end >= 64) {
+        size_t shift = i - (end - 64);  // 1...63
+        m = masks_of(s + end - 64);
+        m.quotes >>= shift;
+        m.backslashes >>= shift;
+        m.controls >>= shift;
+        m.high >>= shift;
+        return m;
+    }
+    uint8_t padded[64] = {0};
+    memcpy(padded, s + i, end - i);
+    m = masks_of(padded);
+    m.controls &= below(end - i);  // the zeros after the copy are not input
+    return m;
+}
+
 /// The length of the escape whose backslash is at `i` (2, or 6 for \uXXXX), or 0 if it is not a
 /// valid escape within `end`.
 static inline size_t escape_length(const uint8_t *s, size_t i, size_t end) {
@@ -94,17 +116,9 @@ static inline size_t escape_length(const uint8_t *s, size_t i, size_t end) {
 /// such as JSON documents carried in a string, the slowest part of validation).
 static size_t skip_escaped_string(const uint8_t *s, size_t i, size_t end, size_t contents, uint64_t seen) {
     int has_high = (seen & HIGHS) != 0;
-    uint8_t padded[64];
     while (i < end) {
-        const uint8_t *block = s + i;
-        if (end - i < 64) {
-            // Past the end: zeros, which count as control characters, so a string that does not
-            // close before `end` fails here.
-            memset(padded, 0, sizeof padded);
-            memcpy(padded, s + i, end - i);
-            block = padded;
-        }
-        block_masks m = masks_of(block);
+        // (A string that does not close before `end` runs out of blocks: SIZE_MAX below.)
+        block_masks m = masks_at(s, i, end);
         uint64_t stops = m.quotes | m.backslashes | m.controls;
         size_t next = i + 64;
         while (stops) {
@@ -136,16 +150,8 @@ static size_t skip_escaped_string(const uint8_t *s, size_t i, size_t end, size_t
 }
 
 size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
-    uint8_t padded[64];
     while (i < end) {
-        const uint8_t *block = s + i;
-        if (end - i < 64) {
-            // Past the end: zeros, which are neither quotes nor backslashes.
-            memset(padded, 0, sizeof padded);
-            memcpy(padded, s + i, end - i);
-            block = padded;
-        }
-        block_masks m = masks_of(block);
+        block_masks m = masks_at(s, i, end);
         uint64_t stops = m.quotes | m.backslashes;
         size_t next = i + 64;
         while (stops) {
