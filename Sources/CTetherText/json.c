@@ -55,7 +55,7 @@ typedef struct {
     uint64_t quotes, backslashes, controls, high;
 } block_masks;
 
-static inline block_masks masks_of(const uint8_t *p) {
+__attribute__((always_inline)) static inline block_masks masks_of(const uint8_t *p) {
     block_masks m = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) {
         bytes16 v;
@@ -74,7 +74,7 @@ static inline uint64_t below(size_t n) { return n >= 64 ? ~(uint64_t)0 : ((uint6
 /// The masks of s[i..<i + 64], with no bits for bytes at or past `end`. Reads only s[0..<end]:
 /// near the end, the 64 bytes before `end` (the masks shifted into place) when there are that
 /// many, else a zero-filled copy.
-static inline block_masks masks_at(const uint8_t *s, size_t i, size_t end) {
+__attribute__((always_inline)) static inline block_masks masks_at(const uint8_t *s, size_t i, size_t end) {
     if (end - i >= 64) return masks_of(s + i);
     block_masks m;
     if (end >= 64) {
