@@ -44,29 +44,6 @@ public enum ByteScanning {
         return index < end ? index : nil
     }
 
-    /// The offset of the first byte in `span[start..<end]` that is `"`, `\`, a control character
-    /// (below 0x20) or not ASCII (0x80 and above), or `end` if there is none: the end of a run
-    /// that a JSON string can copy verbatim.
-    @inlinable
-    public static func endOfPlainJSONText(in span: Span<UInt8>, from start: Int, to end: Int) -> Int {
-        precondition(start >= 0 && end <= span.count, "range outside the span")
-        var index = start
-        let quote = ones &* 0x22
-        let backslash = ones &* 0x5C
-        while index + 8 <= end {
-            let word = loadWord(span, index)
-            let mask = zeroMask(word ^ quote) | zeroMask(word ^ backslash) | lessThanMask(word, 0x20) | (word & highs)
-            if mask != 0 { return index + mask.trailingZeroBitCount >> 3 }
-            index += 8
-        }
-        while index < end {
-            let byte = span[index]
-            if byte == 0x22 || byte == 0x5C || byte < 0x20 || byte >= 0x80 { return index }
-            index += 1
-        }
-        return end
-    }
-
     /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
     /// an already validated JSON string; and the bytes before it OR-ed together, whose high bits
     /// say whether the run is ASCII (the words are loaded anyway; strings made of the run are
