@@ -169,10 +169,10 @@ public struct JSONReader {
     /// Reads a string.
     public mutating func readString() throws -> String {
         guard nextByte() == UInt8(ascii: "\""),
-            let (token, next) = try? JSONScanner.readString(bytes.span, position, scanner.end, validated: true)
+            let (string, next) = JSONScanner.readStringValue(bytes, position, scanner.end)
         else { throw mismatch(String.self, "a string") }
         scanner.position = next
-        return JSONScanner.string(bytes, token)
+        return string
     }
 
     /// Reads a number that is exactly a `T` (an integer in range, or a number with an integral

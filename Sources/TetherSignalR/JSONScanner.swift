@@ -206,10 +206,24 @@ struct JSONScanner {
         into buffer: UnsafeMutableBufferPointer<UInt8>,
         isASCII: inout Bool
     ) -> Int {
+        unsafe unescape(span, into: buffer, isASCII: &isASCII, stopAtQuote: false).length
+    }
+
+    /// `unescape(_:into:isASCII:)`; with `stopAtQuote`, `span` starts inside a validated string
+    /// and decoding stops at its closing quote: returns the decoded length and the quote's offset
+    /// in `span` (`span.count` if it is not there).
+    @inline(__always)
+    static func unescape(
+        _ span: Span<UInt8>,
+        into buffer: UnsafeMutableBufferPointer<UInt8>,
+        isASCII: inout Bool,
+        stopAtQuote: Bool
+    ) -> (length: Int, end: Int) {
         var high: UInt64 = 0
         var out = 0
         var index = 0
         let count = span.count
+        let quotes: UInt64 = stopAtQuote ? 0x2222_2222_2222_2222 : 0x5C5C_5C5C_5C5C_5C5C
         while index < count {
             // Copy the run up to the next backslash a word at a time. Each word is stored whole
             // (the output never runs ahead of the input, so eight bytes at `out` fit whenever
@@ -221,7 +235,11 @@ struct JSONScanner {
                     let word = unsafe source.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                     unsafe target.storeBytes(of: word, toByteOffset: out, as: UInt64.self)
                     let flipped = UInt64(littleEndian: word) ^ 0x5C5C_5C5C_5C5C_5C5C
-                    let backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
+                    var backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
+                    if stopAtQuote {
+                        let quoted = UInt64(littleEndian: word) ^ quotes
+                        backslashes |= (quoted &- 0x0101_0101_0101_0101) & ~quoted & 0x8080_8080_8080_8080
+                    }
                     if backslashes != 0 {
                         let length = backslashes.trailingZeroBitCount >> 3
                         high |= UInt64(littleEndian: word) & ((1 << UInt64(8 * length)) &- 1)
@@ -233,7 +251,9 @@ struct JSONScanner {
                     index += 8
                     out += 8
                 }
-                while index < count, unsafe input[index] != UInt8(ascii: "\\") {
+                while index < count, unsafe input[index] != UInt8(ascii: "\\"),
+                    unsafe !stopAtQuote || input[index] != UInt8(ascii: "\"")
+                {
                     unsafe target.storeBytes(of: input[index], toByteOffset: out, as: UInt8.self)
                     high |= UInt64(unsafe input[index])
                     index += 1
@@ -241,6 +261,15 @@ struct JSONScanner {
                 }
             }
             if index == count { break }
+            if stopAtQuote {
+                if span[index] == UInt8(ascii: "\"") { break }
+                // An escape cut off by the end of the stretch: stop there (the caller then finds
+                // the end first).
+                guard index + 1 < count, span[index + 1] != UInt8(ascii: "u") || index + 6 <= count else {
+                    index = count
+                    break
+                }
+            }
             let letter = span[index + 1]
             index += 2
             let scalar: UInt32
@@ -288,8 +317,45 @@ struct JSONScanner {
             }
         }
         isASCII = high & 0x8080_8080_8080_8080 == 0
-        return out
+        return (out, index)
     }
+
+    /// The validated string whose opening quote is at `at` (before `end`), and the offset after
+    /// its closing quote, read in one pass: plain text a word at a time up to the first escape
+    /// (most strings end there) and from there decoded while the closing quote is looked for,
+    /// so that a string with escapes is not scanned twice. The decoding buffer is bounded
+    /// (`fusedLimit`): a longer string is found first and then decoded. Nil if there is no
+    /// string at `at`.
+    static func readStringValue(_ bytes: [UInt8], _ at: Int, _ end: Int) -> (String, Int)? {
+        let span = bytes.span
+        guard at < end, span[at] == UInt8(ascii: "\"") else { return nil }
+        let start = at + 1
+        let run = ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end)
+        guard run.end < end else { return nil }
+        if span[run.end] == UInt8(ascii: "\"") {
+            let isASCII = run.bytes & 0x8080_8080_8080_8080 == 0
+            return (UTF8Validation.string(validated: span.extracting(start..<run.end), isASCII: isASCII), run.end + 1)
+        }
+        let limit = min(end - start, fusedLimit)
+        let fused = unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: limit) { buffer -> (String, Int)? in
+            var isASCII = true
+            let (length, quote) = unsafe unescape(
+                span.extracting(start..<(start + limit)),
+                into: buffer,
+                isASCII: &isASCII,
+                stopAtQuote: true
+            )
+            guard quote < limit else { return nil }
+            let string = unsafe UTF8Validation.string(validated: buffer.span.extracting(0..<length), isASCII: isASCII)
+            return (string, start + quote + 1)
+        }
+        if let fused { return fused }
+        guard let (token, next) = try? readString(span, at, end, validated: true) else { return nil }
+        return (string(bytes, token), next)
+    }
+
+    /// The longest stretch `readStringValue` decodes before it has found the end (bytes).
+    static let fusedLimit = 4096
 
     @inline(__always)
     static func hex4(_ span: Span<UInt8>, _ index: Int) -> UInt32 {

@@ -95,6 +95,33 @@ struct UnescapeTests {
         }
     }
 
+    /// `readStringValue` (the typed reader's one-pass read: decoding while looking for the closing
+    /// quote) on whole JSON strings followed by more input, including strings around and past
+    /// its bounded decoding buffer, where it finds the end first.
+    @Test func oneReadFindsTheEndAndDecodes() {
+        var texts = [
+            "", "plain", #"a\"b"#, #"\\"#, #"x\u00e9y"#, #"\uD83D\uDE00 and \"more\""#, #"\"\"\""#, "é\\nx",
+            String(repeating: #"\""#, count: 40), String(repeating: "a", count: 70) + #"\t"#,
+        ]
+        let limit = JSONScanner.fusedLimit
+        for length in [limit - 9, limit - 2, limit - 1, limit, limit + 1, limit + 7, 2 * limit] {
+            texts.append(#"\n"# + String(repeating: "w", count: length - 4) + #"\""#)
+            texts.append(String(repeating: "v", count: length - 2) + #"\/"#)
+        }
+        for text in texts {
+            for after in ["", #","next"]"#, String(repeating: " ", count: 9) + "}"] {
+                let bytes = Array(("\"" + text + "\"" + after).utf8)
+                let read = JSONScanner.readStringValue(bytes, 0, bytes.count)
+                #expect(read?.0 == Self.reference(Array(text.utf8)), "\(text.prefix(40))")
+                #expect(read?.1 == text.utf8.count + 2)
+                if let string = read?.0 {
+                    #expect(string.utf8Span.isKnownASCII == string.utf8.allSatisfy { $0 < 0x80 })
+                }
+            }
+        }
+        #expect(JSONScanner.readStringValue(Array("1".utf8), 0, 1) == nil)
+    }
+
     @Test func noEscapesAndEmpty() {
         Self.check("")
         Self.check(String(repeating: "plain ", count: 30))
