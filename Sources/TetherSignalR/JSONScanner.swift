@@ -354,8 +354,10 @@ struct JSONScanner {
         return (string(bytes, token), next)
     }
 
-    /// The longest stretch `readStringValue` decodes before it has found the end (bytes).
-    static let fusedLimit = 4096
+    /// The longest stretch `readStringValue` decodes before it has found the end (bytes): small
+    /// enough for the temporary buffer to stay on the stack, so that reading the strings of a
+    /// large value does not allocate for each.
+    static let fusedLimit = 1024
 
     @inline(__always)
     static func hex4(_ span: Span<UInt8>, _ index: Int) -> UInt32 {
