@@ -45,9 +45,9 @@ public protocol JSONDecodable: Decodable {
 /// integers that do not fit `DecodingError.dataCorrupted`, and the cursor then stays where it
 /// was (past any whitespace).
 public struct JSONReader {
-    var scanner: JSONScanner
+    @usableFromInline var scanner: JSONScanner
     /// Where `readKey(in:)` starts looking: the index after the last key it matched.
-    var nextKeyHint = 0
+    @usableFromInline var nextKeyHint = 0
 
     /// A reader at the start of the validated value at `position` of `bytes`, which ends by
     /// `end`.
@@ -57,15 +57,15 @@ public struct JSONReader {
 
     /// The next value's first byte (whitespace skipped, the cursor moved to it), or nil at the
     /// end.
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func nextByte() -> UInt8? {
         scanner.peek()
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     var bytes: [UInt8] { scanner.bytes }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     var position: Int { scanner.position }
 
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
@@ -80,12 +80,13 @@ public struct JSONReader {
 
     /// Moves to the next member of the object being read: true if there is one (its key is
     /// next), false at the end of the object (the `}` is consumed).
+    @inlinable
     public mutating func nextMember() -> Bool {
         next(closing: UInt8(ascii: "}"))
     }
 
     /// `nextMember` / `nextElement`: consumes a comma (true) or the closing bracket (false).
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func next(closing: UInt8) -> Bool {
         switch nextByte() {
         case closing:
@@ -101,11 +102,13 @@ public struct JSONReader {
 
     /// Reads a member's key and its colon; returns the index in `keys` of the key it equals, or
     /// nil for any other key (then read or skip the value).
+    @inlinable
     public mutating func readKey(in keys: KeySet) throws -> Int? {
         // Most objects list their keys in the same order each time and write them as the
         // encoders do: first try the expected key's own bytes (`"Name":`, quoted, escaped as
-        // JSONText escapes, colon right after). Equal bytes are that key; anything else (another
-        // key, other escapes, whitespace before the colon) is read the long way.
+        // JSONText escapes, colon right after), inlined into the caller's decoder. Equal bytes
+        // are that key; anything else (another key, other escapes, whitespace before the colon)
+        // is read the long way.
         if nextByte() == UInt8(ascii: "\""), !keys.isEmpty {
             let hint = nextKeyHint < keys.count ? nextKeyHint : 0
             let name = keys.jsonMemberNames[hint]
@@ -116,6 +119,12 @@ public struct JSONReader {
                 return hint
             }
         }
+        return try readAnyKey(in: keys)
+    }
+
+    /// `readKey(in:)` for a key other than the expected one, or one written another way.
+    @usableFromInline
+    mutating func readAnyKey(in keys: KeySet) throws -> Int? {
         let (token, valueStart) = try memberName()
         let index: Int?
         if token.hasEscapes {
@@ -162,6 +171,7 @@ public struct JSONReader {
 
     /// Moves to the next element of the array being read: true if there is one, false at the
     /// end of the array (the `]` is consumed).
+    @inlinable
     public mutating func nextElement() -> Bool {
         next(closing: UInt8(ascii: "]"))
     }

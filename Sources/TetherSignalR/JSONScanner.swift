@@ -24,12 +24,13 @@ struct JSONStringToken {
 /// Low-level JSON (RFC 8259) scanning over a byte array: validate and skip values, read strings
 /// and numbers. Positions are offsets into `bytes`; `end` bounds every read. Failures are
 /// reported as `JSONScanner.Failure` and turned into protocol errors by the callers.
+@usableFromInline
 struct JSONScanner {
     struct Failure: Error {}
 
-    let bytes: [UInt8]
-    var position: Int
-    let end: Int
+    @usableFromInline let bytes: [UInt8]
+    @usableFromInline var position: Int
+    @usableFromInline let end: Int
     let maximumDepth: Int
     /// Whether the bytes were validated before, so that strings only need their end found.
     let isValidated: Bool
@@ -51,18 +52,18 @@ struct JSONScanner {
         self.isValidated = true
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func skipWhitespace() {
         while position < end, Self.isWhitespace(bytes[position]) { position += 1 }
     }
 
     /// The next non-whitespace byte, or nil at the end (does not consume it).
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func peek() -> UInt8? {
         skipWhitespace()
         return position < end ? bytes[position] : nil
