@@ -437,6 +437,22 @@ struct JSONScanner {
         if negative { index += 1 }
         let digits = index
         var magnitude: Int64 = 0
+        // Eight digits at a time where eight bytes can be read (SWAR): the digits that start the
+        // word are counted, moved to its top as if zeros came first, and combined pairwise.
+        while index + 8 <= end, index - digits < 16 {
+            let word = unsafe span.withUnsafeBytes { unsafe $0.loadUnaligned(fromByteOffset: index, as: UInt64.self) }
+            let y = UInt64(littleEndian: word) ^ 0x3030_3030_3030_3030
+            let nonDigits = ((y & 0x7F7F_7F7F_7F7F_7F7F) &+ 0x7676_7676_7676_7676 | y) & 0x8080_8080_8080_8080
+            let count = nonDigits == 0 ? 8 : nonDigits.trailingZeroBitCount >> 3
+            guard count > 0 else { break }
+            var value = y << UInt64(8 * (8 - count))
+            value = (value &* 10 &+ value >> 8) & 0x00FF_00FF_00FF_00FF
+            value = (value &* 100 &+ value >> 16) & 0x0000_FFFF_0000_FFFF
+            value = (value &* 10000 &+ value >> 32) & 0x0000_0000_FFFF_FFFF
+            magnitude = magnitude &* Self.powersOfTen[count] &+ Int64(value)
+            index += count
+            if count < 8 { break }
+        }
         while index < end, index - digits < 18 {
             let digit = span[index] &- UInt8(ascii: "0")
             guard digit < 10 else { break }
@@ -453,6 +469,9 @@ struct JSONScanner {
         }
         return (negative ? -magnitude : magnitude, index)
     }
+
+    /// 10^0 ... 10^8.
+    static let powersOfTen: [Int64] = [1, 10, 100, 1000, 10000, 100_000, 1_000_000, 10_000_000, 100_000_000]
 
     /// The exact integer value of an integer number token, or nil if it does not fit `Int64`.
     static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
