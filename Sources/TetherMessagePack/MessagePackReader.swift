@@ -179,6 +179,24 @@ public struct MessagePackReader: Sendable {
         _ position: Int,
         _ end: Int
     ) throws(MessagePackError) -> (T, Int) {
+        // The common encodings inline: a positive fixint, or a uint 8, 16 or 32 read as one
+        // big-endian word where eight bytes can be read. Anything else, or a value that does not
+        // fit `T`, takes the general path (which also reports the errors).
+        if position >= 0, position < end, end <= span.count {
+            let byte = span[position]
+            if byte < 0x80, let value = T(exactly: byte) { return (value, position + 1) }
+            if byte >= 0xcc && byte <= 0xce {
+                let width = 1 << Int(byte &- 0xcc)
+                if width < end - position, position + 9 <= span.count {
+                    let word = unsafe span.withUnsafeBytes {
+                        unsafe $0.loadUnaligned(fromByteOffset: position + 1, as: UInt64.self)
+                    }
+                    if let value = T(exactly: UInt64(bigEndian: word) >> UInt64(64 - 8 * width)) {
+                        return (value, position + 1 + width)
+                    }
+                }
+            }
+        }
         if T.isSigned {
             let (value, next) = try int64(span, position, end)
             guard let result = T(exactly: value) else { throw .integerOutOfRange(offset: position) }

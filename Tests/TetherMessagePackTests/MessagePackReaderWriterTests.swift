@@ -155,6 +155,51 @@ struct MessagePackFormatTests {
         }
     }
 
+    /// `readInteger` reads positive fixints and uint 8–32 inline (one word load where eight
+    /// bytes can be read) and everything else the general way: every encoding width of boundary
+    /// values, into types that hold them and types that do not, with 0–9 bytes after them.
+    @Test func integersOfEveryEncodingIntoEveryWidth() throws {
+        let values: [Int64] = [0, 1, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2_147_483_647, 4_294_967_295]
+        var encodings: [(Int64, [UInt8])] = []
+        for value in values {
+            var writer = MessagePackWriter()
+            writer.writeInt(value)
+            encodings.append((value, writer.bytes))
+            // The same value in every wider uint encoding (writers may pick any).
+            for (header, width) in [(UInt8(0xcc), 1), (0xcd, 2), (0xce, 4), (0xcf, 8)] where value < 1 << (8 * width) {
+                encodings.append(
+                    (value, [header] + (0..<width).map { UInt8(truncatingIfNeeded: value >> (8 * (width - 1 - $0))) })
+                )
+            }
+        }
+        encodings.append((-1, [0xff]))
+        encodings.append((-200, [0xd1, 0xff, 0x38]))
+        for (value, bytes) in encodings {
+            for trailing in 0...9 {
+                let input = bytes + Array(repeating: UInt8(0xc0), count: trailing)
+                func check<T: FixedWidthInteger>(_ type: T.Type) {
+                    var reader = MessagePackReader(input)
+                    let read = try? reader.readInteger(T.self)
+                    #expect(read == T(exactly: value), "\(T.self) from \(bytes)")
+                    if read != nil { #expect(reader.position == bytes.count) } else { #expect(reader.position == 0) }
+                }
+                check(Int.self)
+                check(Int8.self)
+                check(UInt8.self)
+                check(Int16.self)
+                check(UInt16.self)
+                check(Int32.self)
+                check(UInt32.self)
+                check(UInt64.self)
+            }
+            // Cut short by the reader's end, with bytes after it in the buffer: an error.
+            for cut in 1..<bytes.count {
+                var reader = MessagePackReader(bytes + Array(repeating: 0x01, count: 9), range: 0..<cut)
+                #expect(throws: MessagePackError.self) { try reader.readInteger(Int.self) }
+            }
+        }
+    }
+
     @Test func malformedInputIsATypedError() {
         let cases: [(String, MessagePackError)] = [
             ("c1", .reservedByte(offset: 0)),
