@@ -54,10 +54,20 @@ enum JSONHubRecord {
         if scanner.consume(UInt8(ascii: "}")) { return fields }
         let bytes = scanner.bytes
         repeat {
-            guard scanner.peek() == UInt8(ascii: "\""), let key = try? scanner.readString(),
-                scanner.consume(UInt8(ascii: ":")), let kind = scanner.peekKind()
-            else { throw .errorReadingJSON }
-            try readProperty(key, kind, &scanner, &fields, bytes, targets: &targets)
+            guard scanner.peek() == UInt8(ascii: "\"") else { throw .errorReadingJSON }
+            let property: Property
+            if let (known, length) = knownProperty(bytes, scanner.position, scanner.end) {
+                // Written as the writers write it (`"name":`): no string scan, no key compare.
+                property = known
+                scanner.position += length
+            } else {
+                guard let key = try? scanner.readString(), scanner.consume(UInt8(ascii: ":")) else {
+                    throw .errorReadingJSON
+                }
+                property = Property(bytes, key)
+            }
+            guard let kind = scanner.peekKind() else { throw .errorReadingJSON }
+            try readProperty(property, kind, &scanner, &fields, bytes, targets: &targets)
         } while scanner.consume(UInt8(ascii: ","))
         guard scanner.consume(UInt8(ascii: "}")) else { throw .errorReadingJSON }
         return fields
@@ -65,6 +75,67 @@ enum JSONHubRecord {
 
     static func keyIs(_ bytes: [UInt8], _ key: JSONStringToken, _ name: StaticString) -> Bool {
         JSONScanner.stringEquals(bytes, key, unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
+    }
+
+    /// The properties a record may carry.
+    enum Property {
+        case type, headers, invocationId, target, arguments, streamIds, item, result, error, allowReconnect
+        case sequenceId, other
+
+        /// The property named by `key` (escapes decoded, as System.Text.Json compares names;
+        /// unknown names are `other`).
+        init(_ bytes: [UInt8], _ key: JSONStringToken) {
+            let length = key.hasEscapes ? JSONScanner.string(bytes, key).utf8.count : key.contents.count
+            self =
+                switch length {
+                case 4 where keyIs(bytes, key, "type"): .type
+                case 7 where keyIs(bytes, key, "headers"): .headers
+                case 12 where keyIs(bytes, key, "invocationId"): .invocationId
+                case 6 where keyIs(bytes, key, "target"): .target
+                case 9 where keyIs(bytes, key, "arguments"): .arguments
+                case 9 where keyIs(bytes, key, "streamIds"): .streamIds
+                case 4 where keyIs(bytes, key, "item"): .item
+                case 6 where keyIs(bytes, key, "result"): .result
+                case 5 where keyIs(bytes, key, "error"): .error
+                case 14 where keyIs(bytes, key, "allowReconnect"): .allowReconnect
+                case 10 where keyIs(bytes, key, "sequenceId"): .sequenceId
+                default: .other
+                }
+        }
+    }
+
+    /// The property whose key starts at `position` written exactly as the writers write it
+    /// (`"name":`, no escapes, no whitespace before the colon), and that text's length; nil for
+    /// anything else, which is then read the general way.
+    @inline(__always)
+    static func knownProperty(_ bytes: [UInt8], _ position: Int, _ end: Int) -> (Property, Int)? {
+        guard position + 1 < end else { return nil }
+        func matches(_ text: StaticString) -> Bool {
+            text.utf8CodeUnitCount <= end - position
+                && MemberIndex.equal(
+                    bytes.span,
+                    position,
+                    unsafe Span(_unsafeStart: text.utf8Start, count: text.utf8CodeUnitCount)
+                )
+        }
+        switch bytes[position + 1] {
+        case UInt8(ascii: "t"):
+            if matches(#""type":"#) { return (.type, 7) }
+            if matches(#""target":"#) { return (.target, 9) }
+        case UInt8(ascii: "i"):
+            if matches(#""invocationId":"#) { return (.invocationId, 15) }
+            if matches(#""item":"#) { return (.item, 7) }
+        case UInt8(ascii: "a"):
+            if matches(#""arguments":"#) { return (.arguments, 12) }
+        case UInt8(ascii: "r"):
+            if matches(#""result":"#) { return (.result, 9) }
+        case UInt8(ascii: "e"):
+            if matches(#""error":"#) { return (.error, 8) }
+        case UInt8(ascii: "h"):
+            if matches(#""headers":"#) { return (.headers, 10) }
+        default: break
+        }
+        return nil
     }
 
     static func readStringOrNull(
@@ -93,15 +164,15 @@ enum JSONHubRecord {
     }
 
     static func readProperty(
-        _ key: JSONStringToken,
+        _ property: Property,
         _ kind: JSONTokenKind,
         _ scanner: inout JSONScanner,
         _ fields: inout Fields,
         _ bytes: [UInt8],
         targets: inout StringInterner
     ) throws(HubProtocolError) {
-        switch key.contents.count {
-        case 4 where keyIs(bytes, key, "type"):
+        switch property {
+        case .type:
             guard kind == .number else { throw expected("type", "Number") }
             let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
             guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value)
@@ -109,13 +180,13 @@ enum JSONHubRecord {
                 throw expected("type", "Number")
             }
             fields.type = type
-        case 7 where keyIs(bytes, key, "headers"):
+        case .headers:
             fields.headers = try readHeaders(&scanner, kind)
-        case 12 where keyIs(bytes, key, "invocationId"):
+        case .invocationId:
             fields.invocationId = try readStringOrNull(&scanner, kind, "invocationId").map {
                 JSONScanner.string(bytes, $0)
             }
-        case 6 where keyIs(bytes, key, "target"):
+        case .target:
             if let token = try readStringOrNull(&scanner, kind, "target") {
                 fields.target =
                     token.hasEscapes
@@ -123,7 +194,7 @@ enum JSONHubRecord {
             } else {
                 fields.target = nil
             }
-        case 9 where keyIs(bytes, key, "arguments"):
+        case .arguments:
             guard kind == .array else { throw expected("arguments", "Array") }
             let start = scanner.position
             let count = try scan { () throws(JSONScanner.Failure) in try scanner.skipArrayCountingElements() }
@@ -133,29 +204,29 @@ enum JSONHubRecord {
                 storage: bytes,
                 range: start..<scanner.position
             )
-        case 9 where keyIs(bytes, key, "streamIds"):
+        case .streamIds:
             fields.streamIds = try readStreamIds(&scanner, kind)
-        case 4 where keyIs(bytes, key, "item"):
+        case .item:
             fields.item = try readRawValue(&scanner)
-        case 6 where keyIs(bytes, key, "result"):
+        case .result:
             fields.result = try readRawValue(&scanner)
-        case 5 where keyIs(bytes, key, "error"):
+        case .error:
             fields.error = try readStringOrNull(&scanner, kind, "error").map { JSONScanner.string(bytes, $0) }
-        case 14 where keyIs(bytes, key, "allowReconnect"):
+        case .allowReconnect:
             switch kind {
             case .trueLiteral: fields.allowReconnect = true
             case .falseLiteral: fields.allowReconnect = false
             default: throw expected("allowReconnect", "Boolean")
             }
             try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
-        case 10 where keyIs(bytes, key, "sequenceId"):
+        case .sequenceId:
             guard kind == .number else { throw expected("sequenceId", "Number") }
             let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
             guard number.isInteger, let value = JSONScanner.int64(bytes, number.range) else {
                 throw expected("sequenceId", "Number")
             }
             fields.sequenceId = value
-        default:
+        case .other:
             try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
         }
     }
