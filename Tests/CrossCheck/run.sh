@@ -29,3 +29,28 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >
         qemu-aarch64 "$out/arm-clang"
     fi
 fi
+
+# The JSON kernels (json.c, Clang's boolean vectors: clang only): the host build and the ARM64
+# build under qemu must print the same digest of a million results. (The tests hold the host
+# build to the Swift reference.)
+if command -v clang >/dev/null 2>&1; then
+    json_sources="$here/json_kernels_harness.c $here/../../Sources/CTetherText/json.c $here/../../Sources/CTetherText/utf8.c"
+    echo "== JSON kernels, host clang"
+    clang -O2 -Wall -Wextra $include -o "$out/json-host" $json_sources
+    host_digest=$("$out/json-host")
+    echo "$host_digest"
+    if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
+        echo "== JSON kernels, aarch64 clang (under qemu)"
+        mkdir -p "$out/json-arm"
+        for source in $json_sources; do
+            clang --target=aarch64-linux-gnu -O2 -Wall -Wextra $include -c "$source" -o "$out/json-arm/$(basename "$source").o"
+        done
+        aarch64-linux-gnu-gcc -static -o "$out/json-arm/harness" "$out/json-arm"/*.o
+        arm_digest=$(qemu-aarch64 "$out/json-arm/harness")
+        echo "$arm_digest"
+        if [ "$host_digest" != "$arm_digest" ]; then
+            echo "JSON kernels differ between x86-64 and ARM64" >&2
+            exit 1
+        fi
+    fi
+fi
