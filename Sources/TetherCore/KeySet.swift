@@ -30,7 +30,7 @@ public struct KeySet: Sendable {
         @usableFromInline var count: Int
 
         /// The longest encoding held in words.
-        @usableFromInline static let capacity = 32
+        static let capacity = 32
 
         init(_ encoded: [UInt8]) {
             func word(_ index: Int) -> (UInt64, UInt64) {

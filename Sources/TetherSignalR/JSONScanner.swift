@@ -224,7 +224,6 @@ struct JSONScanner {
         var out = 0
         var index = 0
         let count = span.count
-        let quotes: UInt64 = stopAtQuote ? 0x2222_2222_2222_2222 : 0x5C5C_5C5C_5C5C_5C5C
         while index < count {
             // Copy the run up to the next backslash a word at a time. Each word is stored whole
             // (the output never runs ahead of the input, so eight bytes at `out` fit whenever
@@ -238,7 +237,7 @@ struct JSONScanner {
                     let flipped = UInt64(littleEndian: word) ^ 0x5C5C_5C5C_5C5C_5C5C
                     var backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
                     if stopAtQuote {
-                        let quoted = UInt64(littleEndian: word) ^ quotes
+                        let quoted = UInt64(littleEndian: word) ^ 0x2222_2222_2222_2222
                         backslashes |= (quoted &- 0x0101_0101_0101_0101) & ~quoted & 0x8080_8080_8080_8080
                     }
                     if backslashes != 0 {
