@@ -85,7 +85,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherSignalRTests",
-            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore"],
+            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore", "CTetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -7,8 +7,15 @@
 // bytes. It accepts exactly what `JSONScanner.skipValue` (Swift, validating mode) accepts: the
 // tests and the fuzz target compare the two. Also here: the end of an already validated string
 // with escapes, for the typed readers (`tether_json_validated_string_end`).
+//
+// The kernels' bodies are in json_kernels.h, compiled twice: with the portable `masks_at`
+// (16-byte vectors) and, on x86-64, with `masks_at_wide` (one masked 64-byte load and four mask
+// compares, AVX-512BW) for processors that have it (chosen at run time, cpu.c). Plain text up to
+// a string's first escape is scanned a word at a time in both: most strings are short, and a
+// 64-byte step for them measured slower.
 
 #include "tether_text.h"
+#include "wide.h"
 
 #define ONES 0x0101010101010101u
 #define HIGHS 0x8080808080808080u
@@ -28,7 +35,7 @@ static inline uint64_t control_bytes(uint64_t word) { return (word - ONES * 0x20
 
 static inline int is_whitespace(uint8_t byte) { return byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09; }
 
-static inline size_t skip_whitespace(const uint8_t *s, size_t i, size_t end) {
+__attribute__((always_inline)) static inline size_t skip_whitespace(const uint8_t *s, size_t i, size_t end) {
     while (i < end && is_whitespace(s[i])) i++;
     return i;
 }
@@ -95,7 +102,7 @@ __attribute__((always_inline)) static inline block_masks masks_at(const uint8_t 
 
 /// The length of the escape whose backslash is at `i` (2, or 6 for \uXXXX), or 0 if it is not a
 /// valid escape within `end`.
-static inline size_t escape_length(const uint8_t *s, size_t i, size_t end) {
+__attribute__((always_inline)) static inline size_t escape_length(const uint8_t *s, size_t i, size_t end) {
     if (i + 1 >= end) return 0;
     switch (s[i + 1]) {
     case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
@@ -109,103 +116,8 @@ static inline size_t escape_length(const uint8_t *s, size_t i, size_t end) {
     }
 }
 
-/// `skip_string` from the first escape on (at `i`), for strings with escapes: 64 bytes at a
-/// time into bit masks, then the escapes, the closing quote and any control character are
-/// found with bit scans, so that each escape costs a few register operations instead of a
-/// restart of the byte scan (whose load, compare and branch chain made escape-heavy strings,
-/// such as JSON documents carried in a string, the slowest part of validation).
-static size_t skip_escaped_string(const uint8_t *s, size_t i, size_t end, size_t contents, uint64_t seen) {
-    int has_high = (seen & HIGHS) != 0;
-    while (i < end) {
-        // (A string that does not close before `end` runs out of blocks: SIZE_MAX below.)
-        block_masks m = masks_at(s, i, end);
-        uint64_t stops = m.quotes | m.backslashes | m.controls;
-        size_t next = i + 64;
-        while (stops) {
-            size_t lane = (size_t)__builtin_ctzll(stops);
-            uint64_t bit = (uint64_t)1 << lane;
-            if (m.backslashes & bit) {
-                size_t length = escape_length(s, i + lane, end);
-                if (length == 0) return SIZE_MAX;
-                size_t after = lane + length;
-                if (after >= 64) {
-                    // The escape runs into the next block: continue from just after it.
-                    next = i + after;
-                    break;
-                }
-                stops &= ~below(after);
-                continue;
-            }
-            if (m.controls & bit) return SIZE_MAX;
-            // The closing quote.
-            has_high |= (m.high & below(lane)) != 0;
-            size_t close = i + lane;
-            if (has_high && tether_utf8_check(s + contents, close - contents) == tether_utf8_invalid) return SIZE_MAX;
-            return close + 1;
-        }
-        has_high |= (m.high & below(next - i)) != 0;
-        i = next;
-    }
-    return SIZE_MAX;
-}
-
-size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
-    while (i < end) {
-        block_masks m = masks_at(s, i, end);
-        uint64_t stops = m.quotes | m.backslashes;
-        size_t next = i + 64;
-        while (stops) {
-            size_t lane = (size_t)__builtin_ctzll(stops);
-            if (m.quotes & ((uint64_t)1 << lane)) {
-                *has_high |= (m.high & below(lane)) != 0;
-                return i + lane;
-            }
-            // A backslash: the byte after it is escaped (a \u's four hex digits are neither).
-            if (lane + 2 >= 64) {
-                next = i + lane + 2;
-                break;
-            }
-            stops &= ~below(lane + 2);
-        }
-        *has_high |= (m.high & below(next - i)) != 0;
-        i = next;
-    }
-    return end;
-}
-
-/// The offset after the string whose opening quote is at `i`, or SIZE_MAX: escapes checked,
-/// control characters refused, and the contents checked as UTF-8 when they have non-ASCII bytes.
-/// Plain text is scanned a word at a time up to the first quote, backslash or control character
-/// (most strings, keys above all, end there); from a first escape on, `skip_escaped_string`.
-static size_t skip_string(const uint8_t *s, size_t i, size_t end) {
-    size_t contents = ++i;
-    uint64_t seen = 0;  // the contents' bytes, OR-ed (for the high bits)
-    // Plain text up to a quote, a backslash or a control character, eight bytes per step.
-    while (i + 8 <= end) {
-        uint64_t word = load64(s + i);
-        uint64_t stop = zero_bytes(word ^ (ONES * '"')) | zero_bytes(word ^ (ONES * '\\')) | control_bytes(word);
-        if (stop) {
-            size_t lane = (size_t)__builtin_ctzll(stop) >> 3;
-            seen |= word & (((uint64_t)1 << (8 * lane)) - 1);
-            i += lane;
-            goto found;
-        }
-        seen |= word;
-        i += 8;
-    }
-    while (i < end && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20) seen |= s[i++];
-    if (i >= end) return SIZE_MAX;
-found:
-    if (s[i] == '"') {
-        if ((seen & HIGHS) && tether_utf8_check(s + contents, i - contents) == tether_utf8_invalid) return SIZE_MAX;
-        return i + 1;
-    }
-    if (s[i] < 0x20) return SIZE_MAX;
-    return skip_escaped_string(s, i, end, contents, seen);
-}
-
 /// The offset after the number at `i`, or SIZE_MAX: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-static size_t skip_number(const uint8_t *s, size_t i, size_t end) {
+__attribute__((always_inline)) static inline size_t skip_number(const uint8_t *s, size_t i, size_t end) {
     if (i < end && s[i] == '-') i++;
     if (i >= end) return SIZE_MAX;
     if (s[i] == '0') {
@@ -230,74 +142,73 @@ static size_t skip_number(const uint8_t *s, size_t i, size_t end) {
     return i;
 }
 
-static inline size_t skip_literal(const uint8_t *s, size_t i, size_t end, const char *word, size_t length) {
+__attribute__((always_inline)) static inline size_t skip_literal(const uint8_t *s, size_t i, size_t end, const char *word, size_t length) {
     if (end - i < length || memcmp(s + i, word, length) != 0) return SIZE_MAX;
     return i + length;
 }
 
+
+#if defined(__x86_64__)
+/// `masks_at` 64 bytes at once (AVX-512BW): one masked load, which reads nothing at or past `end`.
+WIDE __attribute__((always_inline)) static inline block_masks masks_at_wide(const uint8_t *s, size_t i, size_t end) {
+    __mmask64 valid = lanes_below(end - i);
+    __m512i v = _mm512_maskz_loadu_epi8(valid, s + i);
+    block_masks m;
+    m.quotes = _mm512_cmpeq_epi8_mask(v, B64('"'));
+    m.backslashes = _mm512_cmpeq_epi8_mask(v, B64('\\'));
+    m.controls = _mm512_mask_cmplt_epu8_mask(valid, v, B64(0x20));
+    m.high = _mm512_movepi8_mask(v);
+    return m;
+}
+#endif
+
+#define KERNEL(name) name##_portable
+#define KERNEL_ATTRIBUTES
+#define KERNEL_MASKS_AT masks_at
+#include "json_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTRIBUTES
+#undef KERNEL_MASKS_AT
+
+#if defined(__x86_64__)
+#define KERNEL(name) name##_wide
+#define KERNEL_ATTRIBUTES WIDE
+#define KERNEL_MASKS_AT masks_at_wide
+#include "json_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTRIBUTES
+#undef KERNEL_MASKS_AT
+#endif
+
+size_t tether_json_skip_value_using(
+    const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack, int wide) {
+#if defined(__x86_64__)
+    if (wide && tether_has_wide_vectors()) return skip_value_wide(s, i, end, maximum_depth, stack);
+#else
+    (void)wide;
+#endif
+    return skip_value_portable(s, i, end, maximum_depth, stack);
+}
+
 size_t tether_json_skip_value(const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack) {
-    size_t depth = 0;  // open containers; bit (depth - 1) of `stack` is 1 for an object
-    if (end <= i) return SIZE_MAX;
-value:
-    i = skip_whitespace(s, i, end);
-    if (i >= end) return SIZE_MAX;
-    switch (s[i]) {
-    case '"':
-        i = skip_string(s, i, end);
-        break;
-    case '{':
-    case '[': {
-        if (depth >= maximum_depth) return SIZE_MAX;
-        int is_object = s[i] == '{';
-        uint64_t bit = (uint64_t)1 << (depth & 63);
-        stack[depth >> 6] = is_object ? stack[depth >> 6] | bit : stack[depth >> 6] & ~bit;
-        depth++;
-        i = skip_whitespace(s, i + 1, end);
-        if (i < end && s[i] == (is_object ? '}' : ']')) {
-            i++;
-            depth--;
-            break;
-        }
-        if (is_object) goto key;
-        goto value;
-    }
-    case 't':
-        i = skip_literal(s, i, end, "true", 4);
-        break;
-    case 'f':
-        i = skip_literal(s, i, end, "false", 5);
-        break;
-    case 'n':
-        i = skip_literal(s, i, end, "null", 4);
-        break;
-    default:
-        i = skip_number(s, i, end);
-        break;
-    }
-    if (i == SIZE_MAX) return SIZE_MAX;
-after_value:
-    if (depth == 0) return i;
-    i = skip_whitespace(s, i, end);
-    if (i >= end) return SIZE_MAX;
-    {
-        int in_object = (stack[(depth - 1) >> 6] >> ((depth - 1) & 63)) & 1;
-        if (s[i] == ',') {
-            i++;
-            if (in_object) goto key;
-            goto value;
-        }
-        if (s[i] != (in_object ? '}' : ']')) return SIZE_MAX;
-        i++;
-        depth--;
-        goto after_value;
-    }
-key:
-    i = skip_whitespace(s, i, end);
-    if (i >= end || s[i] != '"') return SIZE_MAX;
-    i = skip_string(s, i, end);
-    if (i == SIZE_MAX) return SIZE_MAX;
-    i = skip_whitespace(s, i, end);
-    if (i >= end || s[i] != ':') return SIZE_MAX;
-    i++;
-    goto value;
+#if defined(__x86_64__)
+    if (tether_wide_vectors()) return skip_value_wide(s, i, end, maximum_depth, stack);
+#endif
+    return skip_value_portable(s, i, end, maximum_depth, stack);
+}
+
+size_t tether_json_validated_string_end_using(const uint8_t *s, size_t i, size_t end, int *has_high, int wide) {
+#if defined(__x86_64__)
+    if (wide && tether_has_wide_vectors()) return validated_string_end_wide(s, i, end, has_high);
+#else
+    (void)wide;
+#endif
+    return validated_string_end_portable(s, i, end, has_high);
+}
+
+size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
+#if defined(__x86_64__)
+    if (tether_wide_vectors()) return validated_string_end_wide(s, i, end, has_high);
+#endif
+    return validated_string_end_portable(s, i, end, has_high);
 }

@@ -47,6 +47,33 @@ public enum UTF8Validation {
         }
     }
 
+    /// Which form of the C kernels runs: `.wide` (64 bytes per step, AVX-512BW) where the
+    /// processor has it and `TETHER_VECTORS=portable` is not set, else `.portable`.
+    package static var kernelForm: KernelForm { tether_wide_vectors() != 0 ? .wide : .portable }
+
+    /// Whether the processor can run the `.wide` kernels.
+    package static var hasWideKernels: Bool { tether_has_wide_vectors() != 0 }
+
+    /// The forms of the C text kernels (`CTetherText`), which must give the same results.
+    package enum KernelForm: Sendable, CaseIterable {
+        /// 16-byte vectors: SSE2 on x86-64, NEON on ARM64.
+        case portable
+        /// 64-byte vectors (AVX-512BW on x86-64); the portable form where there are none.
+        case wide
+    }
+
+    /// `check(_:)` with the given form of the kernel, for tests that hold the forms to each other.
+    package static func check(_ bytes: Span<UInt8>, form: KernelForm) -> Outcome {
+        let outcome = unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe tether_utf8_check_using(buffer.baseAddress, buffer.count, form == .wide ? 1 : 0)
+        }
+        switch outcome {
+        case tether_utf8_ascii: return .ascii
+        case tether_utf8_multibyte: return .multibyte
+        default: return .invalid
+        }
+    }
+
     /// The string made of `bytes`, or nil if they are not valid UTF-8.
     public static func string(_ bytes: Span<UInt8>) -> String? {
         let count = bytes.count

@@ -569,12 +569,37 @@ struct JSONScanner {
         _ end: Int,
         maximumDepth: Int
     ) throws(Failure) -> Int {
+        try validatingSkip(span, start, end, maximumDepth: maximumDepth, form: nil)
+    }
+
+    /// `validatingSkip` with the given form of the C kernel (nil: the one in use), for the tests
+    /// and the fuzz target, which hold both forms to the Swift reference.
+    static func validatingSkip(
+        _ span: Span<UInt8>,
+        _ start: Int,
+        _ end: Int,
+        maximumDepth: Int,
+        form: UTF8Validation.KernelForm?
+    ) throws(Failure) -> Int {
         precondition(start >= 0 && start <= end && end <= span.count, "range outside the span")
         // A container takes at least one byte, so the value's bytes bound the stack too.
         let words = min(max(maximumDepth, 0), end - start) / 64 + 1
+        let depth = max(maximumDepth, 0)
         let next = unsafe withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { stack in
             unsafe span.withUnsafeBufferPointer { buffer in
-                unsafe tether_json_skip_value(buffer.baseAddress, start, end, max(maximumDepth, 0), stack.baseAddress)
+                switch form {
+                case nil:
+                    unsafe tether_json_skip_value(buffer.baseAddress, start, end, depth, stack.baseAddress)
+                case .some(let form):
+                    unsafe tether_json_skip_value_using(
+                        buffer.baseAddress,
+                        start,
+                        end,
+                        depth,
+                        stack.baseAddress,
+                        form == .wide ? 1 : 0
+                    )
+                }
             }
         }
         guard next >= 0 else { throw Failure() }
@@ -696,7 +721,8 @@ struct JSONScanner {
 /// The C JSON kernels checked against the Swift reference (see `agree`).
 package enum JSONKernelCheck {
     /// For the fuzz target, which holds the C kernels to the Swift reference on every input:
-    /// whether the C validating skip ends where the Swift validating skip ends (or both reject),
+    /// whether the C validating skip, in both forms, ends where the Swift validating skip ends
+    /// (or both reject),
     /// for `span` whole and cut at `cut`; and, where `span` starts with a string the validating
     /// scan accepts, whether the validated scan (the typed readers') finds the same token.
     package static func agree(_ span: Span<UInt8>, cut: Int, maximumDepth: Int) -> Bool {
@@ -709,8 +735,10 @@ package enum JSONKernelCheck {
                 maximumDepth: maximumDepth,
                 validated: false
             )
-            let kernel = try? JSONScanner.validatingSkip(span, 0, end, maximumDepth: maximumDepth)
-            guard reference == kernel else { return false }
+            for form in UTF8Validation.KernelForm.allCases {
+                let kernel = try? JSONScanner.validatingSkip(span, 0, end, maximumDepth: maximumDepth, form: form)
+                guard reference == kernel else { return false }
+            }
             guard let (token, next) = try? JSONScanner.readString(span, 0, end, validated: false) else { continue }
             guard let (fast, fastNext) = try? JSONScanner.readString(span, 0, end, validated: true),
                 fast.contents == token.contents, fast.hasEscapes == token.hasEscapes,

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TetherCore
 
@@ -19,15 +20,43 @@ struct UTF8ValidationTests {
         (30, 0), (31, 0), (29, 7), (32, 15), (45, 2), (47, 1),
     ]
 
-    static func check(_ sequence: [UInt8], placements: [(before: Int, after: Int)] = placements) {
+    /// Around the 64-byte blocks of the wide form: a sequence starting in the last lanes of the
+    /// first block and of a middle one, ending the input exactly at a block's end, or cut by it.
+    static let widePlacements: [(before: Int, after: Int)] = [
+        (60, 0), (61, 0), (62, 0), (63, 0), (64, 0), (0, 61), (61, 3), (62, 2), (63, 1), (125, 0),
+        (126, 0), (127, 0), (128, 0), (124, 64), (190, 2),
+    ]
+
+    /// Both forms of the kernel, and the one `UTF8Validation.check` uses, give the expected
+    /// outcome for `sequence` at each placement.
+    static func check(_ sequence: [UInt8], placements: [(before: Int, after: Int)] = placements + widePlacements) {
         for (before, after) in placements {
             let bytes = [UInt8](repeating: 0x61, count: before) + sequence + [UInt8](repeating: 0x62, count: after)
-            let outcome = UTF8Validation.check(bytes.span)
-            if outcome != expected(bytes) {
-                Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after): \(outcome)")
+            let wanted = expected(bytes)
+            for form in UTF8Validation.KernelForm.allCases {
+                let outcome = UTF8Validation.check(bytes.span, form: form)
+                if outcome != wanted {
+                    Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after), \(form): \(outcome)")
+                    return
+                }
+            }
+            if UTF8Validation.check(bytes.span) != wanted {
+                Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after)")
                 return
             }
         }
+    }
+
+    @Test func theWideFormRunsWhereTheProcessorHasIt() {
+        // On x86-64 with AVX-512BW (this project's benchmark machines) the wide form must be the
+        // one in use, or the tests above would not have held it to anything.
+        #if arch(x86_64)
+            if UTF8Validation.hasWideKernels && ProcessInfo.processInfo.environment["TETHER_VECTORS"] != "portable" {
+                #expect(UTF8Validation.kernelForm == .wide)
+            }
+        #else
+            #expect(UTF8Validation.kernelForm == .portable)
+        #endif
     }
 
     /// Values on both sides of every range boundary of the rules (ASCII, continuation ranges,
@@ -41,7 +70,10 @@ struct UTF8ValidationTests {
         for first in 0...255 {
             Self.check([UInt8(first)])
             for second in 0...255 {
-                Self.check([UInt8(first), UInt8(second)], placements: [(0, 0), (14, 0), (15, 0), (16, 15), (31, 0)])
+                Self.check(
+                    [UInt8(first), UInt8(second)],
+                    placements: [(0, 0), (14, 0), (15, 0), (16, 15), (31, 0), (62, 0), (63, 0), (63, 1), (64, 0)]
+                )
             }
         }
     }
@@ -55,7 +87,9 @@ struct UTF8ValidationTests {
                     for fourth in Self.boundaries {
                         Self.check(
                             [lead, second, third, fourth],
-                            placements: [(0, 0), (13, 0), (14, 1), (30, 2), (47, 0)]
+                            placements: [
+                                (0, 0), (13, 0), (14, 1), (30, 2), (47, 0), (61, 0), (62, 1), (63, 0), (124, 0),
+                            ]
                         )
                     }
                 }
@@ -71,13 +105,15 @@ struct UTF8ValidationTests {
         ]
         for _ in 0..<3_000 {
             var text = ""
-            for _ in 0..<Int.random(in: 0...60, using: &rng) {
+            for _ in 0..<Int.random(in: 0...100, using: &rng) {
                 text.unicodeScalars.append(
                     Int.random(in: 0..<3, using: &rng) == 0 ? scalars.randomElement(using: &rng)! : "x"
                 )
             }
             var bytes = Array(text.utf8)
             #expect(UTF8Validation.check(bytes.span) == Self.expected(bytes))
+            #expect(UTF8Validation.check(bytes.span, form: .wide) == Self.expected(bytes))
+            #expect(UTF8Validation.check(bytes.span, form: .portable) == Self.expected(bytes))
             #expect(UTF8Validation.string(bytes.span) == text)
             for _ in 0..<4 {
                 switch Int.random(in: 0..<3, using: &rng) {
@@ -93,6 +129,8 @@ struct UTF8ValidationTests {
                 }
                 let outcome = UTF8Validation.check(bytes.span)
                 #expect(outcome == Self.expected(bytes), "\(bytes)")
+                #expect(UTF8Validation.check(bytes.span, form: .wide) == outcome)
+                #expect(UTF8Validation.check(bytes.span, form: .portable) == outcome)
                 #expect((UTF8Validation.string(bytes.span) == nil) == (outcome == .invalid))
             }
         }

@@ -1,3 +1,4 @@
+import CTetherText
 import Testing
 import TetherCore
 
@@ -12,20 +13,28 @@ struct ValidatingSkipTests {
         try? JSONScanner.skipValue(bytes.span, 0, end, depth: 0, maximumDepth: depth, validated: false)
     }
 
-    static func cSkip(_ bytes: [UInt8], end: Int, depth: Int) -> Int? {
-        try? JSONScanner.validatingSkip(bytes.span, 0, end, maximumDepth: depth)
+    static func cSkip(
+        _ bytes: [UInt8],
+        end: Int,
+        depth: Int,
+        form: UTF8Validation.KernelForm? = nil
+    ) -> Int? {
+        try? JSONScanner.validatingSkip(bytes.span, 0, end, maximumDepth: depth, form: form)
     }
 
+    /// The Swift reference, both forms of the C kernel and the one in use agree.
     static func agree(_ bytes: [UInt8], depths: [Int] = [0, 1, 2, 3, 64], ends: [Int]? = nil) -> Bool {
         for depth in depths {
             for end in ends ?? [bytes.count] {
                 let expected = swiftSkip(bytes, end: end, depth: depth)
-                let found = cSkip(bytes, end: end, depth: depth)
-                if expected != found {
-                    Issue.record(
-                        "\(String(decoding: bytes, as: UTF8.self)) end \(end) depth \(depth): Swift \(String(describing: expected)), C \(String(describing: found))"
-                    )
-                    return false
+                for form in [nil] + UTF8Validation.KernelForm.allCases.map(Optional.some) {
+                    let found = cSkip(bytes, end: end, depth: depth, form: form)
+                    if expected != found {
+                        Issue.record(
+                            "\(String(decoding: bytes, as: UTF8.self)) end \(end) depth \(depth): Swift \(String(describing: expected)), C \(String(describing: form)) \(String(describing: found))"
+                        )
+                        return false
+                    }
                 }
             }
         }
@@ -100,6 +109,25 @@ struct ValidatingSkipTests {
                             )
                             #expect(token.contents == reference.contents && tokenEnd == referenceEnd, "\(text)")
                             #expect(token.hasEscapes == reference.hasEscapes && token.isASCII == reference.isASCII)
+                            // Both forms of the validated scan from the first backslash.
+                            if let backslash = bytes.firstIndex(of: UInt8(ascii: "\\")) {
+                                for wide: Int32 in [0, 1] {
+                                    var high: Int32 = 0
+                                    let quote = bytes.withUnsafeBufferPointer { buffer in
+                                        tether_json_validated_string_end_using(
+                                            buffer.baseAddress,
+                                            backslash,
+                                            bytes.count,
+                                            &high,
+                                            wide
+                                        )
+                                    }
+                                    #expect(quote == reference.contents.upperBound, "\(text) wide \(wide)")
+                                    #expect(
+                                        (high != 0) == !reference.isASCII || bytes[..<backslash].contains { $0 >= 0x80 }
+                                    )
+                                }
+                            }
                             let fast = try EncodedValue(json: bytes).decode(FastString.self).value
                             #expect(fast == JSONScanner.string(bytes, reference), "\(text)")
                         }

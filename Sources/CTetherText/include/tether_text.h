@@ -3,7 +3,8 @@
 
 // Text kernels for the decoders, written with Clang's portable vector extensions
 // (`vector_size`), which become SSE2 on x86-64 and NEON on ARM64 from one source, without
-// intrinsics. (Swift's SIMD types would do, but their comparison operators are compiled lane
+// intrinsics; on x86-64 processors with AVX-512BW, 64-byte forms of the UTF-8 check and of the
+// JSON string masks are chosen at run time (cpu.c). (Swift's SIMD types would do, but their comparison operators are compiled lane
 // by lane.) Inline functions here are inlined into their Swift callers.
 
 #include <stddef.h>
@@ -13,6 +14,14 @@
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "CTetherText assumes a little-endian target"
 #endif
+
+/// Whether the kernels use their 64-byte forms (x86-64 with AVX-512BW, detected at first use,
+/// unless the environment variable TETHER_VECTORS is `portable`); otherwise the portable ones
+/// (SSE2 on x86-64, NEON on ARM64). Both forms give the same results.
+int tether_wide_vectors(void);
+
+/// Whether this processor and operating system can run the 64-byte forms.
+int tether_has_wide_vectors(void);
 
 /// What tether_utf8_check found.
 typedef enum {
@@ -28,6 +37,10 @@ typedef enum {
 /// bytes[0..<count].
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
 
+/// `tether_utf8_check` in the given form: the 64-byte one if `wide` and the processor has it
+/// (`tether_has_wide_vectors`), else the portable one. For tests that hold the two to each other.
+tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, int wide);
+
 /// Validates the JSON value (RFC 8259) at bytes[start...], whitespace before it allowed, nested at
 /// most `maximum_depth` containers deep (the value itself is at depth 0), and returns the offset
 /// just after it, or SIZE_MAX if bytes[start..<end] does not begin with such a value. Strings
@@ -35,11 +48,18 @@ tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
 /// min(maximum_depth, end - start) / 64 + 1 words.
 size_t tether_json_skip_value(const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack);
 
+/// `tether_json_skip_value` in the given form, as `tether_utf8_check_using`.
+size_t tether_json_skip_value_using(
+    const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack, int wide);
+
 /// In a JSON string that has been validated (`tether_json_skip_value`), from the backslash at
 /// `start`: the offset of the closing quote, or `end` if there is none before it. Sets
 /// `*has_high` if a byte passed on the way is not ASCII (leaves it alone otherwise). Reads only
 /// bytes[start..<end].
 size_t tether_json_validated_string_end(const uint8_t *bytes, size_t start, size_t end, int *has_high);
+
+/// `tether_json_validated_string_end` in the given form, as `tether_utf8_check_using`.
+size_t tether_json_validated_string_end_using(const uint8_t *bytes, size_t start, size_t end, int *has_high, int wide);
 
 /// The offset of the first `byte` in bytes[start..<end], or `end`.
 static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {

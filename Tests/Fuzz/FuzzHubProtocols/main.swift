@@ -59,6 +59,9 @@ func checkUTF8(_ input: [UInt8], from offset: Int) {
             ? .invalid : bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
         let outcome = UTF8Validation.check(span)
         if outcome != expected { fatalError("UTF8Validation.check: \(outcome), standard library: \(expected)") }
+        for form in UTF8Validation.KernelForm.allCases where UTF8Validation.check(span, form: form) != expected {
+            fatalError("UTF8Validation.check, \(form) form: differs from the standard library")
+        }
         let made = UTF8Validation.string(span)
         guard expected != .invalid else {
             if made != nil { fatalError("UTF8Validation.string accepted invalid UTF-8") }

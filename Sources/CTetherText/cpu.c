@@ -1,0 +1,52 @@
+// Which vector width the text kernels use: the portable kernels (SSE2 on x86-64, NEON on ARM64)
+// everywhere, and on x86-64 processors with AVX-512BW (and an operating system that saves its
+// registers) the 64-byte kernels, chosen once at run time. The environment variable
+// TETHER_VECTORS=portable keeps the portable kernels (to compare the two, or to rule them out).
+
+#include "tether_text.h"
+
+#include <stdlib.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/// -1 until detected; then 1 if the processor and the operating system support the wide kernels.
+static int available_state = -1;
+/// -1 until decided; then 1 if the wide kernels run, 0 if not.
+static int wide_state = -1;
+
+static int detect(void) {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    if (!(ecx & (1u << 27))) return 0;  // OSXSAVE: XGETBV available
+    unsigned low, high;
+    __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    // SSE, AVX, opmask, upper halves of ZMM0-15, ZMM16-31: all saved by the OS.
+    if ((low & 0xE6) != 0xE6) return 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
+    const unsigned needed = (1u << 16) | (1u << 30) | (1u << 31) | (1u << 3) | (1u << 8);  // F, BW, VL, BMI1, BMI2
+    return (ebx & needed) == needed;
+}
+
+int tether_has_wide_vectors(void) {
+    int state = __atomic_load_n(&available_state, __ATOMIC_RELAXED);
+    if (state < 0) {
+        state = detect();
+        __atomic_store_n(&available_state, state, __ATOMIC_RELAXED);
+    }
+    return state;
+}
+
+int tether_wide_vectors(void) {
+    int state = __atomic_load_n(&wide_state, __ATOMIC_RELAXED);
+    if (state < 0) {
+        const char *choice = getenv("TETHER_VECTORS");
+        state = choice && strcmp(choice, "portable") == 0 ? 0 : tether_has_wide_vectors();
+        __atomic_store_n(&wide_state, state, __ATOMIC_RELAXED);
+    }
+    return state;
+}
+#else
+int tether_wide_vectors(void) { return 0; }
+int tether_has_wide_vectors(void) { return 0; }
+#endif
