@@ -73,6 +73,23 @@ public struct JSONHubMessageParser: HubMessageParser {
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while true {
+            // A record met for the first time is parsed at once, up to its separator; only if
+            // that fails (the record is not all here yet, or it is invalid) is the separator
+            // searched for first. This spares a search over every record.
+            if scanned == 0 && buffer.pendingCount > 0 {
+                let start = buffer.start
+                if let (message, separator) = JSONHubRecord.parseComplete(
+                    buffer.storage,
+                    from: start,
+                    maximumDepth: maximumDepth,
+                    targets: &targets
+                ) {
+                    guard separator - start <= maximumMessageSize else { throw fail(.tooLarge(maximumMessageSize)) }
+                    buffer.start = separator + 1
+                    if let message { return message }
+                    continue
+                }
+            }
             guard let end = findSeparator() else {
                 if buffer.pendingCount > maximumMessageSize { throw fail(.tooLarge(maximumMessageSize)) }
                 return nil

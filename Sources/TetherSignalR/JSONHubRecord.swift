@@ -35,6 +35,27 @@ enum JSONHubRecord {
         return try message(from: fields, bytes)
     }
 
+    /// The record at `bytes[start...]` if it is all there and valid: its message (nil for an
+    /// unknown type) and the offset of the separator that ends it. Nil for anything else (the
+    /// record is cut short, invalid, or followed by something other than whitespace and the
+    /// separator): the caller then finds the separator first and parses the record within it,
+    /// which gives the error. A valid record parses the same either way, because its object
+    /// ends before the separator (JSON text cannot contain 0x1E raw: it is a control character).
+    static func parseComplete(
+        _ bytes: [UInt8],
+        from start: Int,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) -> (message: HubMessage?, separator: Int)? {
+        var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
+        guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
+        let separator = JSONScanner.skipWhitespace(bytes.span, scanner.position, bytes.count)
+        guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
+            let message = try? message(from: fields, bytes)
+        else { return nil }
+        return (message, separator)
+    }
+
     /// Checks that the top-level token is an object, as System.Text.Json reports it.
     static func expectObject(_ scanner: inout JSONScanner) throws(HubProtocolError) {
         guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw .errorReadingJSON }

@@ -175,6 +175,39 @@ struct HubProtocolLimitTests {
         #expect(!parser.hasPartialMessage)
     }
 
+    /// Records that are complete in the buffer are parsed before their separator is searched
+    /// for (the separator must then follow the object); anything else takes the search first.
+    /// Both routes must give the same messages and the same errors: fed whole (records parsed
+    /// first) and byte by byte (separators found first), and after a valid record (so that the
+    /// record under test starts in the middle of the buffer).
+    @Test func recordsParsedBeforeTheirSeparatorIsFoundGiveTheSameResults() {
+        let records: [String] = [
+            #"{"type":6}"#, #"{"type":6}   "#, "{\"type\":6}\r\n\t ", #" {"type":6}"#, #"{"type":6} x"#,
+            #"{"type":6}{"type":6}"#, #"{"type":6}]"#, #"{"type":6"#, #"{"type":99}"#, #"{"type":1}"#,
+            #"{"type":1,"target":"T","arguments":[1,"a"]} "#, #"{"type":1,"target":"T","arguments":[1,"a\u0041"]}"#,
+            #"{"type":1,"target":"T","arguments":[1,"a]}"#, "", " ", #"[]"#, #"{}"#, #"{"type":6} "# + "\u{1}",
+        ]
+        for record in records {
+            for before in ["", #"{"type":6}"# + "\u{1E}"] {
+                let bytes = Array((before + record + "\u{1E}" + #"{"type":6}"# + "\u{1E}").utf8)
+                let whole = decodeAll(JSONHubProtocol().makeParser(), bytes, .whole)
+                let split = decodeAll(JSONHubProtocol().makeParser(), bytes, .byteByByte)
+                #expect(whole.messages == split.messages, "\(record)")
+                #expect(whole.error == split.error, "\(record)")
+                #expect(whole.partial == split.partial, "\(record)")
+            }
+        }
+        // A complete record over the limit is refused, whichever route finds it.
+        let large = Array((#"{"type":6,"pad":""# + String(repeating: "x", count: 200) + "\"}\u{1E}").utf8)
+        for feeding in Feeding.allCases {
+            let result = decodeAll(JSONHubProtocol(maximumMessageSize: 100).makeParser(), large, feeding)
+            #expect(
+                result.error == HubProtocolError(.messageTooLarge, "The maximum message size of 100B was exceeded.")
+            )
+            #expect(result.messages.isEmpty)
+        }
+    }
+
     @Test func aPeerThatNeverSendsTheSeparatorCannotGrowMemory() throws {
         var parser = JSONHubProtocol().makeParser()
         let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 65536)
