@@ -4,8 +4,10 @@
 //   KERNEL(name)       the function's name with the variant's suffix
 //   KERNEL_ATTRIBUTES  the variant's target attributes
 //   KERNEL_MASKS_AT    the variant's `masks_at`
+//   KERNEL_OWN_ESCAPED_SKIP  1 if the variant defines its own `skip_escaped_string`
 // Not a header for other files.
 
+#if !KERNEL_OWN_ESCAPED_SKIP
 /// `skip_string` from the first escape on (at `i`), for strings with escapes: 64 bytes at a
 /// time into bit masks, then the escapes, the closing quote and any control character are
 /// found with bit scans, so that each escape costs a few register operations instead of a
@@ -45,6 +47,7 @@ KERNEL_ATTRIBUTES static size_t KERNEL(skip_escaped_string)(const uint8_t *s, si
     }
     return SIZE_MAX;
 }
+#endif
 
 KERNEL_ATTRIBUTES static size_t KERNEL(validated_string_end)(const uint8_t *s, size_t i, size_t end, int *has_high) {
     while (i < end) {

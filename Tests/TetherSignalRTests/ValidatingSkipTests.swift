@@ -137,6 +137,29 @@ struct ValidatingSkipTests {
         }
     }
 
+    /// Runs of backslashes of every length up to seven, followed by each kind of byte, ending
+    /// at every lane around the 64-byte blocks (which the wide form starts at a string's first
+    /// escape), and `\u` escapes whose digits cross a block: the wide form finds escaped bytes
+    /// from the parity of each run, and a run may continue from one block into the next.
+    @Test func backslashRunsAcrossTheBlocks() {
+        // (The bytes around the hex digits' ranges too: / : @ G ` g.)
+        let afters = [
+            #"""#, "n", "u0041", "u00e9", "uD83D\\uDE00", "u12", "x", "/", "é", "\u{1}", "uABCF", "uabcf", "u12/4",
+            "u0:00", "u00@0", "u00G0", "u00`0", "u000g",
+        ]
+        for run in 1...7 {
+            for after in afters {
+                for gap in 50...72 {
+                    let text =
+                        #""\n"# + String(repeating: "q", count: gap) + String(repeating: "\\", count: run) + after
+                        + #"r""#
+                    let bytes = Array(text.utf8)
+                    #expect(Self.agree(bytes, depths: [1], ends: [bytes.count, bytes.count - 1]))
+                }
+            }
+        }
+    }
+
     @Test func randomAndMutatedJSON() {
         var rng = SeededRandomNumberGenerator(seed: 8259)
         let interesting: [UInt8] =
