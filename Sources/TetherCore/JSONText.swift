@@ -1,7 +1,6 @@
 /// Writing JSON text (RFC 8259) into byte buffers: string escaping and number formatting shared by
 /// the SignalR JSON hub protocol, its handshake and the `tether` CLI.
 public enum JSONText {
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Appends `string` as a JSON string literal (quotes included) to `output`.
     ///
@@ -12,22 +11,55 @@ public enum JSONText {
     }
 
     /// Appends the UTF-8 text `utf8` as a JSON string literal (quotes included) to `output`.
+    ///
+    /// Written into reserved space: room for the text as it is, both quotes and `escapeSlack`
+    /// bytes for what escapes add, so that a string with a few escapes (such as a JSON document
+    /// carried in a string) costs one reservation; when an escape would not fit, what is written
+    /// so far is kept and the rest goes into a new reservation.
     public static func appendString(utf8: Span<UInt8>, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        var runStart = 0
-        var index = 0
         let count = utf8.count
-        while index < count {
-            index = endOfUnescapedRun(utf8, from: index)
-            guard index < count else { break }
-            if runStart < index { output.append(copying: utf8.extracting(runStart..<index)) }
-            appendEscape(for: utf8[index], to: &output)
-            index += 1
-            runStart = index
+        var index = 0
+        var opened = false
+        var closed = false
+        while !closed {
+            output.append(addingCapacity: count - index + 2 + escapeSlack) { span in
+                unsafe span.withUnsafeMutableBufferPointer { buffer, initialized in
+                    let target = buffer.baseAddress!
+                    var out = initialized
+                    if !opened {
+                        unsafe target[out] = UInt8(ascii: "\"")
+                        out += 1
+                        opened = true
+                    }
+                    while index < count {
+                        let end = endOfUnescapedRun(utf8, from: index)
+                        if end > index {
+                            unsafe utf8.withUnsafeBufferPointer { source in
+                                unsafe (target + out).initialize(from: source.baseAddress! + index, count: end - index)
+                            }
+                            out += end - index
+                            index = end
+                        }
+                        guard index < count else { break }
+                        // The rest of the input as it is, this escape (at most six bytes for one)
+                        // and the closing quote must still fit.
+                        guard buffer.count - out >= count - index + 6 else { break }
+                        out += unsafe writeEscape(for: utf8[index], at: target + out)
+                        index += 1
+                    }
+                    if index == count {
+                        unsafe target[out] = UInt8(ascii: "\"")
+                        out += 1
+                        closed = true
+                    }
+                    initialized = out
+                }
+            }
         }
-        if runStart < count { output.append(copying: utf8.extracting(runStart..<count)) }
-        output.append(UInt8(ascii: "\""))
     }
+
+    /// Bytes reserved beyond the text for what its escapes add (one for `\"`, five for `\u0001`).
+    static let escapeSlack = 32
 
     /// The offset of the first byte at or after `start` that a JSON string must escape (`"`,
     /// `\`, a control character), or the end: eight bytes per step.
@@ -53,22 +85,30 @@ public enum JSONText {
         return count
     }
 
-    @inline(never)
-    private static func appendEscape(for byte: UInt8, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\\"))
+    /// Writes the escape for `byte` (`"`, `\` or a control character) at `target`, which has
+    /// room for six bytes; returns its length.
+    @inline(__always)
+    private static func writeEscape(for byte: UInt8, at target: UnsafeMutablePointer<UInt8>) -> Int {
+        unsafe target[0] = UInt8(ascii: "\\")
+        let short: UInt8
         switch byte {
-        case UInt8(ascii: "\""): output.append(UInt8(ascii: "\""))
-        case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"))
-        case 0x0A: output.append(UInt8(ascii: "n"))
-        case 0x0D: output.append(UInt8(ascii: "r"))
-        case 0x09: output.append(UInt8(ascii: "t"))
-        case 0x08: output.append(UInt8(ascii: "b"))
-        case 0x0C: output.append(UInt8(ascii: "f"))
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): short = byte
+        case 0x0A: short = UInt8(ascii: "n")
+        case 0x0D: short = UInt8(ascii: "r")
+        case 0x09: short = UInt8(ascii: "t")
+        case 0x08: short = UInt8(ascii: "b")
+        case 0x0C: short = UInt8(ascii: "f")
         default:
-            output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-            output.append(hexDigits[Int(byte >> 4)])
-            output.append(hexDigits[Int(byte & 0x0F)])
+            let hex: StaticString = "0123456789abcdef"
+            unsafe target[1] = UInt8(ascii: "u")
+            unsafe target[2] = UInt8(ascii: "0")
+            unsafe target[3] = UInt8(ascii: "0")
+            unsafe target[4] = unsafe hex.utf8Start[Int(byte >> 4)]
+            unsafe target[5] = unsafe hex.utf8Start[Int(byte & 0x0F)]
+            return 6
         }
+        unsafe target[1] = short
+        return 2
     }
 
     /// Appends the decimal form of `value` to `output`.
@@ -81,7 +121,8 @@ public enum JSONText {
         }
     }
 
-    /// Appends the decimal form of `value` to `output`.
+    /// Appends the decimal form of `value` to `output`: the digits are formed from the right in
+    /// a small buffer and appended in one piece.
     public static func appendInteger(_ value: UInt64, to output: inout [UInt8]) {
         if value < 10 {
             output.append(UInt8(ascii: "0") &+ UInt8(value))
@@ -89,13 +130,16 @@ public enum JSONText {
         }
         var digits: InlineArray<20, UInt8> = .init(repeating: 0)
         var remaining = value
-        var count = 0
+        var first = 20
         while remaining > 0 {
-            digits[19 - count] = UInt8(ascii: "0") &+ UInt8(remaining % 10)
+            first -= 1
+            digits[first] = UInt8(ascii: "0") &+ UInt8(remaining % 10)
             remaining /= 10
-            count += 1
         }
-        for index in (20 - count)..<20 { output.append(digits[index]) }
+        let length = 20 - first
+        output.append(addingCapacity: length) { span in
+            for index in first..<20 { span.append(digits[index]) }
+        }
     }
 
     /// Appends the shortest round-tripping decimal form of a finite `value` to `output`.

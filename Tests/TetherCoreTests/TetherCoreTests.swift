@@ -147,6 +147,66 @@ struct JSONTextTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The JSON string literal of `bytes`, byte by byte.
+    static func reference(_ bytes: [UInt8]) -> [UInt8] {
+        let hex = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = [0x22]
+        for byte in bytes {
+            switch byte {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0x0D: out += [0x5C, 0x72]
+            case 0x09: out += [0x5C, 0x74]
+            case 0x08: out += [0x5C, 0x62]
+            case 0x0C: out += [0x5C, 0x66]
+            case ..<0x20: out += [0x5C, 0x75, 0x30, 0x30] + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: out.append(byte)
+            }
+        }
+        return out + [0x22]
+    }
+
+    @Test func stringsWithMoreEscapesThanTheReservedSlack() {
+        // The writer reserves room for the text and a little more for escapes, and starts a new
+        // reservation when an escape does not fit: strings of escapes only (two and six bytes
+        // each), and random mixes, of every length around the slack, after existing output.
+        var rng = SeededRandomNumberGenerator(seed: 8259)
+        let specials: [UInt8] = [0x22, 0x5C, 0x00, 0x01, 0x0A, 0x1F, 0x61, 0xC3, 0xA9]
+        for length in 0...200 {
+            for fill: UInt8 in [0x22, 0x01, 0x0A] {
+                let bytes = [UInt8](repeating: fill, count: length)
+                var out: [UInt8] = [0x5B]
+                JSONText.appendString(utf8: bytes.span, to: &out)
+                #expect(out == [0x5B] + Self.reference(bytes), "\(fill) × \(length)")
+            }
+            let mixed = (0..<length).map { _ in specials.randomElement(using: &rng)! }
+            var out = [UInt8](repeating: 0x20, count: Int.random(in: 0...70, using: &rng))
+            let before = out
+            JSONText.appendString(utf8: mixed.span, to: &out)
+            #expect(out == before + Self.reference(mixed), "\(mixed)")
+        }
+    }
+
+    @Test func integersOfEveryLength() {
+        var values: [UInt64] = [0, 9, 10, 11, 99, 100, UInt64.max, UInt64.max - 1]
+        var power: UInt64 = 10
+        for _ in 1...19 {
+            values += [power - 1, power, power + 1]
+            power = power &* 10
+        }
+        for value in values {
+            var out: [UInt8] = [0x2C]
+            JSONText.appendInteger(value, to: &out)
+            #expect(out == [0x2C] + Array(String(value).utf8))
+            if value <= UInt64(Int64.max) {
+                out = []
+                JSONText.appendInteger(-Int64(value), to: &out)
+                #expect(out == Array(String(-Int64(value)).utf8))
+            }
+        }
+    }
+
     @Test func escapesEveryPositionOfAWord() {
         // The writer skips plain text eight bytes at a time: each special byte at each position
         // of strings longer than a few words, against a byte-by-byte reference.
