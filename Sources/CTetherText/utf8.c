@@ -141,16 +141,17 @@ static tether_utf8_outcome utf8_check_portable(const uint8_t *bytes, size_t coun
 WIDE static tether_utf8_outcome utf8_check_wide(const uint8_t *bytes, size_t count) {
     __mmask64 errors = 0, high = 0;
     for (size_t offset = 0; offset < count; offset += 64) {
-        size_t left = count - offset;
-        // Lane i holds bytes[offset + i - k] for k back, where that is inside the input.
-        __mmask64 back3_lanes = lanes_below(left + 3) & ~(offset >= 3 ? 0 : lanes_below(3 - offset));
-        __m512i current = _mm512_maskz_loadu_epi8(lanes_below(left), bytes + offset);
-        __m512i back3 = _mm512_maskz_loadu_epi8(back3_lanes, bytes + offset - 3);
+        // Lane i holds bytes[offset + i - k] for k back, where that is inside the input: the
+        // block's lanes moved up by k, and the k lanes below them except in the first block.
+        __mmask64 lanes = lanes_below(count - offset);
+        __mmask64 before = offset ? 7 : 0;
+        __m512i current = _mm512_maskz_loadu_epi8(lanes, bytes + offset);
+        __m512i back3 = _mm512_maskz_loadu_epi8((lanes << 3) | before, bytes + offset - 3);
         __mmask64 current_high = _mm512_movepi8_mask(current);
         if ((current_high | _mm512_movepi8_mask(back3)) == 0) continue;
         high |= current_high;
-        __mmask64 back1_lanes = lanes_below(left + 1) & ~(offset >= 1 ? 0 : lanes_below(1 - offset));
-        __mmask64 back2_lanes = lanes_below(left + 2) & ~(offset >= 2 ? 0 : lanes_below(2 - offset));
+        __mmask64 back1_lanes = (lanes << 1) | (before & 1);
+        __mmask64 back2_lanes = (lanes << 2) | (before & 3);
         __m512i back1 = _mm512_maskz_loadu_epi8(back1_lanes, bytes + offset - 1);
         __m512i back2 = _mm512_maskz_loadu_epi8(back2_lanes, bytes + offset - 2);
         __mmask64 is_continuation = _mm512_cmpeq_epi8_mask(_mm512_and_si512(current, B64(0xC0)), B64(0x80));

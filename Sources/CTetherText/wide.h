@@ -12,7 +12,7 @@
 #define B64(x) _mm512_set1_epi8((char)(x))
 
 /// Lanes 0..<n of a 64-lane mask (all of them for n ≥ 64).
-static inline __mmask64 lanes_below(size_t n) { return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1); }
+WIDE static inline __mmask64 lanes_below(size_t n) { return _bzhi_u64(~(uint64_t)0, (unsigned)(n < 64 ? n : 64)); }
 #endif
 
 #endif
