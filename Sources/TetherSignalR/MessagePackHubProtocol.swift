@@ -132,21 +132,22 @@ public struct MessagePackHubMessageParser: HubMessageParser {
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while buffer.pendingCount > 0 {
-            let storage = buffer.storage
+            // (`buffer.storage` is used in place, not copied to a local: a copy costs a retain and
+            // a release of the shared buffer per message.)
             let prefix: VarInt.ReadResult
             do {
-                prefix = try VarInt.read(storage.span.extracting(buffer.start..<storage.count))
+                prefix = try VarInt.read(buffer.storage.span.extracting(buffer.start..<buffer.storage.count))
             } catch {
                 throw fail(error)
             }
             guard case .value(let length, let prefixLength) = prefix else { return nil }
             guard length <= maximumMessageSize else { throw fail(.tooLarge(maximumMessageSize)) }
             let bodyStart = buffer.start + prefixLength
-            guard storage.count - bodyStart >= length else { return nil }
+            guard buffer.storage.count - bodyStart >= length else { return nil }
             buffer.start = bodyStart + length
             do {
                 if let message = try MessagePackHubRecord.parse(
-                    storage,
+                    buffer.storage,
                     bodyStart..<(bodyStart + length),
                     maximumDepth: maximumDepth,
                     targets: &targets
