@@ -15,7 +15,7 @@ public struct MessagePackReader: Sendable {
     /// The offset of the next value in `bytes`.
     public var position: Int
     /// The offset just past the last byte that may be read.
-    public let end: Int
+    public package(set) var end: Int
     /// The deepest array/map nesting that `skipValue()` and `readValue()` accept.
     public var maximumDepth: Int
     /// Where `readKey(in:)` starts looking: the index after the last key it matched.
@@ -29,6 +29,16 @@ public struct MessagePackReader: Sendable {
         self.position = range.lowerBound
         self.end = range.upperBound
         self.maximumDepth = maximumDepth
+    }
+
+    /// Moves the reader to `bytes[range]` (another message of the same buffer), as a new reader
+    /// there would be, without a new reference to `bytes`.
+    package mutating func move(to range: Range<Int>, maximumDepth: Int) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "range outside the bytes")
+        position = range.lowerBound
+        end = range.upperBound
+        self.maximumDepth = maximumDepth
+        nextKeyHint = 0
     }
 
     /// Whether every byte has been read.

@@ -110,6 +110,8 @@ public struct MessagePackHubMessageParser: HubMessageParser {
     var buffer = ReceiveBuffer()
     var failure: HubProtocolError?
     var targets = StringInterner(capacity: 64)
+    /// A reader over `buffer.storage`, moved from frame to frame (nil after an append).
+    var reader: MessagePackReader?
     let maximumMessageSize: Int
     let maximumDepth: Int
 
@@ -126,6 +128,7 @@ public struct MessagePackHubMessageParser: HubMessageParser {
 
     public mutating func append(_ bytes: Span<UInt8>) {
         guard failure == nil else { return }
+        reader = nil
         buffer.append(bytes)
     }
 
@@ -145,13 +148,10 @@ public struct MessagePackHubMessageParser: HubMessageParser {
             let bodyStart = buffer.start + prefixLength
             guard buffer.storage.count - bodyStart >= length else { return nil }
             buffer.start = bodyStart + length
+            if reader == nil { reader = MessagePackReader(buffer.storage) }
+            reader!.move(to: bodyStart..<(bodyStart + length), maximumDepth: maximumDepth)
             do {
-                if let message = try MessagePackHubRecord.parse(
-                    buffer.storage,
-                    bodyStart..<(bodyStart + length),
-                    maximumDepth: maximumDepth,
-                    targets: &targets
-                ) {
+                if let message = try MessagePackHubRecord.parse(&reader!, targets: &targets) {
                     return message
                 }
             } catch {
@@ -164,6 +164,7 @@ public struct MessagePackHubMessageParser: HubMessageParser {
     private mutating func fail(_ error: HubProtocolError) -> HubProtocolError {
         failure = error
         buffer = ReceiveBuffer()
+        reader = nil
         return error
     }
 }

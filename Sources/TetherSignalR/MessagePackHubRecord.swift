@@ -16,6 +16,15 @@ enum MessagePackHubRecord {
         targets: inout StringInterner
     ) throws(HubProtocolError) -> HubMessage? {
         var reader = MessagePackReader(bytes, range: body, maximumDepth: maximumDepth)
+        return try parse(&reader, targets: &targets)
+    }
+
+    /// `parse` with a reader that the caller has placed at the frame body (the parser keeps one
+    /// per received chunk, so that a message costs no new reference to the chunk).
+    static func parse(
+        _ reader: inout MessagePackReader,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> HubMessage? {
         guard let count = try? reader.readArrayHeader() else {
             throw .invalid("Reading array length for 'elementCount' failed.")
         }
