@@ -134,6 +134,11 @@ enum MessagePackHubRecord {
 
     /// The headers map; aiosignalr's integer in this slot (`cc 80`) counts as no headers.
     static func readHeaders(_ reader: inout MessagePackReader) throws(HubProtocolError) -> HubMessageHeaders {
+        // The common case first: no headers, an empty fixmap.
+        if reader.position < reader.end, reader.bytes[reader.position] == 0x80 {
+            reader.position += 1
+            return [:]
+        }
         if (try? reader.peekType()) == .integer {
             _ = try? reader.readInt64()
             return [:]
