@@ -15,14 +15,14 @@ enum JSONHubMessageWriter {
     static let verbatim = PayloadWriter<Never>(
         value: { value, bytes in
             precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
-            bytes.append(contentsOf: value.bytes)
+            bytes.append(copying: value.storage.span.extracting(value.range))
         },
         arguments: { arguments, bytes in
             precondition(
                 arguments.encoding == .json,
                 "MessagePack arguments cannot be written by the JSON hub protocol"
             )
-            bytes.append(contentsOf: arguments.bytes)
+            bytes.append(copying: arguments.storage.span.extracting(arguments.range))
         }
     )
 
@@ -31,7 +31,7 @@ enum JSONHubMessageWriter {
         into bytes: inout [UInt8],
         payloads: PayloadWriter<Failure>
     ) throws(Failure) {
-        bytes.append(contentsOf: #"{"type":"#.utf8)
+        append(#"{"type":"#, &bytes)
         JSONText.appendInteger(Int64(message.messageType), to: &bytes)
         switch message {
         case .invocation(let invocation):
@@ -72,12 +72,21 @@ enum JSONHubMessageWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// Appends the bytes of `text`.
+    static func append(_ text: StaticString, _ bytes: inout [UInt8]) {
+        bytes.append(copying: unsafe Span(_unsafeStart: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Appends `,"name":` in one reservation.
     static func writeName(_ name: StaticString, _ bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(copying: unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        let count = name.utf8CodeUnitCount
+        bytes.append(addingCapacity: count + 4) { output in
+            output.append(UInt8(ascii: ","))
+            output.append(UInt8(ascii: "\""))
+            for index in 0..<count { output.append(unsafe name.utf8Start[index]) }
+            output.append(UInt8(ascii: "\""))
+            output.append(UInt8(ascii: ":"))
+        }
     }
 
     static func writeString(_ name: StaticString, _ value: String, _ bytes: inout [UInt8]) {

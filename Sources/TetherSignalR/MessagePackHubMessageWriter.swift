@@ -1,3 +1,4 @@
+import TetherCore
 import TetherMessagePack
 
 /// Writing hub messages in the layout of C#'s `MessagePackHubProtocolWorker`.
@@ -66,6 +67,10 @@ enum MessagePackHubMessageWriter {
     }
 
     static func writeHeaders(_ headers: HubMessageHeaders, _ writer: inout MessagePackWriter) {
+        guard !headers.isEmpty else {
+            writer.writeMapHeader(count: 0)
+            return
+        }
         writer.writeMapHeader(count: headers.count)
         for (key, value) in headers.sorted(by: { $0.key < $1.key }) {
             writer.writeString(key)
@@ -75,7 +80,7 @@ enum MessagePackHubMessageWriter {
 
     static func writeValue(_ value: EncodedValue, _ writer: inout MessagePackWriter) {
         precondition(value.encoding == .messagePack, "a JSON value cannot be written by the MessagePack hub protocol")
-        writer.bytes.append(contentsOf: value.bytes)
+        writer.bytes.append(copying: value.storage.span.extracting(value.range))
     }
 
     static func writeCall(
@@ -89,7 +94,7 @@ enum MessagePackHubMessageWriter {
             arguments.encoding == .messagePack,
             "JSON arguments cannot be written by the MessagePack hub protocol"
         )
-        writer.bytes.append(contentsOf: arguments.bytes)
+        writer.bytes.append(copying: arguments.storage.span.extracting(arguments.range))
         let ids = streamIds ?? []
         writer.writeArrayHeader(count: ids.count)
         for id in ids { writer.writeString(id) }
