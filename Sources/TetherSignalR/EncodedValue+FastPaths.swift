@@ -56,30 +56,41 @@ extension EncodedValue {
     /// Encodes `value` in `encoding`: MessagePack with `encode(messagePack:)`, JSON with
     /// `encode(to:)`.
     public init(_ value: some MessagePackEncodable, encoding: ValueEncoding) throws {
-        try self.init(
-            encoding: encoding,
-            json: { try JSONValueEncoding.encode(value, into: &$0) },
-            messagePack: { try MessagePackEncoder().encode(value, into: &$0) }
-        )
+        var bytes = Self.encodingBuffer()
+        switch encoding {
+        case .json: try JSONValueEncoding.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
     }
 
     /// Encodes `value` in `encoding`: JSON with `encode(json:)`, MessagePack with `encode(to:)`.
     public init(_ value: some JSONEncodable, encoding: ValueEncoding) throws {
-        try self.init(
-            encoding: encoding,
-            json: { try JSONWriter.encode(value, into: &$0) },
-            messagePack: { try MessagePackEncoder().encode(value, into: &$0) }
-        )
+        var bytes = Self.encodingBuffer()
+        switch encoding {
+        case .json: try JSONWriter.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
     }
 
     /// Encodes `value` in `encoding`: JSON with `encode(json:)`, MessagePack with
-    /// `encode(messagePack:)`.
+    /// `encode(messagePack:)`. (Written without closures: a closure capturing `value` copied it,
+    /// one retain and release per string property.)
     public init(_ value: some JSONEncodable & MessagePackEncodable, encoding: ValueEncoding) throws {
-        try self.init(
-            encoding: encoding,
-            json: { try JSONWriter.encode(value, into: &$0) },
-            messagePack: { try MessagePackEncoder().encode(value, into: &$0) }
-        )
+        var bytes = Self.encodingBuffer()
+        switch encoding {
+        case .json: try JSONWriter.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// An empty buffer with room for a typical value.
+    static func encodingBuffer() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        return bytes
     }
 }
 
@@ -169,6 +180,52 @@ extension EncodedArguments {
             storage: bytes,
             range: 0..<bytes.count
         )
+    }
+
+    /// The arguments made of one value (the common case), encoded as the variadic initializers
+    /// encode it; without a parameter pack, whose forwarding copied the value.
+    public init(encoding: ValueEncoding, _ value: some MessagePackEncodable) throws {
+        var bytes = EncodedValue.encodingBuffer()
+        switch encoding {
+        case .json:
+            bytes.append(UInt8(ascii: "["))
+            try JSONValueEncoding.encode(value, into: &bytes)
+            bytes.append(UInt8(ascii: "]"))
+        case .messagePack:
+            bytes.append(0x91)
+            try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, count: 1, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// The arguments made of one value (the common case), as `init(encoding:_:)` above.
+    public init(encoding: ValueEncoding, _ value: some JSONEncodable) throws {
+        var bytes = EncodedValue.encodingBuffer()
+        switch encoding {
+        case .json:
+            bytes.append(UInt8(ascii: "["))
+            try JSONWriter.encode(value, into: &bytes)
+            bytes.append(UInt8(ascii: "]"))
+        case .messagePack:
+            bytes.append(0x91)
+            try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, count: 1, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// The arguments made of one value (the common case), as `init(encoding:_:)` above.
+    public init(encoding: ValueEncoding, _ value: some JSONEncodable & MessagePackEncodable) throws {
+        var bytes = EncodedValue.encodingBuffer()
+        switch encoding {
+        case .json:
+            bytes.append(UInt8(ascii: "["))
+            try JSONWriter.encode(value, into: &bytes)
+            bytes.append(UInt8(ascii: "]"))
+        case .messagePack:
+            bytes.append(0x91)
+            try MessagePackEncoder().encode(value, into: &bytes)
+        }
+        self.init(encoding: encoding, count: 1, storage: bytes, range: 0..<bytes.count)
     }
 
     /// Appends `values` as a JSON array, each written by its `encode(json:)`, to `bytes`.
