@@ -1,9 +1,9 @@
 // UTF-8 validation sixteen bytes per step, written with Clang's portable vector extensions
 // (`vector_size`, `__builtin_shufflevector`): SSE2 on x86-64, NEON on ARM64, plain code
-// elsewhere, from one source and without intrinsics; and on x86-64 processors with AVX-512BW
-// 64 bytes per step with the same rules (`utf8_check_wide`, chosen at run time, cpu.c). The rules are those of RFC 3629 §4; see
-// UTF8Validation.swift for the method and the tests that hold it to the standard library's
-// validator.
+// elsewhere, from one source and without intrinsics; and on x86-64 processors with AVX-512BW,
+// 64 bytes per step with the same rules (`utf8_check_wide`, chosen at run time, cpu.c). The rules
+// are those of RFC 3629 §4; see UTF8Validation.swift for the method and the tests that hold it to
+// the standard library's validator.
 
 #include "tether_text.h"
 #include "wide.h"

@@ -209,25 +209,7 @@ struct JSONTextTests {
 
     @Test func escapesEveryPositionOfAWord() {
         // The writer skips plain text eight bytes at a time: each special byte at each position
-        // of strings longer than a few words, against a byte-by-byte reference.
-        let hex = Array("0123456789abcdef".utf8)
-        func reference(_ bytes: [UInt8]) -> [UInt8] {
-            var out: [UInt8] = [0x22]
-            for byte in bytes {
-                switch byte {
-                case 0x22: out += [0x5C, 0x22]
-                case 0x5C: out += [0x5C, 0x5C]
-                case 0x0A: out += [0x5C, 0x6E]
-                case 0x0D: out += [0x5C, 0x72]
-                case 0x09: out += [0x5C, 0x74]
-                case 0x08: out += [0x5C, 0x62]
-                case 0x0C: out += [0x5C, 0x66]
-                case ..<0x20: out += [0x5C, 0x75, 0x30, 0x30] + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-                default: out.append(byte)
-                }
-            }
-            return out + [0x22]
-        }
+        // of strings longer than a few words, against the byte-by-byte reference.
         for special: UInt8 in [0x22, 0x5C, 0x00, 0x0A, 0x1F, 0x20, 0x7F, 0x80, 0xC3, 0xFF] {
             for length in 1...40 {
                 for position in 0..<length {
@@ -236,7 +218,7 @@ struct JSONTextTests {
                     if position + 3 < length { bytes[position + 3] = 0x22 }
                     var out: [UInt8] = []
                     JSONText.appendString(utf8: bytes.span, to: &out)
-                    #expect(out == reference(bytes), "\(special) at \(position) of \(length)")
+                    #expect(out == Self.reference(bytes), "\(special) at \(position) of \(length)")
                 }
             }
         }

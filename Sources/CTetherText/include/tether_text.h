@@ -3,9 +3,10 @@
 
 // Text kernels for the decoders, written with Clang's portable vector extensions
 // (`vector_size`), which become SSE2 on x86-64 and NEON on ARM64 from one source, without
-// intrinsics; on x86-64 processors with AVX-512BW, 64-byte forms of the UTF-8 check and of the
-// JSON string masks are chosen at run time (cpu.c). (Swift's SIMD types would do, but their comparison operators are compiled lane
-// by lane.) Inline functions here are inlined into their Swift callers.
+// intrinsics. (Swift's SIMD types would do, but their comparison operators are compiled lane by
+// lane.) On x86-64 processors with AVX-512BW, 64-byte forms of the UTF-8 check and of the JSON
+// string kernels are chosen at run time (cpu.c, Specs/text-kernels.md). Inline functions here
+// are inlined into their Swift callers.
 
 #include <stddef.h>
 #include <stdint.h>
