@@ -29,8 +29,9 @@ enum MessagePackHubRecord {
             throw .invalid("Reading array length for 'elementCount' failed.")
         }
         guard let type = try? reader.readInteger(Int32.self) else { throw readFailed("messageType", "Int32") }
-        var read = 1
-        let message: HubMessage?
+        // Each message is returned as soon as it is made (after any extra elements are skipped):
+        // a message kept in a variable across the skipping was copied on return, a retain and a
+        // release of each of its references per message.
         switch type {
         case 1:
             let headers = try readHeaders(&reader)
@@ -38,13 +39,12 @@ enum MessagePackHubRecord {
             let target = try readTarget(&reader, &targets)
             guard let target, !target.isEmpty else { throw .invalid("Null or empty target for Invocation message.") }
             let arguments = try readArguments(&reader)
-            read = 5
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
-            if count > 5 { read = 6 }
-            message = .invocation(
+            try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
+            return .invocation(
                 InvocationMessage(
                     headers: headers,
-                    invocationId: id.flatMap { $0.isEmpty ? nil : $0 },
+                    invocationId: id?.isEmpty == false ? id : nil,
                     target: target,
                     arguments: arguments,
                     streamIds: streamIds
@@ -54,13 +54,14 @@ enum MessagePackHubRecord {
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamItem")
             let item = try readValue(&reader, "item")
-            read = 4
-            message = .streamItem(StreamItemMessage(headers: headers, invocationId: id, item: item))
+            try skipExtraElements(&reader, count, read: 4)
+            return .streamItem(StreamItemMessage(headers: headers, invocationId: id, item: item))
         case 3:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "Completion")
             guard let kind = try? reader.readInteger(Int32.self) else { throw readFailed("resultKind", "Int32") }
             let result: CompletionResult
+            let read: Int
             switch kind {
             case 1:
                 guard let error = try? reader.readString() else { throw readFailed("error", "String") }
@@ -75,7 +76,8 @@ enum MessagePackHubRecord {
             default:
                 throw .invalid("Invalid invocation result kind.")
             }
-            message = .completion(CompletionMessage(headers: headers, invocationId: id, result: result))
+            try skipExtraElements(&reader, count, read: read)
+            return .completion(CompletionMessage(headers: headers, invocationId: id, result: result))
         case 4:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamInvocation")
@@ -84,10 +86,9 @@ enum MessagePackHubRecord {
                 throw .invalid("Null or empty target for StreamInvocation message.")
             }
             let arguments = try readArguments(&reader)
-            read = 5
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
-            if count > 5 { read = 6 }
-            message = .streamInvocation(
+            try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
+            return .streamInvocation(
                 StreamInvocationMessage(
                     headers: headers,
                     invocationId: id,
@@ -99,28 +100,39 @@ enum MessagePackHubRecord {
         case 5:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "CancelInvocation")
-            read = 3
-            message = .cancelInvocation(CancelInvocationMessage(headers: headers, invocationId: id))
+            try skipExtraElements(&reader, count, read: 3)
+            return .cancelInvocation(CancelInvocationMessage(headers: headers, invocationId: id))
         case 6:
-            message = .ping
+            try skipExtraElements(&reader, count, read: 1)
+            return .ping
         case 7:
             let error = try readString(&reader, "error")
-            read = 2
+            var read = 2
             var allowReconnect = false
             if count > 2 {
                 guard let value = try? reader.readBool() else { throw readFailed("allowReconnect", "Boolean") }
                 allowReconnect = value
                 read = 3
             }
-            message = .close(CloseMessage(error: error, allowReconnect: allowReconnect))
+            try skipExtraElements(&reader, count, read: read)
+            return .close(CloseMessage(error: error, allowReconnect: allowReconnect))
         case 8, 9:
             guard let sequenceId = try? reader.readInt64() else { throw readFailed("sequenceId", "Int64") }
-            read = 2
-            message = type == 8 ? .ack(sequenceId: sequenceId) : .sequence(sequenceId: sequenceId)
+            try skipExtraElements(&reader, count, read: 2)
+            return type == 8 ? .ack(sequenceId: sequenceId) : .sequence(sequenceId: sequenceId)
         default:
             return nil
         }
-        // Forward compatibility: skip elements this version does not know.
+    }
+
+    /// Forward compatibility: skips the elements after the `read` this version knows, up to the
+    /// array's declared `count` (or the end of the frame).
+    static func skipExtraElements(
+        _ reader: inout MessagePackReader,
+        _ count: Int,
+        read: Int
+    ) throws(HubProtocolError) {
+        var read = read
         while read < count, !reader.isAtEnd {
             do {
                 try reader.skipValue()
@@ -129,7 +141,6 @@ enum MessagePackHubRecord {
             }
             read += 1
         }
-        return message
     }
 
     /// The headers map; aiosignalr's integer in this slot (`cc 80`) counts as no headers.
