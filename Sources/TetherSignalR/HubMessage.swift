@@ -46,17 +46,25 @@ public typealias HubMessageHeaders = [String: String]
 
 /// Type 1: Invocation.
 public struct InvocationMessage: Hashable, Sendable {
-    /// Headers, usually empty.
-    public var headers: HubMessageHeaders
-    /// The id the callee answers with a Completion; nil for a non-blocking call.
-    public var invocationId: String?
+    // The stored properties are declared in an order of their own so that the synthesized
+    // memberwise initializer, `init(target:arguments:invocationId:headers:streamIds:)`
+    // (internal), differs from the public one below: the decoders build messages with it, because
+    // a message built by an explicit initializer and then wrapped in `HubMessage` was copied and
+    // the original destroyed (a retain and a release of each reference in it, per message).
+
     /// The method to call.
     public var target: String
     /// The arguments (upload-stream placeholders excluded).
     public var arguments: EncodedArguments
+    /// The id the callee answers with a Completion; nil for a non-blocking call.
+    public var invocationId: String?
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
     /// Ids of client→server streams that provide further arguments, if any.
     public var streamIds: [String]?
+}
 
+extension InvocationMessage {
     /// Creates an invocation.
     public init(
         headers: HubMessageHeaders = [:],
@@ -65,27 +73,33 @@ public struct InvocationMessage: Hashable, Sendable {
         arguments: EncodedArguments,
         streamIds: [String]? = nil
     ) {
-        self.headers = headers
-        self.invocationId = invocationId
-        self.target = target
-        self.arguments = arguments
-        self.streamIds = streamIds
+        self.init(
+            target: target,
+            arguments: arguments,
+            invocationId: invocationId,
+            headers: headers,
+            streamIds: streamIds
+        )
     }
 }
 
 /// Type 4: StreamInvocation.
 public struct StreamInvocationMessage: Hashable, Sendable {
-    /// Headers, usually empty.
-    public var headers: HubMessageHeaders
-    /// The stream's id, used by its StreamItems, Completion and CancelInvocation.
-    public var invocationId: String
+    // Stored in this order for a memberwise initializer of its own (see `InvocationMessage`).
+
     /// The streaming method to call.
     public var target: String
     /// The arguments (upload-stream placeholders excluded).
     public var arguments: EncodedArguments
+    /// The stream's id, used by its StreamItems, Completion and CancelInvocation.
+    public var invocationId: String
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
     /// Ids of client→server streams that provide further arguments, if any.
     public var streamIds: [String]?
+}
 
+extension StreamInvocationMessage {
     /// Creates a stream invocation.
     public init(
         headers: HubMessageHeaders = [:],
@@ -94,28 +108,32 @@ public struct StreamInvocationMessage: Hashable, Sendable {
         arguments: EncodedArguments,
         streamIds: [String]? = nil
     ) {
-        self.headers = headers
-        self.invocationId = invocationId
-        self.target = target
-        self.arguments = arguments
-        self.streamIds = streamIds
+        self.init(
+            target: target,
+            arguments: arguments,
+            invocationId: invocationId,
+            headers: headers,
+            streamIds: streamIds
+        )
     }
 }
 
 /// Type 2: StreamItem.
 public struct StreamItemMessage: Hashable, Sendable {
-    /// Headers, usually empty.
-    public var headers: HubMessageHeaders
+    // Stored in this order for a memberwise initializer of its own (see `InvocationMessage`).
+
     /// The stream the item belongs to.
     public var invocationId: String
     /// The item (may be null).
     public var item: EncodedValue
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+}
 
+extension StreamItemMessage {
     /// Creates a stream item.
     public init(headers: HubMessageHeaders = [:], invocationId: String, item: EncodedValue) {
-        self.headers = headers
-        self.invocationId = invocationId
-        self.item = item
+        self.init(invocationId: invocationId, item: item, headers: headers)
     }
 }
 
@@ -131,32 +149,37 @@ public enum CompletionResult: Hashable, Sendable {
 
 /// Type 3: Completion.
 public struct CompletionMessage: Hashable, Sendable {
-    /// Headers, usually empty.
-    public var headers: HubMessageHeaders
+    // Stored in this order for a memberwise initializer of its own (see `InvocationMessage`).
+
     /// The invocation or stream that ended.
     public var invocationId: String
     /// Its outcome.
     public var result: CompletionResult
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+}
 
+extension CompletionMessage {
     /// Creates a completion.
     public init(headers: HubMessageHeaders = [:], invocationId: String, result: CompletionResult) {
-        self.headers = headers
-        self.invocationId = invocationId
-        self.result = result
+        self.init(invocationId: invocationId, result: result, headers: headers)
     }
 }
 
 /// Type 5: CancelInvocation.
 public struct CancelInvocationMessage: Hashable, Sendable {
-    /// Headers, usually empty.
-    public var headers: HubMessageHeaders
+    // Stored in this order for a memberwise initializer of its own (see `InvocationMessage`).
+
     /// The stream (or invocation) to cancel.
     public var invocationId: String
+    /// Headers, usually empty.
+    public var headers: HubMessageHeaders
+}
 
+extension CancelInvocationMessage {
     /// Creates a cancellation.
     public init(headers: HubMessageHeaders = [:], invocationId: String) {
-        self.headers = headers
-        self.invocationId = invocationId
+        self.init(invocationId: invocationId, headers: headers)
     }
 }
 

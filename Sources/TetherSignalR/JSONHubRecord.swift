@@ -309,12 +309,13 @@ enum JSONHubRecord {
             guard let target = fields.target.take() else { throw missing("target") }
             guard let arguments = fields.arguments.take() else { throw missing("arguments") }
             let invocationId = fields.invocationId.take().flatMap { $0.isEmpty ? nil : $0 }
+            // (The memberwise initializers: see `InvocationMessage`.)
             return .invocation(
                 InvocationMessage(
-                    headers: fields.headers,
-                    invocationId: invocationId,
                     target: target,
                     arguments: arguments,
+                    invocationId: invocationId,
+                    headers: fields.headers,
                     streamIds: fields.streamIds.take()
                 )
             )
@@ -322,7 +323,7 @@ enum JSONHubRecord {
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             guard let item = fields.item.take() else { throw missing("item") }
             return .streamItem(
-                StreamItemMessage(headers: fields.headers, invocationId: invocationId, item: value(bytes, item))
+                StreamItemMessage(invocationId: invocationId, item: value(bytes, item), headers: fields.headers)
             )
         case 3:
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
@@ -333,23 +334,23 @@ enum JSONHubRecord {
             case (nil, .some(let range)): result = .value(value(bytes, range))
             case (nil, nil): result = .void
             }
-            return .completion(CompletionMessage(headers: fields.headers, invocationId: invocationId, result: result))
+            return .completion(CompletionMessage(invocationId: invocationId, result: result, headers: fields.headers))
         case 4:
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             guard let target = fields.target.take() else { throw missing("target") }
             guard let arguments = fields.arguments.take() else { throw missing("arguments") }
             return .streamInvocation(
                 StreamInvocationMessage(
-                    headers: fields.headers,
-                    invocationId: invocationId,
                     target: target,
                     arguments: arguments,
+                    invocationId: invocationId,
+                    headers: fields.headers,
                     streamIds: fields.streamIds.take()
                 )
             )
         case 5:
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
-            return .cancelInvocation(CancelInvocationMessage(headers: fields.headers, invocationId: invocationId))
+            return .cancelInvocation(CancelInvocationMessage(invocationId: invocationId, headers: fields.headers))
         case 6:
             return .ping
         case 7:

@@ -43,10 +43,10 @@ enum MessagePackHubRecord {
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .invocation(
                 InvocationMessage(
-                    headers: headers,
-                    invocationId: id?.isEmpty == false ? id : nil,
                     target: target,
                     arguments: arguments,
+                    invocationId: id?.isEmpty == false ? id : nil,
+                    headers: headers,
                     streamIds: streamIds
                 )
             )
@@ -55,7 +55,7 @@ enum MessagePackHubRecord {
             let id = try readInvocationId(&reader, "StreamItem")
             let item = try readValue(&reader, "item")
             try skipExtraElements(&reader, count, read: 4)
-            return .streamItem(StreamItemMessage(headers: headers, invocationId: id, item: item))
+            return .streamItem(StreamItemMessage(invocationId: id, item: item, headers: headers))
         case 3:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "Completion")
@@ -77,7 +77,7 @@ enum MessagePackHubRecord {
                 throw .invalid("Invalid invocation result kind.")
             }
             try skipExtraElements(&reader, count, read: read)
-            return .completion(CompletionMessage(headers: headers, invocationId: id, result: result))
+            return .completion(CompletionMessage(invocationId: id, result: result, headers: headers))
         case 4:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamInvocation")
@@ -90,10 +90,10 @@ enum MessagePackHubRecord {
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .streamInvocation(
                 StreamInvocationMessage(
-                    headers: headers,
-                    invocationId: id,
                     target: target,
                     arguments: arguments,
+                    invocationId: id,
+                    headers: headers,
                     streamIds: streamIds
                 )
             )
@@ -101,7 +101,7 @@ enum MessagePackHubRecord {
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "CancelInvocation")
             try skipExtraElements(&reader, count, read: 3)
-            return .cancelInvocation(CancelInvocationMessage(headers: headers, invocationId: id))
+            return .cancelInvocation(CancelInvocationMessage(invocationId: id, headers: headers))
         case 6:
             try skipExtraElements(&reader, count, read: 1)
             return .ping
