@@ -275,8 +275,12 @@ extension HubConnectionMachine {
 
     /// Whether the app handles `target` (case-insensitively).
     mutating func isHandled(_ target: String) -> Bool {
-        // Targets are interned by the parsers, so a repeat is usually the very same string.
-        if let last = lastTarget, last.target == target { return last.handled }
+        // Targets are interned by the parsers, so a repeat is usually the very same string (which
+        // compares equal at once), and a hub pushes a handful of targets: the last few are
+        // checked before the cache, whose lookup hashes the string.
+        for index in recentTargets.indices where recentTargets[index].target == target {
+            return recentTargets[index].handled
+        }
         let handled: Bool
         if let known = handledCache[target] {
             handled = known
@@ -284,9 +288,17 @@ extension HubConnectionMachine {
             handled = handledTargets.contains(target.lowercased())
             if handledCache.count < 256 { handledCache[target] = handled }
         }
-        lastTarget = (target, handled)
+        if recentTargets.count < Self.recentTargetCount {
+            recentTargets.append((target, handled))
+        } else {
+            recentTargets[nextRecentTarget] = (target, handled)
+            nextRecentTarget = (nextRecentTarget + 1) % Self.recentTargetCount
+        }
         return handled
     }
+
+    /// How many recent targets `isHandled` checks before its cache.
+    static let recentTargetCount = 8
 
     /// The server broke the protocol: tell it why with a Close message (the protocol's closing
     /// bytes), close the transport and treat the connection as lost.

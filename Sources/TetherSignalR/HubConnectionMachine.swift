@@ -199,7 +199,10 @@ public struct HubConnectionMachine {
     let handledTargets: Set<String>
     /// Targets seen so far → whether handled (saves lower-casing each message's target; bounded).
     var handledCache: [String: Bool] = [:]
-    var lastTarget: (target: String, handled: Bool)?
+    /// The last few targets seen and whether they are handled (see `isHandled`).
+    var recentTargets: [(target: String, handled: Bool)] = []
+    /// The entry of `recentTargets` replaced next once it is full.
+    var nextRecentTarget = 0
     let heartbeatConfiguration: Heartbeat.Configuration
 
     /// A machine for `configuration` speaking `hubProtocol`; `randomSeed` seeds the reconnect
