@@ -217,6 +217,20 @@ struct HubConnectionScenarioTests {
         #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#).isEmpty)
     }
 
+    @Test func handledTargetsMatchCaseInsensitivelyAmongManyTargets() {
+        // More distinct targets than the machine's recent-target list holds, in varying case and
+        // order, so that entries are replaced and looked up again: only the handled ones arrive.
+        var harness = HubConnectionHarness { $0.handledTargets = ["Handled3", "handled11"] }
+        harness.connect()
+        var rng = SeededRandomNumberGenerator(seed: 11)
+        for _ in 0..<200 {
+            let number = Int.random(in: 0..<20, using: &rng)
+            let name = Bool.random(using: &rng) ? "Handled\(number)" : "HANDLED\(number)"
+            let events = harness.server(#"{"type":1,"target":""# + name + #"","arguments":[]}"#)
+            #expect(events == (number == 3 || number == 11 ? ["event:invocation"] : []), "\(name)")
+        }
+    }
+
     @Test func pendingClientResultsAreBounded() throws {
         var harness = HubConnectionHarness {
             $0.handledTargets = ["GetLocation"]
