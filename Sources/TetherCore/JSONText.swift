@@ -1,7 +1,6 @@
 /// Writing JSON text (RFC 8259) into byte buffers: string escaping and number formatting shared by
 /// the SignalR JSON hub protocol, its handshake and the `tether` CLI.
 public enum JSONText {
-
     /// Appends `string` as a JSON string literal (quotes included) to `output`.
     ///
     /// Escapes `"`, `\` and the control characters below U+0020 (`\n`, `\r`, `\t`, `\b`, `\f` in

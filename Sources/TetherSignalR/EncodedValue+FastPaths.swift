@@ -75,8 +75,7 @@ extension EncodedValue {
     }
 
     /// Encodes `value` in `encoding`: JSON with `encode(json:)`, MessagePack with
-    /// `encode(messagePack:)`. (Written without closures: a closure capturing `value` copied it,
-    /// one retain and release per string property.)
+    /// `encode(messagePack:)`.
     public init(_ value: some JSONEncodable & MessagePackEncodable, encoding: ValueEncoding) throws {
         var bytes = Self.encodingBuffer()
         switch encoding {
@@ -86,12 +85,6 @@ extension EncodedValue {
         self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
     }
 
-    /// An empty buffer with room for a typical value.
-    static func encodingBuffer() -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        return bytes
-    }
 }
 
 extension EncodedArguments {
@@ -131,8 +124,7 @@ extension EncodedArguments {
     /// Encodes each of `values` as one argument, in `encoding`: MessagePack with
     /// `encode(messagePack:)`, JSON with `encode(to:)`.
     public init<each Argument: MessagePackEncodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        var bytes = EncodedValue.encodingBuffer()
         switch encoding {
         case .json: try Self.writeJSON(repeat each values, into: &bytes)
         case .messagePack: try Self.writeMessagePack(repeat each values, into: &bytes)
@@ -148,8 +140,7 @@ extension EncodedArguments {
     /// Encodes each of `values` as one argument, in `encoding`: JSON with `encode(json:)`,
     /// MessagePack with `encode(to:)`.
     public init<each Argument: JSONEncodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        var bytes = EncodedValue.encodingBuffer()
         switch encoding {
         case .json: try Self.writeJSON(repeat each values, into: &bytes)
         case .messagePack: try Self.writeMessagePack(repeat each values, into: &bytes)
@@ -168,8 +159,7 @@ extension EncodedArguments {
         encoding: ValueEncoding,
         _ values: repeat each Argument
     ) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        var bytes = EncodedValue.encodingBuffer()
         switch encoding {
         case .json: try Self.writeJSON(repeat each values, into: &bytes)
         case .messagePack: try Self.writeMessagePack(repeat each values, into: &bytes)

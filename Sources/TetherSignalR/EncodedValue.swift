@@ -64,26 +64,21 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// Encodes `value` in `encoding` through `Codable` (a `JSONEncodable` or
     /// `MessagePackEncodable` value takes the fast-path overloads instead).
     public init(_ value: some Encodable, encoding: ValueEncoding) throws {
-        try self.init(
-            encoding: encoding,
-            json: { try JSONValueEncoding.encode(value, into: &$0) },
-            messagePack: { try MessagePackEncoder().encode(value, into: &$0) }
-        )
-    }
-
-    /// A value written by `json` or `messagePack`, as `encoding` says.
-    init(
-        encoding: ValueEncoding,
-        json: (inout [UInt8]) throws -> Void,
-        messagePack: (inout [UInt8]) throws -> Void
-    ) rethrows {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        // (Each encoding written out, without closures: a closure capturing `value` copied it, a
+        // retain and a release per reference in it.)
+        var bytes = Self.encodingBuffer()
         switch encoding {
-        case .json: try json(&bytes)
-        case .messagePack: try messagePack(&bytes)
+        case .json: try JSONValueEncoding.encode(value, into: &bytes)
+        case .messagePack: try MessagePackEncoder().encode(value, into: &bytes)
         }
         self.init(encoding: encoding, storage: bytes, range: 0..<bytes.count)
+    }
+
+    /// An empty buffer with room for a typical encoded value or argument list.
+    static func encodingBuffer() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        return bytes
     }
 
     /// The JSON `null` or MessagePack nil value.
@@ -193,8 +188,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// Encodes each of `values` as one argument, in `encoding`, through `Codable` (values that
     /// are all `JSONEncodable` or all `MessagePackEncodable` take the fast-path overloads).
     public init<each Argument: Encodable>(encoding: ValueEncoding, _ values: repeat each Argument) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        var bytes = EncodedValue.encodingBuffer()
         switch encoding {
         case .json: try Self.writeJSON(repeat each values, into: &bytes)
         case .messagePack: try Self.writeMessagePack(repeat each values, into: &bytes)

@@ -67,11 +67,8 @@ enum MessagePackHubMessageWriter {
     }
 
     static func writeHeaders(_ headers: HubMessageHeaders, _ writer: inout MessagePackWriter) {
-        guard !headers.isEmpty else {
-            writer.writeMapHeader(count: 0)
-            return
-        }
         writer.writeMapHeader(count: headers.count)
+        guard !headers.isEmpty else { return }  // the common case: no sorting
         for (key, value) in headers.sorted(by: { $0.key < $1.key }) {
             writer.writeString(key)
             writer.writeString(value)
