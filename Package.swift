@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
         .library(name: "TetherXML", targets: ["TetherXML"]),
         .library(name: "TetherXMPP", targets: ["TetherXMPP"]),
+        .library(name: "TetherTLS", targets: ["TetherTLS"]),
+        .library(name: "TetherDispatch", targets: ["TetherDispatch"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
@@ -39,9 +41,25 @@ let package = Package(
         .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
         .target(name: "TetherXML", dependencies: ["TetherCore", "CExpat"], swiftSettings: pureSettings),
         .target(name: "TetherXMPP", dependencies: ["TetherCore", "TetherXML"], swiftSettings: pureSettings),
+        /// The system OpenSSL 3 (Debian: libssl-dev): libcrypto and libssl.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        /// OpenSSL-backed pieces: SCRAM's hash provider (and, next, the sans-IO TLS session).
+        .target(name: "TetherTLS", dependencies: ["COpenSSL", "TetherXMPP"], swiftSettings: strictSettings),
+        /// The Dispatch driver: sockets, timers, `XMPPClient`. OpenSSL only on Linux; on Apple
+        /// platforms CryptoKit supplies SCRAM's hashes.
+        .target(
+            name: "TetherDispatch",
+            dependencies: [
+                "TetherCore", "TetherXML", "TetherXMPP",
+                .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "tether",
-            dependencies: ["TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML"],
+            dependencies: [
+                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch",
+            ],
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -95,12 +113,24 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherXMPPTests",
-            dependencies: ["TetherXMPP", "TetherXML"],
+            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS"],
+            swiftSettings: strictSettings
+        ),
+        /// Real servers for the tests: a throw-away prosody on 127.0.0.1, a byte relay to cut.
+        .target(
+            name: "TetherTestServers",
+            dependencies: ["TetherCore"],
+            path: "Tests/TetherTestServers",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherDispatchTests",
+            dependencies: ["TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["tether"],
+            dependencies: ["tether", "TetherTestServers", "TetherXMPP", "TetherCore"],
             swiftSettings: strictSettings
         ),
     ]

@@ -80,11 +80,28 @@ public struct ReconnectPolicy: Sendable {
         ReconnectPolicy(.fixed(delay), maximumAttempts: maximumAttempts, maximumElapsed: maximumElapsed)
     }
 
-    /// Tiers in turn (e.g. 5 attempts every 3 s, 5 every 9 s, 5 every 15 s); afterwards start
-    /// over (`repeats`) or stop.
-    public static func tiered(_ tiers: [Tier], repeats: Bool, maximumElapsed: Duration? = nil) -> ReconnectPolicy {
+    /// The mobile schedule's tiers: 5 attempts 3 s apart, then 5 attempts 9 s apart, then 5
+    /// attempts 15 s apart (about 2 minutes in all).
+    public static let standardTiers = [
+        Tier(attempts: 5, delay: .seconds(3)), Tier(attempts: 5, delay: .seconds(9)),
+        Tier(attempts: 5, delay: .seconds(15)),
+    ]
+
+    /// Tiers in turn (by default `standardTiers`: 5 attempts every 3 s, 5 every 9 s, 5 every
+    /// 15 s); afterwards start over (`repeats`) or stop. Stop earlier after `maximumAttempts`
+    /// attempts or `maximumElapsed`.
+    public static func tiered(
+        _ tiers: [Tier] = standardTiers,
+        repeats: Bool,
+        maximumAttempts: Int? = nil,
+        maximumElapsed: Duration? = nil
+    ) -> ReconnectPolicy {
         precondition(!tiers.isEmpty, "a tiered schedule needs at least one tier")
-        return ReconnectPolicy(.tiered(tiers, repeats: repeats), maximumElapsed: maximumElapsed)
+        return ReconnectPolicy(
+            .tiered(tiers, repeats: repeats),
+            maximumAttempts: maximumAttempts,
+            maximumElapsed: maximumElapsed
+        )
     }
 
     /// Truncated binary exponential back-off with full jitter (RFC 6120 §3.3): attempt `n`

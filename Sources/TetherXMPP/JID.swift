@@ -137,6 +137,11 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
         (try? JID(localpart: localpart, domainpart: domainpart)) ?? self
     }
 
+    /// The JID of the domain alone (the user's server).
+    public var domainJID: JID {
+        (try? JID(domainpart: domainpart)) ?? self
+    }
+
     /// Whether the JID has no resource.
     public var isBare: Bool { resourcepart == nil }
 

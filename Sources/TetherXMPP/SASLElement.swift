@@ -40,7 +40,7 @@ public enum SASLElement: Hashable, Sendable {
             XMLElement(
                 XMLName(local, namespace: XMPPNamespace.sasl),
                 attributes: attributes,
-                children: text.map { [.text($0)] } ?? []
+                children: text.flatMap { $0.isEmpty ? nil : [.text($0)] } ?? []
             )
         }
         switch self {

@@ -96,7 +96,23 @@ public struct StreamError: Error, Hashable, Sendable {
         return XMLElement(XMLName("error", namespace: XMPPNamespace.streams, prefix: "stream"), children: children)
     }
 
-    /// Whether an automatic reconnect makes sense after this error (not after `conflict`, where
-    /// another session took the resource, RFC 6120 §4.9.3.3).
-    public var allowsReconnect: Bool { condition != .conflict }
+    /// Whether an automatic reconnect makes sense after this error.
+    ///
+    /// Not after `conflict` (another session took the resource, RFC 6120 §4.9.3.3; reconnecting
+    /// would throw it out in turn), nor after the conditions that say the server will never accept
+    /// this client as configured: `not-authorized`, `host-unknown`, `host-gone`, `invalid-from`,
+    /// `improper-addressing`, `invalid-namespace`, `bad-namespace-prefix`, `unsupported-version`,
+    /// `unsupported-encoding`. Everything else (`system-shutdown`, `connection-timeout`, `reset`,
+    /// `see-other-host`, `policy-violation`, …) is worth another attempt under the policy.
+    public var allowsReconnect: Bool {
+        switch condition {
+        case .conflict, .notAuthorized, .hostUnknown, .hostGone, .invalidFrom, .improperAddressing, .invalidNamespace,
+            .badNamespacePrefix, .unsupportedVersion, .unsupportedEncoding:
+            false
+        case .badFormat, .connectionTimeout, .internalServerError, .invalidXML, .notWellFormed, .policyViolation,
+            .remoteConnectionFailed, .reset, .resourceConstraint, .restrictedXML, .seeOtherHost, .systemShutdown,
+            .undefinedCondition, .unsupportedFeature, .unsupportedStanzaType:
+            true
+        }
+    }
 }

@@ -24,3 +24,12 @@ public enum XMPPNamespace {
     /// XEP-0198 stream management, version `n` (2 or 3).
     public static func streamManagement(_ version: Int) -> String { "urn:xmpp:sm:\(version)" }
 }
+
+extension XMPPNamespace {
+    /// The roster (RFC 6121 §2).
+    public static let roster = "jabber:iq:roster"
+    /// XEP-0203 delayed delivery.
+    public static let delay = "urn:xmpp:delay"
+    /// XEP-0198 stream management, version 3 (the one Tether speaks).
+    public static let streamManagement3 = "urn:xmpp:sm:3"
+}

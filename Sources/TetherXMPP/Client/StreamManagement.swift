@@ -1,0 +1,128 @@
+import TetherCore
+import TetherXML
+
+/// The client's XEP-0198 (version 3) state for one stream-management session, which outlives a
+/// TCP connection while the session can be resumed.
+///
+/// Counters are `UInt32` with wrapping arithmetic (xs:unsignedInt: after 2^32 − 1 comes 0). The
+/// outbound side keeps every stanza sent since `<enable/>` until the server acknowledges it; the
+/// number sent is `acknowledged &+ unacknowledged.count`. The inbound side counts the stanzas
+/// handled since `<enabled/>`.
+struct StreamManagement: Sendable {
+    /// The resumption id (nil: the server did not allow resumption).
+    var resumptionID: String?
+    /// Where the server prefers the resumption (XEP-0198 `location`).
+    var location: Endpoint?
+    /// Whether `<enabled/>` arrived (inbound counting starts then).
+    var isEnabled = false
+    /// Stanzas from the server handled since `<enabled/>`.
+    var inbound: UInt32 = 0
+    /// The last `h` the server acknowledged.
+    var acknowledged: UInt32 = 0
+    /// Stanzas sent and not yet acknowledged, oldest first.
+    var unacknowledged = StanzaQueue()
+    /// Stanzas sent since the last `<r/>`.
+    var sentSinceRequest = 0
+
+    /// Whether the session can be resumed after the transport is lost.
+    var isResumable: Bool { isEnabled && resumptionID != nil }
+
+    /// The number of stanzas sent since `<enable/>` (mod 2^32).
+    var sent: UInt32 { acknowledged &+ UInt32(truncatingIfNeeded: unacknowledged.count) }
+
+    /// The outcome of an acknowledgement.
+    enum Acknowledgement: Equatable {
+        /// `count` more stanzas were acknowledged.
+        case acknowledged(count: Int)
+        /// The server acknowledged more than was sent (`h`, and what was sent).
+        case tooHigh(h: UInt32, sent: UInt32)
+    }
+
+    /// Applies an `h` from `<a/>`, `<resumed/>` or `<failed/>`.
+    mutating func acknowledge(_ h: UInt32) -> Acknowledgement {
+        let newly = h &- acknowledged
+        guard newly <= UInt32(truncatingIfNeeded: unacknowledged.count) else {
+            return .tooHigh(h: h, sent: sent)
+        }
+        unacknowledged.removeFirst(Int(newly))
+        acknowledged = h
+        return .acknowledged(count: Int(newly))
+    }
+
+    /// Counts a stanza handled from the server.
+    mutating func handledInbound() {
+        if isEnabled { inbound &+= 1 }
+    }
+
+    /// Counts a stanza sent to the server.
+    mutating func sentStanza(_ stanza: XMLElement) {
+        unacknowledged.append(stanza)
+        sentSinceRequest += 1
+    }
+
+    /// The `h` attribute of an SM element, if present and a valid xs:unsignedInt.
+    static func h(of element: XMLElement) -> UInt32? {
+        element.attribute("h").flatMap { UInt32($0) }
+    }
+}
+
+/// XEP-0199 auto-ping: after `interval` without receiving anything, ping the server; a ping
+/// unanswered after `timeout` (with nothing else received meanwhile) is missed and the next one
+/// goes out at once; `maximumMissed` misses in a row mean the stream is dead. So a dead link is
+/// noticed at most `interval + maximumMissed × timeout` after the last byte arrived.
+struct AutoPing: Sendable {
+    let configuration: XMPPClientMachine.AutoPingConfiguration
+    private(set) var lastReceived: Instant
+    private(set) var outstanding: (id: String, sentAt: Instant)?
+    private(set) var missed = 0
+
+    init(configuration: XMPPClientMachine.AutoPingConfiguration, now: Instant) {
+        self.configuration = configuration
+        lastReceived = now
+    }
+
+    /// When something is next due.
+    var deadline: Instant {
+        if let outstanding { return outstanding.sentAt + configuration.timeout }
+        return lastReceived + configuration.interval
+    }
+
+    enum Due: Equatable {
+        case nothing
+        case sendPing
+        case dead
+    }
+
+    /// Anything arrived: the link is alive.
+    mutating func received(at now: Instant) {
+        lastReceived = now
+    }
+
+    mutating func pingSent(id: String, at now: Instant) {
+        outstanding = (id, now)
+    }
+
+    /// Whether `id` answers the outstanding ping (a result or an error: both prove liveness).
+    mutating func answered(id: String) -> Bool {
+        guard outstanding?.id == id else { return false }
+        outstanding = nil
+        missed = 0
+        return true
+    }
+
+    /// What is due at `now`.
+    mutating func check(now: Instant) -> Due {
+        if let sent = outstanding {
+            guard now >= sent.sentAt + configuration.timeout else { return .nothing }
+            outstanding = nil
+            if lastReceived > sent.sentAt {
+                // Something else arrived meanwhile: the link works, the reply is merely late.
+                missed = 0
+                return now >= lastReceived + configuration.interval ? .sendPing : .nothing
+            }
+            missed += 1
+            return missed >= configuration.maximumMissed ? .dead : .sendPing
+        }
+        return now >= lastReceived + configuration.interval ? .sendPing : .nothing
+    }
+}

@@ -1,0 +1,93 @@
+/// Why an XMPP connection attempt failed or an established stream ended.
+///
+/// One shape for every failure: a `kind` to switch on, a `message` for people (never containing
+/// a password, SCRAM proof or other credential), and the protocol detail where there is one.
+/// `isFatal` says whether the machine reconnects after it.
+public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure.
+    public enum Kind: String, Hashable, Sendable {
+        /// The TCP connection could not be made (resolution, refusal, unreachable network).
+        case connectionFailed
+        /// The transport closed, or the server closed the stream, while it was in use.
+        case connectionLost
+        /// A connect attempt did not reach a usable stream within `connectTimeout`.
+        case connectTimeout
+        /// The server stopped answering: `maximumMissedPings` XEP-0199 pings in a row timed out.
+        case pingTimeout
+        /// The server sent a stream error (`streamError`).
+        case streamError
+        /// The server broke the protocol (malformed or restricted XML, a limit exceeded, an
+        /// element out of place, an impossible acknowledgement); the client sent the stream error
+        /// in `streamError` and closed.
+        case protocolViolation
+        /// SASL failed (`saslCondition`, `message` holds the server's text if any).
+        case authenticationFailed
+        /// The server failed SCRAM's proof that it knows the password (`v=` mismatch, foreign
+        /// nonce, malformed server messages): maybe someone is in the middle.
+        case serverAuthenticationFailed
+        /// None of the offered SASL mechanisms is acceptable (PLAIN on a cleartext stream needs
+        /// `allowPlainOnCleartext`).
+        case noAcceptableMechanism
+        /// TLS is required by the configuration but not possible (not offered, or no TLS layer),
+        /// or the server requires TLS the configuration disables, or STARTTLS failed.
+        case tlsUnavailable
+        /// The server requires a stream feature this client does not implement.
+        case unsupportedRequiredFeature
+        /// Resource binding failed (`stanzaError`).
+        case bindFailed
+        /// The legacy session establishment failed (`stanzaError`).
+        case sessionFailed
+        /// The configuration cannot work (an invalid JID, a password SASLprep rejects, …).
+        case invalidConfiguration
+        /// The app asked for something the connection cannot do now (send while stopped, a full
+        /// send queue).
+        case notConnected
+        /// The queue of stanzas not yet acknowledged is full (`maximumQueuedStanzas`).
+        case sendQueueFull
+    }
+
+    /// What kind of failure.
+    public let kind: Kind
+    /// A description for people.
+    public let message: String
+    /// The stream error received (`streamError`) or sent (`protocolViolation`).
+    public let streamError: StreamError?
+    /// The SASL failure condition (`authenticationFailed`), e.g. `not-authorized`.
+    public let saslCondition: String?
+    /// The stanza error (`bindFailed`, `sessionFailed`).
+    public let stanzaError: StanzaError?
+
+    /// An error.
+    public init(
+        _ kind: Kind,
+        _ message: String,
+        streamError: StreamError? = nil,
+        saslCondition: String? = nil,
+        stanzaError: StanzaError? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.streamError = streamError
+        self.saslCondition = saslCondition
+        self.stanzaError = stanzaError
+    }
+
+    /// Whether reconnecting cannot help, so the machine stops instead: wrong credentials,
+    /// another session took the resource (`conflict`), a server that is not what was asked for,
+    /// and configuration mistakes (`Specs/xmpp/client-machine.md`, "Reconnect").
+    public var isFatal: Bool {
+        switch kind {
+        case .connectionFailed, .connectionLost, .connectTimeout, .pingTimeout, .protocolViolation:
+            false
+        case .streamError:
+            !(streamError?.allowsReconnect ?? true)
+        case .authenticationFailed:
+            saslCondition != "temporary-auth-failure"
+        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .unsupportedRequiredFeature,
+            .bindFailed, .sessionFailed, .invalidConfiguration, .notConnected, .sendQueueFull:
+            true
+        }
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}

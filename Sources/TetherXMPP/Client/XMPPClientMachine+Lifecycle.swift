@@ -1,0 +1,405 @@
+public import TetherCore
+import TetherXML
+
+extension XMPPClientMachine {
+    // MARK: - App commands
+
+    /// Starts connecting. Precondition: the machine is idle (never started, or stopped).
+    public mutating func start(now: Instant) {
+        guard case .idle = state else { preconditionFailure("start() while \(stateName)") }
+        schedule = configuration.reconnectPolicy.map(ReconnectSchedule.init(policy:))
+        beginAttempt(to: configuration.defaultEndpoint, redirects: 0, now: now)
+    }
+
+    /// Disconnects on purpose: an online stream is closed cleanly (an SM acknowledgement, then
+    /// `</stream:stream>`, then up to `closeTimeout` for the server's); anything else stops at
+    /// once. No reconnect follows. Ends with `closed(nil)`. A no-op when idle or closing.
+    public mutating func stop(now: Instant) {
+        switch state {
+        case .idle, .closing:
+            return
+        case .online(let session):
+            if let sm = streamManagement, sm.isEnabled {
+                sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(sm.inbound)'/>", generation: session.generation)
+            }
+            sendRaw("</stream:stream>", generation: session.generation)
+            cancelSessionTimers()
+            state = .closing(generation: session.generation)
+            timers.set(.close, at: now + configuration.closeTimeout)
+        case .connecting(let attempt):
+            enqueue(.close(generation: attempt.generation))
+            finish(nil, now: now)
+        case .negotiating(let negotiation):
+            if negotiation.streamIsOpen {
+                sendRaw("</stream:stream>", generation: negotiation.attempt.generation)
+            }
+            enqueue(.close(generation: negotiation.attempt.generation))
+            finish(nil, now: now)
+        case .waitingToReconnect, .suspended:
+            finish(nil, now: now)
+        }
+    }
+
+    /// Connect again now, for example because the user asked, the app came to the foreground or
+    /// the network came back. While waiting to reconnect or suspended: a new attempt at once,
+    /// with the back-off reset. While an attempt is under way: it is abandoned (it may hang on a
+    /// dead network) and a fresh one starts. While online: a ping checks the link at once (a
+    /// dead link is then noticed within the ping timeout). Otherwise a no-op.
+    public mutating func reconnectNow(now: Instant) {
+        switch state {
+        case .idle, .closing:
+            return
+        case .waitingToReconnect(let next, let redirects):
+            schedule?.connectionEstablished()
+            timers.cancel(.reconnect)
+            beginAttempt(to: next, redirects: redirects, now: now)
+        case .suspended:
+            schedule?.connectionEstablished()
+            beginAttempt(to: resumptionEndpoint ?? configuration.defaultEndpoint, redirects: 0, now: now)
+        case .connecting(let attempt):
+            enqueue(.close(generation: attempt.generation))
+            schedule?.connectionEstablished()
+            beginAttempt(to: attempt.endpoint, redirects: attempt.redirects, now: now)
+        case .negotiating(let negotiation):
+            enqueue(.close(generation: negotiation.attempt.generation))
+            schedule?.connectionEstablished()
+            beginAttempt(to: negotiation.attempt.endpoint, redirects: negotiation.attempt.redirects, now: now)
+        case .online(var session):
+            let id = makeID("ping")
+            guard var autoPing = session.autoPing else {
+                // Without auto-ping the answer is not awaited; a dead link then shows as a
+                // transport error on the write.
+                return sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+            }
+            guard autoPing.outstanding == nil else { return }
+            sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+            autoPing.pingSent(id: id, at: now)
+            session.autoPing = autoPing
+            state = .online(session)
+            timers.set(.ping, at: autoPing.deadline)
+        }
+    }
+
+    /// The user's server, as the addressee of pings.
+    var serverJID: JID { configuration.jid.domainJID }
+
+    // MARK: - Transport inputs
+
+    /// The TCP connection of `generation` is open.
+    public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
+        guard case .connecting(let attempt) = state, attempt.generation == generation else { return }
+        _ = parser.restart()
+        state = .negotiating(Negotiation(attempt: attempt))
+        sendStreamHeader(generation: generation, secured: false)
+    }
+
+    /// TLS is established on the transport of `generation` (after a `startTLS` action).
+    public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {
+        guard case .negotiating(var negotiation) = state, negotiation.attempt.generation == generation,
+            case .awaitingTLS = negotiation.step
+        else { return }
+        negotiation.secured = true
+        negotiation.step = .awaitingHeader
+        negotiation.features = nil
+        state = .negotiating(negotiation)
+        sendStreamHeader(generation: generation, secured: true)
+    }
+
+    /// Bytes arrived on the transport of `generation`.
+    public mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
+        guard currentGeneration == generation, acceptsXML else { return }
+        if case .online(var session) = state, var autoPing = session.autoPing {
+            autoPing.received(at: now)
+            session.autoPing = autoPing
+            state = .online(session)
+        }
+        parser.append(bytes)
+        processStream(generation: generation, now: now)
+    }
+
+    /// Bytes arrived on the transport of `generation`.
+    public mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
+        transportReceived(bytes.span, generation: generation, now: now)
+    }
+
+    /// Bytes arrived on the transport of `generation`.
+    public mutating func transportReceived(_ bytes: ArraySlice<UInt8>, generation: TransportGeneration, now: Instant) {
+        transportReceived(bytes.span, generation: generation, now: now)
+    }
+
+    /// The transport of `generation` closed (`error` nil: an orderly end of stream; otherwise a
+    /// description without secrets).
+    public mutating func transportClosed(generation: TransportGeneration, error: String?, now: Instant) {
+        guard currentGeneration == generation else { return }
+        switch state {
+        case .closing:
+            closingEnded(now: now)
+        case .connecting(let attempt):
+            lost(
+                XMPPClientError(.connectionFailed, "Could not connect to \(attempt.endpoint): \(error ?? "closed")."),
+                closeTransport: false,
+                now: now
+            )
+        case .negotiating, .online:
+            lost(
+                XMPPClientError(.connectionLost, "The connection was lost: \(error ?? "closed by the server")."),
+                closeTransport: false,
+                now: now
+            )
+        case .idle, .waitingToReconnect, .suspended:
+            return
+        }
+    }
+
+    /// Whether received bytes go to the XML parser in the current state.
+    var acceptsXML: Bool {
+        switch state {
+        case .negotiating(let negotiation):
+            if case .awaitingTLS = negotiation.step { return false }
+            return true
+        case .online, .closing:
+            return true
+        case .idle, .connecting, .waitingToReconnect, .suspended:
+            return false
+        }
+    }
+
+    // MARK: - Timers
+
+    /// Handles the timers due at `now` (extra calls are harmless).
+    public mutating func handleTimeout(now: Instant) {
+        for timer in timers.expired(at: now) {
+            switch timer {
+            case .connectAttempt:
+                switch state {
+                case .connecting, .negotiating:
+                    lost(
+                        XMPPClientError(
+                            .connectTimeout,
+                            "The connect attempt did not reach an online stream within \(configuration.connectTimeout)."
+                        ),
+                        closeTransport: true,
+                        now: now
+                    )
+                case .idle, .online, .closing, .waitingToReconnect, .suspended:
+                    break
+                }
+            case .reconnect:
+                if case .waitingToReconnect(let next, let redirects) = state {
+                    beginAttempt(to: next, redirects: redirects, now: now)
+                }
+            case .ping:
+                autoPingDue(now: now)
+            case .ackRequest:
+                if case .online(let session) = state, let sm = streamManagement, !sm.unacknowledged.isEmpty {
+                    requestAck(generation: session.generation)
+                }
+            case .iqTimeout:
+                expireIQs(now: now)
+            case .close:
+                if case .closing(let generation) = state {
+                    enqueue(.close(generation: generation))
+                    closingEnded(now: now)
+                }
+            }
+        }
+    }
+
+    private mutating func autoPingDue(now: Instant) {
+        guard case .online(var session) = state, var autoPing = session.autoPing else { return }
+        switch autoPing.check(now: now) {
+        case .nothing:
+            break
+        case .sendPing:
+            let id = makeID("ping")
+            sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+            autoPing.pingSent(id: id, at: now)
+        case .dead:
+            let configuration = autoPing.configuration
+            return lost(
+                XMPPClientError(
+                    .pingTimeout,
+                    "\(configuration.maximumMissed) pings in a row went unanswered for \(configuration.timeout) each."
+                ),
+                closeTransport: true,
+                now: now
+            )
+        }
+        session.autoPing = autoPing
+        state = .online(session)
+        timers.set(.ping, at: autoPing.deadline)
+    }
+
+    // MARK: - Attempts, loss, reconnect
+
+    mutating func beginAttempt(to endpoint: Endpoint, redirects: Int, now: Instant) {
+        lastGeneration = lastGeneration.next
+        let generation = lastGeneration
+        state = .connecting(Attempt(generation: generation, endpoint: endpoint, redirects: redirects))
+        enqueue(.connect(endpoint, generation: generation))
+        timers.set(.connectAttempt, at: now + configuration.connectTimeout)
+    }
+
+    /// Where a resumption should connect (XEP-0198 `location`), if the server named a place.
+    var resumptionEndpoint: Endpoint? {
+        guard let sm = streamManagement, sm.isResumable else { return nil }
+        return sm.location
+    }
+
+    /// The stream or attempt ended by accident (or by a fatal error): report it, then reconnect
+    /// under the policy, or stop.
+    mutating func lost(
+        _ error: XMPPClientError,
+        closeTransport: Bool,
+        redirect: Endpoint? = nil,
+        now: Instant
+    ) {
+        var redirects = 0
+        switch state {
+        case .online(let session):
+            if closeTransport { enqueue(.close(generation: session.generation)) }
+            emit(.disconnected(error))
+        case .connecting(let attempt):
+            if closeTransport { enqueue(.close(generation: attempt.generation)) }
+            redirects = attempt.redirects
+            emit(.connectAttemptFailed(error))
+        case .negotiating(let negotiation):
+            if closeTransport { enqueue(.close(generation: negotiation.attempt.generation)) }
+            redirects = negotiation.attempt.redirects
+            emit(.connectAttemptFailed(error))
+        case .closing, .idle, .waitingToReconnect, .suspended:
+            return
+        }
+        cancelSessionTimers()
+        timers.cancel(.connectAttempt)
+        guard !error.isFatal, let schedule else { return finish(error, now: now) }
+        if let sm = streamManagement, !sm.isResumable {
+            // Enabled without resumption (or enable unanswered): what was not acknowledged is
+            // lost with this stream.
+            streamManagement = nil
+            reportUnacknowledged(Array(sm.unacknowledged.elements))
+        }
+        if streamManagement == nil { failPendingIQs(error) }
+        if let redirect, redirects < configuration.maximumRedirects {
+            // see-other-host: at once, without counting as a reconnect attempt.
+            return beginAttempt(to: redirect, redirects: redirects + 1, now: now)
+        }
+        let next = resumptionEndpoint ?? configuration.defaultEndpoint
+        var running = schedule
+        running.connectionLost(at: now)
+        let delay = running.nextDelay(now: now, reason: error.message, using: &random)
+        self.schedule = running
+        guard let delay else {
+            state = .suspended(error)
+            emit(.suspended(error))
+            return
+        }
+        state = .waitingToReconnect(next: next, redirects: 0)
+        timers.set(.reconnect, at: now + delay)
+        emit(.reconnecting(attempt: running.attempts, delay: delay))
+    }
+
+    /// The closing handshake ended (the server's `</stream:stream>`, the transport closed, or the
+    /// close timeout).
+    mutating func closingEnded(now: Instant) {
+        emit(.disconnected(nil))
+        finish(nil, now: now)
+    }
+
+    /// Stops for good: every timer off, queued and unacknowledged stanzas handed back, pending
+    /// iq requests ended, `closed(error)`.
+    mutating func finish(_ error: XMPPClientError?, now: Instant) {
+        timers.cancelAll()
+        var returned: [XMLElement] = []
+        if let sm = streamManagement { returned += sm.unacknowledged.elements }
+        returned += outbox.removeAll()
+        streamManagement = nil
+        reportUnacknowledged(returned)
+        failPendingIQs(error)
+        state = .idle
+        emit(.closed(error))
+    }
+
+    mutating func reportUnacknowledged(_ stanzas: [XMLElement]) {
+        if !stanzas.isEmpty { emit(.unacknowledgedStanzas(stanzas)) }
+    }
+
+    mutating func failPendingIQs(_ error: XMPPClientError?) {
+        guard !pendingIQs.isEmpty else { return }
+        let ids = pendingIQs.filter { $0.value.purpose == .app }.map(\.key).sorted()
+        pendingIQs.removeAll()
+        timers.cancel(.iqTimeout)
+        for id in ids { emit(.iqResponse(id: id, .notDelivered(error))) }
+    }
+
+    mutating func cancelSessionTimers() {
+        timers.cancel(.ping)
+        timers.cancel(.ackRequest)
+        timers.cancel(.close)
+    }
+
+    // MARK: - Writing
+
+    /// Our stream header (RFC 6120 §4.7): `to` the domain, version 1.0, our language; `from`
+    /// only once the stream is protected (RFC 6120 §4.7.1).
+    mutating func sendStreamHeader(generation: TransportGeneration, secured: Bool) {
+        var attributes = [("to", configuration.jid.domainpart)]
+        if secured { attributes.append(("from", configuration.jid.bare.description)) }
+        attributes += [("version", "1.0"), ("xml:lang", configuration.language)]
+        enqueue(
+            .send(
+                XMLSerializer.streamHeader(attributes: attributes),
+                generation: generation,
+                containsCredentials: false
+            )
+        )
+    }
+
+    mutating func sendRaw(_ text: String, generation: TransportGeneration, containsCredentials: Bool = false) {
+        enqueue(.send(Array(text.utf8), generation: generation, containsCredentials: containsCredentials))
+    }
+
+    mutating func send(_ element: XMLElement, generation: TransportGeneration, containsCredentials: Bool = false) {
+        var bytes: [UInt8] = []
+        XMLSerializer.write(element, in: .clientStream, into: &bytes)
+        enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
+    }
+
+    /// Sends a stanza the machine generates itself (pings, replies), counted by XEP-0198 like
+    /// any other.
+    mutating func sendStanzaBytes(_ stanza: XMLElement, session: Session) {
+        send(stanza, generation: session.generation)
+        if streamManagement != nil { streamManagement!.sentStanza(stanza) }
+    }
+
+    /// Sends a stream error and closes (RFC 6120 §4.9.1.1).
+    mutating func sendStreamError(_ error: StreamError, generation: TransportGeneration) {
+        var bytes: [UInt8] = []
+        XMLSerializer.write(error.element, in: .clientStream, into: &bytes)
+        bytes += XMLSerializer.streamFooter
+        enqueue(.send(bytes, generation: generation, containsCredentials: false))
+    }
+
+    /// The peer broke the protocol: send `condition`, close, and treat it as a loss.
+    mutating func protocolViolation(
+        _ condition: StreamError.Condition,
+        _ message: String,
+        applicationCondition: XMLElement? = nil,
+        generation: TransportGeneration,
+        now: Instant
+    ) {
+        let streamError = StreamError(condition, text: nil, applicationCondition: applicationCondition)
+        sendStreamError(streamError, generation: generation)
+        lost(
+            XMPPClientError(.protocolViolation, message, streamError: streamError),
+            closeTransport: true,
+            now: now
+        )
+    }
+
+    /// A fatal problem on our side of the negotiation: close the stream and stop.
+    mutating func failNegotiation(_ error: XMPPClientError, generation: TransportGeneration, now: Instant) {
+        sendRaw("</stream:stream>", generation: generation)
+        lost(error, closeTransport: true, now: now)
+    }
+}

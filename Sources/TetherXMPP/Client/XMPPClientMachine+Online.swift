@@ -1,0 +1,387 @@
+public import TetherCore
+public import TetherXML
+
+extension XMPPClientMachine {
+    // MARK: - App sends
+
+    /// Sends a message. While no stream is online (connecting, waiting to reconnect, suspended)
+    /// it waits in a queue and goes out once one is; with XEP-0198 it is kept until the server
+    /// acknowledges it. Throws `notConnected` when idle or closing, `sendQueueFull` at
+    /// `maximumQueuedStanzas`.
+    public mutating func send(_ message: XMPPMessage, now: Instant) throws(XMPPClientError) {
+        try sendAppStanza(message.element, now: now)
+    }
+
+    /// Sends a presence (queued like a message while offline).
+    public mutating func send(_ presence: XMPPPresence, now: Instant) throws(XMPPClientError) {
+        try sendAppStanza(presence.element, now: now)
+    }
+
+    /// Sends an iq and returns its id. A request (`get`/`set`) is tracked: exactly one
+    /// `iqResponse` event ends it (the answer, `timedOut` after `timeout` — default
+    /// `iqTimeout` — or `notDelivered`). A reply (`result`/`error`, built with `iq.result()` or
+    /// `iq.error(…)`) is just sent. An id is added when the iq has none.
+    @discardableResult
+    public mutating func send(_ iq: XMPPIQ, timeout: Duration? = nil, now: Instant) throws(XMPPClientError) -> String {
+        let id = iq.id ?? makeID("iq")
+        let element = iq.id == nil ? iq.element.settingAttribute("id", to: id) : iq.element
+        guard iq.type.isRequest else {
+            try sendAppStanza(element, now: now)
+            return id
+        }
+        precondition(pendingIQs[id] == nil, "an iq request with the id '\(id)' is already pending")
+        try sendAppStanza(element, now: now)
+        pendingIQs[id] = PendingIQ(deadline: now + (timeout ?? configuration.iqTimeout), to: iq.to, purpose: .app)
+        armIQTimer()
+        return id
+    }
+
+    /// Sends any stanza (`<message/>`, `<presence/>` or `<iq/>` in `jabber:client`; an iq sent
+    /// this way is not tracked). Precondition: `stanza` is one of those.
+    public mutating func send(stanza: XMLElement, now: Instant) throws(XMPPClientError) {
+        precondition(Stanza(stanza) != nil, "only <message/>, <presence/> and <iq/> of jabber:client are stanzas")
+        try sendAppStanza(stanza, now: now)
+    }
+
+    /// Asks the server to acknowledge what it received so far (XEP-0198 `<r/>`), when anything
+    /// is unacknowledged; for an app that wants its messages confirmed soon (before closing).
+    public mutating func requestAcknowledgement(now: Instant) {
+        guard case .online(let session) = state, let sm = streamManagement, sm.isEnabled,
+            !sm.unacknowledged.isEmpty
+        else { return }
+        requestAck(generation: session.generation)
+    }
+
+    private mutating func sendAppStanza(_ element: XMLElement, now: Instant) throws(XMPPClientError) {
+        switch state {
+        case .idle:
+            throw XMPPClientError(.notConnected, "The connection is not started.")
+        case .closing:
+            throw XMPPClientError(.notConnected, "The connection is closing.")
+        case .connecting, .negotiating, .online, .waitingToReconnect, .suspended:
+            break
+        }
+        guard unacknowledgedCount < configuration.maximumQueuedStanzas else {
+            throw XMPPClientError(
+                .sendQueueFull,
+                "\(configuration.maximumQueuedStanzas) stanzas are waiting to be sent or acknowledged."
+            )
+        }
+        if case .online(let session) = state {
+            sendStanza(element, session: session, now: now)
+        } else {
+            outbox.append(element)
+        }
+    }
+
+    /// Writes a stanza on the online stream, counting it for XEP-0198.
+    mutating func sendStanza(_ element: XMLElement, session: Session, now: Instant) {
+        send(element, generation: session.generation)
+        guard streamManagement != nil, let configuration = configuration.streamManagement else { return }
+        streamManagement!.sentStanza(element)
+        if streamManagement!.sentSinceRequest >= configuration.requestAckAfterStanzas {
+            requestAck(generation: session.generation)
+        } else if !timers.isArmed(.ackRequest) {
+            timers.set(.ackRequest, at: now + configuration.requestAckAfter)
+        }
+    }
+
+    mutating func flushOutbox(_ session: Session, now: Instant) {
+        for stanza in outbox.removeAll() { sendStanza(stanza, session: session, now: now) }
+    }
+
+    mutating func requestAck(generation: TransportGeneration) {
+        sendRaw("<r xmlns='urn:xmpp:sm:3'/>", generation: generation)
+        streamManagement?.sentSinceRequest = 0
+        timers.cancel(.ackRequest)
+    }
+
+    // MARK: - Online input
+
+    mutating func onlineEvent(_ event: XMLStreamEvent, _ session: Session, now: Instant) {
+        switch event {
+        case .streamOpen:
+            protocolViolation(.invalidXML, "A second stream header.", generation: session.generation, now: now)
+        case .streamClose:
+            // Not a clean end for us: the server (or a proxy) went away; reconnect (jicoco#87).
+            sendRaw("</stream:stream>", generation: session.generation)
+            lost(XMPPClientError(.connectionLost, "The server closed the stream."), closeTransport: true, now: now)
+        case .element(let element):
+            switch element.namespace {
+            case XMPPNamespace.client:
+                stanzaReceived(element, session, now: now)
+            case XMPPNamespace.streamManagement3:
+                streamManagementElement(element, session, now: now)
+            case XMPPNamespace.streams:
+                if let streamError = StreamError(element) {
+                    streamErrorReceived(
+                        streamError,
+                        generation: session.generation,
+                        endpoint: session.endpoint,
+                        now: now
+                    )
+                }
+            default:
+                // Nonzas of extensions this client does not speak: not addressed to it.
+                break
+            }
+        }
+    }
+
+    mutating func closingEvent(_ event: XMLStreamEvent, now: Instant) {
+        guard case .closing(let generation) = state else { return }
+        switch event {
+        case .streamOpen:
+            break
+        case .streamClose:
+            enqueue(.close(generation: generation))
+            closingEnded(now: now)
+        case .element(let element):
+            if StreamError(element) != nil {
+                enqueue(.close(generation: generation))
+                return closingEnded(now: now)
+            }
+            if element.namespace == XMPPNamespace.streamManagement3, element.localName == "a",
+                let h = StreamManagement.h(of: element)
+            {
+                _ = streamManagement?.acknowledge(h)
+            } else if let message = XMPPMessage(element) {
+                emit(.message(message))
+            } else if let presence = XMPPPresence(element) {
+                emit(.presence(presence))
+            }
+        }
+    }
+
+    /// A stream error from the server: the stream is over; reconnect unless the condition says
+    /// it cannot help, and to the named host after `see-other-host`.
+    mutating func streamErrorReceived(
+        _ streamError: StreamError,
+        generation: TransportGeneration,
+        endpoint: Endpoint,
+        now: Instant
+    ) {
+        sendRaw("</stream:stream>", generation: generation)
+        var message = "The server ended the stream with \(streamError.condition.rawValue)"
+        if let text = streamError.text, !text.isEmpty { message += ": \(text)" }
+        if !message.hasSuffix(".") { message += "." }
+        let redirect =
+            streamError.condition == .seeOtherHost
+            ? streamError.otherHost.flatMap { Endpoint(parsing: $0, defaultPort: endpoint.port) } : nil
+        lost(
+            XMPPClientError(.streamError, message, streamError: streamError),
+            closeTransport: true,
+            redirect: redirect,
+            now: now
+        )
+    }
+
+    private mutating func stanzaReceived(_ element: XMLElement, _ session: Session, now: Instant) {
+        switch element.localName {
+        case "message":
+            streamManagement?.handledInbound()
+            emit(.message(XMPPMessage(element)!))
+        case "presence":
+            streamManagement?.handledInbound()
+            presenceReceived(XMPPPresence(element)!, session, now: now)
+        case "iq":
+            streamManagement?.handledInbound()
+            guard let iq = XMPPIQ(element) else { return }  // an unknown type: nothing to answer
+            if iq.type.isRequest {
+                iqRequestReceived(iq, session, now: now)
+            } else {
+                iqAnswerReceived(iq, session, now: now)
+            }
+        default:
+            // Not a stanza (RFC 6120 §8): nothing to count or deliver.
+            break
+        }
+    }
+
+    private mutating func presenceReceived(_ presence: XMPPPresence, _ session: Session, now: Instant) {
+        guard presence.type == .subscribe, let from = presence.from else {
+            return emit(.presence(presence))
+        }
+        let contact = from.bare
+        let accept = configuration.autoAcceptSubscriptionsFromContacts && rosterContacts.contains(contact)
+        if accept {
+            sendStanza(XMPPPresence(type: .subscribed, to: contact).element, session: session, now: now)
+        }
+        emit(.subscriptionRequest(from: contact, autoAccepted: accept))
+    }
+
+    private mutating func iqRequestReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
+        guard iq.id != nil else { return }  // unanswerable (RFC 6120 §8.2.3 requires an id)
+        guard let payload = iq.payload else {
+            return sendStanza(
+                iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
+                session: session,
+                now: now
+            )
+        }
+        if iq.isPing {
+            return sendStanza(iq.result().element, session: session, now: now)
+        }
+        if iq.type == .set, payload.localName == "query", payload.namespace == XMPPNamespace.roster {
+            // A roster push is valid only from the user's own account (RFC 6121 §2.1.6).
+            guard iq.from == nil || iq.from == session.jid.bare || iq.from == session.jid else {
+                return sendStanza(
+                    iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
+                    session: session,
+                    now: now
+                )
+            }
+            guard let query = RosterQuery(payload), query.items.count == 1, let item = query.items.first else {
+                return sendStanza(
+                    iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
+                    session: session,
+                    now: now
+                )
+            }
+            sendStanza(iq.result().element, session: session, now: now)
+            updateContacts(with: [item])
+            return emit(.rosterPush(item))
+        }
+        if let namespace = payload.namespace, configuration.handledIQNamespaces.contains(namespace) {
+            return emit(.iqRequest(iq))
+        }
+        sendStanza(
+            iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
+            session: session,
+            now: now
+        )
+    }
+
+    private mutating func iqAnswerReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
+        guard let id = iq.id else { return }
+        if var autoPing = session.autoPing, autoPing.answered(id: id) {
+            var session = session
+            session.autoPing = autoPing
+            state = .online(session)
+            timers.set(.ping, at: autoPing.deadline)
+            return
+        }
+        // Only the addressee may answer (RFC 6120 §8.2.3); anything else is an unknown id.
+        guard let pending = pendingIQs[id], Self.answer(from: iq.from, matches: pending.to, session: session.jid) else {
+            return
+        }
+        pendingIQs[id] = nil
+        armIQTimer()
+        switch pending.purpose {
+        case .app:
+            emit(.iqResponse(id: id, iq.type == .result ? .result(iq) : .error(iq)))
+        case .rosterFetch:
+            // A server without a roster answers with an error: there is then nothing to report.
+            guard iq.type == .result, let query = iq.payload.flatMap(RosterQuery.init) else { return }
+            rosterContacts.removeAll()
+            updateContacts(with: query.items)
+            emit(.roster(query))
+        }
+    }
+
+    /// Whether an answer from `from` may answer a request sent to `to`: the user's own server and
+    /// account answer for themselves (with or without `from`), anyone else only from the address
+    /// the request went to.
+    static func answer(from: JID?, matches to: JID?, session jid: JID) -> Bool {
+        func isOwn(_ address: JID?) -> Bool {
+            guard let address else { return true }
+            return address == jid.bare || address == jid || address == jid.domainJID
+        }
+        if isOwn(to) { return isOwn(from) }
+        return from == to
+    }
+
+    private mutating func updateContacts(with items: [RosterItem]) {
+        guard configuration.autoAcceptSubscriptionsFromContacts else { return }
+        for item in items {
+            if item.subscription == .remove {
+                rosterContacts.remove(item.jid.bare)
+            } else {
+                rosterContacts.insert(item.jid.bare)
+            }
+        }
+    }
+
+    // MARK: - Stream management online
+
+    private mutating func streamManagementElement(_ element: XMLElement, _ session: Session, now: Instant) {
+        guard var sm = streamManagement else { return }
+        switch element.localName {
+        case "r":
+            if sm.isEnabled { sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(sm.inbound)'/>", generation: session.generation) }
+        case "a":
+            guard let h = StreamManagement.h(of: element) else {
+                return protocolViolation(
+                    .undefinedCondition,
+                    "<a/> without h.",
+                    generation: session.generation,
+                    now: now
+                )
+            }
+            if case .tooHigh(let h, let sent) = sm.acknowledge(h) {
+                return handledCountTooHigh(h: h, sent: sent, generation: session.generation, now: now)
+            }
+            streamManagement = sm
+            if sm.unacknowledged.isEmpty { timers.cancel(.ackRequest) }
+        case "enabled":
+            guard !sm.isEnabled else { return }
+            sm.isEnabled = true
+            if element.attribute("resume") == "true" || element.attribute("resume") == "1" {
+                sm.resumptionID = element.attribute("id")
+            }
+            sm.location = element.attribute("location").flatMap {
+                Endpoint(parsing: $0, defaultPort: session.endpoint.port)
+            }
+            streamManagement = sm
+            emit(.streamManagementEnabled(resumable: sm.isResumable))
+        case "failed":
+            // Enabling failed: the stream goes on without acknowledgements.
+            if !sm.isEnabled {
+                streamManagement = nil
+                timers.cancel(.ackRequest)
+            }
+        default:
+            break
+        }
+    }
+
+    /// The server acknowledged more than was sent (XEP-0198 §4): its counter cannot be trusted,
+    /// so the session ends without resumption.
+    mutating func handledCountTooHigh(h: UInt32, sent: UInt32, generation: TransportGeneration, now: Instant) {
+        let unacknowledged = streamManagement.map { Array($0.unacknowledged.elements) } ?? []
+        streamManagement = nil
+        reportUnacknowledged(unacknowledged)
+        let detail = XMLElement(
+            XMLName("handled-count-too-high", namespace: XMPPNamespace.streamManagement3),
+            attributes: [XMLAttribute(XMLName("h"), String(h)), XMLAttribute(XMLName("send-count"), String(sent))]
+        )
+        protocolViolation(
+            .undefinedCondition,
+            "The server acknowledged \(h) stanzas, but \(sent) were sent.",
+            applicationCondition: detail,
+            generation: generation,
+            now: now
+        )
+    }
+
+    // MARK: - iq timeouts
+
+    mutating func armIQTimer() {
+        if let earliest = pendingIQs.values.lazy.map(\.deadline).min() {
+            timers.set(.iqTimeout, at: earliest)
+        } else {
+            timers.cancel(.iqTimeout)
+        }
+    }
+
+    mutating func expireIQs(now: Instant) {
+        let expired = pendingIQs.filter { $0.value.deadline <= now }.sorted {
+            ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
+        }
+        for (id, pending) in expired {
+            pendingIQs[id] = nil
+            if pending.purpose == .app { emit(.iqResponse(id: id, .timedOut)) }
+        }
+        armIQTimer()
+    }
+}

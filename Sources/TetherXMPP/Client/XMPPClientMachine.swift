@@ -1,0 +1,495 @@
+public import TetherCore
+public import TetherXML
+
+/// The client side of an XMPP connection (RFC 6120/6121 c2s) as a pure state machine (sans-IO).
+///
+/// The machine never opens a socket, reads a clock or starts a thread. The driver feeds it app
+/// commands, transport inputs (connected, bytes, closed, TLS established — each naming the
+/// transport generation it belongs to) and the current time, and carries out the actions it
+/// returns from `pollAction()`: connect, send bytes, start TLS, close, and deliver events.
+/// `pollTimeout()` is the earliest armed timer; call `handleTimeout(now:)` then (extra calls are
+/// harmless). The contract is the same for every Tether machine (`Specs/machine-contract.md`).
+///
+/// ```
+///  idle ──start──▶ connecting ──connected──▶ openingStream ──features──▶ securing (STARTTLS)
+///   ▲                 │                         ▲    │                        │ TLS established
+///   │ fatal / stop    │ failure                 │    ▼                        ▼
+///   │                 ▼                         │  authenticating ──success──▶ openingStream
+///   │   waitingToReconnect ◀── loss, policy ────┤                                │
+///   │        │ timer             gives up ──▶ suspended ──reconnectNow──┐        ▼
+///   │        └──────────────────────────────────────────────────────────┴──▶ resuming / binding
+///   │                                                                              │
+///   └─────── closing ◀──stop── online ◀──────── resumed / bound (+ session, enable SM)
+/// ```
+///
+/// States (`StateName`): `idle` (not started, stopped, or stopped by a fatal error),
+/// `connecting` (the TCP connection is being made), `openingStream` (our header is out; waiting
+/// for the server's header and features), `securing` (STARTTLS), `authenticating` (SASL),
+/// `resuming` (XEP-0198 `<resume/>` is out), `binding` (resource binding and the legacy
+/// session), `online`, `closing` (our `</stream:stream>` is out; waiting briefly for the
+/// server's), `waitingToReconnect` (the policy's delay), `suspended` (the policy gave up; waits for
+/// `reconnectNow`).
+///
+/// Every rule, with the transition table the tests walk row by row, is in
+/// `Specs/xmpp/client-machine.md`.
+public struct XMPPClientMachine: ~Copyable {
+    // MARK: - Configuration
+
+    /// Whether and how the stream is protected by TLS.
+    public enum TLSPolicy: String, Hashable, Sendable, CaseIterable {
+        /// Never use TLS; fail when the server requires it.
+        case disabled
+        /// Use STARTTLS whenever the server offers it; cleartext otherwise.
+        case optional
+        /// Use STARTTLS; fail when the server does not offer it.
+        case required
+    }
+
+    /// XEP-0199 auto-ping.
+    public struct AutoPingConfiguration: Sendable, Hashable {
+        /// Ping after this long without receiving anything (default 60 s).
+        public var interval: Duration
+        /// A ping unanswered this long is missed (default 10 s).
+        public var timeout: Duration
+        /// After this many misses in a row the stream is dead (default 2).
+        public var maximumMissed: Int
+
+        /// A configuration.
+        public init(interval: Duration = .seconds(60), timeout: Duration = .seconds(10), maximumMissed: Int = 2) {
+            precondition(maximumMissed >= 1, "maximumMissed must be at least 1")
+            precondition(interval > .zero && timeout > .zero, "ping interval and timeout must be positive")
+            self.interval = interval
+            self.timeout = timeout
+            self.maximumMissed = maximumMissed
+        }
+    }
+
+    /// XEP-0198 stream management.
+    public struct StreamManagementConfiguration: Sendable, Hashable {
+        /// Ask for resumption (default on): after a lost connection the session continues where
+        /// it stopped, with every unacknowledged stanza resent.
+        public var resume: Bool
+        /// The resumption time to ask the server for (`max`; nil: the server's default).
+        public var preferredResumptionTime: Duration?
+        /// Request an acknowledgement (`<r/>`) after this many unacknowledged stanzas (default 5).
+        public var requestAckAfterStanzas: Int
+        /// … or this long after sending a stanza that is still unacknowledged (default 2 s).
+        public var requestAckAfter: Duration
+
+        /// A configuration.
+        public init(
+            resume: Bool = true,
+            preferredResumptionTime: Duration? = nil,
+            requestAckAfterStanzas: Int = 5,
+            requestAckAfter: Duration = .seconds(2)
+        ) {
+            precondition(requestAckAfterStanzas >= 1, "requestAckAfterStanzas must be at least 1")
+            self.resume = resume
+            self.preferredResumptionTime = preferredResumptionTime
+            self.requestAckAfterStanzas = requestAckAfterStanzas
+            self.requestAckAfter = requestAckAfter
+        }
+    }
+
+    /// What the app configures. Every limit has a conservative default.
+    public struct Configuration: Sendable {
+        /// The account (`user@domain`); a resourcepart, if any, is the resource to request.
+        public var jid: JID
+        /// The password (never logged, never in an error or description).
+        public var password: Secret
+        /// Where to connect (default: the JID's domain, port 5222).
+        public var endpoint: Endpoint?
+        /// TLS (default `required`).
+        public var tls: TLSPolicy
+        /// The resource to request (nil: the JID's resourcepart; nil there too: the server
+        /// chooses one).
+        public var resource: String?
+        /// SASL mechanisms in order of preference (default: SCRAM-SHA-512, -256, -1, PLAIN).
+        public var mechanisms: [SASLMechanism]
+        /// Allow PLAIN on a stream without TLS (default off: it sends the password in clear).
+        public var allowPlainOnCleartext: Bool
+        /// Bounds on the SCRAM iteration count the server may ask for.
+        public var scramLimits: SCRAMClient.Limits
+        /// XEP-0199 auto-ping (nil: off).
+        public var autoPing: AutoPingConfiguration?
+        /// XEP-0198 stream management (nil: off).
+        public var streamManagement: StreamManagementConfiguration?
+        /// Reconnect after an accidental loss (nil: never). Default: RFC 6120 §3.3's truncated
+        /// binary exponential back-off (first delay random in 0–60 s).
+        public var reconnectPolicy: ReconnectPolicy?
+        /// Fetch the roster when a new session starts (default on).
+        public var fetchRosterOnConnect: Bool
+        /// Accept presence subscription requests from contacts already in the roster (default
+        /// off). Other requests are only reported.
+        public var autoAcceptSubscriptionsFromContacts: Bool
+        /// The presence sent when a new session starts (default: available; nil: none).
+        public var initialPresence: XMPPPresence?
+        /// Payload namespaces of incoming iq requests the app answers (`iqRequest` events);
+        /// others are answered `service-unavailable` at once (RFC 6120 §8.4).
+        public var handledIQNamespaces: Set<String>
+        /// A connect attempt (TCP, TLS, SASL, binding or resumption) must reach `online` within
+        /// this long, or it is abandoned (default 30 s).
+        public var connectTimeout: Duration
+        /// An iq request the server does not answer within this long ends `timedOut` (default 30 s).
+        public var iqTimeout: Duration
+        /// After `stop()`, wait this long for the server's `</stream:stream>` (default 2 s).
+        public var closeTimeout: Duration
+        /// The most stanzas kept unsent or unacknowledged (default 1,000); `send` throws
+        /// `sendQueueFull` beyond it.
+        public var maximumQueuedStanzas: Int
+        /// The most `see-other-host` redirects followed in a row (default 5).
+        public var maximumRedirects: Int
+        /// The stream's `xml:lang` (default `en`).
+        public var language: String
+        /// The XML limits for what the server sends (stanza size 256 KiB, depth 64, …).
+        public var parserLimits: XMLStreamParser.Configuration
+
+        /// A configuration with the defaults above.
+        public init(
+            jid: JID,
+            password: Secret,
+            endpoint: Endpoint? = nil,
+            tls: TLSPolicy = .required,
+            resource: String? = nil,
+            mechanisms: [SASLMechanism] = SASLMechanism.allCases,
+            allowPlainOnCleartext: Bool = false,
+            scramLimits: SCRAMClient.Limits = .init(),
+            autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
+            streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
+            reconnectPolicy: ReconnectPolicy? = .exponentialBackoff(),
+            fetchRosterOnConnect: Bool = true,
+            autoAcceptSubscriptionsFromContacts: Bool = false,
+            initialPresence: XMPPPresence? = XMPPPresence(),
+            handledIQNamespaces: Set<String> = [],
+            connectTimeout: Duration = .seconds(30),
+            iqTimeout: Duration = .seconds(30),
+            closeTimeout: Duration = .seconds(2),
+            maximumQueuedStanzas: Int = 1000,
+            maximumRedirects: Int = 5,
+            language: String = "en",
+            parserLimits: XMLStreamParser.Configuration = .init()
+        ) {
+            self.jid = jid
+            self.password = password
+            self.endpoint = endpoint
+            self.tls = tls
+            self.resource = resource
+            self.mechanisms = mechanisms
+            self.allowPlainOnCleartext = allowPlainOnCleartext
+            self.scramLimits = scramLimits
+            self.autoPing = autoPing
+            self.streamManagement = streamManagement
+            self.reconnectPolicy = reconnectPolicy
+            self.fetchRosterOnConnect = fetchRosterOnConnect
+            self.autoAcceptSubscriptionsFromContacts = autoAcceptSubscriptionsFromContacts
+            self.initialPresence = initialPresence
+            self.handledIQNamespaces = handledIQNamespaces
+            self.connectTimeout = connectTimeout
+            self.iqTimeout = iqTimeout
+            self.closeTimeout = closeTimeout
+            self.maximumQueuedStanzas = maximumQueuedStanzas
+            self.maximumRedirects = maximumRedirects
+            self.language = language
+            self.parserLimits = parserLimits
+        }
+
+        /// The resource bind asks for.
+        var requestedResource: String? { resource ?? jid.resourcepart }
+
+        /// Where a first attempt connects.
+        var defaultEndpoint: Endpoint { endpoint ?? Endpoint(host: jid.domainpart, port: 5222) }
+    }
+
+    // MARK: - Actions and events
+
+    /// What the driver must do.
+    public enum Action: Sendable, Equatable {
+        /// Open a TCP connection to the endpoint for `generation`; report `transportConnected` or
+        /// `transportClosed` with that generation.
+        case connect(Endpoint, generation: TransportGeneration)
+        /// Write `bytes` on the transport of `generation`. `containsCredentials` marks SASL
+        /// messages, which a log must not show.
+        case send([UInt8], generation: TransportGeneration, containsCredentials: Bool)
+        /// Insert TLS on the transport of `generation` now (after `<proceed/>`): `bufferedBytes`
+        /// arrived after `<proceed/>` and are the start of the server's TLS data. Verify the
+        /// certificate for `serverName`; report `tlsEstablished` or `transportClosed`.
+        case startTLS(serverName: String, generation: TransportGeneration, bufferedBytes: [UInt8])
+        /// Close the transport of `generation` (no further input from it is used).
+        case close(generation: TransportGeneration)
+        /// Tell the app.
+        case event(Event)
+    }
+
+    /// How an iq request ended (exactly once per request).
+    public enum IQOutcome: Sendable, Equatable {
+        /// The `result`.
+        case result(XMPPIQ)
+        /// The `error` reply (its `error` holds the stanza error).
+        case error(XMPPIQ)
+        /// No answer within the timeout.
+        case timedOut
+        /// The stream ended and the request cannot be answered any more (nil: the app stopped
+        /// the connection).
+        case notDelivered(XMPPClientError?)
+    }
+
+    /// What the app is told.
+    public enum Event: Sendable, Equatable {
+        /// A new session is online with this full JID (the first one, or after a reconnect
+        /// without resumption: join rooms and send what depends on the session here).
+        case connected(JID)
+        /// The session was resumed (XEP-0198): nothing was lost, nothing needs redoing.
+        case resumed(JID)
+        /// The server refused to resume (its condition, if it gave one); a new session follows,
+        /// and the stanzas it never acknowledged come in `unacknowledgedStanzas`.
+        case resumeFailed(StanzaError.Condition?)
+        /// Stream management is on for this session (`resumable`: the server allows resumption).
+        case streamManagementEnabled(resumable: Bool)
+        /// An online stream ended (nil: the app's `stop()`).
+        case disconnected(XMPPClientError?)
+        /// A connect attempt failed before the stream was online.
+        case connectAttemptFailed(XMPPClientError)
+        /// The next attempt (counting from 1 since the connection was lost) starts after `delay`.
+        case reconnecting(attempt: Int, delay: Duration)
+        /// The reconnect policy gave up; `reconnectNow()` starts again.
+        case suspended(XMPPClientError)
+        /// The machine stopped for good (nil: the app's `stop()`; otherwise a fatal error).
+        case closed(XMPPClientError?)
+        /// A message arrived.
+        case message(XMPPMessage)
+        /// A presence arrived (subscription requests come as `subscriptionRequest`).
+        case presence(XMPPPresence)
+        /// A contact asks to see the user's presence; `autoAccepted` when the machine already
+        /// answered `subscribed` (a roster contact with `autoAcceptSubscriptionsFromContacts`).
+        case subscriptionRequest(from: JID, autoAccepted: Bool)
+        /// An iq request in one of `handledIQNamespaces`: answer it with `iq.result()` or
+        /// `iq.error(…)`.
+        case iqRequest(XMPPIQ)
+        /// An iq request the app sent ended.
+        case iqResponse(id: String, IQOutcome)
+        /// The roster fetched when the session started.
+        case roster(RosterQuery)
+        /// The server changed the roster (the push was acknowledged).
+        case rosterPush(RosterItem)
+        /// Stanzas the server never acknowledged and the machine will not resend (after a failed
+        /// resumption, or when the machine stops): resend them if they still matter.
+        case unacknowledgedStanzas([XMLElement])
+    }
+
+    /// The states, by name.
+    public enum StateName: String, Hashable, Sendable, CaseIterable {
+        case idle, connecting, openingStream, securing, authenticating, resuming, binding, online, closing
+        case waitingToReconnect, suspended
+    }
+
+    // MARK: - State
+
+    enum Timer: Hashable, Sendable {
+        case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close
+    }
+
+    /// One connect attempt, from the connect action until the stream is online.
+    struct Attempt: Sendable {
+        var generation: TransportGeneration
+        var endpoint: Endpoint
+        /// `see-other-host` redirects followed to get here.
+        var redirects: Int
+    }
+
+    enum SASLExchange: Sendable {
+        case plain
+        case scram(SCRAMClient)
+    }
+
+    /// Where the negotiation of a stream stands.
+    enum NegotiationStep: Sendable {
+        /// Our header is out; the server's header is awaited.
+        case awaitingHeader
+        /// The server's header arrived; its features are awaited.
+        case awaitingFeatures
+        /// `<starttls/>` is out.
+        case awaitingProceed
+        /// `startTLS` was asked of the driver.
+        case awaitingTLS
+        case authenticating(SASLExchange)
+        /// `<resume/>` is out.
+        case resuming
+        /// The bind request (id) is out.
+        case binding(id: String)
+        /// The legacy session request (id) is out; bound to `jid`.
+        case startingSession(id: String, jid: JID)
+    }
+
+    /// A stream being negotiated.
+    struct Negotiation: Sendable {
+        var attempt: Attempt
+        var secured = false
+        var authenticated = false
+        var step = NegotiationStep.awaitingHeader
+        /// The latest features (the post-authentication ones decide bind, session and SM).
+        var features: StreamFeatures?
+    }
+
+    /// An online stream.
+    struct Session: Sendable {
+        var generation: TransportGeneration
+        var endpoint: Endpoint
+        var jid: JID
+        var secured: Bool
+        var autoPing: AutoPing?
+    }
+
+    enum State: Sendable {
+        case idle
+        case connecting(Attempt)
+        case negotiating(Negotiation)
+        case online(Session)
+        case closing(generation: TransportGeneration)
+        case waitingToReconnect(next: Endpoint, redirects: Int)
+        case suspended(XMPPClientError)
+    }
+
+    /// An iq request awaiting its answer.
+    struct PendingIQ: Sendable {
+        enum Purpose: Sendable {
+            case app
+            case rosterFetch
+        }
+
+        var deadline: Instant
+        /// The addressee (nil: the user's own server).
+        var to: JID?
+        var purpose: Purpose
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    let hashProvider: any SCRAMHashProvider
+    let makeNonce: @Sendable () -> String
+    var state: State = .idle
+    var parser: XMLStreamParser
+    var timers = TimerTable<Timer>()
+    var actionQueue: [Action?] = []
+    var actionsRead = 0
+    var random: SeededRandomNumberGenerator
+    var lastGeneration = TransportGeneration(0)
+    var schedule: ReconnectSchedule?
+    /// XEP-0198 state: set when `<enable/>` is sent, kept across a lost connection while the
+    /// session can be resumed.
+    var streamManagement: StreamManagement?
+    /// Stanzas the app sent while no stream was online, sent once one is.
+    var outbox = StanzaQueue()
+    var pendingIQs: [String: PendingIQ] = [:]
+    /// The JID of the last session (kept for resumption).
+    var boundJID: JID?
+    /// Bare JIDs of the roster, kept only for `autoAcceptSubscriptionsFromContacts`.
+    var rosterContacts: Set<JID> = []
+    /// The prefix of this machine's stanza ids (random per machine, so that ids of successive
+    /// machines do not collide).
+    let idPrefix: String
+    var nextID = 0
+
+    /// A machine for `configuration`. `hashProvider` supplies SCRAM's cryptography;
+    /// `randomSeed` seeds reconnect jitter and ids (pass a random one in production, a fixed one
+    /// in tests); `makeNonce` returns a fresh SCRAM nonce (default: 24 characters from the
+    /// system's secure generator).
+    public init(
+        configuration: Configuration,
+        hashProvider: any SCRAMHashProvider,
+        randomSeed: UInt64,
+        makeNonce: @escaping @Sendable () -> String = XMPPClientMachine.secureNonce
+    ) {
+        self.configuration = configuration
+        self.hashProvider = hashProvider
+        self.makeNonce = makeNonce
+        parser = XMLStreamParser(configuration: configuration.parserLimits)
+        var random = SeededRandomNumberGenerator(seed: randomSeed)
+        idPrefix = String(random.next() & 0xFFFFF, radix: 36)
+        self.random = random
+        schedule = configuration.reconnectPolicy.map(ReconnectSchedule.init(policy:))
+    }
+
+    /// 24 random base64 characters (18 bytes) from the system's secure generator.
+    public static func secureNonce() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<18).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return Base64.encode(bytes)
+    }
+
+    // MARK: - Driver interface
+
+    /// The next action to carry out, or nil.
+    public mutating func pollAction() -> Action? {
+        guard actionsRead < actionQueue.count else {
+            if !actionQueue.isEmpty {
+                actionQueue.removeAll(keepingCapacity: actionQueue.count <= 16)
+                actionsRead = 0
+            }
+            return nil
+        }
+        defer { actionsRead += 1 }
+        return actionQueue[actionsRead].take()
+    }
+
+    mutating func enqueue(_ action: Action) {
+        actionQueue.append(action)
+    }
+
+    mutating func emit(_ event: Event) {
+        actionQueue.append(.event(event))
+    }
+
+    /// The earliest armed timer.
+    public func pollTimeout() -> Instant? { timers.earliest }
+
+    /// The current state's name.
+    public var stateName: StateName {
+        switch state {
+        case .idle: .idle
+        case .connecting: .connecting
+        case .negotiating(let negotiation):
+            switch negotiation.step {
+            case .awaitingHeader, .awaitingFeatures: .openingStream
+            case .awaitingProceed, .awaitingTLS: .securing
+            case .authenticating: .authenticating
+            case .resuming: .resuming
+            case .binding, .startingSession: .binding
+            }
+        case .online: .online
+        case .closing: .closing
+        case .waitingToReconnect: .waitingToReconnect
+        case .suspended: .suspended
+        }
+    }
+
+    /// The full JID of the online session.
+    public var jid: JID? {
+        if case .online(let session) = state { return session.jid }
+        return nil
+    }
+
+    /// The transport generation in use, if any.
+    public var currentGeneration: TransportGeneration? {
+        switch state {
+        case .connecting(let attempt): attempt.generation
+        case .negotiating(let negotiation): negotiation.attempt.generation
+        case .online(let session): session.generation
+        case .closing(let generation): generation
+        case .idle, .waitingToReconnect, .suspended: nil
+        }
+    }
+
+    /// Stanzas sent but not acknowledged (XEP-0198) plus stanzas waiting for a stream.
+    public var unacknowledgedCount: Int {
+        (streamManagement?.unacknowledged.count ?? 0) + outbox.count
+    }
+
+    /// Whether XEP-0198 is enabled on the current (or resumable) session.
+    public var isStreamManagementEnabled: Bool { streamManagement?.isEnabled ?? false }
+
+    /// A fresh stanza id.
+    mutating func makeID(_ kind: String) -> String {
+        nextID += 1
+        return "\(kind)\(idPrefix)-\(nextID)"
+    }
+}

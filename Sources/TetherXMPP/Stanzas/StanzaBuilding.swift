@@ -1,0 +1,106 @@
+public import TetherXML
+
+extension XMLName {
+    /// A name in the client namespace (`jabber:client`), the default namespace of a c2s stream.
+    static func client(_ local: String) -> XMLName { XMLName(local, namespace: XMPPNamespace.client) }
+}
+
+extension XMLElement {
+    /// A copy with the attribute `local` (no namespace) set to `value`, replacing one of that
+    /// name; children and other attributes unchanged.
+    public func settingAttribute(_ local: String, to value: String) -> XMLElement {
+        var attributes = self.attributes.filter { !($0.name.local == local && $0.name.namespace == nil) }
+        attributes.append(XMLAttribute(XMLName(local), value))
+        return XMLElement(
+            name,
+            attributes: attributes,
+            namespaceDeclarations: namespaceDeclarations,
+            children: childNodes
+        )
+    }
+
+    /// The child elements that are not in `namespace` (a stanza's extensions).
+    func children(outside namespace: String) -> [XMLElement] {
+        children.filter { $0.namespace != namespace }
+    }
+}
+
+/// The common attributes of a stanza under construction, in wire order.
+struct StanzaAttributes {
+    var attributes: [XMLAttribute] = []
+
+    mutating func add(_ local: String, _ value: String?) {
+        if let value { attributes.append(XMLAttribute(XMLName(local), value)) }
+    }
+
+    mutating func addLanguage(_ value: String?) {
+        if let value {
+            attributes.append(XMLAttribute(XMLName("lang", namespace: XMLName.xmlNamespace, prefix: "xml"), value))
+        }
+    }
+}
+
+/// A child `<local>text</local>` in the client namespace.
+func textChild(_ local: String, _ text: String?) -> XMLNode? {
+    text.map { .element(XMLElement(.client(local), children: [.text($0)])) }
+}
+
+/// XEP-0203 delayed delivery information (`<delay xmlns='urn:xmpp:delay' stamp='…'/>`), which
+/// servers add to stanzas they stored or redelivered (prosody does after XEP-0198 resumption).
+public struct Delay: Hashable, Sendable {
+    /// Who delayed the stanza.
+    public var from: JID?
+    /// When the stanza was originally sent, as XEP-0082 date-time text (`2024-01-05T12:00:00Z`).
+    public var stamp: String
+    /// Why, if the server said.
+    public var reason: String?
+
+    /// The view of a `<delay/>` element.
+    public init?(_ element: XMLElement) {
+        guard element.localName == "delay", element.namespace == XMPPNamespace.delay,
+            let stamp = element.attribute("stamp")
+        else { return nil }
+        self.stamp = stamp
+        from = element.attribute("from").flatMap(JID.init)
+        let text = element.text
+        reason = text.isEmpty ? nil : text
+    }
+
+    /// The delay information of a stanza, if it carries any.
+    init?(in stanza: XMLElement) {
+        guard let element = stanza.firstChild("delay", namespace: XMPPNamespace.delay) else { return nil }
+        self.init(element)
+    }
+}
+
+extension StanzaError {
+    /// The `<error/>` element for sending (inside a stanza of the client namespace).
+    public var element: XMLElement {
+        var attributes: [XMLAttribute] = []
+        attributes.append(XMLAttribute(XMLName("type"), (type ?? condition.defaultType).rawValue))
+        if let by { attributes.append(XMLAttribute(XMLName("by"), by)) }
+        var children: [XMLNode] = [
+            .element(XMLElement(XMLName(condition.rawValue, namespace: XMPPNamespace.stanzaErrors)))
+        ]
+        if let text {
+            children.append(
+                .element(XMLElement(XMLName("text", namespace: XMPPNamespace.stanzaErrors), children: [.text(text)]))
+            )
+        }
+        return XMLElement(.client("error"), attributes: attributes, children: children)
+    }
+}
+
+extension StanzaError.Condition {
+    /// The error type RFC 6120 §8.3.3 gives with each condition.
+    public var defaultType: StanzaError.ErrorType {
+        switch self {
+        case .badRequest, .jidMalformed, .notAcceptable, .policyViolation, .redirect: .modify
+        case .forbidden, .notAuthorized, .registrationRequired, .subscriptionRequired: .auth
+        case .recipientUnavailable, .remoteServerTimeout, .resourceConstraint: .wait
+        case .conflict, .featureNotImplemented, .gone, .internalServerError, .itemNotFound, .notAllowed,
+            .remoteServerNotFound, .serviceUnavailable, .undefinedCondition, .unexpectedRequest:
+            .cancel
+        }
+    }
+}

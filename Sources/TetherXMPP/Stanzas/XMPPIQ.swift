@@ -1,0 +1,103 @@
+public import TetherXML
+
+/// An `<iq/>` stanza (RFC 6120 §8.2.3): a request (`get`/`set`) with exactly one payload, or its
+/// answer (`result`, `error`) carrying the request's id.
+///
+/// ```swift
+/// let request = XMPPIQ.get(XMLElement(XMLName("query", namespace: "jabber:iq:version")), to: server)
+/// case .iqRequest(let iq): try client.send(iq.result())             // or iq.error(StanzaError(…))
+/// ```
+public struct XMPPIQ: Hashable, Sendable {
+    /// The four iq types.
+    public enum IQType: String, Hashable, Sendable, CaseIterable {
+        case get, set, result, error
+
+        /// Whether an iq of this type is a request that must be answered.
+        public var isRequest: Bool { self == .get || self == .set }
+    }
+
+    /// The stanza.
+    public let element: XMLElement
+
+    /// The view of `element`; nil unless it is an `<iq/>` in the client namespace with a known
+    /// type.
+    public init?(_ element: XMLElement) {
+        guard element.localName == "iq", element.namespace == XMPPNamespace.client,
+            element.attribute("type").flatMap(IQType.init(rawValue:)) != nil
+        else { return nil }
+        self.element = element
+    }
+
+    /// An iq of `type` with `payload` (the connection adds an `id` when nil).
+    public init(type: IQType, payload: XMLElement?, to: JID? = nil, id: String? = nil) {
+        var attributes = StanzaAttributes()
+        attributes.add("type", type.rawValue)
+        attributes.add("to", to?.description)
+        attributes.add("id", id)
+        element = XMLElement(
+            .client("iq"),
+            attributes: attributes.attributes,
+            children: payload.map { [.element($0)] } ?? []
+        )
+    }
+
+    /// A `get` request.
+    public static func get(_ payload: XMLElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
+        XMPPIQ(type: .get, payload: payload, to: to, id: id)
+    }
+
+    /// A `set` request.
+    public static func set(_ payload: XMLElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
+        XMPPIQ(type: .set, payload: payload, to: to, id: id)
+    }
+
+    /// An XEP-0199 ping to `to` (the server when nil).
+    public static func ping(to: JID? = nil, id: String? = nil) -> XMPPIQ {
+        .get(XMLElement(XMLName("ping", namespace: XMPPNamespace.ping)), to: to, id: id)
+    }
+
+    /// The `result` answering this request, addressed to its sender, with an optional payload.
+    public func result(payload: XMLElement? = nil) -> XMPPIQ {
+        XMPPIQ(type: .result, payload: payload, to: from, id: id ?? "")
+    }
+
+    /// The `error` answering this request, addressed to its sender.
+    public func error(_ error: StanzaError) -> XMPPIQ {
+        var attributes = StanzaAttributes()
+        attributes.add("type", IQType.error.rawValue)
+        attributes.add("to", from?.description)
+        attributes.add("id", id ?? "")
+        return XMPPIQ(
+            uncheckedElement: XMLElement(
+                .client("iq"),
+                attributes: attributes.attributes,
+                children: [.element(error.element)]
+            )
+        )
+    }
+
+    init(uncheckedElement: XMLElement) {
+        element = uncheckedElement
+    }
+
+    /// The type.
+    public var type: IQType { element.attribute("type").flatMap(IQType.init(rawValue:)) ?? .error }
+    /// The `id` attribute.
+    public var id: String? { element.attribute("id") }
+    /// The sender (nil when absent: the user's own server or account).
+    public var from: JID? { element.attribute("from").flatMap(JID.init) }
+    /// The addressee.
+    public var to: JID? { element.attribute("to").flatMap(JID.init) }
+    /// The payload: the first child that is not the `<error/>`.
+    public var payload: XMLElement? {
+        element.children.first { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
+    }
+    /// The stanza error, for `type='error'`.
+    public var error: StanzaError? {
+        type == .error ? element.firstChild("error", namespace: XMPPNamespace.client).flatMap(StanzaError.init) : nil
+    }
+    /// Whether this is an XEP-0199 ping request.
+    public var isPing: Bool {
+        type == .get && payload.map { $0.localName == "ping" && $0.namespace == XMPPNamespace.ping } == true
+    }
+}

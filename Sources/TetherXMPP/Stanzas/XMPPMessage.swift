@@ -1,0 +1,74 @@
+public import TetherXML
+
+/// A `<message/>` stanza (RFC 6121 §5): built to send, or a typed view of one received.
+///
+/// ```swift
+/// try client.send(XMPPMessage(to: bob, body: "Hello"))          // <message type='chat' to=…><body>Hello</body>
+/// case .message(let message): print(message.from, message.body ?? "")
+/// ```
+///
+/// The view reads the element on demand; `element` is the stanza as received or built.
+public struct XMPPMessage: Hashable, Sendable {
+    /// The message types (RFC 6121 §5.2.2); a missing or unknown type counts as `normal`.
+    public enum MessageType: String, Hashable, Sendable, CaseIterable {
+        case chat, error, groupchat, headline, normal
+    }
+
+    /// The stanza.
+    public let element: XMLElement
+
+    /// The view of `element`; nil unless it is a `<message/>` in the client namespace.
+    public init?(_ element: XMLElement) {
+        guard element.localName == "message", element.namespace == XMPPNamespace.client else { return nil }
+        self.element = element
+    }
+
+    /// A message to send. `extensions` are added after the standard children (for example a
+    /// `<request xmlns='urn:xmpp:receipts'/>`); an `id` is added by the connection when nil and
+    /// stream management needs none.
+    public init(
+        to: JID?,
+        body: String?,
+        type: MessageType = .chat,
+        id: String? = nil,
+        subject: String? = nil,
+        thread: String? = nil,
+        language: String? = nil,
+        extensions: [XMLElement] = []
+    ) {
+        var attributes = StanzaAttributes()
+        attributes.add("type", type.rawValue)
+        attributes.add("to", to?.description)
+        attributes.add("id", id)
+        attributes.addLanguage(language)
+        var children: [XMLNode] = []
+        if let subject = textChild("subject", subject) { children.append(subject) }
+        if let body = textChild("body", body) { children.append(body) }
+        if let thread = textChild("thread", thread) { children.append(thread) }
+        children += extensions.map(XMLNode.element)
+        element = XMLElement(.client("message"), attributes: attributes.attributes, children: children)
+    }
+
+    private var view: Stanza { Stanza(element)! }
+
+    /// The type (`normal` when absent or unknown, RFC 6121 §5.2.2).
+    public var type: MessageType { element.attribute("type").flatMap(MessageType.init(rawValue:)) ?? .normal }
+    /// The sender (nil when absent or not a valid JID).
+    public var from: JID? { view.from }
+    /// The addressee.
+    public var to: JID? { view.to }
+    /// The `id` attribute.
+    public var id: String? { element.attribute("id") }
+    /// The `<body/>` text.
+    public var body: String? { view.body }
+    /// The `<subject/>` text.
+    public var subject: String? { view.subject }
+    /// The `<thread/>` text.
+    public var thread: String? { view.thread }
+    /// The delayed-delivery information (XEP-0203), present on stored or redelivered messages.
+    public var delay: Delay? { Delay(in: element) }
+    /// The stanza error, for `type='error'`.
+    public var error: StanzaError? { view.error }
+    /// The children outside the client namespace (chat states, receipts, …).
+    public var extensions: [XMLElement] { element.children(outside: XMPPNamespace.client) }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherTLS
+import TetherXML
+import TetherXMPP
+
+typealias Machine = XMPPClientMachine
+
+/// Drives an `XMPPClientMachine` against a scripted server on a virtual clock, recording a
+/// transcript of action names: `connect`, `send:header`, `send:auth`, `send:iq`, `send:footer`,
+/// `send:stream-error`, `starttls`, `close`, `event:connected`, ….
+final class XMPPClientHarness {
+    var machine: Machine
+    var now = Instant.zero
+    /// Names of every action taken, in order.
+    var transcript: [String] = []
+    /// Every event, in order.
+    var events: [Machine.Event] = []
+    /// Every send action's text, in order (with the generation it went to).
+    var sent: [(text: String, generation: TransportGeneration)] = []
+    /// Whether a send carried credentials, per send.
+    var sentWithCredentials: [Bool] = []
+    /// The generation of the last connect action, and the endpoints connected to.
+    var generation: TransportGeneration?
+    var endpoints: [Endpoint] = []
+    /// Generations the machine asked to close.
+    var closed: [TransportGeneration] = []
+    /// The last startTLS action's buffered bytes.
+    var tlsBuffered: [UInt8]?
+    /// A SCRAM server for the harness's SCRAM logins.
+    var scramServer = ScriptedSCRAMServer()
+
+    static let domain = "example.com"
+    static let jid = JID("alice@example.com")!
+    static let serverHeader =
+        "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s1' from='example.com' version='1.0' xml:lang='en'>"
+    static func mechanisms(_ names: [String]) -> String {
+        "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>"
+            + names.map { "<mechanism>\($0)</mechanism>" }.joined() + "</mechanisms></stream:features>"
+    }
+    static let boundFeatures =
+        "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><required/></bind><session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session><sm xmlns='urn:xmpp:sm:3'><optional/></sm></stream:features>"
+
+    init(_ configure: (inout Machine.Configuration) -> Void = { _ in }) {
+        var configuration = Machine.Configuration(
+            jid: Self.jid,
+            password: "secret-password",
+            tls: .disabled,
+            allowPlainOnCleartext: true,
+            reconnectPolicy: .fixed(.seconds(1)),
+            fetchRosterOnConnect: false,
+            initialPresence: nil
+        )
+        configure(&configuration)
+        machine = Machine(
+            configuration: configuration,
+            hashProvider: OpenSSLHashProvider(),
+            randomSeed: 1,
+            makeNonce: { "clientnonce" }
+        )
+    }
+
+    var state: Machine.StateName { machine.stateName }
+    var jid: JID? { machine.jid }
+    var timeout: Instant? { machine.pollTimeout() }
+    var unacknowledged: Int { machine.unacknowledgedCount }
+    var smEnabled: Bool { machine.isStreamManagementEnabled }
+
+    // MARK: - Driving
+
+    /// Collects the machine's pending actions; returns their names.
+    @discardableResult
+    func drain() -> [String] {
+        var names: [String] = []
+        while let action = machine.pollAction() {
+            switch action {
+            case .connect(let endpoint, let generation):
+                self.generation = generation
+                endpoints.append(endpoint)
+                names.append("connect")
+            case .send(let bytes, let generation, let containsCredentials):
+                let text = String(decoding: bytes, as: UTF8.self)
+                sent.append((text, generation))
+                sentWithCredentials.append(containsCredentials)
+                names.append("send:" + Self.sendName(text))
+            case .startTLS(_, _, let buffered):
+                tlsBuffered = buffered
+                names.append("starttls")
+            case .close(let generation):
+                closed.append(generation)
+                names.append("close")
+            case .event(let event):
+                events.append(event)
+                names.append("event:" + Self.eventName(event))
+            }
+        }
+        transcript += names
+        return names
+    }
+
+    static func sendName(_ text: String) -> String {
+        if text.hasPrefix("<?xml") { return "header" }
+        if text == "</stream:stream>" { return "footer" }
+        if text.hasPrefix("<stream:error") { return "stream-error" }
+        let name = text.dropFirst().prefix { $0 != " " && $0 != ">" && $0 != "/" }
+        return String(name)
+    }
+
+    static func eventName(_ event: Machine.Event) -> String {
+        switch event {
+        case .connected: "connected"
+        case .resumed: "resumed"
+        case .resumeFailed: "resumefailed"
+        case .streamManagementEnabled: "smenabled"
+        case .disconnected: "disconnected"
+        case .connectAttemptFailed: "attemptfailed"
+        case .reconnecting: "reconnecting"
+        case .suspended: "suspended"
+        case .closed: "closed"
+        case .message: "message"
+        case .presence: "presence"
+        case .subscriptionRequest: "subscription"
+        case .iqRequest: "iqrequest"
+        case .iqResponse: "iqresponse"
+        case .roster: "roster"
+        case .rosterPush: "rosterpush"
+        case .unacknowledgedStanzas: "unacknowledged"
+        }
+    }
+
+    func start() {
+        machine.start(now: now)
+        drain()
+    }
+
+    func connected() {
+        machine.transportConnected(generation: generation!, now: now)
+        drain()
+    }
+
+    /// The server sends `text` on the current transport.
+    func server(_ text: String) {
+        machine.transportReceived(Array(text.utf8), generation: generation!, now: now)
+        drain()
+    }
+
+    func transportClosed(_ error: String? = "reset") {
+        machine.transportClosed(generation: generation!, error: error, now: now)
+        drain()
+    }
+
+    /// Moves the clock forward by `duration`, firing every timer due on the way at its deadline.
+    func advance(by duration: Duration) {
+        let end = now + duration
+        while let deadline = machine.pollTimeout(), deadline <= end {
+            now = max(now, deadline)
+            machine.handleTimeout(now: now)
+            drain()
+        }
+        now = end
+    }
+
+    /// The last text sent.
+    var lastSent: String { sent.last?.text ?? "" }
+
+    /// The id attribute of the last sent element.
+    var lastSentID: String {
+        guard let range = lastSent.range(of: "id='") else { return "" }
+        return String(lastSent[range.upperBound...].prefix { $0 != "'" })
+    }
+
+    // MARK: - Scripted negotiation
+
+    /// Connects and authenticates with PLAIN, then answers bind (and SM enable when the
+    /// features offer it); ends online.
+    func login(features: String = boundFeatures, enableSM: Bool = true, resumable: Bool = true) {
+        if generation == nil || machine.stateName == .idle { start() }
+        connected()
+        server(Self.serverHeader + Self.mechanisms(["PLAIN"]))
+        server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        server(Self.serverHeader + features)
+        let bindID = lastSentID
+        server(
+            "<iq type='result' id='\(bindID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/phone</jid></bind></iq>"
+        )
+        if enableSM && features.contains("urn:xmpp:sm:3") {
+            server("<enabled xmlns='urn:xmpp:sm:3' id='sm-1' resume='\(resumable)' max='600'/>")
+        }
+    }
+
+    /// After a loss: reconnect (the timer), authenticate, and answer `<resume/>`.
+    func resume(h: Int) {
+        connected()
+        server(Self.serverHeader + Self.mechanisms(["PLAIN"]))
+        server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        server(Self.serverHeader + Self.boundFeatures)
+        server("<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='\(h)'/>")
+    }
+}
+
+/// The server side of SCRAM-SHA-1/256 for the harness: a fixed salt and server nonce, the real
+/// computation (through OpenSSL) for the proof check and the signature.
+struct ScriptedSCRAMServer {
+    var algorithm = SCRAMHashAlgorithm.sha1
+    var password = "secret-password"
+    var salt = Array("saltsaltsalt".utf8)
+    var iterations = 4096
+    var clientFirstBare = ""
+    var serverFirst = ""
+
+    /// The server-first-message for the base64 client-first-message of an `<auth>`.
+    mutating func challenge(forAuth base64: String) -> String {
+        let clientFirst = String(decoding: Base64.decode(base64)!, as: UTF8.self)
+        clientFirstBare = String(clientFirst.dropFirst(3))
+        let nonce = clientFirstBare.components(separatedBy: ",r=")[1]
+        serverFirst = "r=\(nonce)SERVERNONCE,s=\(Base64.encode(salt)),i=\(iterations)"
+        return Base64.encode(Array(serverFirst.utf8))
+    }
+
+    /// The expected client-final-message and the server-final-message (`v=…`).
+    func final(signatureTampered: Bool = false) -> (clientFinal: String, serverFinal: String) {
+        let provider = OpenSSLHashProvider()
+        let salted = provider.pbkdf2(algorithm, password: Array(password.utf8), salt: salt, iterations: iterations)
+        let clientKey = provider.hmac(algorithm, key: salted, data: Array("Client Key".utf8))
+        let storedKey = provider.hash(algorithm, clientKey)
+        let serverKey = provider.hmac(algorithm, key: salted, data: Array("Server Key".utf8))
+        let nonce = serverFirst.components(separatedBy: ",")[0].dropFirst(2)
+        let withoutProof = "c=biws,r=\(nonce)"
+        let authMessage = Array("\(clientFirstBare),\(serverFirst),\(withoutProof)".utf8)
+        let signature = provider.hmac(algorithm, key: storedKey, data: authMessage)
+        let proof = zip(clientKey, signature).map { $0 ^ $1 }
+        var serverSignature = provider.hmac(algorithm, key: serverKey, data: authMessage)
+        if signatureTampered { serverSignature[0] ^= 1 }
+        return (withoutProof + ",p=" + Base64.encode(proof), "v=" + Base64.encode(serverSignature))
+    }
+}
+
+/// The base64 text inside the last `<auth>`/`<response>` sent.
+func saslPayload(_ text: String) -> String {
+    guard let start = text.firstIndex(of: ">"), let end = text.range(of: "</", options: .backwards) else { return "" }
+    return String(text[text.index(after: start)..<end.lowerBound])
+}
+
+/// The error of the last event when it is `closed(error)`; records an issue otherwise.
+func closedError(_ events: [Machine.Event], sourceLocation: SourceLocation = #_sourceLocation) -> XMPPClientError? {
+    guard case .closed(let error?) = events.last else {
+        Issue.record(
+            "the last event is not closed(error): \(String(describing: events.last))",
+            sourceLocation: sourceLocation
+        )
+        return nil
+    }
+    return error
+}
+
+/// Records an issue (returns Void, for `guard … else { return fail("…") }`).
+func fail(_ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation) {
+    Issue.record(comment, sourceLocation: sourceLocation)
+}
