@@ -1,1 +1,251 @@
+import Dispatch
+import Foundation
 import Testing
+import TetherCore
+import TetherDispatch
+import TetherTestServers
+import TetherXML
+import TetherXMPP
+
+/// `XMPPClient` against a real prosody on 127.0.0.1 (started and stopped by each test), through
+/// a byte relay where a test cuts or stalls the link. Serialized: the timing tests must not
+/// share the two cores with other servers.
+@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+struct XMPPClientTests {
+    @Test func scramSHA1Login() async throws {
+        let server = try startedProsody(authentication: "internal_hashed")
+        var configuration = testConfiguration("alice", port: server.port)
+        configuration.mechanisms = [.scramSHA1]
+        let client = XMPPClient(configuration)
+        let jid = try await client.connect()
+        #expect(jid.bare == JID("alice@localhost"))
+        await client.disconnect()
+    }
+
+    @Test func scramSHA256Login() async throws {
+        let server = try startedProsody()
+        var configuration = testConfiguration("alice", port: server.port)
+        configuration.mechanisms = [.scramSHA256]
+        let client = XMPPClient(configuration)
+        try await client.connect()
+        await client.disconnect()
+    }
+
+    @Test func plainIsRefusedOnCleartextUnlessAllowed() async throws {
+        let server = try startedProsody()
+        var configuration = testConfiguration("alice", port: server.port)
+        configuration.mechanisms = [.plain]
+        let refused = XMPPClient(configuration)
+        do {
+            try await refused.connect()
+            Issue.record("PLAIN was used on a cleartext stream")
+        } catch {
+            #expect(error.kind == .noAcceptableMechanism)
+        }
+        configuration.allowPlainOnCleartext = true
+        let allowed = XMPPClient(configuration)
+        try await allowed.connect()
+        await allowed.disconnect()
+    }
+
+    @Test func bindWithAndWithoutResource() async throws {
+        let server = try startedProsody()
+        let named = XMPPClient(testConfiguration("alice", port: server.port, resource: "tether-test"))
+        #expect(try await named.connect() == JID("alice@localhost/tether-test"))
+        let chosen = XMPPClient(testConfiguration("bob", port: server.port))
+        let jid = try await chosen.connect()
+        #expect(jid.bare == JID("bob@localhost") && (jid.resourcepart?.isEmpty == false))
+        await named.disconnect()
+        await chosen.disconnect()
+    }
+
+    @Test func wrongPasswordFailsOnceWithoutRetrying() async throws {
+        let server = try startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let client = XMPPClient(testConfiguration("alice", port: relay.port, password: "wrong"))
+        do {
+            try await client.connect()
+            Issue.record("logged in with a wrong password")
+        } catch {
+            #expect(error.kind == .authenticationFailed && error.saslCondition == "not-authorized")
+            #expect(!error.message.contains("wrong"))
+        }
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(relay.acceptedCount == 1)
+        #expect(await client.state() == .idle)
+    }
+
+    @Test func messageRosterAndPings() async throws {
+        let server = try startedProsody()
+        let alice = XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
+        let bob = XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let bobEvents = EventRecorder(bob)
+        let aliceEvents = EventRecorder(alice)
+        try await alice.connect()
+        try await bob.connect()
+        #expect(await aliceEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        // A message alice → bob.
+        try await alice.send(XMPPMessage(to: JID("bob@localhost/b"), body: "hello bob", id: "m1"))
+        #expect(await bobEvents.wait { _ in bobEvents.bodies == ["hello bob"] })
+        let message = bobEvents.events.compactMap { if case .message(let m) = $0 { m } else { nil } }.first
+        #expect(message?.from == JID("alice@localhost/a") && message?.id == "m1")
+        // Roster: empty at first; add bob (the push arrives as an event, since alice asked for
+        // the roster, RFC 6121 §2.1.6), fetch it back.
+        #expect(try await alice.fetchRoster().items.isEmpty)
+        _ = try await alice.request(
+            RosterQuery.update(RosterItem(jid: JID("bob@localhost")!, name: "Bob", groups: ["Friends"]))
+        )
+        #expect(await aliceEvents.wait { $0.contains { if case .rosterPush = $0 { true } else { false } } })
+        let roster = try await alice.fetchRoster()
+        #expect(roster.items.map(\.jid) == [JID("bob@localhost")!])
+        #expect(roster.items.first?.name == "Bob" && roster.items.first?.groups == ["Friends"])
+        // Ping the server: a round trip.
+        let rtt = try await alice.ping()
+        #expect(rtt > .zero && rtt < .seconds(5))
+        // A ping to alice (relayed by the server) is answered by alice's machine.
+        let answer = try await bob.request(.ping(to: JID("alice@localhost/a")))
+        #expect(answer.type == .result)
+        await alice.disconnect()
+        await bob.disconnect()
+        #expect(aliceEvents.events.last == .closed(nil))
+    }
+
+    /// The link under alice (sending) and the link under bob (receiving) are cut while 200
+    /// messages flow: both resume, and bob gets every message exactly once, in order.
+    @Test func linkCutsDuringTrafficLoseNothing() async throws {
+        let server = try startedProsody()
+        let aliceRelay = try TCPRelay(upstreamPort: server.port)
+        let bobRelay = try TCPRelay(upstreamPort: server.port)
+        let alice = XMPPClient(testConfiguration("alice", port: aliceRelay.port, resource: "a"))
+        var bobConfiguration = testConfiguration("bob", port: bobRelay.port, resource: "b")
+        bobConfiguration.streamManagement = .init(requestAckAfterStanzas: 5, requestAckAfter: .milliseconds(200))
+        let bob = XMPPClient(bobConfiguration)
+        let aliceEvents = EventRecorder(alice)
+        let bobEvents = EventRecorder(bob)
+        try await bob.connect()
+        try await alice.connect()
+        #expect(await aliceEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        #expect(await bobEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        for n in 1...200 {
+            try await alice.send(XMPPMessage(to: JID("bob@localhost/b"), body: "message \(n)"))
+            if n == 70 { aliceRelay.cutAll() }
+            if n == 140 { bobRelay.cutAll() }
+            if n % 20 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        try await alice.flush()
+        let expected = (1...200).map { "message \($0)" }
+        let complete = await bobEvents.wait(timeout: .seconds(20)) { _ in Set(bobEvents.bodies).count == 200 }
+        #expect(complete, "bob got \(Set(bobEvents.bodies).count) of 200")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(bobEvents.bodies == expected)
+        #expect(aliceEvents.events.contains { $0.isResumed })
+        #expect(bobEvents.events.contains { $0.isResumed })
+        #expect(!aliceEvents.events.contains { if case .unacknowledgedStanzas = $0 { true } else { false } })
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
+    /// A stalled link (nothing forwarded, nothing closed) is noticed by auto-ping within
+    /// interval + N × timeout of the last byte, and the session resumes on a new connection.
+    @Test func stalledLinkIsDetectedAndResumed() async throws {
+        let server = try startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var configuration = testConfiguration("alice", port: relay.port)
+        configuration.autoPing = .init(interval: .seconds(1), timeout: .milliseconds(500), maximumMissed: 2)
+        let client = XMPPClient(configuration)
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        try await Task.sleep(for: .milliseconds(300))
+        let stalled = DispatchTime.now().uptimeNanoseconds
+        relay.stallAll()
+        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+        let disconnect = events.timedEvents.first { $0.event.isDisconnected }
+        guard let disconnect, case .disconnected(let error?) = disconnect.event else {
+            Issue.record("no disconnect")
+            return
+        }
+        #expect(error.kind == .pingTimeout)
+        let detection = Duration.nanoseconds(Int64(disconnect.time - stalled))
+        // The bound is 1 s + 2 × 0.5 s after the last byte received (before the stall).
+        #expect(detection <= .milliseconds(2000 + 300), "detected after \(detection)")
+        #expect(detection >= .milliseconds(900), "detected after \(detection)")
+        #expect(relay.acceptedCount == 2)
+        await client.disconnect()
+    }
+
+    /// The server stops: attempts follow the policy (connection refused each time) until it is
+    /// back; the session could not survive the restart, so a new one starts.
+    @Test func serverRestartReconnectsOnSchedule() async throws {
+        let server = try startedProsody()
+        var configuration = testConfiguration("alice", port: server.port)
+        configuration.reconnectPolicy = .fixed(.milliseconds(300), maximumAttempts: 30)
+        let client = XMPPClient(configuration)
+        let events = EventRecorder(client)
+        try await client.connect()
+        server.stop()
+        #expect(await events.wait { $0.contains { $0.isDisconnected } })
+        try await Task.sleep(for: .milliseconds(1000))
+        try server.start()
+        #expect(await events.wait(timeout: .seconds(15)) { $0.filter(\.isConnected).count == 2 })
+        let attempts = events.events.compactMap {
+            if case .reconnecting(let attempt, let delay) = $0 { (attempt, delay) } else { nil }
+        }
+        #expect(attempts.count >= 3)
+        #expect(attempts.map(\.0) == Array(1...attempts.count))
+        #expect(attempts.allSatisfy { $0.1 == .milliseconds(300) })
+        // Attempts were about 300 ms apart (refused at once while the server was down).
+        let times = events.timedEvents.filter { if case .connectAttemptFailed = $0.event { true } else { false } }.map(
+            \.time
+        )
+        for (earlier, later) in zip(times, times.dropFirst()) {
+            let gap = Duration.nanoseconds(Int64(later - earlier))
+            #expect(gap >= .milliseconds(280) && gap <= .milliseconds(1500), "gap \(gap)")
+        }
+        #expect(events.events.contains(.resumeFailed(.itemNotFound)))
+        await client.disconnect()
+    }
+
+    @Test func trafficLogHidesCredentials() async throws {
+        let server = try startedProsody()
+        let log = TrafficLog()
+        var configuration = testConfiguration("alice", port: server.port)
+        configuration.mechanisms = [.plain]
+        configuration.allowPlainOnCleartext = true
+        let client = XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
+        try await client.connect()
+        await client.disconnect()
+        let sent = log.entries.filter { $0.direction == .sent }.map(\.text).joined()
+        #expect(sent.contains("<stream:stream"))
+        #expect(sent.contains("SASL credentials not shown"))
+        let plain = Base64.encode([0] + Array("alice".utf8) + [0] + Array("alicepass".utf8))
+        #expect(!sent.contains(plain) && !sent.contains("alicepass"))
+        #expect(log.entries.contains { $0.direction == .received && $0.text.contains("<success") })
+    }
+
+    @Test func requiredTLSFailsClearly() async {
+        var configuration = testConfiguration("alice", port: 1)
+        configuration.tls = .required
+        let client = XMPPClient(configuration)
+        do {
+            try await client.connect()
+            Issue.record("connected without TLS")
+        } catch {
+            #expect(error.kind == .tlsUnavailable)
+        }
+    }
+}
+
+final class TrafficLog: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [XMPPClient.Traffic] = []
+
+    func append(_ traffic: XMPPClient.Traffic) {
+        lock.withLock { stored.append(traffic) }
+    }
+
+    var entries: [XMPPClient.Traffic] {
+        lock.withLock { stored }
+    }
+}

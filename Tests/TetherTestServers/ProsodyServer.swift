@@ -1,1 +1,238 @@
-import TetherCore
+public import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Why a test server could not run.
+public struct TestServerError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// A throw-away prosody (Debian 12's 0.12) on 127.0.0.1 for one test: its own data directory,
+/// a free port, the given accounts; started by `start()`, stopped by `stop()` (or when released).
+/// The recipe is `shared/specs/xmpp.md` §13.2: loopback only, no s2s, no HTTP, plain
+/// authentication allowed on the cleartext stream (for the PLAIN tests), stream management and
+/// ping modules on.
+public final class ProsodyServer: @unchecked Sendable {
+    // Mutable state is touched only by the test that owns the server, one call at a time.
+    public let port: Int
+    public let directory: URL
+    public let domain = "localhost"
+    private var process: ChildProcess?
+
+    /// Whether prosody is installed (`.ci/run` installs it; a developer machine may not have it).
+    public static var isInstalled: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/prosody")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/prosodyctl")
+    }
+
+    /// A server (not started) whose accounts are `accounts` (name, password).
+    /// `authentication`: `internal_plain` offers SCRAM-SHA-1, SCRAM-SHA-256 and PLAIN;
+    /// `internal_hashed` SCRAM-SHA-1 and PLAIN.
+    public init(
+        authentication: String = "internal_plain",
+        accounts: [(String, String)] = [("alice", "alicepass"), ("bob", "bobpass")],
+        extraConfiguration: String = ""
+    ) throws {
+        port = try freeLoopbackPort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-prosody-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("data"),
+            withIntermediateDirectories: true
+        )
+        let configuration = """
+            run_as_root = true
+            data_path = "\(directory.path)/data"
+            pidfile = "\(directory.path)/prosody.pid"
+            plugin_paths = {}
+            admins = {}
+            interfaces = { "127.0.0.1" }
+            c2s_ports = { \(port) }
+            c2s_direct_tls_ports = {}
+            s2s_ports = {}
+            http_ports = {}
+            https_ports = {}
+            modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; }
+            modules_disabled = { "s2s"; "offline"; "tls"; }
+            c2s_require_encryption = false
+            allow_unencrypted_plain_auth = true
+            authentication = "\(authentication)"
+            log = { { levels = { min = "debug" }, to = "file", filename = "\(directory.path)/prosody.log" } }
+            \(extraConfiguration)
+            VirtualHost "localhost"
+            """
+        try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
+        for (name, password) in accounts {
+            try run("/usr/bin/prosodyctl", ["--config", configurationFile.path, "register", name, domain, password])
+        }
+    }
+
+    private var configurationFile: URL { directory.appendingPathComponent("prosody.cfg.lua") }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Starts prosody and waits until its port accepts connections.
+    public func start() throws {
+        precondition(process == nil, "prosody is already running")
+        let console = directory.appendingPathComponent("console.log").path
+        let process = try ChildProcess(
+            "/usr/bin/prosody",
+            ["-F", "--config", configurationFile.path],
+            output: console
+        )
+        self.process = process
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if canConnect(port: port) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOfFile: console, encoding: .utf8)) ?? ""
+        stop()
+        throw TestServerError("prosody did not start on port \(port): \(log.suffix(2000))")
+    }
+
+    /// Stops prosody (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
+    public func stop() {
+        process?.terminate()
+        process = nil
+    }
+
+    /// The end of prosody's log, for failure messages.
+    public var logTail: String {
+        let log = (try? String(contentsOf: directory.appendingPathComponent("prosody.log"), encoding: .utf8)) ?? ""
+        return String(log.suffix(4000))
+    }
+}
+
+/// Runs a program to completion; throws with its output when it fails.
+func run(_ path: String, _ arguments: [String]) throws {
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("tether-run-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: output) }
+    let process = try ChildProcess(path, arguments, output: output)
+    let status = process.wait()
+    guard status == 0 else {
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        throw TestServerError("\(path) \(arguments.joined(separator: " ")) failed (\(status)): \(text)")
+    }
+}
+
+/// A child process started with posix_spawn, its output (stdout and stderr) going to a file.
+/// (Foundation's `Process.waitUntilExit` spins a run loop on Linux; this waits with waitpid.)
+final class ChildProcess: @unchecked Sendable {
+    // Used by one test at a time.
+    let pid: pid_t
+    private var exitStatus: Int32?
+
+    init(_ path: String, _ arguments: [String], output: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        // A clean signal mask and default handlers: the spawning thread may block signals
+        // (Dispatch's threads do), and a child inherits that, which would make it deaf to SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        guard status == 0 else { throw TestServerError("cannot start \(path): \(String(cString: strerror(status)))") }
+        self.pid = pid
+    }
+
+    deinit {
+        terminate()
+    }
+
+    /// Whether it still runs.
+    var isRunning: Bool {
+        guard exitStatus == nil else { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid {
+            exitStatus = status
+            return false
+        }
+        return true
+    }
+
+    /// Waits for the exit and returns the raw wait status (0: exit code 0).
+    @discardableResult
+    func wait() -> Int32 {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        exitStatus = status
+        return status
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited after 5 s; waits for the exit.
+    func terminate() {
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        for _ in 0..<250 {
+            if !isRunning { return }
+            usleep(20_000)
+        }
+        kill(pid, SIGKILL)
+        wait()
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestServerError("socket failed") }
+    defer { close(fd) }
+    var address = loopbackAddress(port: 0)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw TestServerError("bind failed") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func loopbackAddress(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = loopbackAddress(port: port)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}

@@ -39,11 +39,15 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case sessionFailed
         /// The configuration cannot work (an invalid JID, a password SASLprep rejects, …).
         case invalidConfiguration
-        /// The app asked for something the connection cannot do now (send while stopped, a full
-        /// send queue).
+        /// The app asked for something the connection cannot do now (a send while stopped or
+        /// closing).
         case notConnected
         /// The queue of stanzas not yet acknowledged is full (`maximumQueuedStanzas`).
         case sendQueueFull
+        /// An iq request was answered with an error (`stanzaError`).
+        case iqError
+        /// An iq request was not answered in time.
+        case iqTimeout
     }
 
     /// What kind of failure.
@@ -72,19 +76,22 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         self.stanzaError = stanzaError
     }
 
-    /// Whether reconnecting cannot help, so the machine stops instead: wrong credentials,
-    /// another session took the resource (`conflict`), a server that is not what was asked for,
-    /// and configuration mistakes (`Specs/xmpp/client-machine.md`, "Reconnect").
+    /// For the kinds that end a stream: whether reconnecting cannot help, so the machine stops
+    /// instead (wrong credentials, another session took the resource with `conflict`, a server
+    /// that is not what was asked for, configuration mistakes; `Specs/xmpp/client-machine.md`,
+    /// "Reconnect"). The kinds that only fail one request (`notConnected`, `sendQueueFull`,
+    /// `iqError`, `iqTimeout`) are not fatal.
     public var isFatal: Bool {
         switch kind {
-        case .connectionFailed, .connectionLost, .connectTimeout, .pingTimeout, .protocolViolation:
+        case .connectionFailed, .connectionLost, .connectTimeout, .pingTimeout, .protocolViolation, .notConnected,
+            .sendQueueFull, .iqError, .iqTimeout:
             false
         case .streamError:
             !(streamError?.allowsReconnect ?? true)
         case .authenticationFailed:
             saslCondition != "temporary-auth-failure"
         case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .unsupportedRequiredFeature,
-            .bindFailed, .sessionFailed, .invalidConfiguration, .notConnected, .sendQueueFull:
+            .bindFailed, .sessionFailed, .invalidConfiguration:
             true
         }
     }

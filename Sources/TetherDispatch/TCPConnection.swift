@@ -1,0 +1,415 @@
+import Dispatch
+import TetherCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One non-blocking TCP connection driven by Dispatch sources, for the runners.
+///
+/// It resolves the host (getaddrinfo, on a global queue because it blocks), tries the addresses
+/// in the resolver's order (IPv6 and IPv4), each with its own connect timeout, then reads with a
+/// `DispatchSourceRead` and writes directly, buffering what the kernel does not take and
+/// finishing it from a `DispatchSourceWrite`. Every event is delivered on `queue`, never from
+/// inside a call into the connection, so a runner never re-enters its machine. After `close()`
+/// nothing more is delivered.
+///
+/// `@unchecked Sendable` because Dispatch needs to carry it into handlers: every member is read
+/// and written only on `queue` (the resolver's result hops back onto it before use).
+final class TCPConnection: @unchecked Sendable {
+    enum Event {
+        case connected
+        case received([UInt8])
+        /// Everything written was taken by the kernel (after a write had to wait).
+        case drained
+        /// The connection ended: nil for an orderly end of stream, else what went wrong.
+        case closed(String?)
+    }
+
+    private let queue: DispatchQueue
+    private let endpoint: Endpoint
+    private let connectTimeout: Duration
+    private var onEvent: ((Event) -> Void)?
+
+    private var addresses: [SocketAddress] = []
+    private var nextAddress = 0
+    private var lastError = "no address"
+    private var socket: Int32 = -1
+    private var readSource: (any DispatchSourceRead)?
+    private var writeSource: (any DispatchSourceWrite)?
+    private var writeSourceRunning = false
+    private var connectTimer: (any DispatchSourceTimer)?
+    private var isConnected = false
+    private var isClosed = false
+    private var pending: [UInt8] = []
+    private var pendingOffset = 0
+    private var readBuffer: [UInt8]
+
+    /// Bytes written but not yet taken by the kernel.
+    var pendingWriteCount: Int { pending.count - pendingOffset }
+
+    /// A connection to `endpoint`; `onEvent` runs on `queue`. Call `start()` to connect.
+    init(
+        endpoint: Endpoint,
+        queue: DispatchQueue,
+        connectTimeout: Duration,
+        readBufferSize: Int,
+        onEvent: @escaping (Event) -> Void
+    ) {
+        self.endpoint = endpoint
+        self.queue = queue
+        self.connectTimeout = connectTimeout
+        self.onEvent = onEvent
+        readBuffer = [UInt8](repeating: 0, count: max(readBufferSize, 512))
+    }
+
+    /// Resolves and connects (asynchronously).
+    func start() {
+        let host = endpoint.host
+        let port = endpoint.port
+        DispatchQueue.global().async { [self] in
+            let result = SocketAddress.resolve(host: host, port: port)
+            queue.async { [self] in
+                guard !isClosed else { return }
+                switch result {
+                case .success(let addresses):
+                    self.addresses = addresses
+                    connectNext()
+                case .failure(let message):
+                    fail("cannot resolve \(host): \(message)")
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes` (queued behind anything not yet written).
+    func send(_ bytes: [UInt8]) {
+        guard !isClosed, isConnected, !bytes.isEmpty else { return }
+        if pendingWriteCount > 0 {
+            pending += bytes
+            return
+        }
+        let written = write(bytes[...])
+        guard written >= 0 else { return }
+        if written < bytes.count {
+            pending = Array(bytes[written...])
+            pendingOffset = 0
+            startWriteSource()
+        }
+    }
+
+    /// Closes at once; no event follows.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        onEvent = nil
+        tearDown()
+    }
+
+    // MARK: - Connecting
+
+    private func connectNext() {
+        guard nextAddress < addresses.count else {
+            return fail("cannot connect to \(endpoint): \(lastError)")
+        }
+        let address = addresses[nextAddress]
+        nextAddress += 1
+        let fd = address.makeSocket()
+        guard fd >= 0 else {
+            lastError = Self.errorText(errno)
+            return connectNext()
+        }
+        socket = fd
+        let status = address.withSockaddr { systemConnect(fd, $0, $1) }
+        if status == 0 {
+            return connected()
+        }
+        guard errno == EINPROGRESS else {
+            lastError = Self.errorText(errno)
+            closeSocket()
+            return connectNext()
+        }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.connectFinished() }
+        writeSource = source
+        writeSourceRunning = true
+        source.resume()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(connectTimeout.totalNanoseconds)))
+        timer.setEventHandler { [weak self] in self?.connectTimedOut() }
+        connectTimer = timer
+        timer.resume()
+    }
+
+    private func connectFinished() {
+        guard !isClosed, !isConnected else { return }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length)
+        stopConnectAttempt()
+        if error == 0 {
+            connected()
+        } else {
+            lastError = Self.errorText(error)
+            closeSocket()
+            connectNext()
+        }
+    }
+
+    private func connectTimedOut() {
+        guard !isClosed, !isConnected else { return }
+        lastError = "timed out after \(connectTimeout)"
+        stopConnectAttempt()
+        closeSocket()
+        connectNext()
+    }
+
+    private func stopConnectAttempt() {
+        connectTimer?.cancel()
+        connectTimer = nil
+        if let source = writeSource {
+            if !writeSourceRunning { source.resume() }
+            source.cancel()
+            writeSource = nil
+            writeSourceRunning = false
+        }
+    }
+
+    private func connected() {
+        isConnected = true
+        let fd = socket
+        let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        read.setEventHandler { [weak self] in self?.readable() }
+        readSource = read
+        read.resume()
+        let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        write.setEventHandler { [weak self] in self?.writable() }
+        writeSource = write
+        writeSourceRunning = false
+        deliver(.connected)
+    }
+
+    // MARK: - Reading and writing
+
+    private func readable() {
+        guard !isClosed else { return }
+        let count = readBuffer.withUnsafeMutableBytes { buffer in
+            systemRead(socket, buffer.baseAddress, buffer.count)
+        }
+        if count > 0 {
+            deliver(.received(Array(readBuffer[..<count])))
+        } else if count == 0 {
+            fail(nil)
+        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            fail(Self.errorText(errno))
+        }
+    }
+
+    private func writable() {
+        guard !isClosed else { return }
+        let written = write(pending[pendingOffset...])
+        guard written >= 0 else { return }
+        pendingOffset += written
+        if pendingWriteCount == 0 {
+            pending.removeAll(keepingCapacity: pending.count <= 65536)
+            pendingOffset = 0
+            if writeSourceRunning {
+                writeSource?.suspend()
+                writeSourceRunning = false
+            }
+            deliver(.drained)
+        }
+    }
+
+    private func startWriteSource() {
+        guard !writeSourceRunning, let writeSource else { return }
+        writeSource.resume()
+        writeSourceRunning = true
+    }
+
+    /// Writes what the kernel takes now; -1 after a failure (reported).
+    private func write(_ bytes: ArraySlice<UInt8>) -> Int {
+        let result = bytes.withUnsafeBytes { buffer -> Int in
+            systemSend(socket, buffer.baseAddress, buffer.count)
+        }
+        if result >= 0 { return result }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return 0 }
+        let error = Self.errorText(errno)
+        queue.async { [self] in fail(error) }
+        return -1
+    }
+
+    // MARK: - Ending
+
+    private func deliver(_ event: Event) {
+        guard !isClosed else { return }
+        onEvent?(event)
+    }
+
+    /// Ends with `error` (nil: end of stream), reporting it once.
+    private func fail(_ error: String?) {
+        guard !isClosed else { return }
+        isClosed = true
+        let handler = onEvent
+        onEvent = nil
+        tearDown()
+        handler?(.closed(error))
+    }
+
+    private func tearDown() {
+        connectTimer?.cancel()
+        connectTimer = nil
+        // The descriptor is closed once both sources are cancelled (Dispatch's rule).
+        let fd = socket
+        socket = -1
+        var sources: [any DispatchSourceProtocol] = []
+        if let readSource { sources.append(readSource) }
+        if let writeSource {
+            if !writeSourceRunning { writeSource.resume() }
+            sources.append(writeSource)
+        }
+        readSource = nil
+        writeSource = nil
+        writeSourceRunning = false
+        guard fd >= 0 else { return }
+        guard !sources.isEmpty else {
+            _ = systemClose(fd)
+            return
+        }
+        let remaining = SourceCountdown(sources.count) { _ = systemClose(fd) }
+        for source in sources {
+            source.setCancelHandler { remaining.done() }
+            source.cancel()
+        }
+    }
+
+    private func closeSocket() {
+        if socket >= 0 { _ = systemClose(socket) }
+        socket = -1
+    }
+
+    static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+/// Runs `body` after `done()` was called `count` times (cancel handlers run on one queue).
+private final class SourceCountdown: @unchecked Sendable {
+    // Mutated only from the cancel handlers, which run on the connection's serial queue.
+    private var count: Int
+    private let body: () -> Void
+
+    init(_ count: Int, _ body: @escaping () -> Void) {
+        self.count = count
+        self.body = body
+    }
+
+    func done() {
+        count -= 1
+        if count == 0 { body() }
+    }
+}
+
+/// A resolved socket address.
+struct SocketAddress: Sendable {
+    let family: Int32
+    let bytes: [UInt8]
+
+    enum Resolution: Sendable {
+        case success([SocketAddress])
+        case failure(String)
+    }
+
+    /// Resolves `host` for TCP (blocking).
+    static func resolve(host: String, port: Int) -> Resolution {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+            hints.ai_socktype = SOCK_STREAM
+        #else
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        hints.ai_flags = AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            return .failure(String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(first) }
+        var result: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                let raw = UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen))
+                result.append(SocketAddress(family: entry.pointee.ai_family, bytes: Array(raw)))
+            }
+            cursor = entry.pointee.ai_next
+        }
+        return result.isEmpty ? .failure("no addresses") : .success(result)
+    }
+
+    /// A non-blocking, close-on-exec stream socket of this family with TCP_NODELAY (and no
+    /// SIGPIPE on Darwin); -1 on failure.
+    func makeSocket() -> Int32 {
+        #if canImport(Darwin)
+            let fd = socket(family, SOCK_STREAM, 0)
+        #else
+            let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        guard fd >= 0 else { return -1 }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        return fd
+    }
+
+    func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+        bytes.withUnsafeBytes { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+    }
+}
+
+// The system calls by module, because `TCPConnection` has methods of the same names.
+#if canImport(Darwin)
+    private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Darwin.connect(fd, address, length)
+    }
+    private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Darwin.read(fd, buffer, count)
+    }
+    private func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Darwin.write(fd, buffer, count)  // SO_NOSIGPIPE is set on the socket
+    }
+    private func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
+#elseif canImport(Glibc)
+    private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Glibc.connect(fd, address, length)
+    }
+    private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Glibc.read(fd, buffer, count)
+    }
+    private func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Glibc.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    }
+    private func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+#elseif canImport(Musl)
+    private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Musl.connect(fd, address, length)
+    }
+    private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Musl.read(fd, buffer, count)
+    }
+    private func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Musl.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    }
+    private func systemClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
+#endif

@@ -1,0 +1,287 @@
+import Dispatch
+import TetherCore
+import TetherXML
+import TetherXMPP
+
+/// The only code with IO and a clock for an `XMPPClient`: it owns the machine, the TCP
+/// connections (one per transport generation) and one timer, feeds the machine every socket
+/// event and timer expiry, carries out its actions, and re-arms the timer at the machine's
+/// earliest deadline (`Specs/machine-contract.md`, "The runner").
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
+/// written only on `queue` (the public methods of `XMPPClient` hop onto it first).
+final class XMPPRunner: @unchecked Sendable {
+    let queue = DispatchQueue(label: "tether.xmpp-client")
+    var machine: XMPPClientMachine
+    private let options: XMPPClient.Options
+    /// The TLS policy as configured (the machine gets `disabled` for `optional` while there is
+    /// no TLS layer).
+    private let requestedTLS: XMPPClientMachine.TLSPolicy
+    private var connections: [TransportGeneration: TCPConnection] = [:]
+    private let timer: any DispatchSourceTimer
+    private var armedDeadline: Instant?
+    private var isShutDown = false
+
+    var handler: (queue: DispatchQueue, body: @Sendable (XMPPClient.Event) -> Void)?
+    private var streams: [Int: AsyncStream<XMPPClient.Event>.Continuation] = [:]
+    private var nextStream = 0
+    private var connectWaiters: [CheckedContinuation<Result<JID, XMPPClientError>, Never>] = []
+    private var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+    private var flushWaiters: [CheckedContinuation<Result<Void, XMPPClientError>, Never>] = []
+    private var requestWaiters: [String: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>] = [:]
+
+    init(configuration: XMPPClient.Configuration, options: XMPPClient.Options, hashProvider: any SCRAMHashProvider) {
+        self.options = options
+        requestedTLS = configuration.tls
+        var machineConfiguration = configuration
+        if configuration.tls == .optional { machineConfiguration.tls = .disabled }
+        machine = XMPPClientMachine(
+            configuration: machineConfiguration,
+            hashProvider: hashProvider,
+            randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+        )
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in self?.timerFired() }
+        timer.schedule(deadline: .distantFuture)
+        timer.resume()
+    }
+
+    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
+    func now() -> Instant {
+        Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
+    }
+
+    // MARK: - Commands (on `queue`)
+
+    func connect(_ continuation: CheckedContinuation<Result<JID, XMPPClientError>, Never>) {
+        if requestedTLS == .required {
+            return continuation.resume(
+                returning: .failure(
+                    XMPPClientError(
+                        .tlsUnavailable,
+                        "TLS is required, but this version of TetherDispatch has no TLS layer yet; use tls: .disabled on a trusted network."
+                    )
+                )
+            )
+        }
+        if let jid = machine.jid { return continuation.resume(returning: .success(jid)) }
+        connectWaiters.append(continuation)
+        switch machine.stateName {
+        case .idle:
+            machine.start(now: now())
+        case .suspended:
+            machine.reconnectNow(now: now())
+        case .connecting, .openingStream, .securing, .authenticating, .resuming, .binding, .online, .closing,
+            .waitingToReconnect:
+            break
+        }
+        drive()
+    }
+
+    func disconnect(_ continuation: CheckedContinuation<Void, Never>) {
+        guard machine.stateName != .idle else { return continuation.resume() }
+        disconnectWaiters.append(continuation)
+        machine.stop(now: now())
+        drive()
+    }
+
+    func reconnectNow() {
+        machine.reconnectNow(now: now())
+        drive()
+    }
+
+    func perform<Value>(
+        _ body: (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Value
+    ) -> Result<Value, XMPPClientError> {
+        let result: Result<Value, XMPPClientError>
+        do throws(XMPPClientError) {
+            result = .success(try body(&machine, now()))
+        } catch {
+            result = .failure(error)
+        }
+        drive()
+        return result
+    }
+
+    func request(
+        _ iq: XMPPIQ,
+        timeout: Duration?,
+        _ continuation: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>
+    ) {
+        do throws(XMPPClientError) {
+            let id = try machine.send(iq, timeout: timeout, now: now())
+            requestWaiters[id] = continuation
+        } catch {
+            continuation.resume(returning: .failure(error))
+        }
+        drive()
+    }
+
+    func flush(_ continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>) {
+        machine.requestAcknowledgement(now: now())
+        flushWaiters.append(continuation)
+        drive()
+    }
+
+    func addStream(_ continuation: AsyncStream<XMPPClient.Event>.Continuation) {
+        let key = nextStream
+        nextStream += 1
+        streams[key] = continuation
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            queue.async { self.streams[key] = nil }
+        }
+    }
+
+    /// The client is gone: close everything without events.
+    func shutDown() {
+        queue.async { [self] in
+            isShutDown = true
+            for connection in connections.values { connection.close() }
+            connections.removeAll()
+            timer.cancel()
+            for stream in streams.values { stream.finish() }
+            streams.removeAll()
+        }
+    }
+
+    // MARK: - The loop
+
+    /// Carries out the machine's actions, then re-arms the timer.
+    func drive() {
+        guard !isShutDown else { return }
+        while let action = machine.pollAction() {
+            switch action {
+            case .connect(let endpoint, let generation):
+                let connection = TCPConnection(
+                    endpoint: endpoint,
+                    queue: queue,
+                    connectTimeout: options.tcpConnectTimeout,
+                    readBufferSize: options.readBufferSize
+                ) { [weak self] event in
+                    self?.transportEvent(event, generation: generation)
+                }
+                connections[generation] = connection
+                connection.start()
+            case .send(let bytes, let generation, let containsCredentials):
+                if let log = options.trafficLog {
+                    log(
+                        XMPPClient.Traffic(
+                            direction: .sent,
+                            text: containsCredentials
+                                ? "[\(bytes.count) bytes of SASL credentials not shown]"
+                                : String(decoding: bytes, as: UTF8.self)
+                        )
+                    )
+                }
+                connections[generation]?.send(bytes)
+            case .startTLS(_, let generation, _):
+                // No TLS layer in this version (the machine never asks while TLS is disabled).
+                connections.removeValue(forKey: generation)?.close()
+                machine.transportClosed(generation: generation, error: "TLS is not available", now: now())
+            case .close(let generation):
+                connections.removeValue(forKey: generation)?.close()
+            case .event(let event):
+                deliver(event)
+            }
+        }
+        resolveFlushWaiters()
+        armTimer()
+    }
+
+    private func transportEvent(_ event: TCPConnection.Event, generation: TransportGeneration) {
+        guard connections[generation] != nil else { return }
+        switch event {
+        case .connected:
+            machine.transportConnected(generation: generation, now: now())
+        case .received(let bytes):
+            options.trafficLog?(XMPPClient.Traffic(direction: .received, text: String(decoding: bytes, as: UTF8.self)))
+            machine.transportReceived(bytes, generation: generation, now: now())
+        case .drained:
+            break
+        case .closed(let error):
+            connections[generation] = nil
+            machine.transportClosed(generation: generation, error: error, now: now())
+        }
+        drive()
+    }
+
+    private func timerFired() {
+        armedDeadline = nil
+        machine.handleTimeout(now: now())
+        drive()
+    }
+
+    private func armTimer() {
+        let deadline = machine.pollTimeout()
+        guard deadline != armedDeadline else { return }
+        armedDeadline = deadline
+        if let deadline {
+            timer.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
+        } else {
+            timer.schedule(deadline: .distantFuture)
+        }
+    }
+
+    // MARK: - Events and waiters
+
+    private func deliver(_ event: XMPPClient.Event) {
+        switch event {
+        case .connected(let jid), .resumed(let jid):
+            resumeConnectWaiters(.success(jid))
+        case .suspended(let error):
+            resumeConnectWaiters(.failure(error))
+        case .closed(let error):
+            let failure = error ?? XMPPClientError(.notConnected, "The connection was stopped.")
+            resumeConnectWaiters(.failure(failure))
+            for waiter in disconnectWaiters { waiter.resume() }
+            disconnectWaiters.removeAll()
+            for waiter in flushWaiters {
+                waiter.resume(returning: .failure(failure))
+            }
+            flushWaiters.removeAll()
+        case .iqResponse(let id, let outcome):
+            if let waiter = requestWaiters.removeValue(forKey: id) {
+                return waiter.resume(returning: Self.result(of: outcome))
+            }
+        case .resumeFailed, .streamManagementEnabled, .disconnected, .connectAttemptFailed, .reconnecting, .message,
+            .presence, .subscriptionRequest, .iqRequest, .roster, .rosterPush, .unacknowledgedStanzas:
+            break
+        }
+        if let handler {
+            let body = handler.body
+            handler.queue.async { body(event) }
+        }
+        for stream in streams.values { stream.yield(event) }
+    }
+
+    private func resumeConnectWaiters(_ result: Result<JID, XMPPClientError>) {
+        for waiter in connectWaiters { waiter.resume(returning: result) }
+        connectWaiters.removeAll()
+    }
+
+    private func resolveFlushWaiters() {
+        guard !flushWaiters.isEmpty, machine.unacknowledgedCount == 0,
+            connections.values.allSatisfy({ $0.pendingWriteCount == 0 }),
+            machine.stateName == .online || machine.stateName == .idle
+        else { return }
+        for waiter in flushWaiters { waiter.resume(returning: .success(())) }
+        flushWaiters.removeAll()
+    }
+
+    static func result(of outcome: XMPPClientMachine.IQOutcome) -> Result<XMPPIQ, XMPPClientError> {
+        switch outcome {
+        case .result(let iq):
+            return .success(iq)
+        case .error(let iq):
+            let error = iq.error ?? StanzaError(type: nil, condition: .undefinedCondition)
+            var message = "The request failed with \(error.condition.rawValue)"
+            if let text = error.text, !text.isEmpty { message += ": \(text)" }
+            return .failure(XMPPClientError(.iqError, message + ".", stanzaError: error))
+        case .timedOut:
+            return .failure(XMPPClientError(.iqTimeout, "No answer to the request in time."))
+        case .notDelivered(let error):
+            return .failure(error ?? XMPPClientError(.notConnected, "The connection was stopped."))
+        }
+    }
+}

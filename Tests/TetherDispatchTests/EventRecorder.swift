@@ -1,0 +1,91 @@
+import Dispatch
+import Foundation
+import Testing
+import TetherCore
+import TetherDispatch
+import TetherTestServers
+import TetherXMPP
+
+/// Records a client's events (with the time each arrived) and waits for conditions on them.
+final class EventRecorder: @unchecked Sendable {
+    // `entries` is guarded by `lock`; the handler runs on `queue`.
+    private let lock = NSLock()
+    private var entries: [(time: UInt64, event: XMPPClient.Event)] = []
+    let queue = DispatchQueue(label: "tether.test-events")
+
+    init(_ client: XMPPClient) {
+        client.setEventHandler(queue: queue) { [self] event in
+            lock.withLock { entries.append((DispatchTime.now().uptimeNanoseconds, event)) }
+        }
+    }
+
+    var events: [XMPPClient.Event] {
+        lock.withLock { entries.map(\.event) }
+    }
+
+    /// The events with their arrival times (uptime nanoseconds).
+    var timedEvents: [(time: UInt64, event: XMPPClient.Event)] {
+        lock.withLock { entries }
+    }
+
+    /// The bodies of the messages received, in order.
+    var bodies: [String] {
+        events.compactMap { if case .message(let message) = $0 { message.body } else { nil } }
+    }
+
+    /// Waits until `condition` holds for the events (polling), or `timeout`; true if it held.
+    @discardableResult
+    func wait(
+        timeout: Duration = .seconds(10),
+        _ condition: ([XMPPClient.Event]) -> Bool
+    ) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(events) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(events)
+    }
+}
+
+extension XMPPClient.Event {
+    var isConnected: Bool {
+        if case .connected = self { return true }
+        return false
+    }
+    var isResumed: Bool {
+        if case .resumed = self { return true }
+        return false
+    }
+    var isDisconnected: Bool {
+        if case .disconnected = self { return true }
+        return false
+    }
+}
+
+/// A client configuration for an account of a test prosody, reached at 127.0.0.1:`port`.
+func testConfiguration(
+    _ user: String,
+    port: Int,
+    password: String? = nil,
+    resource: String? = nil
+) -> XMPPClient.Configuration {
+    var configuration = XMPPClient.Configuration(
+        jid: JID("\(user)@localhost")!,
+        password: Secret(password ?? "\(user)pass"),
+        endpoint: Endpoint(host: "127.0.0.1", port: port),
+        tls: .disabled,
+        resource: resource,
+        reconnectPolicy: .fixed(.milliseconds(200), maximumAttempts: 20),
+        fetchRosterOnConnect: false
+    )
+    configuration.connectTimeout = .seconds(10)
+    return configuration
+}
+
+/// A started prosody, or nil (with a recorded issue) when it cannot run here.
+func startedProsody(authentication: String = "internal_plain") throws -> ProsodyServer {
+    let server = try ProsodyServer(authentication: authentication)
+    try server.start()
+    return server
+}
