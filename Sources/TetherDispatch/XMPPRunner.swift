@@ -59,7 +59,7 @@ final class XMPPRunner: @unchecked Sendable {
                 returning: .failure(
                     XMPPClientError(
                         .tlsUnavailable,
-                        "TLS is required, but this version of TetherDispatch has no TLS layer yet; use tls: .disabled on a trusted network."
+                        "TLS is required, but this version of Tether has no TLS layer yet; disable TLS to connect in cleartext on a trusted network."
                     )
                 )
             )
@@ -226,6 +226,17 @@ final class XMPPRunner: @unchecked Sendable {
     // MARK: - Events and waiters
 
     private func deliver(_ event: XMPPClient.Event) {
+        if case .iqResponse(let id, let outcome) = event, let waiter = requestWaiters.removeValue(forKey: id) {
+            // Answers to `request` go to their caller only.
+            return waiter.resume(returning: Self.result(of: outcome))
+        }
+        // The app sees the event before any waiter resumes, so that a caller returning from
+        // `connect()` or `disconnect()` finds it already delivered.
+        if let handler {
+            let body = handler.body
+            handler.queue.async { body(event) }
+        }
+        for stream in streams.values { stream.yield(event) }
         switch event {
         case .connected(let jid), .resumed(let jid):
             resumeConnectWaiters(.success(jid))
@@ -236,23 +247,12 @@ final class XMPPRunner: @unchecked Sendable {
             resumeConnectWaiters(.failure(failure))
             for waiter in disconnectWaiters { waiter.resume() }
             disconnectWaiters.removeAll()
-            for waiter in flushWaiters {
-                waiter.resume(returning: .failure(failure))
-            }
+            for waiter in flushWaiters { waiter.resume(returning: .failure(failure)) }
             flushWaiters.removeAll()
-        case .iqResponse(let id, let outcome):
-            if let waiter = requestWaiters.removeValue(forKey: id) {
-                return waiter.resume(returning: Self.result(of: outcome))
-            }
         case .resumeFailed, .streamManagementEnabled, .disconnected, .connectAttemptFailed, .reconnecting, .message,
-            .presence, .subscriptionRequest, .iqRequest, .roster, .rosterPush, .unacknowledgedStanzas:
+            .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster, .rosterPush, .unacknowledgedStanzas:
             break
         }
-        if let handler {
-            let body = handler.body
-            handler.queue.async { body(event) }
-        }
-        for stream in streams.values { stream.yield(event) }
     }
 
     private func resumeConnectWaiters(_ result: Result<JID, XMPPClientError>) {

@@ -1,69 +1,18 @@
 import Foundation
 
-let usage = """
-    usage: tether decode --format FORMAT [--chunk N] [FILE]
-
-    Decodes captured SignalR or XMPP traffic from FILE (or standard input) and prints one line of
-    compact JSON per message (XMPP: per stream event). FORMAT is one of: \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", ")).
-    --chunk N feeds the decoder N bytes at a time (default 65536); the output is the same for any N.
-    """
-
-/// Parses `arguments` (without the program name) into a decode command and an optional path.
-func parseDecodeArguments(_ arguments: [String]) -> (command: DecodeCommand, path: String?)? {
-    var format: DecodeCommand.Format?
-    var chunkSize = DecodeCommand.defaultChunkSize
-    var path: String?
-    var index = 0
-    while index < arguments.count {
-        let argument = arguments[index]
-        switch argument {
-        case "--format":
-            guard index + 1 < arguments.count, let value = DecodeCommand.Format(rawValue: arguments[index + 1]) else {
-                return nil
-            }
-            format = value
-            index += 2
-        case "--chunk":
-            guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else { return nil }
-            chunkSize = value
-            index += 2
-        default:
-            guard path == nil, !argument.hasPrefix("--") || argument == "-" else { return nil }
-            path = argument == "-" ? nil : argument
-            index += 1
-        }
-    }
-    guard let format else { return nil }
-    return (DecodeCommand(format: format, chunkSize: chunkSize), path)
+/// Lines to standard output, flushed at once (events must appear while the command runs).
+let standardOutput: @Sendable (String) -> Void = { line in
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+let standardError: @Sendable (String) -> Void = { line in
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
-func runMain() -> Int32 {
-    let arguments = Array(CommandLine.arguments.dropFirst())
-    guard arguments.first == "decode", let (command, path) = parseDecodeArguments(Array(arguments.dropFirst())) else {
-        FileHandle.standardError.write(Data((usage + "\n").utf8))
-        return 2
-    }
-    let data: Data
-    if let path {
-        guard let contents = FileManager.default.contents(atPath: path) else {
-            FileHandle.standardError.write(Data("tether: cannot read \(path)\n".utf8))
-            return 2
-        }
-        data = contents
-    } else {
-        data = FileHandle.standardInput.readDataToEndOfFile()
-    }
-    var output: [UInt8] = []
-    let status = command.run(input: [UInt8](data)) { line in
-        output.append(contentsOf: line.utf8)
-        output.append(0x0A)
-        if output.count >= 1 << 16 {
-            FileHandle.standardOutput.write(Data(output))
-            output.removeAll(keepingCapacity: true)
-        }
-    }
-    FileHandle.standardOutput.write(Data(output))
-    return status
-}
-
-exit(runMain())
+exit(
+    await runCommandLine(
+        Array(CommandLine.arguments.dropFirst()),
+        environment: ProcessInfo.processInfo.environment,
+        output: standardOutput,
+        errorOutput: standardError
+    )
+)

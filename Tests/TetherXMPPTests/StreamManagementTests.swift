@@ -7,7 +7,7 @@ import TetherXML
 /// XEP-0198: counters, acknowledgements, resumption, failures.
 struct StreamManagementTests {
     static func message(_ n: Int) -> XMPPMessage {
-        XMPPMessage(to: JID("bob@example.com"), body: "m\(n)")
+        XMPPMessage(to: JID("bob@example.com"), body: "m\(n)", id: "id\(n)")
     }
 
     @Test func answersRequestsAtOnceWithTheHandledCount() {

@@ -9,7 +9,9 @@ extension XMPPClientMachine {
     /// acknowledges it. Throws `notConnected` when idle or closing, `sendQueueFull` at
     /// `maximumQueuedStanzas`.
     public mutating func send(_ message: XMPPMessage, now: Instant) throws(XMPPClientError) {
-        try sendAppStanza(message.element, now: now)
+        // Every message gets an id (receipts, corrections and duplicate detection need one).
+        let element = message.id == nil ? message.element.settingAttribute("id", to: makeID("m")) : message.element
+        try sendAppStanza(element, now: now)
     }
 
     /// Sends a presence (queued like a message while offline).

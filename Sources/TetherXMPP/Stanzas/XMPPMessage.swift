@@ -24,8 +24,7 @@ public struct XMPPMessage: Hashable, Sendable {
     }
 
     /// A message to send. `extensions` are added after the standard children (for example a
-    /// `<request xmlns='urn:xmpp:receipts'/>`); an `id` is added by the connection when nil and
-    /// stream management needs none.
+    /// `<request xmlns='urn:xmpp:receipts'/>`); the connection adds an `id` when it is nil.
     public init(
         to: JID?,
         body: String?,

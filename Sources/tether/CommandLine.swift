@@ -1,0 +1,110 @@
+import Foundation
+
+let decodeUsage = """
+    usage: tether decode --format FORMAT [--chunk N] [FILE]
+
+    Decodes captured SignalR or XMPP traffic from FILE (or standard input) and prints one line of
+    compact JSON per message (XMPP: per stream event). FORMAT is one of: \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", ")).
+    --chunk N feeds the decoder N bytes at a time (default 65536); the output is the same for any N.
+    """
+
+/// Parses `arguments` (without the program name) into a decode command and an optional path.
+func parseDecodeArguments(_ arguments: [String]) -> (command: DecodeCommand, path: String?)? {
+    var format: DecodeCommand.Format?
+    var chunkSize = DecodeCommand.defaultChunkSize
+    var path: String?
+    var index = 0
+    while index < arguments.count {
+        let argument = arguments[index]
+        switch argument {
+        case "--format":
+            guard index + 1 < arguments.count, let value = DecodeCommand.Format(rawValue: arguments[index + 1]) else {
+                return nil
+            }
+            format = value
+            index += 2
+        case "--chunk":
+            guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else { return nil }
+            chunkSize = value
+            index += 2
+        default:
+            guard path == nil, !argument.hasPrefix("--") || argument == "-" else { return nil }
+            path = argument == "-" ? nil : argument
+            index += 1
+        }
+    }
+    guard let format else { return nil }
+    return (DecodeCommand(format: format, chunkSize: chunkSize), path)
+}
+
+/// `tether decode`: reads the input, prints the lines.
+func runDecode(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        FileHandle.standardOutput.write(Data((decodeUsage + "\n").utf8))
+        return 0
+    }
+    guard let (command, path) = parseDecodeArguments(arguments) else {
+        FileHandle.standardError.write(Data((decodeUsage + "\n").utf8))
+        return 2
+    }
+    let data: Data
+    if let path {
+        guard let contents = FileManager.default.contents(atPath: path) else {
+            FileHandle.standardError.write(Data("tether: cannot read \(path)\n".utf8))
+            return 2
+        }
+        data = contents
+    } else {
+        data = FileHandle.standardInput.readDataToEndOfFile()
+    }
+    var output: [UInt8] = []
+    let status = command.run(input: [UInt8](data)) { line in
+        output.append(contentsOf: line.utf8)
+        output.append(0x0A)
+        if output.count >= 1 << 16 {
+            FileHandle.standardOutput.write(Data(output))
+            output.removeAll(keepingCapacity: true)
+        }
+    }
+    FileHandle.standardOutput.write(Data(output))
+    return status
+}
+
+let usage = """
+    usage: tether COMMAND ...
+
+    Commands:
+      decode   decode captured SignalR or XMPP traffic to JSON lines (tether decode --help)
+      xmpp     connect to an XMPP server: send, listen, ping, roster (tether xmpp --help)
+
+    """
+
+/// Runs the command line `arguments` (without the program name); returns the exit status.
+func runCommandLine(
+    _ arguments: [String],
+    environment: [String: String],
+    output: @escaping @Sendable (String) -> Void,
+    errorOutput: @escaping @Sendable (String) -> Void
+) async -> Int32 {
+    switch arguments.first {
+    case "decode":
+        return runDecode(Array(arguments.dropFirst()))
+    case "xmpp":
+        switch XMPPCommand.parse(Array(arguments.dropFirst())) {
+        case .help:
+            output(XMPPCommand.usage)
+            return 0
+        case .usageError(let message):
+            errorOutput("tether xmpp: \(message)\n" + XMPPCommand.usage)
+            return 2
+        case .command(let command):
+            return await command.run(environment: environment, output: output, errorOutput: errorOutput)
+        }
+    case "--help", "-h", "help":
+        output(usage)
+        return 0
+    default:
+        errorOutput(usage)
+        return 2
+    }
+}

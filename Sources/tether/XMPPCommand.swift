@@ -1,0 +1,386 @@
+import Dispatch
+import Foundation
+import TetherCore
+import TetherDispatch
+import TetherXML
+import TetherXMPP
+
+/// `tether xmpp`: connects with `XMPPClient` and sends, listens, pings or prints the roster,
+/// reporting lifecycle events and messages as JSON lines on standard output.
+///
+/// Exit status: 0 on success; 1 on any error (printed to standard error); 2 for a usage error or
+/// an authentication failure (at once, whatever the reconnect policy).
+struct XMPPCommand: Sendable, Equatable {
+    static let usage = """
+        usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P]
+                           [--tls disabled|optional|required] [--resource R] [--allow-plain]
+                           [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
+                           [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
+                           COMMAND
+
+        Connects to the XMPP server of JID (or H:P, default port 5222) and runs COMMAND:
+          send TO TEXT [--count N]     send N chat messages (bodies "TEXT 1" … "TEXT N" when N > 1),
+                                       wait until the server acknowledged or received them, close
+          listen [--count N] [--seconds S]
+                                       print received messages; stop after N messages or S seconds
+          ping [JID]                   ping JID (default: the server) and print the round trip
+          roster                       print the roster
+
+        The password comes from the environment variable VAR (default TETHER_PASSWORD), never
+        from the command line. Events print as JSON lines: connected, disconnected, reconnecting,
+        resumed, resume-failed, message, pong, roster. --verbose logs the XML traffic to standard
+        error, SASL credentials hidden. Defaults: --tls required (this version has no TLS layer
+        yet: use --tls disabled on a trusted network; optional then means cleartext), ping every
+        60 s with a 10 s timeout, 2 missed pings end the stream, --reconnect default (RFC 6120
+        back-off: a random first delay up to 60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop),
+        stream management on.
+        """
+
+    enum Action: Equatable, Sendable {
+        case send(to: JID, text: String, count: Int)
+        case listen(count: Int?, seconds: Double?)
+        case ping(JID?)
+        case roster
+    }
+
+    enum Parsed: Equatable {
+        case help
+        case command(XMPPCommand)
+        case usageError(String)
+    }
+
+    var jid: JID
+    var passwordVariable = "TETHER_PASSWORD"
+    var host: String?
+    var port: Int?
+    var tls = XMPPClientMachine.TLSPolicy.required
+    var resource: String?
+    var allowPlain = false
+    var pingInterval: Double = 60
+    var pingTimeout: Double = 10
+    var maximumMissedPings = 2
+    var reconnect = "default"
+    var streamManagement = true
+    var verbose = false
+    var action: Action
+
+    // MARK: - Parsing
+
+    static func parse(_ arguments: [String]) -> Parsed {
+        if arguments.contains("--help") || arguments.contains("-h") { return .help }
+        var jid: JID?
+        var options = XMPPCommand(jid: JID("x@example.com")!, action: .roster)
+        var rest: [String] = []
+        var index = 0
+        func value() -> String? {
+            guard index + 1 < arguments.count else { return nil }
+            index += 1
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--jid":
+                guard let text = value(), let parsed = JID(text), parsed.localpart != nil else {
+                    return .usageError("--jid needs a JID of the form user@domain[/resource]")
+                }
+                jid = parsed
+            case "--password-env":
+                guard let name = value(), !name.isEmpty else { return .usageError("--password-env needs a name") }
+                options.passwordVariable = name
+            case "--host":
+                guard let host = value(), !host.isEmpty else { return .usageError("--host needs a host") }
+                options.host = host
+            case "--port":
+                guard let text = value(), let port = Int(text), (1...65535).contains(port) else {
+                    return .usageError("--port needs a port number")
+                }
+                options.port = port
+            case "--tls":
+                guard let text = value(), let tls = XMPPClientMachine.TLSPolicy(rawValue: text) else {
+                    return .usageError("--tls takes disabled, optional or required")
+                }
+                options.tls = tls
+            case "--resource":
+                guard let resource = value(), !resource.isEmpty else { return .usageError("--resource needs a name") }
+                options.resource = resource
+            case "--allow-plain":
+                options.allowPlain = true
+            case "--ping-interval", "--ping-timeout":
+                guard let text = value(), let seconds = Double(text), seconds > 0, seconds < 1e6 else {
+                    return .usageError("\(argument) needs a positive number of seconds")
+                }
+                if argument == "--ping-interval" {
+                    options.pingInterval = seconds
+                } else {
+                    options.pingTimeout = seconds
+                }
+            case "--max-missed-pings":
+                guard let text = value(), let count = Int(text), count >= 1 else {
+                    return .usageError("--max-missed-pings needs a count of at least 1")
+                }
+                options.maximumMissedPings = count
+            case "--reconnect":
+                guard let text = value(), ["none", "default", "tiered"].contains(text) else {
+                    return .usageError("--reconnect takes none, default or tiered")
+                }
+                options.reconnect = text
+            case "--no-stream-management":
+                options.streamManagement = false
+            case "--verbose":
+                options.verbose = true
+            default:
+                rest.append(argument)
+            }
+            index += 1
+        }
+        guard let jid else { return .usageError("--jid is required") }
+        options.jid = jid
+        switch parseAction(rest) {
+        case .success(let action): options.action = action
+        case .failure(let error): return .usageError(error.description)
+        }
+        return .command(options)
+    }
+
+    private struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func parseAction(_ words: [String]) -> Result<Action, UsageError> {
+        guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
+        var arguments: [String] = []
+        var count: Int?
+        var seconds: Double?
+        var index = 1
+        while index < words.count {
+            switch words[index] {
+            case "--count":
+                guard index + 1 < words.count, let value = Int(words[index + 1]), value >= 1 else {
+                    return .failure(UsageError(description: "--count needs a count of at least 1"))
+                }
+                count = value
+                index += 2
+            case "--seconds":
+                guard index + 1 < words.count, let value = Double(words[index + 1]), value > 0 else {
+                    return .failure(UsageError(description: "--seconds needs a positive number"))
+                }
+                seconds = value
+                index += 2
+            case let word where word.hasPrefix("--"):
+                return .failure(UsageError(description: "unknown option \(word)"))
+            case let word:
+                arguments.append(word)
+                index += 1
+            }
+        }
+        switch command {
+        case "send":
+            guard arguments.count == 2, let to = JID(arguments[0]), seconds == nil else {
+                return .failure(UsageError(description: "usage: send TO TEXT [--count N]"))
+            }
+            return .success(.send(to: to, text: arguments[1], count: count ?? 1))
+        case "listen":
+            guard arguments.isEmpty else {
+                return .failure(UsageError(description: "usage: listen [--count N] [--seconds S]"))
+            }
+            return .success(.listen(count: count, seconds: seconds))
+        case "ping":
+            guard arguments.count <= 1, count == nil, seconds == nil else {
+                return .failure(UsageError(description: "usage: ping [JID]"))
+            }
+            guard let text = arguments.first else { return .success(.ping(nil)) }
+            guard let target = JID(text) else {
+                return .failure(UsageError(description: "ping: '\(text)' is not a JID"))
+            }
+            return .success(.ping(target))
+        case "roster":
+            guard arguments.isEmpty, count == nil, seconds == nil else {
+                return .failure(UsageError(description: "usage: roster"))
+            }
+            return .success(.roster)
+        default:
+            return .failure(UsageError(description: "unknown command '\(command)'"))
+        }
+    }
+
+    // MARK: - Running
+
+    /// The client configuration for these options.
+    func configuration(password: Secret) -> XMPPClient.Configuration {
+        var configuration = XMPPClient.Configuration(jid: jid, password: password)
+        if host != nil || port != nil {
+            configuration.endpoint = Endpoint(host: host ?? jid.domainpart, port: port ?? 5222)
+        }
+        configuration.tls = tls
+        configuration.resource = resource
+        configuration.allowPlainOnCleartext = allowPlain
+        configuration.autoPing = .init(
+            interval: .milliseconds(Int64(pingInterval * 1000)),
+            timeout: .milliseconds(Int64(pingTimeout * 1000)),
+            maximumMissed: maximumMissedPings
+        )
+        switch reconnect {
+        case "none": configuration.reconnectPolicy = nil
+        case "tiered": configuration.reconnectPolicy = .tiered(repeats: false)
+        default: configuration.reconnectPolicy = .exponentialBackoff()
+        }
+        if !streamManagement { configuration.streamManagement = nil }
+        configuration.fetchRosterOnConnect = false
+        return configuration
+    }
+
+    /// Runs the command; `output` and `errorOutput` take whole lines (called from any thread,
+    /// one at a time).
+    func run(
+        environment: [String: String],
+        output: @escaping @Sendable (String) -> Void,
+        errorOutput: @escaping @Sendable (String) -> Void
+    ) async -> Int32 {
+        guard let password = environment[passwordVariable] else {
+            errorOutput("tether: the environment variable \(passwordVariable) (the password) is not set")
+            return 2
+        }
+        var options = XMPPClient.Options()
+        if verbose {
+            options.trafficLog = { traffic in
+                errorOutput((traffic.direction == .sent ? "SEND: " : "RECV: ") + traffic.text)
+            }
+        }
+        let client = XMPPClient(configuration(password: Secret(password)), options: options)
+        let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
+        client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
+        do throws(XMPPClientError) {
+            try await client.connect()
+            switch action {
+            case .send(let to, let text, let count):
+                for n in 1...count {
+                    try await client.send(XMPPMessage(to: to, body: count > 1 ? "\(text) \(n)" : text))
+                }
+                try await client.flush()
+            case .listen(let count, let seconds):
+                if let error = await listener.waitForMessages(count: count, seconds: seconds) { throw error }
+            case .ping(let target):
+                let rtt = try await client.ping(target)
+                var line = Array(#"{"event":"pong","rtt_ms":"#.utf8)
+                JSONText.appendDouble(Double(rtt.totalNanoseconds) / 1e6, to: &line)
+                line.append(UInt8(ascii: "}"))
+                output(String(decoding: line, as: UTF8.self))
+            case .roster:
+                output(Self.rosterLine(try await client.fetchRoster()))
+            }
+        } catch {
+            errorOutput("tether: \(error.message)")
+            await client.disconnect()
+            listener.flush()
+            return error.kind == .authenticationFailed ? 2 : 1
+        }
+        await client.disconnect()
+        listener.flush()
+        return 0
+    }
+
+    static func rosterLine(_ roster: RosterQuery) -> String {
+        var line = Array(#"{"event":"roster","items":["#.utf8)
+        for (index, item) in roster.items.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            line += #"{"jid":"#.utf8
+            JSONText.appendString(item.jid.description, to: &line)
+            line += #","name":"#.utf8
+            appendOptional(item.name, to: &line)
+            line += #","subscription":"#.utf8
+            JSONText.appendString(item.subscription.rawValue, to: &line)
+            line.append(UInt8(ascii: "}"))
+        }
+        line += "]}".utf8
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    static func appendOptional(_ text: String?, to line: inout [UInt8]) {
+        if let text {
+            JSONText.appendString(text, to: &line)
+        } else {
+            line += "null".utf8
+        }
+    }
+}
+
+/// Prints the client's events as JSON lines (on its own queue) and counts messages.
+final class Listener: @unchecked Sendable {
+    // `messages` and `failure` are touched only on `queue`.
+    let queue = DispatchQueue(label: "tether.cli-events")
+    private let output: @Sendable (String) -> Void
+    private let printsMessages: Bool
+    private var messages = 0
+    private var failure: XMPPClientError?
+    private var ended = false
+
+    init(output: @escaping @Sendable (String) -> Void, printsMessages: Bool) {
+        self.output = output
+        self.printsMessages = printsMessages
+    }
+
+    func handle(_ event: XMPPClient.Event) {
+        var line: [UInt8] = []
+        switch event {
+        case .connected(let jid):
+            line = Array(#"{"event":"connected","jid":"#.utf8)
+            JSONText.appendString(jid.description, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .disconnected(let error):
+            line = Array(#"{"event":"disconnected","reason":"#.utf8)
+            XMPPCommand.appendOptional(error?.message, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .reconnecting(let attempt, let delay):
+            line = Array(#"{"event":"reconnecting","attempt":"#.utf8)
+            JSONText.appendInteger(Int64(attempt), to: &line)
+            line += #","delay_ms":"#.utf8
+            JSONText.appendInteger(delay.totalNanoseconds / 1_000_000, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .resumed:
+            line = Array(#"{"event":"resumed"}"#.utf8)
+        case .resumeFailed:
+            line = Array(#"{"event":"resume-failed"}"#.utf8)
+        case .message(let message):
+            guard printsMessages, message.body != nil else { return }
+            messages += 1
+            line = Array(#"{"event":"message","from":"#.utf8)
+            XMPPCommand.appendOptional(message.from?.description, to: &line)
+            line += #","id":"#.utf8
+            XMPPCommand.appendOptional(message.id, to: &line)
+            line += #","body":"#.utf8
+            XMPPCommand.appendOptional(message.body, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .suspended(let error):
+            failure = error
+            ended = true
+            return
+        case .closed(let error):
+            if let error { failure = error }
+            ended = true
+            return
+        case .streamManagementEnabled, .connectAttemptFailed, .presence, .subscriptionRequest, .iqRequest,
+            .iqResponse, .roster, .rosterPush, .unacknowledgedStanzas:
+            return
+        }
+        output(String(decoding: line, as: UTF8.self))
+    }
+
+    /// Waits until `count` messages arrived or `seconds` passed (forever when both are nil);
+    /// returns the error if the client gave up or stopped first.
+    func waitForMessages(count: Int?, seconds: Double?) async -> XMPPClientError? {
+        let deadline = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        while true {
+            let (received, failure, ended) = queue.sync { (messages, self.failure, self.ended) }
+            if let count, received >= count { return nil }
+            if ended { return failure ?? XMPPClientError(.notConnected, "The connection ended.") }
+            if let deadline, ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits until every event delivered so far is printed.
+    func flush() {
+        queue.sync {}
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherTestServers
+import TetherXMPP
+
+@testable import tether
+
+/// Captures output lines from any thread.
+final class Lines: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [String] = []
+
+    var all: [String] { lock.withLock { stored } }
+
+    var sink: @Sendable (String) -> Void {
+        { [self] line in lock.withLock { stored.append(line) } }
+    }
+}
+
+/// Runs `tether ARGUMENTS` in process; returns the status, standard output and error lines.
+func tether(
+    _ arguments: [String],
+    environment: [String: String] = [:]
+) async -> (status: Int32, output: [String], errors: [String]) {
+    let output = Lines()
+    let errors = Lines()
+    let status = await runCommandLine(
+        arguments,
+        environment: environment,
+        output: output.sink,
+        errorOutput: errors.sink
+    )
+    return (status, output.all, errors.all)
+}
+
+struct CommandLineTests {
+    @Test func helpExitsZero() async {
+        let top = await tether(["--help"])
+        #expect(top.status == 0 && top.output.joined().contains("xmpp"))
+        let xmpp = await tether(["xmpp", "--help"])
+        #expect(xmpp.status == 0 && xmpp.output.joined().contains("usage: tether xmpp --jid JID"))
+    }
+
+    @Test(arguments: [
+        ["xmpp"], ["xmpp", "--jid", "alice@localhost"], ["xmpp", "--jid", "localhost", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "frob"], ["xmpp", "--jid", "alice@localhost", "send", "bob@localhost"],
+        ["xmpp", "--jid", "alice@localhost", "--tls", "maybe", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "listen", "--count", "0"], ["nonsense"],
+    ])
+    func usageErrorsExitTwo(_ arguments: [String]) async {
+        let result = await tether(arguments)
+        #expect(result.status == 2)
+        #expect(!result.errors.isEmpty)
+    }
+
+    @Test func parsesTheWholeContract() {
+        let parsed = XMPPCommand.parse([
+            "--jid", "alice@localhost/r", "--password-env", "PW", "--host", "127.0.0.1", "--port", "5999", "--tls",
+            "disabled", "--resource", "res", "--allow-plain", "--ping-interval", "20", "--ping-timeout", "2.5",
+            "--max-missed-pings", "3", "--reconnect", "tiered", "--no-stream-management", "--verbose", "send",
+            "bob@localhost", "hello there", "--count", "4",
+        ])
+        guard case .command(let command) = parsed else { return #expect(Bool(false), "\(parsed)") }
+        #expect(command.action == .send(to: JID("bob@localhost")!, text: "hello there", count: 4))
+        let configuration = command.configuration(password: "x")
+        #expect(configuration.endpoint == Endpoint(host: "127.0.0.1", port: 5999))
+        #expect(configuration.tls == .disabled && configuration.allowPlainOnCleartext)
+        #expect(configuration.resource == "res")
+        #expect(configuration.autoPing == .init(interval: .seconds(20), timeout: .milliseconds(2500), maximumMissed: 3))
+        #expect(configuration.streamManagement == nil)
+        #expect(command.passwordVariable == "PW" && command.verbose)
+        guard case .command(let listen) = XMPPCommand.parse(["--jid", "a@b", "listen", "--seconds", "1.5"]) else {
+            return #expect(Bool(false))
+        }
+        #expect(listen.action == .listen(count: nil, seconds: 1.5))
+        #expect(listen.tls == .required)
+        guard case .command(let ping) = XMPPCommand.parse(["--jid", "a@b", "ping", "c@d/e"]) else {
+            return #expect(Bool(false))
+        }
+        #expect(ping.action == .ping(JID("c@d/e")))
+    }
+
+    @Test func missingPasswordExitsTwo() async {
+        let result = await tether(["xmpp", "--jid", "alice@localhost", "--tls", "disabled", "roster"])
+        #expect(result.status == 2)
+        #expect(result.errors.first?.contains("TETHER_PASSWORD") == true)
+    }
+}
+
+/// `tether xmpp` against a real prosody.
+@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+struct XMPPCommandServerTests {
+    static func common(_ user: String, _ server: ProsodyServer) -> [String] {
+        ["xmpp", "--jid", "\(user)@localhost", "--host", "127.0.0.1", "--port", "\(server.port)", "--tls", "disabled"]
+    }
+
+    @Test func sendAndListen() async throws {
+        let server = try ProsodyServer()
+        try server.start()
+        let listen = Task {
+            await tether(
+                Self.common("bob", server) + ["--resource", "cli", "listen", "--count", "3", "--seconds", "20"],
+                environment: ["TETHER_PASSWORD": "bobpass"]
+            )
+        }
+        // Bob is online once his presence is in: give the listener a moment to log in.
+        try await Task.sleep(for: .milliseconds(700))
+        let send = await tether(
+            Self.common("alice", server) + ["--verbose", "send", "bob@localhost/cli", "hi", "--count", "3"],
+            environment: ["TETHER_PASSWORD": "alicepass"]
+        )
+        #expect(send.status == 0, "\(send.errors)")
+        #expect(send.output.first?.hasPrefix(#"{"event":"connected","jid":"alice@localhost/"#) == true)
+        #expect(send.output.last == #"{"event":"disconnected","reason":null}"#)
+        // --verbose: the traffic, credentials hidden.
+        #expect(send.errors.contains { $0.hasPrefix("SEND: <?xml") })
+        #expect(send.errors.contains { $0.contains("SASL credentials not shown") })
+        #expect(!send.errors.joined().contains("alicepass"))
+        let received = await listen.value
+        #expect(received.status == 0, "\(received.errors)")
+        let messages = received.output.filter { $0.contains(#""event":"message""#) }
+        #expect(messages.count == 3)
+        #expect(messages.first?.hasPrefix(#"{"event":"message","from":"alice@localhost/"#) == true)
+        #expect(
+            messages.map { $0.components(separatedBy: #""body":"#).last ?? "" } == [
+                #""hi 1"}"#, #""hi 2"}"#, #""hi 3"}"#,
+            ]
+        )
+    }
+
+    @Test func pingAndRoster() async throws {
+        let server = try ProsodyServer()
+        try server.start()
+        let environment = ["TETHER_PASSWORD": "alicepass"]
+        let ping = await tether(Self.common("alice", server) + ["ping"], environment: environment)
+        #expect(ping.status == 0, "\(ping.errors)")
+        let pong = ping.output.first { $0.hasPrefix(#"{"event":"pong","rtt_ms":"#) }
+        #expect(pong != nil, "\(ping.output)")
+        let roster = await tether(Self.common("alice", server) + ["roster"], environment: environment)
+        #expect(roster.status == 0)
+        #expect(roster.output.contains(#"{"event":"roster","items":[]}"#))
+        let unknown = await tether(
+            Self.common("alice", server) + ["ping", "nobody@localhost/x"],
+            environment: environment
+        )
+        #expect(unknown.status == 0)  // an error reply proves the server answered
+    }
+
+    @Test func authenticationFailureExitsTwoAtOnce() async throws {
+        let server = try ProsodyServer()
+        try server.start()
+        let start = ContinuousClock.now
+        let result = await tether(
+            Self.common("alice", server) + ["--reconnect", "tiered", "roster"],
+            environment: ["TETHER_PASSWORD": "wrong"]
+        )
+        #expect(result.status == 2)
+        #expect(result.errors.first?.contains("not-authorized") == true)
+        #expect(!result.errors.joined().contains("wrong"))
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+}
