@@ -1,0 +1,365 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherXML
+
+@testable import TetherXMPP
+
+/// Walks every row of the transition table in Specs/xmpp/client-machine.md against the code.
+struct ClientTransitionTableTests {
+    struct Row: CustomTestStringConvertible, Sendable {
+        var state: String
+        var input: String
+        var actions: [String]
+        var next: String
+        var testDescription: String { "\(state) | \(input)" }
+    }
+
+    /// The number of rows the table has; a row added or lost must be noticed.
+    static let expectedRowCount = 99
+
+    static let table: (rows: [Row], malformed: [String]) = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try! String(contentsOf: root.appendingPathComponent("Specs/xmpp/client-machine.md"), encoding: .utf8)
+        let section = text.components(separatedBy: "## Transition table")[1]
+        var rows: [Row] = []
+        var malformed: [String] = []
+        for line in section.split(separator: "\n") where line.hasPrefix("|") {
+            if line.hasPrefix("| state |") || line.hasPrefix("|---") { continue }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard cells.count == 6, cells[0].isEmpty, cells[5].isEmpty, !cells[1].isEmpty, !cells[2].isEmpty,
+                !cells[4].isEmpty
+            else {
+                malformed.append(String(line))
+                continue
+            }
+            let actions = cells[3].isEmpty ? [] : cells[3].components(separatedBy: ", ")
+            rows.append(Row(state: cells[1], input: cells[2], actions: actions, next: cells[4]))
+        }
+        return (rows, malformed)
+    }()
+
+    @Test func tableIsWellFormed() {
+        #expect(Self.table.malformed.isEmpty, "malformed rows: \(Self.table.malformed)")
+        #expect(Self.table.rows.count == Self.expectedRowCount)
+        let states = Set(Machine.StateName.allCases.map(\.rawValue))
+        for row in Self.table.rows {
+            #expect(states.contains(row.next), "unknown next state in \(row.testDescription)")
+        }
+    }
+
+    @Test(arguments: table.rows)
+    func row(_ row: Row) throws {
+        guard let harness = Self.setUp(row.state) else {
+            return fail("no setup for the state '\(row.state)'")
+        }
+        harness.drain()
+        let before = harness.transcript.count
+        guard Self.apply(row.input, to: harness) else {
+            return fail("no input named '\(row.input)'")
+        }
+        harness.drain()
+        #expect(Array(harness.transcript[before...]) == row.actions)
+        #expect(harness.state.rawValue == row.next)
+    }
+
+    // MARK: - Setups
+
+    static let header = XMPPClientHarness.serverHeader
+    static let plainFeatures = XMPPClientHarness.mechanisms(["PLAIN"])
+
+    /// An online session: XEP-0198 enabled and resumable, one iq request pending (its id is
+    /// "pending"), nothing unacknowledged.
+    static func online(_ configure: (inout Machine.Configuration) -> Void = { _ in }) -> XMPPClientHarness {
+        let harness = XMPPClientHarness {
+            $0.iqTimeout = .seconds(300)
+            $0.handledIQNamespaces = ["urn:example:handled"]
+            configure(&$0)
+        }
+        harness.login()
+        _ = try! harness.machine.send(
+            XMPPIQ.get(XMLElement(XMLName("q", namespace: "urn:x")), id: "pending"),
+            now: harness.now
+        )
+        harness.drain()
+        if harness.smEnabled {
+            harness.advance(by: .seconds(2))
+            harness.server("<a xmlns='urn:xmpp:sm:3' h='1'/>")
+        }
+        return harness
+    }
+
+    /// Online, one message sent and not acknowledged, then the link dropped.
+    static func lostWithUnacknowledged(
+        _ configure: (inout Machine.Configuration) -> Void = { _ in }
+    ) -> XMPPClientHarness {
+        let harness = online(configure)
+        try! harness.machine.send(XMPPMessage(to: JID("bob@example.com"), body: "unacked", id: "u1"), now: harness.now)
+        harness.drain()
+        harness.transportClosed()
+        return harness
+    }
+
+    static func afterHeader(
+        _ configure: @escaping (inout Machine.Configuration) -> Void = { _ in }
+    ) -> XMPPClientHarness {
+        let harness = XMPPClientHarness(configure)
+        harness.start()
+        harness.connected()
+        harness.server(header)
+        return harness
+    }
+
+    static func scramAuthenticating() -> XMPPClientHarness {
+        let harness = afterHeader { $0.mechanisms = [.scramSHA1] }
+        harness.server(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
+        return harness
+    }
+
+    static func setUp(_ state: String) -> XMPPClientHarness? {
+        switch state {
+        case "idle":
+            return XMPPClientHarness()
+        case "connecting":
+            let harness = XMPPClientHarness()
+            harness.start()
+            return harness
+        case "openingStream":
+            let harness = XMPPClientHarness()
+            harness.start()
+            harness.connected()
+            return harness
+        case "openingStream after the header":
+            return afterHeader()
+        case "openingStream after the header with TLS optional":
+            return afterHeader { $0.tls = .optional }
+        case "openingStream after the header with TLS required":
+            return afterHeader { $0.tls = .required }
+        case "openingStream after the header without PLAIN on cleartext":
+            return afterHeader { $0.allowPlainOnCleartext = false }
+        case "securing":
+            let harness = afterHeader { $0.tls = .optional }
+            harness.server("<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>")
+            return harness
+        case "securing after proceed":
+            let harness = setUp("securing")!
+            harness.server("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+            return harness
+        case "authenticating with PLAIN":
+            let harness = afterHeader()
+            harness.server(plainFeatures)
+            return harness
+        case "authenticating with SCRAM":
+            return scramAuthenticating()
+        case "authenticating with SCRAM after the challenge":
+            let harness = scramAuthenticating()
+            let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
+            harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
+            return harness
+        case "openingStream after authentication":
+            let harness = setUp("authenticating with PLAIN")!
+            harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>" + header)
+            return harness
+        case "openingStream after authentication of a resumable session":
+            let harness = lostWithUnacknowledged()
+            harness.advance(by: .seconds(1))
+            harness.connected()
+            harness.server(header + plainFeatures)
+            harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>" + header)
+            return harness
+        case "resuming":
+            let harness = setUp("openingStream after authentication of a resumable session")!
+            harness.server(XMPPClientHarness.boundFeatures)
+            return harness
+        case "binding":
+            let harness = setUp("openingStream after authentication")!
+            harness.server(XMPPClientHarness.boundFeatures)
+            return harness
+        case "binding without stream management":
+            let harness = setUp("openingStream after authentication")!
+            harness.server("<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></stream:features>")
+            return harness
+        case "binding with the session required", "binding the session":
+            let harness = setUp("openingStream after authentication")!
+            harness.server(
+                "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/><session xmlns='urn:ietf:params:xml:ns:xmpp-session'/><sm xmlns='urn:xmpp:sm:3'/></stream:features>"
+            )
+            if state == "binding the session" { answerBind(harness) }
+            return harness
+        case "online":
+            return online()
+        case "online before stream management is enabled":
+            let harness = XMPPClientHarness()
+            harness.login(enableSM: false)
+            return harness
+        case "online without stream management":
+            return online { $0.streamManagement = nil }
+        case "closing":
+            let harness = online()
+            harness.machine.stop(now: harness.now)
+            return harness
+        case "waitingToReconnect":
+            let harness = online()
+            harness.transportClosed()
+            return harness
+        case "suspended":
+            let harness = XMPPClientHarness { $0.reconnectPolicy = .fixed(.seconds(1), maximumAttempts: 0) }
+            harness.login()
+            try! harness.machine.send(
+                XMPPMessage(to: JID("bob@example.com"), body: "unacked", id: "u1"),
+                now: harness.now
+            )
+            harness.drain()
+            harness.transportClosed()
+            return harness
+        default:
+            return nil
+        }
+    }
+
+    static func answerBind(_ harness: XMPPClientHarness, jid: String = "alice@example.com/phone") {
+        harness.server(
+            "<iq type='result' id='\(harness.lastSentID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>\(jid)</jid></bind></iq>"
+        )
+    }
+
+    // MARK: - Inputs
+
+    static func streamError(_ condition: String, _ text: String = "") -> String {
+        "<stream:error><\(condition) xmlns='urn:ietf:params:xml:ns:xmpp-streams'>\(text)</\(condition)></stream:error>"
+    }
+
+    /// Applies the named input; false if there is no such input.
+    static func apply(_ input: String, to harness: XMPPClientHarness) -> Bool {
+        switch input {
+        case "start": harness.machine.start(now: harness.now)
+        case "stop": harness.machine.stop(now: harness.now)
+        case "reconnect now": harness.machine.reconnectNow(now: harness.now)
+        case "transport connected": harness.connected()
+        case "transport closed": harness.transportClosed()
+        case "connect timeout": harness.advance(by: .seconds(30))
+        case "reconnect timer": harness.advance(by: .seconds(1))
+        case "close timeout": harness.advance(by: .seconds(2))
+        case "stale transport input":
+            let stale = TransportGeneration(harness.generation!.value - 1)
+            harness.machine.transportConnected(generation: stale, now: harness.now)
+            harness.machine.transportReceived(Array("<junk".utf8), generation: stale, now: harness.now)
+            harness.machine.transportClosed(generation: stale, error: "late", now: harness.now)
+        case "server header": harness.server(header)
+        case "server header of another namespace":
+            harness.server(header.replacingOccurrences(of: "xmlns='jabber:client'", with: "xmlns='jabber:server'"))
+        case "server header without version":
+            harness.server(header.replacingOccurrences(of: " version='1.0'", with: ""))
+        case "features with mechanisms": harness.server(plainFeatures)
+        case "features with STARTTLS":
+            harness.server("<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>")
+        case "features with required STARTTLS":
+            harness.server(
+                "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls></stream:features>"
+            )
+        case "features without STARTTLS", "features with PLAIN only": harness.server(plainFeatures)
+        case "features with an unknown required feature":
+            harness.server(
+                "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms><x xmlns='urn:example'><required/></x></stream:features>"
+            )
+        case "stream error system-shutdown": harness.server(streamError("system-shutdown"))
+        case "stream error host-unknown": harness.server(streamError("host-unknown"))
+        case "stream error conflict": harness.server(streamError("conflict"))
+        case "stream error see-other-host": harness.server(streamError("see-other-host", "other.example"))
+        case "unexpected element": harness.server("<message><body>too early</body></message>")
+        case "malformed XML": harness.server("<a></b>")
+        case "restricted XML": harness.server("<!-- comment -->")
+        case "server closes the stream": harness.server("</stream:stream>")
+        case "proceed": harness.server("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+        case "STARTTLS failure": harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+        case "TLS established": harness.machine.tlsEstablished(generation: harness.generation!, now: harness.now)
+        case "bytes": harness.server("\u{16}\u{03}\u{03}")
+        case "success": harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        case "failure not-authorized":
+            harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>")
+        case "failure temporary-auth-failure":
+            harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><temporary-auth-failure/></failure>")
+        case "challenge":
+            let challenge =
+                harness.lastSent.contains("SCRAM")
+                ? harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent)) : Base64.encode([1, 2, 3])
+            harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
+        case "challenge with a foreign nonce":
+            let foreign = Base64.encode(Array("r=someoneelse,s=c2FsdA==,i=4096".utf8))
+            harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(foreign)</challenge>")
+        case "challenge that is not base64":
+            harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>!!!</challenge>")
+        case "success with the server signature", "challenge with the server signature":
+            let final = Base64.encode(Array(harness.scramServer.final().serverFinal.utf8))
+            let name = input.hasPrefix("success") ? "success" : "challenge"
+            harness.server("<\(name) xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(final)</\(name)>")
+        case "success with a wrong signature":
+            let final = Base64.encode(Array(harness.scramServer.final(signatureTampered: true).serverFinal.utf8))
+            harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(final)</success>")
+        case "success without a signature": harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        case "features with bind": harness.server(XMPPClientHarness.boundFeatures)
+        case "features without bind": harness.server("<stream:features/>")
+        case "features with stream management": harness.server(XMPPClientHarness.boundFeatures)
+        case "features without stream management":
+            harness.server("<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></stream:features>")
+        case "bind result": answerBind(harness)
+        case "bind result without a full JID": answerBind(harness, jid: "alice@example.com")
+        case "bind error":
+            harness.server(
+                "<iq type='error' id='\(harness.lastSentID)'><error type='cancel'><conflict xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+            )
+        case "session result": harness.server("<iq type='result' id='\(harness.lastSentID)'/>")
+        case "session error":
+            harness.server(
+                "<iq type='error' id='\(harness.lastSentID)'><error type='wait'><internal-server-error xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+            )
+        case "resumed": harness.server("<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='1'/>")
+        case "resumed with a too-high h": harness.server("<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='5'/>")
+        case "failed":
+            harness.server(
+                "<failed xmlns='urn:xmpp:sm:3'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>"
+            )
+        case "message": harness.server("<message from='bob@example.com/x' type='chat'><body>hi</body></message>")
+        case "presence": harness.server("<presence from='bob@example.com/x'/>")
+        case "subscription request": harness.server("<presence type='subscribe' from='bob@example.com'/>")
+        case "ping request":
+            harness.server("<iq type='get' id='s1' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>")
+        case "iq request in a handled namespace", "iq request in another namespace":
+            let namespace = input.hasSuffix("handled namespace") ? "urn:example:handled" : "urn:example:other"
+            harness.server("<iq type='get' id='r1' from='bob@example.com/x'><q xmlns='\(namespace)'/></iq>")
+        case "roster push":
+            harness.server(
+                "<iq type='set' id='push'><query xmlns='jabber:iq:roster'><item jid='bob@example.com'/></query></iq>"
+            )
+        case "iq result": harness.server("<iq type='result' id='pending'/>")
+        case "iq result from someone else":
+            harness.server("<iq type='result' id='pending' from='mallory@evil.example'/>")
+        case "iq result with an unknown id": harness.server("<iq type='result' id='unknown'/>")
+        case "iq request timing out":
+            _ = try? harness.machine.send(
+                XMPPIQ.get(XMLElement(XMLName("q", namespace: "urn:x"))),
+                timeout: .seconds(1),
+                now: harness.now
+            )
+            harness.drain()
+            harness.advance(by: .seconds(1))
+        case "send message":
+            _ = try? harness.machine.send(
+                XMPPMessage(to: JID("bob@example.com"), body: "x", id: "s1"),
+                now: harness.now
+            )
+        case "enabled": harness.server("<enabled xmlns='urn:xmpp:sm:3' id='sm-1' resume='true'/>")
+        case "ack request": harness.server("<r xmlns='urn:xmpp:sm:3'/>")
+        case "ack": harness.server("<a xmlns='urn:xmpp:sm:3' h='1'/>")
+        case "ack too high": harness.server("<a xmlns='urn:xmpp:sm:3' h='5'/>")
+        case "ping interval": harness.advance(by: .seconds(60))
+        case "missed pings": harness.advance(by: .seconds(80))
+        default:
+            return false
+        }
+        return true
+    }
+}
