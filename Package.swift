@@ -67,7 +67,8 @@ let package = Package(
         .executableTarget(
             name: "TetherBench",
             dependencies: [
-                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "CExpat", "CMallocCounter",
+                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherTLS", "CExpat",
+                "CMallocCounter",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings

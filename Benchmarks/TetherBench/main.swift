@@ -131,17 +131,27 @@ if HubConnectionBenchmarks.names.contains(where: options.includes), let corpus =
         .run(filter: options.includes, progress: progress)
     signalRCorpus = nil
 }
-if XMPPBenchmarks.names.contains(where: options.includes) {
+if XMPPBenchmarks.names.contains(where: options.includes)
+    || XMPPClientBenchmarks.names.contains(where: options.includes)
+{
     progress(String(format: "generating the XMPP corpus (%.0f MiB stream)", options.sizeMiB))
     let corpus = XMPPCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
     progress(
         "corpus: \(corpus.stanzaCount) stanzas, \(corpus.counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
     )
     do {
-        results += try XMPPBenchmarks(corpus: corpus, passes: options.passes).run(
-            filter: options.includes,
-            progress: progress
-        )
+        if XMPPBenchmarks.names.contains(where: options.includes) {
+            results += try XMPPBenchmarks(corpus: corpus, passes: options.passes).run(
+                filter: options.includes,
+                progress: progress
+            )
+        }
+        if XMPPClientBenchmarks.names.contains(where: options.includes) {
+            results += try XMPPClientBenchmarks(machineCount: 100_000, passes: options.passes, corpus: corpus).run(
+                filter: options.includes,
+                progress: progress
+            )
+        }
     } catch {
         FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
         exit(1)

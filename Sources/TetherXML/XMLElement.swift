@@ -118,6 +118,23 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         return found
     }
 
+    /// The first child element for which `predicate` is true (no array of children is built).
+    public func firstChild(where predicate: (XMLElement) throws -> Bool) rethrows -> XMLElement? {
+        var position = Int(node.start)
+        let end = Int(node.end)
+        while position < end {
+            let child = tree.node(position)
+            if child.kind == .element {
+                let element = XMLElement(tree: tree, index: position)
+                if try predicate(element) { return element }
+                position = Int(child.end)
+            } else {
+                position += 1
+            }
+        }
+        return nil
+    }
+
     /// The child elements named `local` in `namespace` (any namespace when nil).
     public func children(_ local: String, namespace: String? = nil) -> [XMLElement] {
         children.filter { $0.localName == local && (namespace == nil || $0.namespace == namespace) }

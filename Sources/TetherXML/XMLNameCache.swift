@@ -4,10 +4,12 @@
 /// built. A recurring name therefore costs one hash and one byte comparison, and each distinct
 /// name is stored once per tree (the tree's nodes hold 4-byte indices, never strings).
 ///
-/// Open addressing with linear probing over a power-of-two table. The table is emptied when half
-/// of it is in use, so a peer that sends ever new names costs bounded memory (`capacity` entries
-/// of at most `maximumKeyLength` bytes each; longer names are not cached) and an occasional
-/// rebuild. The hash is seeded per cache so that colliding names cannot be prepared in advance.
+/// Open addressing with linear probing over a power-of-two table. The table starts small (32
+/// slots, about 2.5 KiB, so that an idle connection's parser stays small) and doubles when half of
+/// it is in use, up to `capacity`; at that size it is emptied instead, so a peer that sends ever new
+/// names costs bounded memory (`capacity` entries of at most `maximumKeyLength` bytes each; longer
+/// names are not cached) and an occasional rebuild. The hash is seeded per cache so that colliding
+/// names cannot be prepared in advance.
 ///
 /// The slots and key bytes are fixed-size memory that the cache allocates once and owns alone
 /// (hence `~Copyable`); lookups reach them without bounds or exclusivity checks at run time
@@ -31,24 +33,59 @@
     /// The longest key that is cached.
     static let maximumKeyLength = 512
 
-    private let slots: UnsafeMutableBufferPointer<Slot>
-    private let keys: UnsafeMutableRawBufferPointer
+    private var slots: UnsafeMutableBufferPointer<Slot>
+    private var keys: UnsafeMutableRawBufferPointer
     private var names: [XMLNameBox] = []
     /// Bytes of the key arena in use.
     private var keyBytes = 0
-    private let mask: Int
+    private var mask: Int
+    /// The most slots the table grows to.
+    private let maximumSize: Int
     private let seed: UInt64
 
-    /// A cache with `capacity` slots (rounded up to a power of two, at least 16), of which at
-    /// most half are used, with 32 bytes of key space per slot.
+    /// The slots a new cache starts with.
+    static let initialSize = 32
+
+    /// A cache growing to `capacity` slots (rounded up to a power of two, at least 16), of which
+    /// at most half are used, with 32 bytes of key space per slot.
     init(capacity: Int) {
         var size = 16
         while size < capacity { size <<= 1 }
-        unsafe slots = .allocate(capacity: size)
+        maximumSize = size
+        let initial = min(size, Self.initialSize)
+        unsafe slots = .allocate(capacity: initial)
         unsafe slots.initialize(repeating: Slot())
-        unsafe keys = .allocate(byteCount: max(size * 32, Self.maximumKeyLength), alignment: 8)
-        mask = size - 1
+        unsafe keys = .allocate(byteCount: max(initial * 32, Self.maximumKeyLength), alignment: 8)
+        mask = initial - 1
         seed = UInt64.random(in: 1...UInt64.max)
+    }
+
+    /// The number of slots now.
+    var size: Int { mask + 1 }
+
+    /// Doubles the table (and the key arena), keeping every entry.
+    private mutating func grow() {
+        let newSize = (mask + 1) * 2
+        let newMask = newSize - 1
+        let newSlots = UnsafeMutableBufferPointer<Slot>.allocate(capacity: newSize)
+        unsafe newSlots.initialize(repeating: Slot())
+        for index in unsafe slots.indices {
+            let entry = unsafe slots[index]
+            guard entry.hash != 0 else { continue }
+            var slot = Int(truncatingIfNeeded: entry.hash >> 32) & newMask
+            while unsafe newSlots[slot].hash != 0 { slot = (slot + 1) & newMask }
+            unsafe newSlots[slot] = entry
+        }
+        let newKeys = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: max(newSize * 32, Self.maximumKeyLength),
+            alignment: 8
+        )
+        unsafe newKeys.copyMemory(from: UnsafeRawBufferPointer(rebasing: keys[0..<keyBytes]))
+        unsafe slots.deallocate()
+        unsafe keys.deallocate()
+        unsafe slots = newSlots
+        unsafe keys = newKeys
+        mask = newMask
     }
 
     deinit {
@@ -109,12 +146,17 @@
             }
             slot = (slot + 1) & mask
         }
-        if unsafe names.count >= (mask + 1) / 2 || keyBytes + count > keys.count {
-            // Full: start again (names already in trees stay there).
-            unsafe slots.update(repeating: Slot())
-            names.removeAll(keepingCapacity: true)
-            keyBytes = 0
+        while unsafe names.count >= (mask + 1) / 2 || keyBytes + count > keys.count {
+            if mask + 1 < maximumSize {
+                grow()
+            } else {
+                // Full: start again (names already in trees stay there).
+                unsafe slots.update(repeating: Slot())
+                names.removeAll(keepingCapacity: true)
+                keyBytes = 0
+            }
             slot = Int(truncatingIfNeeded: hash >> 32) & mask
+            while unsafe slots[slot].hash != 0 { slot = (slot + 1) & mask }
         }
         let bytes = unsafe UnsafeRawBufferPointer(start: key, count: count)
         unsafe slots[slot] = Slot(

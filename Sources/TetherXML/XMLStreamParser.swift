@@ -34,10 +34,11 @@ import TetherCore
         /// The most elements in one top-level element, counting it (default 25,000, prosody's
         /// `c2s_max_child_elements`).
         public var maximumElements: Int
-        /// The slots of the parser's name cache (default 512, rounded up to a power of two; about
-        /// 80 bytes each, so 40 KiB by default). At most half of them hold a name at a time, with
-        /// 32 bytes of key space per slot (longer names than 512 bytes are not cached); when
-        /// either runs out the cache starts again, so a peer inventing new names costs bounded
+        /// The most slots of the parser's name cache (default 512, rounded up to a power of two;
+        /// about 80 bytes each, so at most 40 KiB by default). The cache starts with 32 slots and
+        /// doubles as names arrive. At most half of the slots hold a name at a time, with 32 bytes
+        /// of key space per slot (longer names than 512 bytes are not cached); when either runs
+        /// out at full size the cache starts again, so a peer inventing new names costs bounded
         /// memory and only the time to build those names.
         public var nameCacheCapacity: Int
 
@@ -67,36 +68,89 @@ import TetherCore
         case couldNotDisable
     }
 
-    private let parser: XML_Parser
-    /// The state the callbacks work on, reached through Expat's user data pointer. It lives
-    /// behind a pointer this struct owns (allocated in `init`, freed in `deinit`) rather than in a
-    /// class, so that the callbacks' many accesses are not checked for exclusivity at run time.
-    /// Expat is never called from inside an access to it, and callbacks only run inside Expat.
-    private let state: UnsafeMutablePointer<XMLStreamParserState>
+    /// Expat and the state its callbacks work on; nil while the buffers are released
+    /// (`releaseBuffersWhileIdle()`). The state lives behind a pointer this struct owns
+    /// (allocated with Expat, freed with it) rather than in a class, so that the callbacks' many
+    /// accesses are not checked for exclusivity at run time. Expat is never called from inside an
+    /// access to it, and callbacks only run inside Expat.
+    private var core: Core?
+    /// While released: the stream header to replay to a fresh Expat before the next bytes (the
+    /// root element with its namespace declarations, so that stanzas parse in the same scope).
+    private var releasedHeader: [UInt8]?
+    private let configuration: Configuration
+
+    @safe private struct Core {
+        let parser: XML_Parser
+        let state: UnsafeMutablePointer<XMLStreamParserState>
+    }
 
     /// What happened to reparse deferral on this parser.
     public private(set) var reparseDeferral: ReparseDeferral
 
     /// A parser at the start of a stream.
     public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        reparseDeferral = .absent
+        let (core, deferral) = Self.makeCore(configuration)
+        self.core = core
+        reparseDeferral = deferral
+    }
+
+    private static func makeCore(_ configuration: Configuration) -> (Core, ReparseDeferral) {
         // The separator byte 0x1F cannot occur in names or namespace URIs.
         guard let parser = unsafe XML_ParserCreateNS("UTF-8", 0x1F) else {
             fatalError("Expat could not allocate a parser (out of memory)")
         }
-        unsafe self.parser = parser
         let state = UnsafeMutablePointer<XMLStreamParserState>.allocate(capacity: 1)
         unsafe state.initialize(to: XMLStreamParserState(configuration: configuration, parser: parser))
-        unsafe self.state = state
         unsafe XML_SetReturnNSTriplet(parser, 1)
-        reparseDeferral = .absent
-        reparseDeferral = unsafe Self.configure(parser, state)
+        let deferral = unsafe Self.configure(parser, state)
+        return (unsafe Core(parser: parser, state: state), deferral)
+    }
+
+    private static func free(_ core: Core) {
+        unsafe XML_ParserFree(core.parser)
+        unsafe core.state.deinitialize(count: 1)
+        unsafe core.state.deallocate()
     }
 
     deinit {
-        unsafe XML_ParserFree(parser)
-        unsafe state.deinitialize(count: 1)
-        unsafe state.deallocate()
+        if let core = core { Self.free(core) }
     }
+
+    /// Expat and its state, recreated first if the buffers were released.
+    private mutating func active() -> Core {
+        if let core = core { return core }
+        let (core, deferral) = Self.makeCore(configuration)
+        self.core = core
+        reparseDeferral = deferral
+        if let header = releasedHeader {
+            releasedHeader = nil
+            // Replay the header; its event is the stream's, already reported once.
+            unsafe core.state.pointee.pending = header
+            _ = try? next()
+        }
+        return core
+    }
+
+    /// Frees Expat and the parser's buffers while the stream is idle: after the stream header,
+    /// between two top-level elements, with no partial element buffered, no error and no event
+    /// waiting. The next `append` recreates them (replaying the stream header, so namespace
+    /// prefixes declared there keep working). Returns whether it released anything. A connection
+    /// that idles for a while calls it to shrink from tens of kilobytes to almost nothing.
+    @discardableResult
+    public mutating func releaseBuffersWhileIdle() -> Bool {
+        guard let core = core, let header = unsafe core.state.pointee.replayableHeader(),
+            unsafe core.state.pointee.isIdle
+        else { return false }
+        Self.free(core)
+        self.core = nil
+        releasedHeader = header
+        return true
+    }
+
+    /// Whether the buffers are released (see `releaseBuffersWhileIdle()`).
+    public var buffersReleased: Bool { core == nil }
 
     /// Registers the handlers and settings (again after every reset, which clears them).
     private static func configure(
@@ -124,17 +178,23 @@ import TetherCore
 
     /// Adds received bytes (copied; parsed by the following `next()` calls).
     public mutating func append(_ bytes: Span<UInt8>) {
+        guard !bytes.isEmpty else { return }
+        let state = unsafe active().state
         guard unsafe state.pointee.failure == nil else { return }
         unsafe state.pointee.pending.append(copying: bytes)
     }
 
     /// Whether received bytes are waiting that have not produced an event yet (a partial element).
     public var hasPendingBytes: Bool {
-        unsafe state.pointee.hasPendingBytes
+        guard let core = core else { return false }
+        return unsafe core.state.pointee.hasPendingBytes
     }
 
     /// The next event, or nil if more bytes are needed.
     public mutating func next() throws(XMLStreamError) -> XMLStreamEvent? {
+        guard let core = core else { return nil }
+        let parser = unsafe core.parser
+        let state = unsafe core.state
         while true {
             if let failure = unsafe state.pointee.failure { throw failure }
             if let event = unsafe state.pointee.event {
@@ -145,7 +205,7 @@ import TetherCore
             if unsafe state.pointee.suspended {
                 status = unsafe XML_ResumeParser(parser)
             } else if unsafe !state.pointee.pending.isEmpty {
-                status = feedPending()
+                status = unsafe Self.feedPending(parser, state)
             } else {
                 return nil
             }
@@ -154,7 +214,10 @@ import TetherCore
     }
 
     /// Feeds every pending byte to Expat.
-    private mutating func feedPending() -> XML_Status {
+    private static func feedPending(
+        _ parser: XML_Parser,
+        _ state: UnsafeMutablePointer<XMLStreamParserState>
+    ) -> XML_Status {
         guard unsafe state.pointee.takePending() else { return XML_STATUS_ERROR }
         // A copy of the array reference: the callbacks run during the call and must not overlap
         // an access to the state.
@@ -176,10 +239,15 @@ import TetherCore
     /// `<proceed/>`); after `<success/>` append the returned bytes again, after `<proceed/>` they
     /// are TLS records.
     public mutating func restart() -> [UInt8] {
-        let remainder = unsafe state.pointee.unconsumedBytes()
-        _ = unsafe XML_ParserReset(parser, "UTF-8")
-        unsafe state.pointee.reset()
-        reparseDeferral = unsafe Self.configure(parser, state)
+        guard let core = core else {
+            // Released while idle: nothing is buffered; the next bytes start a fresh stream.
+            releasedHeader = nil
+            return []
+        }
+        let remainder = unsafe core.state.pointee.unconsumedBytes()
+        _ = unsafe XML_ParserReset(core.parser, "UTF-8")
+        unsafe core.state.pointee.reset()
+        reparseDeferral = unsafe Self.configure(core.parser, core.state)
         return remainder
     }
 
@@ -210,6 +278,8 @@ import TetherCore
     var declarations: [UInt32] = []
     /// Namespace declarations reported for the stream header.
     var headerDeclarations: [XMLNamespaceDeclaration] = []
+    /// The open stream's root name and declarations (to replay after releasing the buffers).
+    var openHeader: (name: XMLName, declarations: [XMLNamespaceDeclaration])?
     /// Scratch space for the cache key of a namespace declaration.
     var declarationKey: [UInt8] = []
 
@@ -244,10 +314,33 @@ import TetherCore
         !pending.isEmpty || suspended || totalFed > lastBoundary
     }
 
+    /// Inside the stream, between top-level elements, with nothing buffered or waiting.
+    var isIdle: Bool {
+        failure == nil && event == nil && depth == 1 && !hasPendingBytes
+    }
+
+    /// The open stream's header as bytes that recreate its root element and namespace scope.
+    func replayableHeader() -> [UInt8]? {
+        guard let (name, declarations) = openHeader else { return nil }
+        var bytes = Array("<".utf8)
+        if let prefix = name.prefix, !prefix.isEmpty { bytes += prefix.utf8 + [UInt8(ascii: ":")] }
+        bytes += name.local.utf8
+        for declaration in declarations {
+            bytes += " xmlns".utf8
+            if let prefix = declaration.prefix { bytes += [UInt8(ascii: ":")] + prefix.utf8 }
+            bytes += "='".utf8
+            XMLSerializer.appendAttributeValue(declaration.uri, &bytes)
+            bytes.append(UInt8(ascii: "'"))
+        }
+        bytes.append(UInt8(ascii: ">"))
+        return bytes
+    }
+
     mutating func reset() {
         builder.reset()
         declarations.removeAll(keepingCapacity: true)
         headerDeclarations.removeAll(keepingCapacity: true)
+        openHeader = nil
         depth = 0
         elementCount = 0
         event = nil
@@ -417,6 +510,7 @@ import TetherCore
         event = .streamOpen(
             XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: headerDeclarations)
         )
+        openHeader = (name, headerDeclarations)
         headerDeclarations.removeAll(keepingCapacity: true)
         depth = 1
         stopAfterEvent()

@@ -183,6 +183,7 @@ struct XMPPClientTests {
         let client = XMPPClient(configuration)
         let events = EventRecorder(client)
         try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
         server.stop()
         #expect(await events.wait { $0.contains { $0.isDisconnected } })
         try await Task.sleep(for: .milliseconds(1000))

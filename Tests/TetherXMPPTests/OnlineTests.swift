@@ -234,3 +234,38 @@ struct AutoPingTests {
         #expect(harness.state == .waitingToReconnect)
     }
 }
+
+/// The parser's buffers go back after a quiet spell and return with the next byte.
+struct IdleMemoryTests {
+    @Test func buffersAreReleasedWhenQuietAndComeBack() {
+        let harness = XMPPClientHarness {
+            $0.releaseBuffersAfterIdle = .seconds(30)
+            $0.autoPing = nil
+        }
+        harness.login()
+        harness.advance(by: .seconds(29))
+        #expect(!harness.parserReleased)
+        harness.advance(by: .seconds(1))
+        #expect(harness.parserReleased)
+        // Stanzas after the release parse as before, prefixes of the stream header included.
+        harness.server(
+            "<message from='bob@example.com/x'><body>after</body></message><stream:error><system-shutdown xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>"
+        )
+        #expect(
+            harness.events.contains { if case .message(let message) = $0 { message.body == "after" } else { false } }
+        )
+        #expect(harness.state == .waitingToReconnect)
+    }
+
+    @Test func notWhileAStanzaIsHalfReceived() {
+        let harness = XMPPClientHarness { $0.autoPing = nil }
+        harness.login()
+        harness.server("<message from='bob@example.com/x'><bo")
+        harness.advance(by: .seconds(30))
+        #expect(!harness.parserReleased)
+        harness.server("dy>x</body></message>")
+        harness.advance(by: .seconds(30))
+        #expect(harness.parserReleased)
+        #expect(harness.events.contains { if case .message = $0 { true } else { false } })
+    }
+}

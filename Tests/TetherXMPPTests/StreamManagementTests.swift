@@ -96,7 +96,7 @@ struct StreamManagementTests {
         var sm = StreamManagement()
         sm.isEnabled = true
         sm.acknowledged = UInt32.max - 1
-        for n in 0..<4 { sm.sentStanza(Self.message(n).element) }
+        for n in 0..<4 { sm.sentStanza(.app(Self.message(n).element)) }
         #expect(sm.sent == 2)
         #expect(sm.acknowledge(UInt32.max) == .acknowledged(count: 1))
         #expect(sm.acknowledge(1) == .acknowledged(count: 2))
@@ -221,5 +221,22 @@ struct StreamManagementTests {
         harness.drain()
         harness.server("<a xmlns='urn:xmpp:sm:3' h='3'/>")
         try harness.machine.send(Self.message(4), now: harness.now)
+    }
+}
+
+struct UnacknowledgedLimitTests {
+    /// A server that sends pings but never acknowledges: the replies cannot pile up forever.
+    @Test func aServerThatNeverAcknowledgesIsCutOff() {
+        let harness = XMPPClientHarness { $0.maximumQueuedStanzas = 3 }
+        harness.login()
+        for n in 1...6 {
+            harness.server("<iq type='get' id='p\(n)' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>")
+        }
+        #expect(harness.unacknowledged == 6)
+        harness.server("<iq type='get' id='p7' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>")
+        #expect(harness.sent.last?.text.contains("<resource-constraint") == true)
+        // The unacknowledged stanzas are the machine's own answers: nothing to hand back.
+        #expect(!harness.events.contains { if case .unacknowledgedStanzas = $0 { true } else { false } })
+        #expect(harness.state == .waitingToReconnect)
     }
 }

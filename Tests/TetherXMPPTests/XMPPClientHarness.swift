@@ -3,7 +3,8 @@ import Testing
 import TetherCore
 import TetherTLS
 import TetherXML
-import TetherXMPP
+
+@testable import TetherXMPP
 
 typealias Machine = XMPPClientMachine
 
@@ -66,6 +67,7 @@ final class XMPPClientHarness {
     var timeout: Instant? { machine.pollTimeout() }
     var unacknowledged: Int { machine.unacknowledgedCount }
     var smEnabled: Bool { machine.isStreamManagementEnabled }
+    var parserReleased: Bool { machine.parser.buffersReleased }
 
     // MARK: - Driving
 

@@ -20,7 +20,7 @@ struct StreamManagement: Sendable {
     /// The last `h` the server acknowledged.
     var acknowledged: UInt32 = 0
     /// Stanzas sent and not yet acknowledged, oldest first.
-    var unacknowledged = StanzaQueue()
+    var unacknowledged = FIFOQueue<SentStanza>()
     /// Stanzas sent since the last `<r/>`.
     var sentSinceRequest = 0
 
@@ -55,9 +55,14 @@ struct StreamManagement: Sendable {
     }
 
     /// Counts a stanza sent to the server.
-    mutating func sentStanza(_ stanza: XMLElement) {
+    mutating func sentStanza(_ stanza: SentStanza) {
         unacknowledged.append(stanza)
         sentSinceRequest += 1
+    }
+
+    /// The app's stanzas among the unacknowledged ones, oldest first.
+    var unacknowledgedAppStanzas: [XMLElement] {
+        unacknowledged.elements.compactMap { if case .app(let element) = $0 { element } else { nil } }
     }
 
     /// The `h` attribute of an SM element, if present and a valid xs:unsignedInt.

@@ -69,10 +69,10 @@ extension XMPPClientMachine {
             guard var autoPing = session.autoPing else {
                 // Without auto-ping the answer is not awaited; a dead link then shows as a
                 // transport error on the write.
-                return sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+                return sendPing(id: id, session: session)
             }
             guard autoPing.outstanding == nil else { return }
-            sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+            sendPing(id: id, session: session)
             autoPing.pingSent(id: id, at: now)
             session.autoPing = autoPing
             state = .online(session)
@@ -113,6 +113,7 @@ extension XMPPClientMachine {
             session.autoPing = autoPing
             state = .online(session)
         }
+        if let idle = configuration.releaseBuffersAfterIdle { timers.set(.releaseBuffers, at: now + idle) }
         parser.append(bytes)
         processStream(generation: generation, now: now)
     }
@@ -201,6 +202,13 @@ extension XMPPClientMachine {
                     enqueue(.close(generation: generation))
                     closingEnded(now: now)
                 }
+            case .releaseBuffers:
+                // Only between stanzas; with a stanza half received, look again later.
+                if case .online = state, !parser.releaseBuffersWhileIdle(),
+                    let idle = configuration.releaseBuffersAfterIdle
+                {
+                    timers.set(.releaseBuffers, at: now + idle)
+                }
             }
         }
     }
@@ -212,7 +220,7 @@ extension XMPPClientMachine {
             break
         case .sendPing:
             let id = makeID("ping")
-            sendStanzaBytes(XMPPIQ.ping(to: serverJID, id: id).element, session: session)
+            sendPing(id: id, session: session)
             autoPing.pingSent(id: id, at: now)
         case .dead:
             let configuration = autoPing.configuration
@@ -277,7 +285,7 @@ extension XMPPClientMachine {
             // Enabled without resumption (or enable unanswered): what was not acknowledged is
             // lost with this stream.
             streamManagement = nil
-            reportUnacknowledged(Array(sm.unacknowledged.elements))
+            reportUnacknowledged(sm.unacknowledgedAppStanzas)
         }
         if streamManagement == nil { failPendingIQs(error) }
         if let redirect, redirects < configuration.maximumRedirects {
@@ -311,7 +319,7 @@ extension XMPPClientMachine {
     mutating func finish(_ error: XMPPClientError?, now: Instant) {
         timers.cancelAll()
         var returned: [XMLElement] = []
-        if let sm = streamManagement { returned += sm.unacknowledged.elements }
+        if let sm = streamManagement { returned += sm.unacknowledgedAppStanzas }
         returned += outbox.removeAll()
         streamManagement = nil
         reportUnacknowledged(returned)
@@ -336,6 +344,7 @@ extension XMPPClientMachine {
         timers.cancel(.ping)
         timers.cancel(.ackRequest)
         timers.cancel(.close)
+        timers.cancel(.releaseBuffers)
     }
 
     // MARK: - Writing
@@ -365,11 +374,13 @@ extension XMPPClientMachine {
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
     }
 
-    /// Sends a stanza the machine generates itself (pings, replies), counted by XEP-0198 like
-    /// any other.
-    mutating func sendStanzaBytes(_ stanza: XMLElement, session: Session) {
-        send(stanza, generation: session.generation)
-        if streamManagement != nil { streamManagement!.sentStanza(stanza) }
+    /// Sends an auto-ping, counted by XEP-0198 like any other stanza but without asking for an
+    /// acknowledgement of its own (its answer shows the link works).
+    mutating func sendPing(id: String, session: Session) {
+        var bytes: [UInt8] = []
+        XMLSerializer.write(XMPPIQ.ping(to: serverJID, id: id).element, in: .clientStream, into: &bytes)
+        enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
+        streamManagement?.sentStanza(.own(bytes))
     }
 
     /// Sends a stream error and closes (RFC 6120 §4.9.1.1).

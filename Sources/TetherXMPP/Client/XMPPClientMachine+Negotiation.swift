@@ -440,7 +440,7 @@ extension XMPPClientMachine {
     /// The old session cannot be resumed: report it, hand back what it never acknowledged, end
     /// its pending iq requests; a new session follows.
     private mutating func resumptionImpossible(_ condition: StanzaError.Condition?) {
-        let unacknowledged = streamManagement.map { Array($0.unacknowledged.elements) } ?? []
+        let unacknowledged = streamManagement?.unacknowledgedAppStanzas ?? []
         streamManagement = nil
         emit(.resumeFailed(condition))
         reportUnacknowledged(unacknowledged)
@@ -574,8 +574,13 @@ extension XMPPClientMachine {
         if resumed {
             emit(.resumed(jid))
             // Everything the server did not get is sent again, in order, with its old number.
-            let resend = streamManagement.map { Array($0.unacknowledged.elements) } ?? []
-            for stanza in resend { send(stanza, generation: session.generation) }
+            let resend = streamManagement?.unacknowledged.elements ?? []
+            for stanza in resend {
+                switch stanza {
+                case .app(let element): send(element, generation: session.generation)
+                case .own(let bytes): enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
+                }
+            }
             flushOutbox(session, now: now)
             if !resend.isEmpty { requestAck(generation: session.generation) }
             return
@@ -585,10 +590,10 @@ extension XMPPClientMachine {
             let id = makeID("roster")
             pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .rosterFetch)
             armIQTimer()
-            sendStanza(RosterQuery.request().element.settingAttribute("id", to: id), session: session, now: now)
+            sendOwnStanza(RosterQuery.request().element.settingAttribute("id", to: id), session: session, now: now)
         }
         if let presence = configuration.initialPresence {
-            sendStanza(presence.element, session: session, now: now)
+            sendOwnStanza(presence.element, session: session, now: now)
         }
         flushOutbox(session, now: now)
     }

@@ -76,11 +76,30 @@ extension XMPPClientMachine {
         }
     }
 
-    /// Writes a stanza on the online stream, counting it for XEP-0198.
+    /// Writes a stanza of the app's on the online stream, counting it for XEP-0198.
     mutating func sendStanza(_ element: XMLElement, session: Session, now: Instant) {
         send(element, generation: session.generation)
+        track(.app(element), session: session, now: now)
+    }
+
+    /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
+    /// presence), counting it for XEP-0198.
+    mutating func sendOwnStanza(_ element: XMLElement, session: Session, now: Instant) {
+        var bytes: [UInt8] = []
+        XMLSerializer.write(element, in: .clientStream, into: &bytes)
+        sendOwnStanza(bytes: bytes, session: session, now: now)
+    }
+
+    /// Writes the bytes of a stanza the machine sends on its own.
+    mutating func sendOwnStanza(bytes: [UInt8], session: Session, now: Instant) {
+        enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
+        track(.own(bytes), session: session, now: now)
+    }
+
+    /// Keeps a sent stanza until acknowledged and asks for an acknowledgement when due.
+    private mutating func track(_ stanza: SentStanza, session: Session, now: Instant) {
         guard streamManagement != nil, let configuration = configuration.streamManagement else { return }
-        streamManagement!.sentStanza(element)
+        streamManagement!.sentStanza(stanza)
         if streamManagement!.sentSinceRequest >= configuration.requestAckAfterStanzas {
             requestAck(generation: session.generation)
         } else if !timers.isArmed(.ackRequest) {
@@ -179,6 +198,19 @@ extension XMPPClientMachine {
     }
 
     private mutating func stanzaReceived(_ element: XMLElement, _ session: Session, now: Instant) {
+        // The machine answers some stanzas itself (pings, iq requests), and those wait for the
+        // server's acknowledgement like any other: a server that never acknowledges must not make
+        // that queue grow without bound.
+        if let sm = streamManagement, sm.unacknowledged.count >= 2 * configuration.maximumQueuedStanzas {
+            streamManagement = nil
+            reportUnacknowledged(sm.unacknowledgedAppStanzas)
+            return protocolViolation(
+                .resourceConstraint,
+                "The server left \(sm.unacknowledged.count) stanzas unacknowledged.",
+                generation: session.generation,
+                now: now
+            )
+        }
         switch element.localName {
         case "message":
             streamManagement?.handledInbound()
@@ -207,51 +239,68 @@ extension XMPPClientMachine {
         let contact = from.bare
         let accept = configuration.autoAcceptSubscriptionsFromContacts && rosterContacts.contains(contact)
         if accept {
-            sendStanza(XMPPPresence(type: .subscribed, to: contact).element, session: session, now: now)
+            sendOwnStanza(XMPPPresence(type: .subscribed, to: contact).element, session: session, now: now)
         }
         emit(.subscriptionRequest(from: contact, autoAccepted: accept))
     }
 
     private mutating func iqRequestReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
-        guard iq.id != nil else { return }  // unanswerable (RFC 6120 §8.2.3 requires an id)
+        guard let id = iq.id else { return }  // unanswerable (RFC 6120 §8.2.3 requires an id)
+        let from = iq.element.attribute("from")
         guard let payload = iq.payload else {
-            return sendStanza(
+            return sendOwnStanza(
                 iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
                 session: session,
                 now: now
             )
         }
-        if iq.isPing {
-            return sendStanza(iq.result().element, session: session, now: now)
+        let namespace = payload.namespace
+        if namespace == XMPPNamespace.ping, payload.localName == "ping", iq.type == .get {
+            // The most frequent request of all, answered without building a tree.
+            return sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
         }
-        if iq.type == .set, payload.localName == "query", payload.namespace == XMPPNamespace.roster {
+        if iq.type == .set, payload.localName == "query", namespace == XMPPNamespace.roster {
             // A roster push is valid only from the user's own account (RFC 6121 §2.1.6).
             guard iq.from == nil || iq.from == session.jid.bare || iq.from == session.jid else {
-                return sendStanza(
+                return sendOwnStanza(
                     iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
                     session: session,
                     now: now
                 )
             }
             guard let query = RosterQuery(payload), query.items.count == 1, let item = query.items.first else {
-                return sendStanza(
+                return sendOwnStanza(
                     iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
                     session: session,
                     now: now
                 )
             }
-            sendStanza(iq.result().element, session: session, now: now)
+            sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
             updateContacts(with: [item])
             return emit(.rosterPush(item))
         }
-        if let namespace = payload.namespace, configuration.handledIQNamespaces.contains(namespace) {
+        if let namespace, configuration.handledIQNamespaces.contains(namespace) {
             return emit(.iqRequest(iq))
         }
-        sendStanza(
+        sendOwnStanza(
             iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
             session: session,
             now: now
         )
+    }
+
+    /// `<iq type='result' to='…' id='…'/>`, the bytes `XMPPIQ.result()` would serialise to.
+    static func emptyResult(to: String?, id: String) -> [UInt8] {
+        var bytes = Array("<iq type='result'".utf8)
+        if let to {
+            bytes += " to='".utf8
+            XMLSerializer.appendAttributeValue(to, &bytes)
+            bytes.append(UInt8(ascii: "'"))
+        }
+        bytes += " id='".utf8
+        XMLSerializer.appendAttributeValue(id, &bytes)
+        bytes += "'/>".utf8
+        return bytes
     }
 
     private mutating func iqAnswerReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
@@ -350,7 +399,7 @@ extension XMPPClientMachine {
     /// The server acknowledged more than was sent (XEP-0198 §4): its counter cannot be trusted,
     /// so the session ends without resumption.
     mutating func handledCountTooHigh(h: UInt32, sent: UInt32, generation: TransportGeneration, now: Instant) {
-        let unacknowledged = streamManagement.map { Array($0.unacknowledged.elements) } ?? []
+        let unacknowledged = streamManagement?.unacknowledgedAppStanzas ?? []
         streamManagement = nil
         reportUnacknowledged(unacknowledged)
         let detail = XMLElement(

@@ -143,6 +143,10 @@ public struct XMPPClientMachine: ~Copyable {
         public var language: String
         /// The XML limits for what the server sends (stanza size 256 KiB, depth 64, …).
         public var parserLimits: XMLStreamParser.Configuration
+        /// After this long without receiving anything, the XML parser gives its buffers back
+        /// (tens of KiB per connection; they return with the next byte; default 30 s, nil: never).
+        /// For apps that hold many mostly idle connections.
+        public var releaseBuffersAfterIdle: Duration?
 
         /// A configuration with the defaults above.
         public init(
@@ -167,7 +171,8 @@ public struct XMPPClientMachine: ~Copyable {
             maximumQueuedStanzas: Int = 1000,
             maximumRedirects: Int = 5,
             language: String = "en",
-            parserLimits: XMLStreamParser.Configuration = .init()
+            parserLimits: XMLStreamParser.Configuration = .init(),
+            releaseBuffersAfterIdle: Duration? = .seconds(30)
         ) {
             self.jid = jid
             self.password = password
@@ -191,6 +196,7 @@ public struct XMPPClientMachine: ~Copyable {
             self.maximumRedirects = maximumRedirects
             self.language = language
             self.parserLimits = parserLimits
+            self.releaseBuffersAfterIdle = releaseBuffersAfterIdle
         }
 
         /// The resource bind asks for.
@@ -285,7 +291,7 @@ public struct XMPPClientMachine: ~Copyable {
     // MARK: - State
 
     enum Timer: Hashable, Sendable {
-        case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close
+        case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close, releaseBuffers
     }
 
     /// One connect attempt, from the connect action until the stream is online.
@@ -378,7 +384,7 @@ public struct XMPPClientMachine: ~Copyable {
     /// session can be resumed.
     var streamManagement: StreamManagement?
     /// Stanzas the app sent while no stream was online, sent once one is.
-    var outbox = StanzaQueue()
+    var outbox = FIFOQueue<XMLElement>()
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?

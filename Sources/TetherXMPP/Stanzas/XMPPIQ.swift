@@ -90,7 +90,7 @@ public struct XMPPIQ: Hashable, Sendable {
     public var to: JID? { element.attribute("to").flatMap(JID.init) }
     /// The payload: the first child that is not the `<error/>`.
     public var payload: XMLElement? {
-        element.children.first { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
+        element.firstChild { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
     }
     /// The stanza error, for `type='error'`.
     public var error: StanzaError? {

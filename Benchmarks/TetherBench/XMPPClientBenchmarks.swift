@@ -1,0 +1,267 @@
+import Foundation
+import TetherCore
+import TetherTLS
+import TetherXML
+import TetherXMPP
+
+/// XMPP client-machine benchmarks: memory per idle online machine, one timer sweep over many
+/// machines, and the machine's overhead per received stanza on top of parsing.
+struct XMPPClientBenchmarks {
+    static let names = ["xmpp-machine-idle", "xmpp-machine-sweep", "xmpp-machine-receive"]
+
+    typealias Machine = XMPPClientMachine
+
+    /// A machine on the heap (a noncopyable machine cannot be an array element itself; a
+    /// server holding many connections keeps each in an object of its own anyway).
+    final class Connection {
+        var machine: Machine
+
+        init(_ machine: consuming Machine) {
+            self.machine = machine
+        }
+    }
+
+    let machineCount: Int
+    let passes: Int
+    let corpus: XMPPCorpus
+
+    static let serverHeader = Array(
+        "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s1' from='example.com' version='1.0'>"
+            .utf8
+    )
+
+    /// A machine driven through a scripted negotiation (PLAIN, bind, XEP-0198 enabled) to
+    /// online, its actions drained.
+    static func onlineMachine(seed: UInt64, maximumQueuedStanzas: Int = 1000) -> Machine {
+        var machine = Machine(
+            configuration: .init(
+                jid: JID("bob@example.com")!,
+                password: "secret",
+                tls: .disabled,
+                allowPlainOnCleartext: true,
+                reconnectPolicy: .tiered(repeats: false),
+                fetchRosterOnConnect: false,
+                maximumQueuedStanzas: maximumQueuedStanzas
+            ),
+            hashProvider: OpenSSLHashProvider(),
+            randomSeed: seed
+        )
+        machine.start(now: .zero)
+        var generation = TransportGeneration(0)
+        var bindID = ""
+        func drain(_ machine: inout Machine) {
+            while let action = machine.pollAction() {
+                switch action {
+                case .connect(_, let next): generation = next
+                case .send(let bytes, _, _):
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    if text.contains("urn:ietf:params:xml:ns:xmpp-bind"), let range = text.range(of: "id='") {
+                        bindID = String(text[range.upperBound...].prefix { $0 != "'" })
+                    }
+                case .startTLS, .close, .event: break
+                }
+            }
+        }
+        drain(&machine)
+        machine.transportConnected(generation: generation, now: .zero)
+        let script = [
+            serverHeader
+                + Array(
+                    "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>"
+                        .utf8
+                ),
+            Array("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>".utf8) + serverHeader
+                + Array(
+                    "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/><sm xmlns='urn:xmpp:sm:3'/></stream:features>"
+                        .utf8
+                ),
+        ]
+        for chunk in script {
+            drain(&machine)
+            machine.transportReceived(chunk, generation: generation, now: .zero)
+        }
+        drain(&machine)
+        machine.transportReceived(
+            Array(
+                "<iq type='result' id='\(bindID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>bob@example.com/phone</jid></bind></iq><enabled xmlns='urn:xmpp:sm:3' id='sm\(seed)' resume='true'/>"
+                    .utf8
+            ),
+            generation: generation,
+            now: .zero
+        )
+        drain(&machine)
+        precondition(machine.stateName == .online, "the scripted negotiation did not end online")
+        return machine
+    }
+
+    static let iqStart = Array("<iq".utf8)
+
+    /// Ends of chunks of about `chunkSize` bytes that fall just before a top-level element (a
+    /// `<message `, `<presence ` or `<iq ` start, which occur only at the top level of the
+    /// corpus); the last one is the stream's end.
+    static func stanzaBoundaries(_ stream: ArraySlice<UInt8>, chunkSize: Int) -> [Int] {
+        let starts = ["<message ", "<presence ", "<iq "].map { Array($0.utf8) }
+        var boundaries: [Int] = []
+        var lastStart = stream.startIndex
+        var chunkStart = stream.startIndex
+        var index = stream.startIndex
+        while index < stream.endIndex {
+            if stream[index] == UInt8(ascii: "<"),
+                starts.contains(where: { stream[index...].starts(with: $0) })
+            {
+                if index - chunkStart >= chunkSize, lastStart > chunkStart {
+                    boundaries.append(lastStart)
+                    chunkStart = lastStart
+                }
+                lastStart = index
+            }
+            index += 1
+        }
+        boundaries.append(stream.endIndex)
+        return boundaries
+    }
+
+    /// The corpus between its features and its closing tag: what an online machine receives.
+    func stanzaStream() -> ArraySlice<UInt8> {
+        let marker = Array("</stream:features>".utf8)
+        var index = 0
+        while index + marker.count <= corpus.stream.count {
+            if corpus.stream[index..<(index + marker.count)].elementsEqual(marker) { break }
+            index += 1
+        }
+        // Without the closing tag: the stream stays open, as an online machine's does.
+        return corpus.stream[(index + marker.count)..<(corpus.stream.count - XMPPCorpus.footer.utf8.count)]
+    }
+
+    func run(filter: (String) -> Bool, progress: (String) -> Void) throws -> [BenchmarkResult] {
+        var results: [BenchmarkResult] = []
+        if filter("xmpp-machine-idle") || filter("xmpp-machine-sweep") {
+            progress("bringing \(machineCount) XMPP machines online")
+            let before = residentSetSize()
+            var machines: [Connection] = []
+            machines.reserveCapacity(machineCount)
+            for index in 0..<machineCount {
+                // Each machine idles for `releaseBuffersAfterIdle` (30 s) once online, so its
+                // parser gives its buffers back (the next machine then reuses that memory).
+                var machine = Self.onlineMachine(seed: UInt64(index))
+                machine.handleTimeout(now: .zero + .seconds(30))
+                while machine.pollAction() != nil {}
+                machines.append(Connection(machine))
+            }
+            let perMachine = Double(residentSetSize() - before) / Double(machineCount)
+            if filter("xmpp-machine-idle") {
+                var result = BenchmarkResult(
+                    name: "xmpp-machine-idle",
+                    bytes: Int(perMachine) * machineCount,
+                    messages: machineCount,
+                    seconds: 1,
+                    mallocsPerMessage: 0,
+                    peakRSS: peakResidentSetSize()
+                )
+                result.note = String(
+                    format: "%.0f bytes per idle online machine (target 16384; parser buffers released after 30 s)",
+                    perMachine
+                )
+                results.append(result)
+            }
+            if filter("xmpp-machine-sweep") {
+                progress("xmpp-machine-sweep")
+                var idle = measure("xmpp-machine-sweep (nothing due)", bytes: 0, messages: machineCount, passes: passes)
+                {
+                    let now = Instant.zero + .seconds(31)
+                    var count = 0
+                    for index in machines.indices {
+                        machines[index].machine.handleTimeout(now: now)
+                        while machines[index].machine.pollAction() != nil { count += 1 }
+                    }
+                    return count
+                }
+                idle.note = String(
+                    format: "%.1f ms per sweep of %d machines (target 50)",
+                    idle.seconds * 1000,
+                    machineCount
+                )
+                results.append(idle)
+                var due = measure("xmpp-machine-sweep (ping due)", bytes: 0, messages: machineCount, passes: 1) {
+                    let now = Instant.zero + .seconds(60)
+                    var count = 0
+                    for index in machines.indices {
+                        machines[index].machine.handleTimeout(now: now)
+                        while machines[index].machine.pollAction() != nil { count += 1 }
+                    }
+                    return count
+                }
+                due.note = String(format: "%.1f ms per sweep (each machine sends a ping)", due.seconds * 1000)
+                results.append(due)
+            }
+        }
+        if filter("xmpp-machine-receive") {
+            progress("xmpp-machine-receive")
+            let stream = stanzaStream()
+            let stanzas = corpus.stanzaCount
+            // The parser alone and the machine run alternately, pass by pass; both do the same
+            // light work per stanza (its name's length) so that the difference is the machine.
+            // Both get the stream in chunks of about 64 KiB that end between stanzas, so that the
+            // server's acknowledgement can follow each chunk on the machine's side.
+            let boundaries = Self.stanzaBoundaries(stream, chunkSize: 65536)
+            let parse: () throws -> Int = {
+                var parser = XMLStreamParser()
+                var checksum = 0
+                parser.append(Self.serverHeader.span)
+                _ = try parser.next()
+                var offset = stream.startIndex
+                for end in boundaries {
+                    parser.append(stream[offset..<end].span)
+                    offset = end
+                    while let event = try parser.next() {
+                        if case .element(let element) = event { checksum &+= element.localName.utf8.count }
+                    }
+                }
+                return checksum
+            }
+            let machine: () throws -> Int = {
+                var machine = Self.onlineMachine(seed: 1)
+                let generation = machine.currentGeneration!
+                var checksum = 0
+                var answered: UInt32 = 0
+                var offset = stream.startIndex
+                for end in boundaries {
+                    machine.transportReceived(stream[offset..<end], generation: generation, now: .zero)
+                    offset = end
+                    while let action = machine.pollAction() {
+                        switch action {
+                        case .event(.message(let message)): checksum &+= message.element.localName.utf8.count
+                        case .event(.presence(let presence)): checksum &+= presence.element.localName.utf8.count
+                        case .send(let bytes, _, _):
+                            checksum &+= bytes.count
+                            if bytes.starts(with: Self.iqStart) { answered &+= 1 }
+                        default: checksum &+= 1
+                        }
+                    }
+                    // The server acknowledges the answers to its pings (as prosody does after
+                    // its <r/>), so the XEP-0198 queue stays short as in a real session.
+                    machine.transportReceived(
+                        Array("<a xmlns='urn:xmpp:sm:3' h='\(answered)'/>".utf8),
+                        generation: generation,
+                        now: .zero
+                    )
+                }
+                precondition(machine.stateName == .online, "the machine left the stream")
+                return checksum
+            }
+            var measured = try measureAlternating(
+                [
+                    ("xmpp-decode (stanzas only)", stream.count, stanzas, parse),
+                    ("xmpp-machine-receive", stream.count, stanzas, machine),
+                ],
+                passes: passes
+            )
+            measured[1].note = String(
+                format: "%+.0f%% over decoding (target 15%%); answers the corpus's pings",
+                (measured[1].seconds / measured[0].seconds - 1) * 100
+            )
+            results += measured
+        }
+        return results
+    }
+}
