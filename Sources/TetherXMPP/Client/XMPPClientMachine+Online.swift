@@ -54,7 +54,7 @@ extension XMPPClientMachine {
         requestAck(generation: session.generation)
     }
 
-    private mutating func sendAppStanza(_ element: XMLElement, now: Instant) throws(XMPPClientError) {
+    mutating func sendAppStanza(_ element: XMLElement, now: Instant) throws(XMPPClientError) {
         switch state {
         case .idle:
             throw XMPPClientError(.notConnected, "The connection is not started.")
@@ -97,7 +97,7 @@ extension XMPPClientMachine {
     }
 
     /// Keeps a sent stanza until acknowledged and asks for an acknowledgement when due.
-    private mutating func track(_ stanza: SentStanza, session: Session, now: Instant) {
+    mutating func track(_ stanza: SentStanza, session: Session, now: Instant) {
         guard streamManagement != nil, let configuration = configuration.streamManagement else { return }
         streamManagement!.sentStanza(stanza)
         if streamManagement!.sentSinceRequest >= configuration.requestAckAfterStanzas {
@@ -197,165 +197,9 @@ extension XMPPClientMachine {
         )
     }
 
-    private mutating func stanzaReceived(_ element: XMLElement, _ session: Session, now: Instant) {
-        // The machine answers some stanzas itself (pings, iq requests), and those wait for the
-        // server's acknowledgement like any other: a server that never acknowledges must not make
-        // that queue grow without bound.
-        if let sm = streamManagement, sm.unacknowledged.count >= 2 * configuration.maximumQueuedStanzas {
-            streamManagement = nil
-            reportUnacknowledged(sm.unacknowledgedAppStanzas)
-            return protocolViolation(
-                .resourceConstraint,
-                "The server left \(sm.unacknowledged.count) stanzas unacknowledged.",
-                generation: session.generation,
-                now: now
-            )
-        }
-        switch element.localName {
-        case "message":
-            streamManagement?.handledInbound()
-            emit(.message(XMPPMessage(element)!))
-        case "presence":
-            streamManagement?.handledInbound()
-            presenceReceived(XMPPPresence(element)!, session, now: now)
-        case "iq":
-            streamManagement?.handledInbound()
-            guard let iq = XMPPIQ(element) else { return }  // an unknown type: nothing to answer
-            if iq.type.isRequest {
-                iqRequestReceived(iq, session, now: now)
-            } else {
-                iqAnswerReceived(iq, session, now: now)
-            }
-        default:
-            // Not a stanza (RFC 6120 §8): nothing to count or deliver.
-            break
-        }
-    }
-
-    private mutating func presenceReceived(_ presence: XMPPPresence, _ session: Session, now: Instant) {
-        guard presence.type == .subscribe, let from = presence.from else {
-            return emit(.presence(presence))
-        }
-        let contact = from.bare
-        let accept = configuration.autoAcceptSubscriptionsFromContacts && rosterContacts.contains(contact)
-        if accept {
-            sendOwnStanza(XMPPPresence(type: .subscribed, to: contact).element, session: session, now: now)
-        }
-        emit(.subscriptionRequest(from: contact, autoAccepted: accept))
-    }
-
-    private mutating func iqRequestReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
-        guard let id = iq.id else { return }  // unanswerable (RFC 6120 §8.2.3 requires an id)
-        let from = iq.element.attribute("from")
-        guard let payload = iq.payload else {
-            return sendOwnStanza(
-                iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
-                session: session,
-                now: now
-            )
-        }
-        let namespace = payload.namespace
-        if namespace == XMPPNamespace.ping, payload.localName == "ping", iq.type == .get {
-            // The most frequent request of all, answered without building a tree.
-            return sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
-        }
-        if iq.type == .set, payload.localName == "query", namespace == XMPPNamespace.roster {
-            // A roster push is valid only from the user's own account (RFC 6121 §2.1.6).
-            guard iq.from == nil || iq.from == session.jid.bare || iq.from == session.jid else {
-                return sendOwnStanza(
-                    iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
-                    session: session,
-                    now: now
-                )
-            }
-            guard let query = RosterQuery(payload), query.items.count == 1, let item = query.items.first else {
-                return sendOwnStanza(
-                    iq.error(StanzaError(type: .modify, condition: .badRequest)).element,
-                    session: session,
-                    now: now
-                )
-            }
-            sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
-            updateContacts(with: [item])
-            return emit(.rosterPush(item))
-        }
-        if let namespace, configuration.handledIQNamespaces.contains(namespace) {
-            return emit(.iqRequest(iq))
-        }
-        sendOwnStanza(
-            iq.error(StanzaError(type: .cancel, condition: .serviceUnavailable)).element,
-            session: session,
-            now: now
-        )
-    }
-
-    /// `<iq type='result' to='…' id='…'/>`, the bytes `XMPPIQ.result()` would serialise to.
-    static func emptyResult(to: String?, id: String) -> [UInt8] {
-        var bytes = Array("<iq type='result'".utf8)
-        if let to {
-            bytes += " to='".utf8
-            XMLSerializer.appendAttributeValue(to, &bytes)
-            bytes.append(UInt8(ascii: "'"))
-        }
-        bytes += " id='".utf8
-        XMLSerializer.appendAttributeValue(id, &bytes)
-        bytes += "'/>".utf8
-        return bytes
-    }
-
-    private mutating func iqAnswerReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
-        guard let id = iq.id else { return }
-        if var autoPing = session.autoPing, autoPing.answered(id: id) {
-            var session = session
-            session.autoPing = autoPing
-            state = .online(session)
-            timers.set(.ping, at: autoPing.deadline)
-            return
-        }
-        // Only the addressee may answer (RFC 6120 §8.2.3); anything else is an unknown id.
-        guard let pending = pendingIQs[id], Self.answer(from: iq.from, matches: pending.to, session: session.jid) else {
-            return
-        }
-        pendingIQs[id] = nil
-        armIQTimer()
-        switch pending.purpose {
-        case .app:
-            emit(.iqResponse(id: id, iq.type == .result ? .result(iq) : .error(iq)))
-        case .rosterFetch:
-            // A server without a roster answers with an error: there is then nothing to report.
-            guard iq.type == .result, let query = iq.payload.flatMap(RosterQuery.init) else { return }
-            rosterContacts.removeAll()
-            updateContacts(with: query.items)
-            emit(.roster(query))
-        }
-    }
-
-    /// Whether an answer from `from` may answer a request sent to `to`: the user's own server and
-    /// account answer for themselves (with or without `from`), anyone else only from the address
-    /// the request went to.
-    static func answer(from: JID?, matches to: JID?, session jid: JID) -> Bool {
-        func isOwn(_ address: JID?) -> Bool {
-            guard let address else { return true }
-            return address == jid.bare || address == jid || address == jid.domainJID
-        }
-        if isOwn(to) { return isOwn(from) }
-        return from == to
-    }
-
-    private mutating func updateContacts(with items: [RosterItem]) {
-        guard configuration.autoAcceptSubscriptionsFromContacts else { return }
-        for item in items {
-            if item.subscription == .remove {
-                rosterContacts.remove(item.jid.bare)
-            } else {
-                rosterContacts.insert(item.jid.bare)
-            }
-        }
-    }
-
     // MARK: - Stream management online
 
-    private mutating func streamManagementElement(_ element: XMLElement, _ session: Session, now: Instant) {
+    mutating func streamManagementElement(_ element: XMLElement, _ session: Session, now: Instant) {
         guard var sm = streamManagement else { return }
         switch element.localName {
         case "r":

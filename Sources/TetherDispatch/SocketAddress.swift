@@ -1,0 +1,109 @@
+import TetherCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A resolved socket address.
+struct SocketAddress: Sendable {
+    let family: Int32
+    let bytes: [UInt8]
+
+    enum Resolution: Sendable {
+        case success([SocketAddress])
+        case failure(String)
+    }
+
+    /// Resolves `host` for TCP (blocking).
+    static func resolve(host: String, port: Int) -> Resolution {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+            hints.ai_socktype = SOCK_STREAM
+        #else
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        hints.ai_flags = AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            return .failure(String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(first) }
+        var result: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                let raw = UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen))
+                result.append(SocketAddress(family: entry.pointee.ai_family, bytes: Array(raw)))
+            }
+            cursor = entry.pointee.ai_next
+        }
+        return result.isEmpty ? .failure("no addresses") : .success(result)
+    }
+
+    /// A non-blocking, close-on-exec stream socket of this family with TCP_NODELAY (and no
+    /// SIGPIPE on Darwin); -1 on failure.
+    func makeSocket() -> Int32 {
+        #if canImport(Darwin)
+            let fd = socket(family, SOCK_STREAM, 0)
+        #else
+            let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        guard fd >= 0 else { return -1 }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        return fd
+    }
+
+    func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+        bytes.withUnsafeBytes { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+    }
+}
+
+// The system calls by module, because `TCPConnection` has methods of the same names.
+#if canImport(Darwin)
+    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Darwin.connect(fd, address, length)
+    }
+    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Darwin.read(fd, buffer, count)
+    }
+    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Darwin.write(fd, buffer, count)  // SO_NOSIGPIPE is set on the socket
+    }
+    func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
+#elseif canImport(Glibc)
+    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Glibc.connect(fd, address, length)
+    }
+    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Glibc.read(fd, buffer, count)
+    }
+    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Glibc.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    }
+    func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+#elseif canImport(Musl)
+    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        Musl.connect(fd, address, length)
+    }
+    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Musl.read(fd, buffer, count)
+    }
+    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Musl.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    }
+    func systemClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
+#endif

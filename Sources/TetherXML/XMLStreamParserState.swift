@@ -1,0 +1,389 @@
+import CExpat
+import TetherCore
+
+/// The mutable state Expat's callbacks work on (reached through Expat's user data pointer).
+@safe struct XMLStreamParserState: ~Copyable {
+    let configuration: XMLStreamParser.Configuration
+    /// The Expat parser the callbacks run for (the parser struct owns and frees it).
+    let parser: XML_Parser
+    var builder = XMLTreeBuilder()
+    var names: XMLNameCache
+    /// Namespace declarations reported for the element about to start (name-table indices).
+    var declarations: [UInt32] = []
+    /// Namespace declarations reported for the stream header.
+    var headerDeclarations: [XMLNamespaceDeclaration] = []
+    /// The open stream's root name and declarations (to replay after releasing the buffers).
+    var openHeader: (name: XMLName, declarations: [XMLNamespaceDeclaration])?
+    /// Scratch space for the cache key of a namespace declaration.
+    var declarationKey: [UInt8] = []
+
+    /// Open elements, the stream root included.
+    var depth = 0
+    /// Elements in the current top-level element.
+    var elementCount = 0
+    var event: XMLStreamEvent?
+    var failure: XMLStreamError?
+    var suspended = false
+
+    /// Bytes received but not yet fed to Expat.
+    var pending: [UInt8] = []
+    /// The bytes of the last `XML_Parse` call (kept to find what follows an event).
+    var chunk: [UInt8] = []
+    /// The stream offset of `chunk`'s first byte.
+    var chunkStart = 0
+    /// Bytes fed to Expat since the stream (re)started.
+    var totalFed = 0
+    /// The stream offset just after the last event (or ignored text between elements).
+    var lastBoundary = 0
+    /// The stream offset where the current top-level element starts.
+    var elementStart = 0
+
+    init(configuration: XMLStreamParser.Configuration, parser: XML_Parser) {
+        self.configuration = configuration
+        unsafe self.parser = parser
+        names = XMLNameCache(capacity: configuration.nameCacheCapacity)
+    }
+
+    var hasPendingBytes: Bool {
+        !pending.isEmpty || suspended || totalFed > lastBoundary
+    }
+
+    /// Inside the stream, between top-level elements, with nothing buffered or waiting.
+    var isIdle: Bool {
+        failure == nil && event == nil && depth == 1 && !hasPendingBytes
+    }
+
+    /// The open stream's header as bytes that recreate its root element and namespace scope.
+    func replayableHeader() -> [UInt8]? {
+        guard let (name, declarations) = openHeader else { return nil }
+        var bytes = Array("<".utf8)
+        if let prefix = name.prefix, !prefix.isEmpty { bytes += prefix.utf8 + [UInt8(ascii: ":")] }
+        bytes += name.local.utf8
+        for declaration in declarations {
+            bytes += " xmlns".utf8
+            if let prefix = declaration.prefix { bytes += [UInt8(ascii: ":")] + prefix.utf8 }
+            bytes += "='".utf8
+            XMLSerializer.appendAttributeValue(declaration.uri, &bytes)
+            bytes.append(UInt8(ascii: "'"))
+        }
+        bytes.append(UInt8(ascii: ">"))
+        return bytes
+    }
+
+    mutating func reset() {
+        builder.reset()
+        declarations.removeAll(keepingCapacity: true)
+        headerDeclarations.removeAll(keepingCapacity: true)
+        openHeader = nil
+        depth = 0
+        elementCount = 0
+        event = nil
+        failure = nil
+        suspended = false
+        pending.removeAll(keepingCapacity: true)
+        chunk.removeAll(keepingCapacity: true)
+        chunkStart = 0
+        totalFed = 0
+        lastBoundary = 0
+        elementStart = 0
+    }
+
+    /// Moves the pending bytes to `chunk` for feeding; false (and a failure) if the stream does
+    /// not start as UTF-8.
+    mutating func takePending() -> Bool {
+        swap(&chunk, &pending)
+        pending.removeAll(keepingCapacity: true)
+        chunkStart = totalFed
+        if totalFed == 0, let first = chunk.first, first == 0xEF || first == 0xFE || first == 0xFF || first == 0 {
+            // A UTF-8 stream starts with '<' or whitespace; these start byte-order marks or
+            // UTF-16/32 text.
+            fail(.init(.unsupportedEncoding, "the stream does not start as UTF-8 text (byte-order mark?)"))
+            return false
+        }
+        totalFed += chunk.count
+        return true
+    }
+
+    /// Takes note of what an `XML_Parse`/`XML_ResumeParser` call returned.
+    mutating func parsed(_ status: XML_Status) {
+        switch status {
+        case XML_STATUS_SUSPENDED:
+            suspended = true
+        case XML_STATUS_OK:
+            suspended = false
+            chunk.removeAll(keepingCapacity: true)
+        default:
+            suspended = false
+            fail(XMLStreamParser.error(for: unsafe XML_GetErrorCode(parser)))
+        }
+        // Bound what the parser holds: the current element (or the bytes since the last
+        // element, such as an unfinished start tag) must stay within the size limit.
+        if failure == nil, totalFed - lastBoundary > configuration.maximumElementSize {
+            tooLarge()
+        }
+    }
+
+    /// The bytes received after the last event.
+    func unconsumedBytes() -> [UInt8] {
+        var remainder: [UInt8] = []
+        if suspended || !chunk.isEmpty {
+            let offset = max(0, lastBoundary - chunkStart)
+            if offset < chunk.count { remainder.append(contentsOf: chunk[offset...]) }
+        }
+        remainder.append(contentsOf: pending)
+        return remainder
+    }
+
+    /// Whether the current top-level element has grown past the size limit.
+    func elementTooLarge() -> Bool {
+        currentEnd() - elementStart > configuration.maximumElementSize
+    }
+
+    mutating func fail(_ error: XMLStreamError) {
+        if failure == nil { failure = error }
+        builder.reset()
+        pending.removeAll()
+        chunk.removeAll()
+    }
+
+    /// Fails the stream and aborts parsing.
+    mutating func abort(_ error: XMLStreamError) {
+        fail(error)
+        _ = unsafe XML_StopParser(parser, 0)
+    }
+
+    mutating func tooLarge() {
+        abort(.init(.policyViolation, "element larger than \(configuration.maximumElementSize) bytes"))
+    }
+
+    mutating func tooManyAttributes() {
+        let limit = configuration.maximumAttributes
+        abort(.init(.policyViolation, "more than \(limit) attributes (namespace declarations included)"))
+    }
+
+    /// Ends the current `XML_Parse`/`XML_ResumeParser` call after an event (resumable), noting
+    /// where the event's bytes end.
+    mutating func stopAfterEvent() {
+        lastBoundary = currentEnd()
+        _ = unsafe XML_StopParser(parser, 1)
+    }
+
+    /// The stream offset just after the current event.
+    func currentEnd() -> Int {
+        Int(unsafe XML_GetCurrentByteIndex(parser)) + Int(unsafe XML_GetCurrentByteCount(parser))
+    }
+
+    // MARK: Callbacks
+
+    mutating func startElement(
+        _ rawName: UnsafePointer<CChar>,
+        _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+    ) {
+        guard failure == nil else { return }
+        let limits = configuration
+        if depth == 0 {
+            return unsafe startStream(rawName, rawAttributes)
+        }
+        // Namespace declarations (already reported) count as attributes.
+        let declared = declarations.count
+        if depth == 1 {
+            elementCount = 0
+            elementStart = Int(unsafe XML_GetCurrentByteIndex(parser))
+        }
+        elementCount += 1
+        guard depth <= limits.maximumDepth else {
+            return abort(.init(.policyViolation, "elements nested deeper than \(limits.maximumDepth)"))
+        }
+        guard elementCount <= limits.maximumElements else {
+            return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
+        }
+        let name = unsafe names.treeIndex(of: rawName, count: strlen(rawName), in: &builder, make: Self.name)
+        let element = builder.startElement(name)
+        if !declarations.isEmpty {
+            for declaration in declarations { builder.namespaceDeclaration(declaration) }
+            declarations.removeAll(keepingCapacity: true)
+        }
+        if let rawAttributes = unsafe rawAttributes {
+            var index = 0
+            while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
+                guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes() }
+                let name = unsafe names.treeIndex(
+                    of: attributeName,
+                    count: strlen(attributeName),
+                    in: &builder,
+                    make: Self.name
+                )
+                unsafe builder.attribute(name, bytes: UnsafeRawPointer(value), count: strlen(value))
+                index += 2
+            }
+            // Attribute values count like text (see `characters`): bounded while arriving.
+            guard builder.text.count <= limits.maximumElementSize else { return tooLarge() }
+        }
+        builder.endHeader(of: element)
+        depth += 1
+    }
+
+    /// The stream header (the root element's start tag).
+    private mutating func startStream(
+        _ rawName: UnsafePointer<CChar>,
+        _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+    ) {
+        let name = unsafe names.name(of: rawName, count: strlen(rawName), make: Self.name)
+        var attributes: [XMLAttribute] = []
+        if let rawAttributes = unsafe rawAttributes {
+            var index = 0
+            while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
+                guard headerDeclarations.count + index / 2 < configuration.maximumAttributes else {
+                    return tooManyAttributes()
+                }
+                let attribute = unsafe names.name(of: attributeName, count: strlen(attributeName), make: Self.name)
+                unsafe attributes.append(XMLAttribute(attribute, String(cString: value)))
+                index += 2
+            }
+        }
+        event = .streamOpen(
+            XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: headerDeclarations)
+        )
+        openHeader = (name, headerDeclarations)
+        headerDeclarations.removeAll(keepingCapacity: true)
+        depth = 1
+        stopAfterEvent()
+    }
+
+    mutating func endElement() {
+        guard failure == nil else { return }
+        depth -= 1
+        if depth == 0 {
+            event = .streamClose
+            stopAfterEvent()
+            return
+        }
+        builder.endElement()
+        if depth == 1 {
+            guard !elementTooLarge() else { return tooLarge() }
+            event = .element(builder.finish())
+            stopAfterEvent()
+        }
+    }
+
+    mutating func characters(_ text: UnsafePointer<CChar>, _ length: Int) {
+        guard failure == nil else { return }
+        if depth >= 2 {
+            // Text and attribute values are never longer than the raw bytes they came from, so
+            // this bounds memory while the element arrives, without asking Expat for positions;
+            // the element's exact raw size is checked when it ends and after every parse call.
+            guard builder.text.count + length <= configuration.maximumElementSize else { return tooLarge() }
+            unsafe builder.characters(UnsafeRawPointer(text), count: length)
+        } else {
+            // Text directly inside the stream element (whitespace keep-alives) is ignored.
+            lastBoundary = currentEnd()
+        }
+    }
+
+    mutating func startNamespace(_ prefix: UnsafePointer<CChar>?, _ uri: UnsafePointer<CChar>?) {
+        guard failure == nil else { return }
+        if depth == 0 {
+            guard headerDeclarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
+            unsafe headerDeclarations.append(
+                XMLNamespaceDeclaration(
+                    prefix: prefix.map { unsafe String(cString: $0) },
+                    uri: uri.map { unsafe String(cString: $0) } ?? ""
+                )
+            )
+            return
+        }
+        guard declarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
+        // The key: 0x1E (never in a name, so no element or attribute name collides), the prefix,
+        // 0x1F, the URI.
+        declarationKey.removeAll(keepingCapacity: true)
+        declarationKey.append(0x1E)
+        if let prefix = unsafe prefix {
+            unsafe declarationKey.append(
+                contentsOf: UnsafeRawBufferPointer(start: prefix, count: strlen(prefix))
+            )
+        }
+        declarationKey.append(0x1F)
+        if let uri = unsafe uri {
+            unsafe declarationKey.append(contentsOf: UnsafeRawBufferPointer(start: uri, count: strlen(uri)))
+        }
+        let key = declarationKey
+        let index = unsafe key.withUnsafeBytes { key in
+            unsafe names.treeIndex(of: key.baseAddress!, count: key.count, in: &builder, make: Self.declarationName)
+        }
+        declarations.append(index)
+    }
+
+    /// The name for Expat's triplet `uri␟local␟prefix`, `uri␟local` or `local` (valid UTF-8).
+    static func name(_ bytes: UnsafeRawBufferPointer) -> XMLName {
+        guard let first = unsafe bytes.firstIndex(of: 0x1F) else {
+            return unsafe XMLName(String(decoding: bytes, as: UTF8.self))
+        }
+        let namespace = unsafe String(decoding: bytes[..<first], as: UTF8.self)
+        let rest = unsafe bytes[(first + 1)...]
+        guard let second = unsafe rest.firstIndex(of: 0x1F) else {
+            return unsafe XMLName(String(decoding: rest, as: UTF8.self), namespace: namespace)
+        }
+        return unsafe XMLName(
+            String(decoding: bytes[(first + 1)..<second], as: UTF8.self),
+            namespace: namespace,
+            prefix: String(decoding: bytes[(second + 1)...], as: UTF8.self)
+        )
+    }
+
+    /// The name for a declaration key `0x1E prefix 0x1F uri`: prefix and URI.
+    static func declarationName(_ bytes: UnsafeRawBufferPointer) -> XMLName {
+        let separator = unsafe bytes.firstIndex(of: 0x1F)!
+        let prefix = unsafe String(decoding: bytes[1..<separator], as: UTF8.self)
+        let uri = unsafe String(decoding: bytes[(separator + 1)...], as: UTF8.self)
+        return XMLName("", namespace: uri, prefix: prefix.isEmpty ? nil : prefix)
+    }
+}
+
+// MARK: - Expat callbacks (C function pointers; the state arrives as user data)
+
+func parserState(_ userData: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<XMLStreamParserState> {
+    unsafe userData!.assumingMemoryBound(to: XMLStreamParserState.self)
+}
+
+let xmlStartElement: XML_StartElementHandler = { userData, rawName, rawAttributes in
+    guard let rawName = unsafe rawName else { return }
+    unsafe parserState(userData).pointee.startElement(rawName, rawAttributes)
+}
+
+let xmlEndElement: XML_EndElementHandler = { userData, _ in
+    unsafe parserState(userData).pointee.endElement()
+}
+
+let xmlCharacters: XML_CharacterDataHandler = { userData, text, length in
+    guard let text = unsafe text else { return }
+    unsafe parserState(userData).pointee.characters(text, Int(length))
+}
+
+let xmlStartNamespace: XML_StartNamespaceDeclHandler = { userData, prefix, uri in
+    unsafe parserState(userData).pointee.startNamespace(prefix, uri)
+}
+
+let xmlDeclaration: XML_XmlDeclHandler = { userData, _, encoding, _ in
+    guard let encoding = unsafe encoding.map({ unsafe String(cString: $0) }), encoding.lowercased() != "utf-8" else {
+        return
+    }
+    unsafe parserState(userData).pointee.abort(
+        .init(.unsupportedEncoding, "the XML declaration names the encoding \(encoding)")
+    )
+}
+
+let xmlComment: XML_CommentHandler = { userData, _ in
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "comment"))
+}
+
+let xmlProcessingInstruction: XML_ProcessingInstructionHandler = { userData, _, _ in
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "processing instruction"))
+}
+
+let xmlDoctype: XML_StartDoctypeDeclHandler = { userData, _, _, _, _ in
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "document type declaration"))
+}
+
+let xmlEntityDeclaration: XML_EntityDeclHandler = { userData, _, _, _, _, _, _, _, _ in
+    unsafe parserState(userData).pointee.abort(.init(.restrictedXML, "entity declaration"))
+}

@@ -1,0 +1,177 @@
+public import TetherCore
+public import TetherXML
+
+extension XMPPClientMachine {
+    // MARK: - Configuration
+
+    /// Whether and how the stream is protected by TLS.
+    public enum TLSPolicy: String, Hashable, Sendable, CaseIterable {
+        /// Never use TLS; fail when the server requires it.
+        case disabled
+        /// Use STARTTLS whenever the server offers it; cleartext otherwise.
+        case optional
+        /// Use STARTTLS; fail when the server does not offer it.
+        case required
+    }
+
+    /// XEP-0199 auto-ping.
+    public struct AutoPingConfiguration: Sendable, Hashable {
+        /// Ping after this long without receiving anything (default 60 s).
+        public var interval: Duration
+        /// A ping unanswered this long is missed (default 10 s).
+        public var timeout: Duration
+        /// After this many misses in a row the stream is dead (default 2).
+        public var maximumMissed: Int
+
+        /// A configuration.
+        public init(interval: Duration = .seconds(60), timeout: Duration = .seconds(10), maximumMissed: Int = 2) {
+            precondition(maximumMissed >= 1, "maximumMissed must be at least 1")
+            precondition(interval > .zero && timeout > .zero, "ping interval and timeout must be positive")
+            self.interval = interval
+            self.timeout = timeout
+            self.maximumMissed = maximumMissed
+        }
+    }
+
+    /// XEP-0198 stream management.
+    public struct StreamManagementConfiguration: Sendable, Hashable {
+        /// Ask for resumption (default on): after a lost connection the session continues where
+        /// it stopped, with every unacknowledged stanza resent.
+        public var resume: Bool
+        /// The resumption time to ask the server for (`max`; nil: the server's default).
+        public var preferredResumptionTime: Duration?
+        /// Request an acknowledgement (`<r/>`) after this many unacknowledged stanzas (default 5).
+        public var requestAckAfterStanzas: Int
+        /// … or this long after sending a stanza that is still unacknowledged (default 2 s).
+        public var requestAckAfter: Duration
+
+        /// A configuration.
+        public init(
+            resume: Bool = true,
+            preferredResumptionTime: Duration? = nil,
+            requestAckAfterStanzas: Int = 5,
+            requestAckAfter: Duration = .seconds(2)
+        ) {
+            precondition(requestAckAfterStanzas >= 1, "requestAckAfterStanzas must be at least 1")
+            self.resume = resume
+            self.preferredResumptionTime = preferredResumptionTime
+            self.requestAckAfterStanzas = requestAckAfterStanzas
+            self.requestAckAfter = requestAckAfter
+        }
+    }
+
+    /// What the app configures. Every limit has a conservative default.
+    public struct Configuration: Sendable {
+        /// The account (`user@domain`); a resourcepart, if any, is the resource to request.
+        public var jid: JID
+        /// The password (never logged, never in an error or description).
+        public var password: Secret
+        /// Where to connect (default: the JID's domain, port 5222).
+        public var endpoint: Endpoint?
+        /// TLS (default `required`).
+        public var tls: TLSPolicy
+        /// The resource to request (nil: the JID's resourcepart; nil there too: the server
+        /// chooses one).
+        public var resource: String?
+        /// SASL mechanisms in order of preference (default: SCRAM-SHA-512, -256, -1, PLAIN).
+        public var mechanisms: [SASLMechanism]
+        /// Allow PLAIN on a stream without TLS (default off: it sends the password in clear).
+        public var allowPlainOnCleartext: Bool
+        /// Bounds on the SCRAM iteration count the server may ask for.
+        public var scramLimits: SCRAMClient.Limits
+        /// XEP-0199 auto-ping (nil: off).
+        public var autoPing: AutoPingConfiguration?
+        /// XEP-0198 stream management (nil: off).
+        public var streamManagement: StreamManagementConfiguration?
+        /// Reconnect after an accidental loss (nil: never). Default: RFC 6120 §3.3's truncated
+        /// binary exponential back-off (first delay random in 0–60 s).
+        public var reconnectPolicy: ReconnectPolicy?
+        /// Fetch the roster when a new session starts (default on).
+        public var fetchRosterOnConnect: Bool
+        /// Accept presence subscription requests from contacts already in the roster (default
+        /// off). Other requests are only reported.
+        public var autoAcceptSubscriptionsFromContacts: Bool
+        /// The presence sent when a new session starts (default: available; nil: none).
+        public var initialPresence: XMPPPresence?
+        /// Payload namespaces of incoming iq requests the app answers (`iqRequest` events);
+        /// others are answered `service-unavailable` at once (RFC 6120 §8.4).
+        public var handledIQNamespaces: Set<String>
+        /// A connect attempt (TCP, TLS, SASL, binding or resumption) must reach `online` within
+        /// this long, or it is abandoned (default 30 s).
+        public var connectTimeout: Duration
+        /// An iq request the server does not answer within this long ends `timedOut` (default 30 s).
+        public var iqTimeout: Duration
+        /// After `stop()`, wait this long for the server's `</stream:stream>` (default 2 s).
+        public var closeTimeout: Duration
+        /// The most stanzas kept unsent or unacknowledged (default 1,000); `send` throws
+        /// `sendQueueFull` beyond it.
+        public var maximumQueuedStanzas: Int
+        /// The most `see-other-host` redirects followed in a row (default 5).
+        public var maximumRedirects: Int
+        /// The stream's `xml:lang` (default `en`).
+        public var language: String
+        /// The XML limits for what the server sends (stanza size 256 KiB, depth 64, …).
+        public var parserLimits: XMLStreamParser.Configuration
+        /// After this long without receiving anything, the XML parser gives its buffers back
+        /// (tens of KiB per connection; they return with the next byte; default 30 s, nil: never).
+        /// For apps that hold many mostly idle connections.
+        public var releaseBuffersAfterIdle: Duration?
+
+        /// A configuration with the defaults above.
+        public init(
+            jid: JID,
+            password: Secret,
+            endpoint: Endpoint? = nil,
+            tls: TLSPolicy = .required,
+            resource: String? = nil,
+            mechanisms: [SASLMechanism] = SASLMechanism.allCases,
+            allowPlainOnCleartext: Bool = false,
+            scramLimits: SCRAMClient.Limits = .init(),
+            autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
+            streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
+            reconnectPolicy: ReconnectPolicy? = .exponentialBackoff(),
+            fetchRosterOnConnect: Bool = true,
+            autoAcceptSubscriptionsFromContacts: Bool = false,
+            initialPresence: XMPPPresence? = XMPPPresence(),
+            handledIQNamespaces: Set<String> = [],
+            connectTimeout: Duration = .seconds(30),
+            iqTimeout: Duration = .seconds(30),
+            closeTimeout: Duration = .seconds(2),
+            maximumQueuedStanzas: Int = 1000,
+            maximumRedirects: Int = 5,
+            language: String = "en",
+            parserLimits: XMLStreamParser.Configuration = .init(),
+            releaseBuffersAfterIdle: Duration? = .seconds(30)
+        ) {
+            self.jid = jid
+            self.password = password
+            self.endpoint = endpoint
+            self.tls = tls
+            self.resource = resource
+            self.mechanisms = mechanisms
+            self.allowPlainOnCleartext = allowPlainOnCleartext
+            self.scramLimits = scramLimits
+            self.autoPing = autoPing
+            self.streamManagement = streamManagement
+            self.reconnectPolicy = reconnectPolicy
+            self.fetchRosterOnConnect = fetchRosterOnConnect
+            self.autoAcceptSubscriptionsFromContacts = autoAcceptSubscriptionsFromContacts
+            self.initialPresence = initialPresence
+            self.handledIQNamespaces = handledIQNamespaces
+            self.connectTimeout = connectTimeout
+            self.iqTimeout = iqTimeout
+            self.closeTimeout = closeTimeout
+            self.maximumQueuedStanzas = maximumQueuedStanzas
+            self.maximumRedirects = maximumRedirects
+            self.language = language
+            self.parserLimits = parserLimits
+            self.releaseBuffersAfterIdle = releaseBuffersAfterIdle
+        }
+
+        /// The resource bind asks for.
+        var requestedResource: String? { resource ?? jid.resourcepart }
+
+        /// Where a first attempt connects.
+        var defaultEndpoint: Endpoint { endpoint ?? Endpoint(host: jid.domainpart, port: 5222) }
+    }
+}

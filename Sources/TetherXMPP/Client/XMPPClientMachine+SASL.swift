@@ -1,0 +1,174 @@
+import TetherCore
+import TetherXML
+
+extension XMPPClientMachine {
+    // MARK: - SASL
+
+    mutating func startAuthentication(_ features: StreamFeatures, _ negotiation: Negotiation, now: Instant) {
+        let generation = negotiation.attempt.generation
+        let chosen: SASLMechanism
+        switch SASLMechanism.choose(
+            offered: features.mechanisms,
+            preferred: configuration.mechanisms,
+            secured: negotiation.secured,
+            allowPlainOnCleartext: configuration.allowPlainOnCleartext
+        ) {
+        case .success(let mechanism): chosen = mechanism
+        case .failure(let error): return failNegotiation(error, generation: generation, now: now)
+        }
+        guard let username = configuration.jid.localpart else {
+            return failNegotiation(
+                XMPPClientError(.invalidConfiguration, "The JID \(configuration.jid) has no localpart to log in with."),
+                generation: generation,
+                now: now
+            )
+        }
+        let exchange: SASLExchange
+        let initialResponse: String
+        if let scramMechanism = chosen.scram {
+            do throws(SCRAMError) {
+                let scram = try SCRAMClient(
+                    mechanism: scramMechanism,
+                    username: username,
+                    password: configuration.password,
+                    nonce: makeNonce(),
+                    hashProvider: hashProvider,
+                    limits: configuration.scramLimits
+                )
+                initialResponse = Base64.encode(scram.clientFirstMessage)
+                exchange = .scram(scram)
+            } catch {
+                return failNegotiation(
+                    XMPPClientError(.invalidConfiguration, error.message),
+                    generation: generation,
+                    now: now
+                )
+            }
+        } else {
+            guard let message = SASLMechanism.plainMessage(username: username, password: configuration.password) else {
+                return failNegotiation(
+                    XMPPClientError(
+                        .invalidConfiguration,
+                        "The user name or password contains a prohibited character."
+                    ),
+                    generation: generation,
+                    now: now
+                )
+            }
+            initialResponse = message
+            exchange = .plain
+        }
+        send(
+            SASLElement.auth(mechanism: chosen.rawValue, initialResponse: initialResponse).element,
+            generation: generation,
+            containsCredentials: true
+        )
+        var negotiation = negotiation
+        negotiation.step = .authenticating(exchange)
+        state = .negotiating(negotiation)
+    }
+
+    mutating func saslReceived(
+        _ element: XMLElement,
+        _ exchange: SASLExchange,
+        _ negotiation: Negotiation,
+        now: Instant
+    ) {
+        let generation = negotiation.attempt.generation
+        guard let sasl = SASLElement(element) else {
+            return unexpected(element, while: "authenticating", generation: generation, now: now)
+        }
+        var negotiation = negotiation
+        switch sasl {
+        case .challenge(let text):
+            guard case .scram(var scram) = exchange else {
+                return unexpected(element, while: "authenticating with PLAIN", generation: generation, now: now)
+            }
+            guard let data = Self.saslData(text) else {
+                return protocolViolation(
+                    .badFormat,
+                    "A SASL challenge is not base64.",
+                    generation: generation,
+                    now: now
+                )
+            }
+            do throws(SCRAMError) {
+                if scram.awaitsServerFinal {
+                    // Some servers send the server-final-message as a challenge; the response
+                    // is then empty and <success/> follows.
+                    try scram.verifyServerFinal(data)
+                    send(SASLElement.response("").element, generation: generation)
+                } else {
+                    let final = try scram.clientFinalMessage(serverFirst: data)
+                    send(
+                        SASLElement.response(Base64.encode(final)).element,
+                        generation: generation,
+                        containsCredentials: true
+                    )
+                }
+            } catch {
+                return serverAuthenticationFailed(error, generation: generation, now: now)
+            }
+            negotiation.step = .authenticating(.scram(scram))
+            state = .negotiating(negotiation)
+        case .success(let text):
+            if case .scram(var scram) = exchange {
+                if scram.awaitsServerFinal {
+                    guard let data = text.flatMap(Self.saslData), !data.isEmpty else {
+                        return serverAuthenticationFailed(
+                            SCRAMError(.malformedServerMessage, "SASL success came without the server's signature."),
+                            generation: generation,
+                            now: now
+                        )
+                    }
+                    do throws(SCRAMError) {
+                        try scram.verifyServerFinal(data)
+                    } catch {
+                        return serverAuthenticationFailed(error, generation: generation, now: now)
+                    }
+                }
+                guard scram.isVerified else {
+                    return serverAuthenticationFailed(
+                        SCRAMError(.unexpectedMessage, "SASL success came before the SCRAM exchange ended."),
+                        generation: generation,
+                        now: now
+                    )
+                }
+            }
+            // Restart the stream at the exact byte where <success/> ended (RFC 6120 §6.4.6).
+            negotiation.authenticated = true
+            negotiation.step = .awaitingHeader
+            negotiation.features = nil
+            state = .negotiating(negotiation)
+            let rest = parser.restart()
+            sendStreamHeader(generation: generation, secured: negotiation.secured)
+            parser.append(rest.span)
+        case .failure(let condition, let text):
+            var message = "Authentication failed (\(condition))"
+            if let text, !text.isEmpty { message += ": \(text)" }
+            if !message.hasSuffix(".") { message += "." }
+            failNegotiation(
+                XMPPClientError(.authenticationFailed, message, saslCondition: condition),
+                generation: generation,
+                now: now
+            )
+        case .auth, .response, .abort:
+            unexpected(element, while: "authenticating", generation: generation, now: now)
+        }
+    }
+
+    /// SASL payload text: `=` (or nothing) is empty, anything else base64.
+    static func saslData(_ text: String) -> [UInt8]? {
+        text.isEmpty || text == "=" ? [] : Base64.decode(text)
+    }
+
+    mutating func serverAuthenticationFailed(
+        _ error: SCRAMError,
+        generation: TransportGeneration,
+        now: Instant
+    ) {
+        send(SASLElement.abort.element, generation: generation)
+        failNegotiation(XMPPClientError(.serverAuthenticationFailed, error.message), generation: generation, now: now)
+    }
+
+}
