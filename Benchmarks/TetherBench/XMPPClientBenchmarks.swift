@@ -11,13 +11,24 @@ struct XMPPClientBenchmarks {
 
     typealias Machine = XMPPClientMachine
 
-    /// A machine on the heap (a noncopyable machine cannot be an array element itself; a
-    /// server holding many connections keeps each in an object of its own anyway).
-    final class Connection {
-        var machine: Machine
+    /// Machines stored contiguously, like the hub benchmark's array (a noncopyable machine
+    /// cannot be an `Array` element, so this is a buffer the benchmark owns and frees).
+    final class Machines {
+        let buffer: UnsafeMutableBufferPointer<Machine>
+        var count = 0
 
-        init(_ machine: consuming Machine) {
-            self.machine = machine
+        init(capacity: Int) {
+            buffer = .allocate(capacity: capacity)
+        }
+
+        func append(_ machine: consuming Machine) {
+            (buffer.baseAddress! + count).initialize(to: machine)
+            count += 1
+        }
+
+        deinit {
+            buffer.baseAddress!.deinitialize(count: count)
+            buffer.deallocate()
         }
     }
 
@@ -138,15 +149,14 @@ struct XMPPClientBenchmarks {
         if filter("xmpp-machine-idle") || filter("xmpp-machine-sweep") {
             progress("bringing \(machineCount) XMPP machines online")
             let before = residentSetSize()
-            var machines: [Connection] = []
-            machines.reserveCapacity(machineCount)
+            let machines = Machines(capacity: machineCount)
             for index in 0..<machineCount {
                 // Each machine idles for `releaseBuffersAfterIdle` (30 s) once online, so its
                 // parser gives its buffers back (the next machine then reuses that memory).
                 var machine = Self.onlineMachine(seed: UInt64(index))
                 machine.handleTimeout(now: .zero + .seconds(30))
                 while machine.pollAction() != nil {}
-                machines.append(Connection(machine))
+                machines.append(machine)
             }
             let perMachine = Double(residentSetSize() - before) / Double(machineCount)
             if filter("xmpp-machine-idle") {
@@ -170,9 +180,9 @@ struct XMPPClientBenchmarks {
                 {
                     let now = Instant.zero + .seconds(31)
                     var count = 0
-                    for index in machines.indices {
-                        machines[index].machine.handleTimeout(now: now)
-                        while machines[index].machine.pollAction() != nil { count += 1 }
+                    for index in 0..<machines.count {
+                        machines.buffer[index].handleTimeout(now: now)
+                        while machines.buffer[index].pollAction() != nil { count += 1 }
                     }
                     return count
                 }
@@ -185,9 +195,9 @@ struct XMPPClientBenchmarks {
                 var due = measure("xmpp-machine-sweep (ping due)", bytes: 0, messages: machineCount, passes: 1) {
                     let now = Instant.zero + .seconds(60)
                     var count = 0
-                    for index in machines.indices {
-                        machines[index].machine.handleTimeout(now: now)
-                        while machines[index].machine.pollAction() != nil { count += 1 }
+                    for index in 0..<machines.count {
+                        machines.buffer[index].handleTimeout(now: now)
+                        while machines.buffer[index].pollAction() != nil { count += 1 }
                     }
                     return count
                 }

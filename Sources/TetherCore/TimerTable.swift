@@ -6,6 +6,9 @@
 /// which timers have `expired(at:)`.
 public struct TimerTable<Key: Hashable & Sendable>: Sendable {
     @usableFromInline var entries: [(key: Key, deadline: Instant)] = []
+    /// The earliest deadline, kept next to the table so that asking for it (what a sweep over
+    /// many idle machines does) reads no memory outside the machine.
+    @usableFromInline var earliestDeadline: Instant?
 
     /// An empty table.
     @inlinable public init() {}
@@ -14,22 +17,38 @@ public struct TimerTable<Key: Hashable & Sendable>: Sendable {
     @inlinable
     public mutating func set(_ key: Key, at deadline: Instant) {
         if let index = entries.firstIndex(where: { $0.key == key }) {
+            let previous = entries[index].deadline
             entries[index].deadline = deadline
+            if let earliest = earliestDeadline, deadline > earliest {
+                // Later than the earliest: only moving the earliest timer itself changes it.
+                if previous == earliest { recomputeEarliest() }
+            } else {
+                earliestDeadline = deadline
+            }
         } else {
             entries.append((key, deadline))
+            earliestDeadline = min(deadline, earliestDeadline ?? deadline)
         }
     }
 
     /// Disarms the timer `key` (a no-op if it is not armed).
     @inlinable
     public mutating func cancel(_ key: Key) {
-        entries.removeAll { $0.key == key }
+        guard let index = entries.firstIndex(where: { $0.key == key }) else { return }
+        let deadline = entries.remove(at: index).deadline
+        if deadline == earliestDeadline { recomputeEarliest() }
     }
 
     /// Disarms every timer.
     @inlinable
     public mutating func cancelAll() {
         entries.removeAll(keepingCapacity: true)
+        earliestDeadline = nil
+    }
+
+    @inlinable
+    mutating func recomputeEarliest() {
+        earliestDeadline = entries.lazy.map(\.deadline).min()
     }
 
     /// The deadline of `key`, if armed.
@@ -44,11 +63,13 @@ public struct TimerTable<Key: Hashable & Sendable>: Sendable {
 
     /// The earliest deadline of all armed timers.
     @inlinable
-    public var earliest: Instant? { entries.lazy.map(\.deadline).min() }
+    public var earliest: Instant? { earliestDeadline }
 
     /// Disarms and returns the timers due at `now`, earliest first.
     @inlinable
     public mutating func expired(at now: Instant) -> ExpiredTimers<Key> {
+        guard let earliest = earliestDeadline, earliest <= now else { return ExpiredTimers(.none) }
+        defer { recomputeEarliest() }
         // The common cases allocate nothing: nothing due, or one timer (a keep-alive) due.
         var dueCount = 0
         var lastDue = 0

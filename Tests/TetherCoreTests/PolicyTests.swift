@@ -152,4 +152,33 @@ struct TimerTableTests {
         #expect(Array(table.expired(at: Instant(nanoseconds: 35))) == [.handshake, .timeout])
         #expect(table.deadline(.ping) == Instant(nanoseconds: 40))
     }
+
+    /// The earliest deadline kept beside the table always equals the minimum over the entries,
+    /// through random sets, re-sets (earlier and later), cancels and expiries.
+    @Test func cachedEarliestMatchesTheEntries() {
+        var table = TimerTable<Int>()
+        var reference: [Int: Instant] = [:]
+        var rng = SeededRandomNumberGenerator(seed: 11)
+        for step in 0..<20_000 {
+            let key = Int.random(in: 0..<6, using: &rng)
+            let at = Instant(nanoseconds: Int64.random(in: 0..<50, using: &rng))
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<6:
+                table.set(key, at: at)
+                reference[key] = at
+            case 6..<8:
+                table.cancel(key)
+                reference[key] = nil
+            case 8:
+                let due = Array(table.expired(at: at))
+                let expected = reference.filter { $0.value <= at }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+                #expect(Set(due) == Set(expected.map(\.key)), "step \(step)")
+                for key in due { reference[key] = nil }
+            default:
+                table.cancelAll()
+                reference.removeAll()
+            }
+            #expect(table.earliest == reference.values.min(), "step \(step)")
+        }
+    }
 }

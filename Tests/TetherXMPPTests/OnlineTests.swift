@@ -269,3 +269,27 @@ struct IdleMemoryTests {
         #expect(harness.events.contains { if case .message = $0 { true } else { false } })
     }
 }
+
+struct WrittenBytesTests {
+    /// The hand-written ping and answer bytes equal what the builders serialise to.
+    @Test func fastPathsMatchTheBuilders() {
+        let harness = XMPPClientHarness()
+        harness.login()
+        harness.machine.reconnectNow(now: harness.now)  // online: a ping at once
+        harness.drain()
+        var reference: [UInt8] = []
+        XMLSerializer.write(
+            XMPPIQ.ping(to: JID("example.com"), id: harness.lastSentID).element,
+            in: .clientStream,
+            into: &reference
+        )
+        #expect(harness.lastSent == String(decoding: reference, as: UTF8.self))
+        for (from, id): (String?, String) in [("example.com", "p1"), (nil, "x"), ("a@b/c'd", "i&d<")] {
+            let request =
+                from.map { XMPPIQ.ping(id: id).element.settingAttribute("from", to: $0) } ?? XMPPIQ.ping(id: id).element
+            var answer: [UInt8] = []
+            XMLSerializer.write(XMPPIQ(request)!.result().element, in: .clientStream, into: &answer)
+            #expect(XMPPClientMachine.emptyResult(to: from, id: id) == answer, "\(String(describing: from)) \(id)")
+        }
+    }
+}

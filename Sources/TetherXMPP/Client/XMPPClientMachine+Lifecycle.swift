@@ -80,9 +80,6 @@ extension XMPPClientMachine {
         }
     }
 
-    /// The user's server, as the addressee of pings.
-    var serverJID: JID { configuration.jid.domainJID }
-
     // MARK: - Transport inputs
 
     /// The TCP connection of `generation` is open.
@@ -169,6 +166,7 @@ extension XMPPClientMachine {
 
     /// Handles the timers due at `now` (extra calls are harmless).
     public mutating func handleTimeout(now: Instant) {
+        guard let earliest = timers.earliest, earliest <= now else { return }
         for timer in timers.expired(at: now) {
             switch timer {
             case .connectAttempt:

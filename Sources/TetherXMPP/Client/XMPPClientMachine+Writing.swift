@@ -32,8 +32,13 @@ extension XMPPClientMachine {
     /// Sends an auto-ping, counted by XEP-0198 like any other stanza but without asking for an
     /// acknowledgement of its own (its answer shows the link works).
     mutating func sendPing(id: String, session: Session) {
-        var bytes: [UInt8] = []
-        XMLSerializer.write(XMPPIQ.ping(to: serverJID, id: id).element, in: .clientStream, into: &bytes)
+        // The bytes `XMPPIQ.ping(to: server, id: id)` serialises to, without building the tree
+        // (a server holding many idle connections sends these all the time).
+        var bytes = Array("<iq type='get' to='".utf8)
+        XMLSerializer.appendAttributeValue(configuration.jid.domainpart, &bytes)
+        bytes += "' id='".utf8
+        XMLSerializer.appendAttributeValue(id, &bytes)
+        bytes += "'><ping xmlns='urn:xmpp:ping'/></iq>".utf8
         enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
         streamManagement?.sentStanza(.own(bytes))
     }

@@ -202,8 +202,7 @@ public struct XMPPClientMachine: ~Copyable {
     var state: State = .idle
     var parser: XMLStreamParser
     var timers = TimerTable<Timer>()
-    var actionQueue: [Action?] = []
-    var actionsRead = 0
+    var actions = ActionQueue<Action>()
     var random: SeededRandomNumberGenerator
     var lastGeneration = TransportGeneration(0)
     var schedule: ReconnectSchedule?
@@ -253,23 +252,15 @@ public struct XMPPClientMachine: ~Copyable {
 
     /// The next action to carry out, or nil.
     public mutating func pollAction() -> Action? {
-        guard actionsRead < actionQueue.count else {
-            if !actionQueue.isEmpty {
-                actionQueue.removeAll(keepingCapacity: actionQueue.count <= 16)
-                actionsRead = 0
-            }
-            return nil
-        }
-        defer { actionsRead += 1 }
-        return actionQueue[actionsRead].take()
+        actions.next()
     }
 
     mutating func enqueue(_ action: Action) {
-        actionQueue.append(action)
+        actions.append(action)
     }
 
     mutating func emit(_ event: Event) {
-        actionQueue.append(.event(event))
+        actions.append(.event(event))
     }
 
     /// The earliest armed timer.

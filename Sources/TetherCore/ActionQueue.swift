@@ -1,0 +1,41 @@
+/// A machine's queue of actions for its driver: inputs append, `pollAction()` takes them in
+/// order. Taken actions are moved out (no copy), the queue needs no O(n) removals, and its
+/// storage is kept between inputs unless a burst made it large (so an idle machine stays small).
+public struct ActionQueue<Action: Sendable>: Sendable {
+    @usableFromInline var actions: [Action?] = []
+    @usableFromInline var read = 0
+    /// `actions.count`, kept next to the queue so that polling an empty queue (what a sweep over
+    /// many idle machines does) reads no memory outside the machine.
+    @usableFromInline var written = 0
+
+    /// The capacity kept once the queue is drained (larger storage is released).
+    @usableFromInline static var retainedCapacity: Int { 16 }
+
+    /// An empty queue.
+    @inlinable public init() {}
+
+    /// Appends an action.
+    @inlinable
+    public mutating func append(_ action: Action) {
+        actions.append(action)
+        written += 1
+    }
+
+    /// Takes the next action, or nil when all were taken.
+    @inlinable
+    public mutating func next() -> Action? {
+        guard read < written else {
+            if written > 0 {
+                actions.removeAll(keepingCapacity: written <= Self.retainedCapacity)
+                read = 0
+                written = 0
+            }
+            return nil
+        }
+        defer { read += 1 }
+        return actions[read].take()
+    }
+
+    /// Whether every appended action was taken.
+    @inlinable public var isEmpty: Bool { read >= written }
+}
