@@ -75,6 +75,10 @@ struct StreamManagement: Sendable {
 /// unanswered after `timeout` (with nothing else received meanwhile) is missed and the next one
 /// goes out at once; `maximumMissed` misses in a row mean the stream is dead. So a dead link is
 /// noticed at most `interval + maximumMissed × timeout` after the last byte arrived.
+///
+/// Not `TetherCore.Heartbeat`: that one follows SignalR's rules (a keep-alive after *send*
+/// silence, a receive timeout), while XEP-0199 practice pings after *receive* silence and counts
+/// any data that arrives during a ping as life (Smack #279/#296).
 struct AutoPing: Sendable {
     let configuration: XMPPClientMachine.AutoPingConfiguration
     private(set) var lastReceived: Instant
