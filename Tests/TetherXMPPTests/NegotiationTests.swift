@@ -49,9 +49,7 @@ struct NegotiationTests {
 
     @Test func scramLoginVerifiesTheServer() {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA256, .scramSHA1, .plain] }
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["SCRAM-SHA-1", "PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1", "PLAIN"]))
         #expect(harness.lastSent.contains("mechanism='SCRAM-SHA-1'"))
         #expect(Base64.decode(saslPayload(harness.lastSent)) == Array("n,,n=alice,r=clientnonce".utf8))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
@@ -68,9 +66,7 @@ struct NegotiationTests {
 
     @Test func scramServerFinalAsAChallenge() {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA1] }
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
+        harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
         harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
         let (_, serverFinal) = harness.scramServer.final()
@@ -84,9 +80,7 @@ struct NegotiationTests {
 
     @Test func aWrongServerSignatureIsFatal() {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA1] }
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
+        harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
         harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
         let (_, serverFinal) = harness.scramServer.final(signatureTampered: true)
@@ -107,9 +101,7 @@ struct NegotiationTests {
 
     @Test func successWithoutSignatureIsRejected() {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA1] }
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
+        harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
         harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
         harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
@@ -119,9 +111,7 @@ struct NegotiationTests {
 
     @Test func authenticationFailureStopsWithoutRetrying() {
         let harness = XMPPClientHarness()
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server(
             "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/><text xml:lang='en'>Unable to authorize you with the authentication credentials you&apos;ve sent.</text></failure>"
         )
@@ -139,9 +129,7 @@ struct NegotiationTests {
 
     @Test func temporaryAuthFailureReconnects() {
         let harness = XMPPClientHarness()
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><temporary-auth-failure/></failure>")
         #expect(harness.state == .waitingToReconnect)
         #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(1)))
@@ -149,9 +137,7 @@ struct NegotiationTests {
 
     @Test func plainIsRefusedOnCleartextUnlessAllowed() {
         let harness = XMPPClientHarness { $0.allowPlainOnCleartext = false }
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         #expect(!harness.sent.contains { $0.text.contains("<auth") })
         guard let error = closedError(harness.events) else { return }
         #expect(error.kind == .noAcceptableMechanism)
@@ -165,9 +151,7 @@ struct NegotiationTests {
             (["PLAIN", "X-OAUTH2"], "PLAIN"),
         ] {
             let harness = XMPPClientHarness()
-            harness.start()
-            harness.connected()
-            harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(offered))
+            harness.open(XMPPClientHarness.mechanisms(offered))
             #expect(harness.lastSent.contains("mechanism='\(expected)'"), "\(offered)")
         }
     }
@@ -176,9 +160,7 @@ struct NegotiationTests {
     /// byte, and the new header is parsed by the fresh parser.
     @Test func restartAtTheExactByte() {
         let harness = XMPPClientHarness()
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server(
             "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>" + XMPPClientHarness.serverHeader
                 + XMPPClientHarness.boundFeatures
@@ -231,11 +213,7 @@ struct NegotiationTests {
 
     @Test func bindFailureIsFatal() {
         let harness = XMPPClientHarness()
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
-        harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.boundFeatures)
+        harness.authenticate(XMPPClientHarness.boundFeatures)
         harness.server(
             "<iq type='error' id='\(harness.lastSentID)'><error type='cancel'><not-allowed xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
         )
@@ -245,9 +223,7 @@ struct NegotiationTests {
 
     @Test func sessionOnlyWhenRequired() {
         let harness = XMPPClientHarness()
-        harness.start()
-        harness.connected()
-        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
         harness.server(
             XMPPClientHarness.serverHeader
@@ -291,9 +267,7 @@ struct NegotiationTests {
     @Test func tlsPolicies() {
         // Required, not offered.
         let required = XMPPClientHarness { $0.tls = .required }
-        required.start()
-        required.connected()
-        required.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        required.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         guard let error = closedError(required.events) else { return }
         #expect(error.kind == .tlsUnavailable && error.isFatal)
         // Required by the server, disabled here.

@@ -174,6 +174,21 @@ final class XMPPClientHarness {
 
     // MARK: - Scripted negotiation
 
+    /// Starts, connects, and sends the server's header with `features`.
+    func open(_ features: String) {
+        start()
+        connected()
+        server(Self.serverHeader + features)
+    }
+
+    /// Opens with PLAIN offered, succeeds, and sends the restarted stream's header with
+    /// `features`.
+    func authenticate(_ features: String) {
+        open(Self.mechanisms(["PLAIN"]))
+        server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        server(Self.serverHeader + features)
+    }
+
     /// Connects and authenticates with PLAIN, then answers bind (and SM enable when the
     /// features offer it); ends online.
     func login(features: String = boundFeatures, enableSM: Bool = true, resumable: Bool = true) {
