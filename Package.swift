@@ -125,6 +125,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TetherTLSTests",
+            dependencies: ["TetherTLS", "COpenSSL", "TetherTestServers"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TetherDispatchTests",
             dependencies: ["TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherCore"],
             swiftSettings: strictSettings

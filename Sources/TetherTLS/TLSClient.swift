@@ -1,0 +1,289 @@
+import COpenSSL
+
+/// Why TLS failed.
+public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure.
+    public enum Kind: String, Hashable, Sendable {
+        /// The server's certificate was not accepted: an unknown CA, an expired certificate, a
+        /// host name it is not for.
+        case certificateRejected
+        /// The handshake failed otherwise (no common protocol version or cipher, an alert).
+        case handshakeFailed
+        /// The peer broke the TLS protocol after the handshake (a bad record, a MAC failure).
+        case protocolError
+        /// The configuration cannot work (an unreadable CA file, an invalid server name).
+        case configuration
+    }
+
+    /// What kind of failure.
+    public let kind: Kind
+    /// OpenSSL's explanation (for example "certificate verify failed: hostname mismatch").
+    public let message: String
+
+    /// An error.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// The client side of a TLS connection as a sans-IO value: ciphertext in, plaintext out, and
+/// back; OpenSSL 3 over memory BIOs, no socket.
+///
+/// ```swift
+/// var tls = try TLSClient(configuration: .init(serverName: "example.com"))
+/// try tls.start();  socket.write(tls.takeOutput())                 // ClientHello
+/// let plaintext = try tls.receive(bytesFromSocket.span)             // drives the handshake too
+/// socket.write(tls.takeOutput())                                    // whatever TLS wants sent
+/// if tls.isEstablished { … }                                       // then send(…) plaintext
+/// ```
+///
+/// The server's certificate is verified by default against the system's trust store (and an
+/// extra CA file when configured), for the configured server name (SNI and host-name
+/// verification; an IP address is matched against the certificate's IP entries). Plaintext sent
+/// before the handshake ends waits inside and goes out once it has. TLS 1.2 and 1.3.
+public struct TLSClient: ~Copyable {
+    /// What to connect to and what to trust.
+    public struct Configuration: Sendable, Hashable {
+        /// The TLS protocol versions.
+        public enum Version: Sendable, Hashable {
+            case tls12, tls13
+
+            var openSSL: Int32 {
+                switch self {
+                case .tls12: TLS1_2_VERSION
+                case .tls13: TLS1_3_VERSION
+                }
+            }
+        }
+
+        /// The name the certificate must be for (a DNS name or an IP address), sent as SNI.
+        public var serverName: String
+        /// A PEM file of CA certificates trusted in addition to the system's (for a private CA).
+        public var additionalTrustedCertificates: String?
+        /// The lowest version accepted (default TLS 1.2).
+        public var minimumVersion: Version
+        /// The highest version offered (nil: the highest OpenSSL has, TLS 1.3).
+        public var maximumVersion: Version?
+
+        /// A configuration.
+        public init(
+            serverName: String,
+            additionalTrustedCertificates: String? = nil,
+            minimumVersion: Version = .tls12,
+            maximumVersion: Version? = nil
+        ) {
+            self.serverName = serverName
+            self.additionalTrustedCertificates = additionalTrustedCertificates
+            self.minimumVersion = minimumVersion
+            self.maximumVersion = maximumVersion
+        }
+    }
+
+    private let context: OpaquePointer
+    private let ssl: OpaquePointer
+    private let incoming: OpaquePointer
+    private let outgoing: OpaquePointer
+    private var waiting: [UInt8] = []
+    /// Whether the handshake completed.
+    public private(set) var isEstablished = false
+    /// Whether the server sent its close_notify (the TLS stream's orderly end).
+    public private(set) var peerClosed = false
+    private var failed = false
+
+    /// A session for `configuration` (the handshake starts with `start()`).
+    public init(configuration: Configuration) throws(TLSError) {
+        ERR_clear_error()
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSError(.configuration, Self.openSSLErrors("SSL_CTX_new failed"))
+        }
+        func fail(_ message: String) -> TLSError {
+            let error = TLSError(.configuration, Self.openSSLErrors(message))
+            SSL_CTX_free(context)
+            return error
+        }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw fail("cannot load the system's trust store") }
+        if let file = configuration.additionalTrustedCertificates {
+            guard SSL_CTX_load_verify_file(context, file) == 1 else {
+                throw fail("cannot load the CA certificates in \(file)")
+            }
+        }
+        guard tether_ssl_ctx_set_min_version(context, configuration.minimumVersion.openSSL) == 1 else {
+            throw fail("cannot set the minimum TLS version")
+        }
+        if let maximum = configuration.maximumVersion {
+            guard tether_ssl_ctx_set_max_version(context, maximum.openSSL) == 1 else {
+                throw fail("cannot set the maximum TLS version")
+            }
+        }
+        guard let ssl = SSL_new(context) else { throw fail("SSL_new failed") }
+        guard let incoming = BIO_new(BIO_s_mem()), let outgoing = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw fail("BIO_new failed")
+        }
+        SSL_set_bio(ssl, incoming, outgoing)  // the SSL object owns both BIOs now
+        SSL_set_connect_state(ssl)
+        let name = configuration.serverName
+        let isAddress = Self.isIPAddress(name)
+        var named = true
+        if isAddress {
+            // No SNI for addresses (RFC 6066 §3); the certificate's IP entries must match.
+            named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1
+        } else {
+            named = tether_ssl_set_server_name(ssl, name) == 1 && SSL_set1_host(ssl, name) == 1
+        }
+        guard named else {
+            SSL_free(ssl)
+            throw fail("the server name '\(name)' cannot be used")
+        }
+        self.context = context
+        self.ssl = ssl
+        self.incoming = incoming
+        self.outgoing = outgoing
+    }
+
+    deinit {
+        SSL_free(ssl)
+        SSL_CTX_free(context)
+    }
+
+    /// Starts the handshake; the ClientHello is then in `takeOutput()`.
+    public mutating func start() throws(TLSError) {
+        try advanceHandshake()
+    }
+
+    /// Feeds `ciphertext` from the server and returns the plaintext it decrypts to (empty during
+    /// the handshake, or when a record is incomplete). Check `isEstablished` and `takeOutput()`
+    /// after each call.
+    public mutating func receive(_ ciphertext: Span<UInt8>) throws(TLSError) -> [UInt8] {
+        guard !failed else { throw TLSError(.protocolError, "the TLS session already failed") }
+        if !ciphertext.isEmpty {
+            let written = ciphertext.withUnsafeBytes { BIO_write(incoming, $0.baseAddress, Int32($0.count)) }
+            precondition(written == ciphertext.count, "a memory BIO takes every byte")
+        }
+        if !isEstablished {
+            try advanceHandshake()
+            guard isEstablished else { return [] }
+        }
+        return try readPlaintext()
+    }
+
+    /// Feeds `ciphertext` from the server (see `receive(_:)` for spans).
+    public mutating func receive(_ ciphertext: [UInt8]) throws(TLSError) -> [UInt8] {
+        try receive(ciphertext.span)
+    }
+
+    /// Encrypts `plaintext` (held back until the handshake ends); the records are then in
+    /// `takeOutput()`.
+    public mutating func send(_ plaintext: [UInt8]) throws(TLSError) {
+        guard !failed else { throw TLSError(.protocolError, "the TLS session already failed") }
+        guard isEstablished else {
+            waiting += plaintext
+            return
+        }
+        try write(plaintext)
+    }
+
+    /// The ciphertext to send to the server now (empty when there is none).
+    public mutating func takeOutput() -> [UInt8] {
+        let pending = Int(BIO_ctrl_pending(outgoing))
+        guard pending > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: pending)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(outgoing, $0.baseAddress, Int32($0.count)) }
+        if read < pending { bytes.removeLast(pending - max(0, Int(read))) }
+        return bytes
+    }
+
+    /// Sends close_notify (in `takeOutput()`); nothing can be sent afterwards.
+    public mutating func close() {
+        guard isEstablished, !failed else { return }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        failed = true
+    }
+
+    /// The negotiated protocol version ("TLSv1.3"), once established.
+    public var protocolVersion: String {
+        String(cString: SSL_get_version(ssl))
+    }
+
+    // MARK: - Internals
+
+    private mutating func advanceHandshake() throws(TLSError) {
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            isEstablished = true
+            if !waiting.isEmpty {
+                let held = waiting
+                waiting = []
+                try write(held)
+            }
+            return
+        }
+        let error = SSL_get_error(ssl, result)
+        if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { return }
+        failed = true
+        let verification = SSL_get_verify_result(ssl)
+        if verification != X509_V_OK {
+            let reason = String(cString: X509_verify_cert_error_string(verification))
+            throw TLSError(.certificateRejected, "certificate verify failed: \(reason)")
+        }
+        throw TLSError(.handshakeFailed, Self.openSSLErrors("the TLS handshake failed"))
+    }
+
+    private mutating func readPlaintext() throws(TLSError) -> [UInt8] {
+        var plaintext: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            ERR_clear_error()
+            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            if count > 0 {
+                plaintext += buffer[..<Int(count)]
+                continue
+            }
+            let error = SSL_get_error(ssl, count)
+            switch error {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return plaintext
+            case SSL_ERROR_ZERO_RETURN:
+                peerClosed = true
+                return plaintext
+            default:
+                failed = true
+                throw TLSError(.protocolError, Self.openSSLErrors("reading a TLS record failed"))
+            }
+        }
+    }
+
+    private mutating func write(_ plaintext: [UInt8]) throws(TLSError) {
+        guard !plaintext.isEmpty else { return }
+        ERR_clear_error()
+        let written = plaintext.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+        // A memory BIO takes everything: a partial or refused write is a broken session.
+        guard written == plaintext.count else {
+            failed = true
+            throw TLSError(.protocolError, Self.openSSLErrors("writing a TLS record failed"))
+        }
+    }
+
+    /// `context`, with OpenSSL's queued error texts when there are any.
+    static func openSSLErrors(_ context: String) -> String {
+        var texts: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            texts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return texts.isEmpty ? context : context + ": " + texts.joined(separator: "; ")
+    }
+
+    static func isIPAddress(_ name: String) -> Bool {
+        name.contains(":") || (!name.isEmpty && name.allSatisfy { $0.isNumber || $0 == "." } && name.contains("."))
+    }
+}

@@ -1,0 +1,204 @@
+import COpenSSL
+import Foundation
+import Testing
+import TetherTLS
+import TetherTestServers
+
+/// The server side of a TLS session over memory BIOs (OpenSSL itself, as the peer of
+/// `TLSClient` in these tests).
+final class TLSTestServer {
+    let context: OpaquePointer
+    let ssl: OpaquePointer
+    let incoming: OpaquePointer
+    let outgoing: OpaquePointer
+
+    init(certificate: String, key: String, maximumVersion: Int32? = nil) {
+        context = SSL_CTX_new(TLS_server_method())!
+        precondition(SSL_CTX_use_certificate_chain_file(context, certificate) == 1)
+        precondition(SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1)
+        if let maximumVersion { _ = tether_ssl_ctx_set_max_version(context, maximumVersion) }
+        ssl = SSL_new(context)!
+        incoming = BIO_new(BIO_s_mem())!
+        outgoing = BIO_new(BIO_s_mem())!
+        SSL_set_bio(ssl, incoming, outgoing)
+        SSL_set_accept_state(ssl)
+    }
+
+    deinit {
+        SSL_free(ssl)
+        SSL_CTX_free(context)
+    }
+
+    /// Takes the client's bytes, advances, and returns the plaintext read.
+    func receive(_ bytes: [UInt8]) -> [UInt8] {
+        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { BIO_write(incoming, $0.baseAddress, Int32($0.count)) } }
+        if SSL_is_init_finished(ssl) == 0 { _ = SSL_do_handshake(ssl) }
+        var plaintext: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while SSL_is_init_finished(ssl) != 0 {
+            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            if count <= 0 { break }
+            plaintext += buffer[..<Int(count)]
+        }
+        return plaintext
+    }
+
+    func send(_ plaintext: [UInt8]) {
+        _ = plaintext.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+    }
+
+    func shutdown() { _ = SSL_shutdown(ssl) }
+
+    func output() -> [UInt8] {
+        let pending = Int(BIO_ctrl_pending(outgoing))
+        guard pending > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: pending)
+        _ = bytes.withUnsafeMutableBytes { BIO_read(outgoing, $0.baseAddress, Int32($0.count)) }
+        return bytes
+    }
+}
+
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command"))
+struct TLSClientTests {
+    static let certificates = try! TestCertificates()
+
+    /// Runs the handshake between `client` and `server`, handing bytes across in `chunk`-byte
+    /// pieces; returns the client's error, if any.
+    static func handshake(
+        _ client: inout TLSClient,
+        _ server: TLSTestServer,
+        chunk: Int = .max,
+        serverReceived: inout [UInt8]
+    ) -> TLSError? {
+        do throws(TLSError) {
+            try client.start()
+            for _ in 0..<20 {
+                let toServer = client.takeOutput()
+                serverReceived += server.receive(toServer)
+                let toClient = server.output()
+                if toClient.isEmpty && toServer.isEmpty { break }
+                var offset = 0
+                while offset < toClient.count {
+                    let end = min(offset + chunk, toClient.count)
+                    _ = try client.receive(Array(toClient[offset..<end]))
+                    offset = end
+                }
+            }
+            serverReceived += server.receive(client.takeOutput())
+        } catch {
+            return error
+        }
+        return nil
+    }
+
+    static func handshake(_ client: inout TLSClient, _ server: TLSTestServer, chunk: Int = .max) -> TLSError? {
+        var ignored: [UInt8] = []
+        return handshake(&client, server, chunk: chunk, serverReceived: &ignored)
+    }
+
+    static func configuration(_ name: String = "localhost", trusting: Bool = true) -> TLSClient.Configuration {
+        .init(serverName: name, additionalTrustedCertificates: trusting ? certificates.caCertificate : nil)
+    }
+
+    @Test(arguments: [Int.max, 1, 7, 100])
+    func handshakeAndDataBothWays(_ chunk: Int) throws {
+        var client = try TLSClient(configuration: Self.configuration())
+        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        // Plaintext sent before the handshake ends waits for it.
+        try client.send(Array("early".utf8))
+        var early: [UInt8] = []
+        #expect(Self.handshake(&client, server, chunk: chunk, serverReceived: &early) == nil)
+        let established = client.isEstablished
+        let version = client.protocolVersion
+        #expect(established && version == "TLSv1.3")
+        #expect(early == Array("early".utf8))
+        let large = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try client.send(large)
+        let encrypted = client.takeOutput()
+        #expect(server.receive(encrypted) == large)
+        server.send(Array("<stream:stream>".utf8))
+        server.send(large)
+        let records = server.output()
+        var received: [UInt8] = []
+        var offset = 0
+        while offset < records.count {
+            let end = min(offset + min(chunk, 5000), records.count)
+            received += try client.receive(Array(records[offset..<end]))
+            offset = end
+        }
+        #expect(received == Array("<stream:stream>".utf8) + large)
+        // close_notify from the server.
+        server.shutdown()
+        let afterClose = try client.receive(server.output())
+        let peerClosed = client.peerClosed
+        #expect(afterClose.isEmpty && peerClosed)
+    }
+
+    @Test func tls12() throws {
+        var client = try TLSClient(configuration: Self.configuration())
+        let server = TLSTestServer(
+            certificate: Self.certificates.serverCertificate,
+            key: Self.certificates.serverKey,
+            maximumVersion: TLS1_2_VERSION
+        )
+        #expect(Self.handshake(&client, server) == nil)
+        let version = client.protocolVersion
+        #expect(version == "TLSv1.2")
+    }
+
+    @Test func anIPAddressIsVerifiedAgainstTheCertificatesAddresses() throws {
+        var client = try TLSClient(configuration: Self.configuration("127.0.0.1"))
+        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        #expect(Self.handshake(&client, server) == nil)
+        var wrong = try TLSClient(configuration: Self.configuration("127.0.0.2"))
+        let other = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        #expect(Self.handshake(&wrong, other)?.kind == .certificateRejected)
+    }
+
+    @Test func unknownCAIsRejected() throws {
+        var client = try TLSClient(configuration: Self.configuration(trusting: false))
+        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let error = Self.handshake(&client, server)
+        #expect(error?.kind == .certificateRejected)
+        #expect(
+            error?.message.contains("unable to get local issuer certificate") == true,
+            "\(String(describing: error))"
+        )
+        let established = client.isEstablished
+        #expect(!established)
+        // After a failure nothing more is accepted.
+        #expect(throws: TLSError.self) { try client.send([1]) }
+    }
+
+    @Test func selfSignedIsRejected() throws {
+        var client = try TLSClient(configuration: Self.configuration())
+        let server = TLSTestServer(
+            certificate: Self.certificates.selfSignedCertificate,
+            key: Self.certificates.selfSignedKey
+        )
+        #expect(Self.handshake(&client, server)?.kind == .certificateRejected)
+    }
+
+    @Test func wrongHostNameIsRejected() throws {
+        var client = try TLSClient(configuration: Self.configuration("example.com"))
+        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let error = Self.handshake(&client, server)
+        #expect(error?.kind == .certificateRejected)
+        #expect(error?.message.contains("hostname mismatch") == true, "\(String(describing: error))")
+    }
+
+    @Test func garbageFromTheServerFailsTheHandshake() throws {
+        var client = try TLSClient(configuration: Self.configuration())
+        try client.start()
+        _ = client.takeOutput()
+        #expect(throws: TLSError.self) { _ = try client.receive(Array("<stream:stream xmlns='jabber:client'>".utf8)) }
+    }
+
+    @Test func aMissingCAFileIsAConfigurationError() {
+        #expect(throws: TLSError.self) {
+            _ = try TLSClient(
+                configuration: .init(serverName: "localhost", additionalTrustedCertificates: "/nonexistent.pem")
+            )
+        }
+    }
+}

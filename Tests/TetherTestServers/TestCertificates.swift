@@ -1,0 +1,55 @@
+public import Foundation
+
+/// A throw-away certificate authority and certificates it signed, made with the `openssl`
+/// command in a temporary directory: for TLS tests that verify a server against a CA file.
+public final class TestCertificates: Sendable {
+    /// The directory holding every file (removed when released).
+    public let directory: URL
+    /// The CA's certificate (PEM): what a client trusts.
+    public var caCertificate: String { directory.appendingPathComponent("ca.crt").path }
+    /// A certificate for `localhost` and 127.0.0.1 signed by the CA, and its key (PEM).
+    public var serverCertificate: String { directory.appendingPathComponent("localhost.crt").path }
+    public var serverKey: String { directory.appendingPathComponent("localhost.key").path }
+    /// A self-signed certificate for `localhost` that no CA vouches for, and its key.
+    public var selfSignedCertificate: String { directory.appendingPathComponent("self.crt").path }
+    public var selfSignedKey: String { directory.appendingPathComponent("self.key").path }
+
+    /// Makes the CA and the certificates (P-256 keys, valid for 30 days).
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-certs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let d = directory.path
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(
+            "/usr/bin/openssl",
+            ["req", "-x509"] + key + [
+                "-days", "30", "-subj", "/CN=Tether Test CA", "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.crt",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ]
+        )
+        try run(
+            "/usr/bin/openssl",
+            ["req"] + key + ["-subj", "/CN=localhost", "-keyout", "\(d)/localhost.key", "-out", "\(d)/localhost.csr"]
+        )
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            .write(toFile: "\(d)/server.ext", atomically: true, encoding: .utf8)
+        try run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", "\(d)/localhost.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
+                "-CAcreateserial", "-days", "30", "-out", "\(d)/localhost.crt", "-extfile", "\(d)/server.ext",
+            ]
+        )
+        try run(
+            "/usr/bin/openssl",
+            ["req", "-x509"] + key + [
+                "-days", "30", "-subj", "/CN=localhost", "-keyout", "\(d)/self.key", "-out", "\(d)/self.crt",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ]
+        )
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
