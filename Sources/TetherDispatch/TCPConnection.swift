@@ -45,6 +45,8 @@ final class TCPConnection: @unchecked Sendable {
     private var connectTimer: (any DispatchSourceTimer)?
     private var isConnected = false
     private var isClosed = false
+    /// Closed by the owner, but still writing what was queued (see `close(afterFlushing:)`).
+    private var lingering = false
     private var pending: [UInt8] = []
     private var pendingOffset = 0
     private var readBuffer: [UInt8]
@@ -102,11 +104,24 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes at once; no event follows.
-    func close() {
+    /// Closes; no event follows. With `afterFlushing`, bytes still waiting for the kernel go out
+    /// first (for at most two seconds), so that a last `</stream:stream>` or TLS close_notify is
+    /// not lost.
+    func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
         onEvent = nil
+        if afterFlushing, isConnected, pendingWriteCount > 0, writeSource != nil {
+            lingering = true
+            queue.asyncAfter(deadline: .now() + 2) { [self] in stopLingering() }
+            return
+        }
+        tearDown()
+    }
+
+    private func stopLingering() {
+        guard lingering else { return }
+        lingering = false
         tearDown()
     }
 
@@ -217,9 +232,9 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     private func writable() {
-        guard !isClosed else { return }
+        guard !isClosed || lingering else { return }
         let written = write(pending[pendingOffset...])
-        guard written >= 0 else { return }
+        guard written >= 0 else { return stopLingering() }
         pendingOffset += written
         if pendingWriteCount == 0 {
             pending.removeAll(keepingCapacity: pending.count <= 65536)
@@ -228,6 +243,7 @@ final class TCPConnection: @unchecked Sendable {
                 writeSource?.suspend()
                 writeSourceRunning = false
             }
+            if lingering { return stopLingering() }
             deliver(.drained)
         }
     }

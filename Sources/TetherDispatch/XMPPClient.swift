@@ -27,9 +27,12 @@ public import TetherXMPP
 /// stream management); `reconnectNow()` is the hook for "the user tapped retry", "the app came to
 /// the foreground" and "the network is back".
 ///
-/// TLS: this version has no TLS layer yet. `tls: .required` (the default) makes `connect()`
-/// throw `tlsUnavailable`; `.optional` runs in cleartext; set `.disabled` (and, for PLAIN,
-/// `allowPlainOnCleartext`) for a server on a trusted network.
+/// TLS (`configuration.tls`): `.required` (the default) uses STARTTLS and refuses a server that
+/// does not offer it; `.direct` speaks TLS from the first byte (XEP-0368, port 5223); `.optional`
+/// uses STARTTLS when offered. The certificate is verified for the JID's domain against the
+/// system's trust store and `Options.caFile`. On Linux TLS is OpenSSL (`TetherTLS`); on other
+/// platforms this driver has no TLS layer, so there `.required` and `.direct` fail with
+/// `tlsUnavailable` (run `XMPPClientMachine` over Network.framework instead).
 public final class XMPPClient: Sendable {
     /// The connection's configuration (the machine's).
     public typealias Configuration = XMPPClientMachine.Configuration
@@ -48,18 +51,23 @@ public final class XMPPClient: Sendable {
         public var trafficLog: (@Sendable (Traffic) -> Void)?
         /// Seeds reconnect jitter and ids (nil: random).
         public var randomSeed: UInt64?
+        /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a
+        /// private CA, a test server).
+        public var caFile: String?
 
         /// Options.
         public init(
             tcpConnectTimeout: Duration = .seconds(10),
             readBufferSize: Int = 65536,
             trafficLog: (@Sendable (Traffic) -> Void)? = nil,
-            randomSeed: UInt64? = nil
+            randomSeed: UInt64? = nil,
+            caFile: String? = nil
         ) {
             self.tcpConnectTimeout = tcpConnectTimeout
             self.readBufferSize = readBufferSize
             self.trafficLog = trafficLog
             self.randomSeed = randomSeed
+            self.caFile = caFile
         }
     }
 

@@ -14,10 +14,19 @@ final class XMPPRunner: @unchecked Sendable {
     let queue = DispatchQueue(label: "tether.xmpp-client")
     var machine: XMPPClientMachine
     private let options: XMPPClient.Options
-    /// The TLS policy as configured (the machine gets `disabled` for `optional` while there is
-    /// no TLS layer).
+    /// The TLS policy as configured (without a TLS layer the machine gets `disabled` for
+    /// `optional`, and `required` or `direct` cannot connect).
     private let requestedTLS: XMPPClientMachine.TLSPolicy
-    private var connections: [TransportGeneration: TCPConnection] = [:]
+    private var connections: [TransportGeneration: TransportConnection] = [:]
+
+    /// Whether this platform's driver has a TLS layer (`TetherTLS`, Linux).
+    static var hasTLS: Bool {
+        #if canImport(TetherTLS)
+            true
+        #else
+            false
+        #endif
+    }
     private let timer: any DispatchSourceTimer
     private var armedDeadline: Instant?
     private var isShutDown = false
@@ -34,7 +43,7 @@ final class XMPPRunner: @unchecked Sendable {
         self.options = options
         requestedTLS = configuration.tls
         var machineConfiguration = configuration
-        if configuration.tls == .optional { machineConfiguration.tls = .disabled }
+        if !Self.hasTLS && configuration.tls == .optional { machineConfiguration.tls = .disabled }
         machine = XMPPClientMachine(
             configuration: machineConfiguration,
             hashProvider: hashProvider,
@@ -54,12 +63,12 @@ final class XMPPRunner: @unchecked Sendable {
     // MARK: - Commands (on `queue`)
 
     func connect(_ continuation: CheckedContinuation<Result<JID, XMPPClientError>, Never>) {
-        if requestedTLS == .required {
+        if !Self.hasTLS && (requestedTLS == .required || requestedTLS == .direct) {
             return continuation.resume(
                 returning: .failure(
                     XMPPClientError(
                         .tlsUnavailable,
-                        "TLS is required, but this version of Tether has no TLS layer yet; disable TLS to connect in cleartext on a trusted network."
+                        "TLS is required, but this platform's driver has no TLS layer; disable TLS to connect in cleartext on a trusted network."
                     )
                 )
             )
@@ -152,12 +161,14 @@ final class XMPPRunner: @unchecked Sendable {
         guard !isShutDown else { return }
         while let action = machine.pollAction() {
             switch action {
-            case .connect(let endpoint, let generation):
-                let connection = TCPConnection(
+            case .connect(let endpoint, let generation, let directTLSServerName):
+                let connection = TransportConnection(
                     endpoint: endpoint,
                     queue: queue,
                     connectTimeout: options.tcpConnectTimeout,
-                    readBufferSize: options.readBufferSize
+                    readBufferSize: options.readBufferSize,
+                    directTLSServerName: directTLSServerName,
+                    settings: TLSSettings(caFile: options.caFile)
                 ) { [weak self] event in
                     self?.transportEvent(event, generation: generation)
                 }
@@ -175,10 +186,8 @@ final class XMPPRunner: @unchecked Sendable {
                     )
                 }
                 connections[generation]?.send(bytes)
-            case .startTLS(_, let generation, _):
-                // No TLS layer in this version (the machine never asks while TLS is disabled).
-                connections.removeValue(forKey: generation)?.close()
-                machine.transportClosed(generation: generation, error: "TLS is not available", now: now())
+            case .startTLS(let serverName, let generation, let buffered):
+                connections[generation]?.startTLS(serverName: serverName, buffered: buffered)
             case .close(let generation):
                 connections.removeValue(forKey: generation)?.close()
             case .event(let event):
@@ -189,18 +198,23 @@ final class XMPPRunner: @unchecked Sendable {
         armTimer()
     }
 
-    private func transportEvent(_ event: TCPConnection.Event, generation: TransportGeneration) {
+    private func transportEvent(_ event: TransportConnection.Event, generation: TransportGeneration) {
         guard connections[generation] != nil else { return }
         switch event {
         case .connected:
             machine.transportConnected(generation: generation, now: now())
+        case .tlsEstablished:
+            machine.tlsEstablished(generation: generation, now: now())
+        case .tlsFailed(let reason):
+            connections.removeValue(forKey: generation)?.close()
+            machine.tlsFailed(generation: generation, reason: reason, now: now())
         case .received(let bytes):
             options.trafficLog?(XMPPClient.Traffic(direction: .received, text: String(decoding: bytes, as: UTF8.self)))
             machine.transportReceived(bytes, generation: generation, now: now())
         case .drained:
             break
         case .closed(let error):
-            connections[generation] = nil
+            connections.removeValue(forKey: generation)?.close()
             machine.transportClosed(generation: generation, error: error, now: now())
         }
         drive()

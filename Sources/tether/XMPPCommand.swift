@@ -13,7 +13,7 @@ import TetherXMPP
 struct XMPPCommand: Sendable, Equatable {
     static let usage = """
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P]
-                           [--tls disabled|optional|required] [--resource R] [--allow-plain]
+                           [--tls disabled|optional|required|direct] [--ca-file F] [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
                            COMMAND
@@ -29,11 +29,12 @@ struct XMPPCommand: Sendable, Equatable {
         The password comes from the environment variable VAR (default TETHER_PASSWORD), never
         from the command line. Events print as JSON lines: connected, disconnected, reconnecting,
         resumed, resume-failed, message, pong, roster. --verbose logs the XML traffic to standard
-        error, SASL credentials hidden. Defaults: --tls required (this version has no TLS layer
-        yet: use --tls disabled on a trusted network; optional then means cleartext), ping every
-        60 s with a 10 s timeout, 2 missed pings end the stream, --reconnect default (RFC 6120
-        back-off: a random first delay up to 60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop),
-        stream management on.
+        error, SASL credentials hidden. TLS: required (STARTTLS, refused when not offered; the
+        default), optional (STARTTLS when offered), direct (TLS from the first byte, port 5223),
+        disabled; the certificate must be valid for the JID's domain, against the system's CAs
+        and F (--ca-file, a PEM file). Defaults: ping every 60 s with a 10 s timeout, 2 missed
+        pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
+        60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop), stream management on.
         """
 
     enum Action: Equatable, Sendable {
@@ -54,6 +55,7 @@ struct XMPPCommand: Sendable, Equatable {
     var host: String?
     var port: Int?
     var tls = XMPPClientMachine.TLSPolicy.required
+    var caFile: String?
     var resource: String?
     var allowPlain = false
     var pingInterval: Double = 60
@@ -98,9 +100,12 @@ struct XMPPCommand: Sendable, Equatable {
                 options.port = port
             case "--tls":
                 guard let text = value(), let tls = XMPPClientMachine.TLSPolicy(rawValue: text) else {
-                    return .usageError("--tls takes disabled, optional or required")
+                    return .usageError("--tls takes disabled, optional, required or direct")
                 }
                 options.tls = tls
+            case "--ca-file":
+                guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
+                options.caFile = file
             case "--resource":
                 guard let resource = value(), !resource.isEmpty else { return .usageError("--resource needs a name") }
                 options.resource = resource
@@ -210,7 +215,10 @@ struct XMPPCommand: Sendable, Equatable {
     func configuration(password: Secret) -> XMPPClient.Configuration {
         var configuration = XMPPClient.Configuration(jid: jid, password: password)
         if host != nil || port != nil {
-            configuration.endpoint = Endpoint(host: host ?? jid.domainpart, port: port ?? 5222)
+            configuration.endpoint = Endpoint(
+                host: host ?? jid.domainpart,
+                port: port ?? (tls == .direct ? 5223 : 5222)
+            )
         }
         configuration.tls = tls
         configuration.resource = resource
@@ -241,7 +249,7 @@ struct XMPPCommand: Sendable, Equatable {
             errorOutput("tether: the environment variable \(passwordVariable) (the password) is not set")
             return 2
         }
-        var options = XMPPClient.Options()
+        var options = XMPPClient.Options(caFile: caFile)
         if verbose {
             options.trafficLog = { traffic in
                 errorOutput((traffic.direction == .sent ? "SEND: " : "RECV: ") + traffic.text)

@@ -76,6 +76,13 @@ struct CommandLineTests {
         }
         #expect(listen.action == .listen(count: nil, seconds: 1.5))
         #expect(listen.tls == .required)
+        guard
+            case .command(let direct) = XMPPCommand.parse([
+                "--jid", "a@b", "--tls", "direct", "--ca-file", "ca.pem", "roster",
+            ])
+        else { return #expect(Bool(false)) }
+        #expect(direct.tls == .direct && direct.caFile == "ca.pem")
+        #expect(direct.configuration(password: "x").endpoint == nil)
         guard case .command(let ping) = XMPPCommand.parse(["--jid", "a@b", "ping", "c@d/e"]) else {
             return #expect(Bool(false))
         }
@@ -146,6 +153,32 @@ struct XMPPCommandServerTests {
             environment: environment
         )
         #expect(unknown.status == 0)  // an error reply proves the server answered
+    }
+
+    @Test func overTLSWithACAFile() async throws {
+        let certificates = try TestCertificates()
+        let server = try ProsodyServer(certificates: certificates, requireEncryption: true)
+        try server.start()
+        let environment = ["TETHER_PASSWORD": "alicepass"]
+        let base = ["xmpp", "--jid", "alice@localhost", "--host", "127.0.0.1", "--ca-file", certificates.caCertificate]
+        let startTLS = await tether(base + ["--port", "\(server.port)", "ping"], environment: environment)
+        #expect(startTLS.status == 0, "\(startTLS.errors)")
+        #expect(startTLS.output.contains { $0.hasPrefix(#"{"event":"pong""#) })
+        let direct = await tether(
+            base + ["--tls", "direct", "--port", "\(server.directTLSPort!)", "roster"],
+            environment: environment
+        )
+        #expect(direct.status == 0, "\(direct.errors)")
+        // Without the CA file the certificate is refused, at once (no retry loop).
+        let untrusted = await tether(
+            ["xmpp", "--jid", "alice@localhost", "--host", "127.0.0.1", "--port", "\(server.port)", "ping"],
+            environment: environment
+        )
+        #expect(untrusted.status == 1)
+        #expect(
+            untrusted.errors.first?.contains("unable to get local issuer certificate") == true,
+            "\(untrusted.errors)"
+        )
     }
 
     @Test func authenticationFailureExitsTwoAtOnce() async throws {

@@ -223,18 +223,6 @@ struct XMPPClientTests {
         #expect(!sent.contains(plain) && !sent.contains("alicepass"))
         #expect(log.entries.contains { $0.direction == .received && $0.text.contains("<success") })
     }
-
-    @Test func requiredTLSFailsClearly() async {
-        var configuration = testConfiguration("alice", port: 1)
-        configuration.tls = .required
-        let client = XMPPClient(configuration)
-        do {
-            try await client.connect()
-            Issue.record("connected without TLS")
-        } catch {
-            #expect(error.kind == .tlsUnavailable)
-        }
-    }
 }
 
 final class TrafficLog: @unchecked Sendable {

@@ -23,6 +23,8 @@ public struct TestServerError: Error, CustomStringConvertible {
 public final class ProsodyServer: @unchecked Sendable {
     // Mutable state is touched only by the test that owns the server, one call at a time.
     public let port: Int
+    /// The port for direct TLS (XEP-0368), when the server has certificates.
+    public let directTLSPort: Int?
     public let directory: URL
     public let domain = "localhost"
     private var process: ChildProcess?
@@ -35,18 +37,49 @@ public final class ProsodyServer: @unchecked Sendable {
 
     /// A server (not started) whose accounts are `accounts` (name, password).
     /// `authentication`: `internal_plain` offers SCRAM-SHA-1, SCRAM-SHA-256 and PLAIN;
-    /// `internal_hashed` SCRAM-SHA-1 and PLAIN.
+    /// `internal_hashed` SCRAM-SHA-1 and PLAIN. With `certificates` the server also offers
+    /// STARTTLS (required with `requireEncryption`) and direct TLS on `directTLSPort`, with the
+    /// certificate for `localhost` that the test CA signed.
     public init(
         authentication: String = "internal_plain",
         accounts: [(String, String)] = [("alice", "alicepass"), ("bob", "bobpass")],
+        certificates: TestCertificates? = nil,
+        requireEncryption: Bool = false,
         extraConfiguration: String = ""
     ) throws {
         port = try freeLoopbackPort()
+        directTLSPort = certificates == nil ? nil : try freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-prosody-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("data"),
             withIntermediateDirectories: true
         )
+        var tls = #"modules_disabled = { "s2s"; "offline"; "tls"; }"# + "\nc2s_direct_tls_ports = {}"
+        if let certificates {
+            let certs = directory.appendingPathComponent("certs")
+            try FileManager.default.createDirectory(at: certs, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: certificates.serverCertificate,
+                toPath: certs.appendingPathComponent("localhost.crt").path
+            )
+            try FileManager.default.copyItem(
+                atPath: certificates.serverKey,
+                toPath: certs.appendingPathComponent("localhost.key").path
+            )
+            // The host `misnamed.test` is served with the certificate for `other.test`, so a
+            // client's host-name check must reject it.
+            try FileManager.default.copyItem(
+                atPath: certificates.otherCertificate,
+                toPath: certs.appendingPathComponent("misnamed.test.crt").path
+            )
+            try FileManager.default.copyItem(
+                atPath: certificates.otherKey,
+                toPath: certs.appendingPathComponent("misnamed.test.key").path
+            )
+            tls =
+                #"modules_disabled = { "s2s"; "offline"; }"# + "\ncertificates = \"\(certs.path)\""
+                + "\nc2s_direct_tls_ports = { \(directTLSPort!) }"
+        }
         let configuration = """
             run_as_root = true
             data_path = "\(directory.path)/data"
@@ -55,18 +88,18 @@ public final class ProsodyServer: @unchecked Sendable {
             admins = {}
             interfaces = { "127.0.0.1" }
             c2s_ports = { \(port) }
-            c2s_direct_tls_ports = {}
             s2s_ports = {}
             http_ports = {}
             https_ports = {}
-            modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; }
-            modules_disabled = { "s2s"; "offline"; "tls"; }
-            c2s_require_encryption = false
+            modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; "tls"; }
+            \(tls)
+            c2s_require_encryption = \(requireEncryption)
             allow_unencrypted_plain_auth = true
             authentication = "\(authentication)"
             log = { { levels = { min = "debug" }, to = "file", filename = "\(directory.path)/prosody.log" } }
             \(extraConfiguration)
             VirtualHost "localhost"
+            \(certificates == nil ? "" : "VirtualHost \"misnamed.test\"")
             """
         try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
         for (name, password) in accounts {

@@ -10,6 +10,9 @@ public final class TestCertificates: Sendable {
     /// A certificate for `localhost` and 127.0.0.1 signed by the CA, and its key (PEM).
     public var serverCertificate: String { directory.appendingPathComponent("localhost.crt").path }
     public var serverKey: String { directory.appendingPathComponent("localhost.key").path }
+    /// A certificate for `other.test` only, signed by the CA, and its key (for host-name checks).
+    public var otherCertificate: String { directory.appendingPathComponent("other.crt").path }
+    public var otherKey: String { directory.appendingPathComponent("other.key").path }
     /// A self-signed certificate for `localhost` that no CA vouches for, and its key.
     public var selfSignedCertificate: String { directory.appendingPathComponent("self.crt").path }
     public var selfSignedKey: String { directory.appendingPathComponent("self.key").path }
@@ -38,6 +41,19 @@ public final class TestCertificates: Sendable {
             [
                 "x509", "-req", "-in", "\(d)/localhost.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
                 "-CAcreateserial", "-days", "30", "-out", "\(d)/localhost.crt", "-extfile", "\(d)/server.ext",
+            ]
+        )
+        try run(
+            "/usr/bin/openssl",
+            ["req"] + key + ["-subj", "/CN=other.test", "-keyout", "\(d)/other.key", "-out", "\(d)/other.csr"]
+        )
+        try "subjectAltName=DNS:other.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            .write(toFile: "\(d)/other.ext", atomically: true, encoding: .utf8)
+        try run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", "\(d)/other.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
+                "-CAcreateserial", "-days", "30", "-out", "\(d)/other.crt", "-extfile", "\(d)/other.ext",
             ]
         )
         try run(

@@ -16,7 +16,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 99
+    static let expectedRowCount = 102
 
     static let table: (rows: [Row], malformed: [String]) = {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -125,6 +125,10 @@ struct ClientTransitionTableTests {
             return XMPPClientHarness()
         case "connecting":
             let harness = XMPPClientHarness()
+            harness.start()
+            return harness
+        case "connecting with direct TLS":
+            let harness = XMPPClientHarness { $0.tls = .direct }
             harness.start()
             return harness
         case "openingStream":
@@ -276,6 +280,12 @@ struct ClientTransitionTableTests {
         case "proceed": harness.server("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         case "STARTTLS failure": harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         case "TLS established": harness.machine.tlsEstablished(generation: harness.generation!, now: harness.now)
+        case "TLS failed":
+            harness.machine.tlsFailed(
+                generation: harness.generation!,
+                reason: "certificate verify failed",
+                now: harness.now
+            )
         case "bytes": harness.server("\u{16}\u{03}\u{03}")
         case "success": harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
         case "failure not-authorized":

@@ -302,6 +302,31 @@ struct NegotiationTests {
         #expect(failed.kind == .tlsUnavailable)
     }
 
+    @Test func directTLS() {
+        let harness = XMPPClientHarness {
+            $0.tls = .direct
+            $0.allowPlainOnCleartext = false
+        }
+        harness.start()
+        #expect(harness.endpoints == [Endpoint(host: "example.com", port: 5223)])
+        #expect(harness.directTLSNames == ["example.com"])
+        harness.connected()
+        // Protected from the first header: it names the account, and PLAIN is acceptable.
+        #expect(harness.lastSent.contains("from='alice@example.com'"))
+        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
+        #expect(harness.lastSent.contains("mechanism='PLAIN'"))
+        // A TLS failure is fatal.
+        harness.machine.tlsFailed(
+            generation: harness.generation!,
+            reason: "certificate verify failed: hostname mismatch",
+            now: harness.now
+        )
+        harness.drain()
+        guard let error = closedError(harness.events) else { return }
+        #expect(error.kind == .tlsFailed && error.isFatal)
+        #expect(error.message == "TLS failed: certificate verify failed: hostname mismatch")
+    }
+
     @Test func unknownRequiredFeatureFails() {
         let harness = XMPPClientHarness()
         harness.start()

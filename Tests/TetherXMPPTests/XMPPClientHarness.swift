@@ -25,6 +25,8 @@ final class XMPPClientHarness {
     /// The generation of the last connect action, and the endpoints connected to.
     var generation: TransportGeneration?
     var endpoints: [Endpoint] = []
+    /// The direct-TLS server name of each connect action.
+    var directTLSNames: [String?] = []
     /// Generations the machine asked to close.
     var closed: [TransportGeneration] = []
     /// The last startTLS action's buffered bytes.
@@ -77,9 +79,10 @@ final class XMPPClientHarness {
         var names: [String] = []
         while let action = machine.pollAction() {
             switch action {
-            case .connect(let endpoint, let generation):
+            case .connect(let endpoint, let generation, let directTLSName):
                 self.generation = generation
                 endpoints.append(endpoint)
+                directTLSNames.append(directTLSName)
                 names.append("connect")
             case .send(let bytes, let generation, let containsCredentials):
                 let text = String(decoding: bytes, as: UTF8.self)

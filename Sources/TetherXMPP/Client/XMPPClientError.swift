@@ -31,6 +31,9 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         /// TLS is required by the configuration but not possible (not offered, or no TLS layer),
         /// or the server requires TLS the configuration disables, or STARTTLS failed.
         case tlsUnavailable
+        /// TLS could not be established: the server's certificate was rejected (an unknown CA, a
+        /// wrong host name) or the handshake failed.
+        case tlsFailed
         /// The server requires a stream feature this client does not implement.
         case unsupportedRequiredFeature
         /// Resource binding failed (`stanzaError`).
@@ -90,7 +93,8 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
             !(streamError?.allowsReconnect ?? true)
         case .authenticationFailed:
             saslCondition != "temporary-auth-failure"
-        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .unsupportedRequiredFeature,
+        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .tlsFailed,
+            .unsupportedRequiredFeature,
             .bindFailed, .sessionFailed, .invalidConfiguration:
             true
         }

@@ -12,6 +12,9 @@ extension XMPPClientMachine {
         case optional
         /// Use STARTTLS; fail when the server does not offer it.
         case required
+        /// TLS from the first byte (XEP-0368, port 5223 by default): the driver establishes TLS
+        /// right after the TCP connection, before `transportConnected`.
+        case direct
     }
 
     /// XEP-0199 auto-ping.
@@ -66,7 +69,7 @@ extension XMPPClientMachine {
         public var jid: JID
         /// The password (never logged, never in an error or description).
         public var password: Secret
-        /// Where to connect (default: the JID's domain, port 5222).
+        /// Where to connect (default: the JID's domain, port 5222; 5223 with direct TLS).
         public var endpoint: Endpoint?
         /// TLS (default `required`).
         public var tls: TLSPolicy
@@ -172,6 +175,6 @@ extension XMPPClientMachine {
         var requestedResource: String? { resource ?? jid.resourcepart }
 
         /// Where a first attempt connects.
-        var defaultEndpoint: Endpoint { endpoint ?? Endpoint(host: jid.domainpart, port: 5222) }
+        var defaultEndpoint: Endpoint { endpoint ?? Endpoint(host: jid.domainpart, port: tls == .direct ? 5223 : 5222) }
     }
 }

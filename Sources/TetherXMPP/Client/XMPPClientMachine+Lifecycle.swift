@@ -82,12 +82,28 @@ extension XMPPClientMachine {
 
     // MARK: - Transport inputs
 
-    /// The TCP connection of `generation` is open.
+    /// The TCP connection of `generation` is open (with direct TLS: and TLS is established).
     public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
         guard case .connecting(let attempt) = state, attempt.generation == generation else { return }
         _ = parser.restart()
-        state = .negotiating(Negotiation(attempt: attempt))
-        sendStreamHeader(generation: generation, secured: false)
+        let secured = configuration.tls == .direct
+        state = .negotiating(Negotiation(attempt: attempt, secured: secured))
+        sendStreamHeader(generation: generation, secured: secured)
+    }
+
+    /// TLS on the transport of `generation` could not be established (`reason`: the certificate
+    /// was rejected, or the handshake failed). Fatal: another attempt would meet the same server.
+    public mutating func tlsFailed(generation: TransportGeneration, reason: String, now: Instant) {
+        guard currentGeneration == generation else { return }
+        switch state {
+        case .connecting, .negotiating:
+            lost(XMPPClientError(.tlsFailed, "TLS failed: \(reason)"), closeTransport: true, now: now)
+        case .online, .closing:
+            // A broken TLS record after the handshake: the stream is gone like a dropped link.
+            transportClosed(generation: generation, error: "TLS failed: \(reason)", now: now)
+        case .idle, .waitingToReconnect, .suspended:
+            return
+        }
     }
 
     /// TLS is established on the transport of `generation` (after a `startTLS` action).
@@ -242,7 +258,8 @@ extension XMPPClientMachine {
         lastGeneration = lastGeneration.next
         let generation = lastGeneration
         state = .connecting(Attempt(generation: generation, endpoint: endpoint, redirects: redirects))
-        enqueue(.connect(endpoint, generation: generation))
+        let directTLS = configuration.tls == .direct ? configuration.jid.domainpart : nil
+        enqueue(.connect(endpoint, generation: generation, directTLSServerName: directTLS))
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
     }
 

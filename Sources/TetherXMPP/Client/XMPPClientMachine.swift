@@ -38,14 +38,16 @@ public struct XMPPClientMachine: ~Copyable {
     /// What the driver must do.
     public enum Action: Sendable, Equatable {
         /// Open a TCP connection to the endpoint for `generation`; report `transportConnected` or
-        /// `transportClosed` with that generation.
-        case connect(Endpoint, generation: TransportGeneration)
+        /// `transportClosed` with that generation. With `directTLSServerName`, establish TLS
+        /// first (verifying the certificate for that name) and report `transportConnected` once
+        /// it is up, or `tlsFailed`.
+        case connect(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
         /// Write `bytes` on the transport of `generation`. `containsCredentials` marks SASL
         /// messages, which a log must not show.
         case send([UInt8], generation: TransportGeneration, containsCredentials: Bool)
         /// Insert TLS on the transport of `generation` now (after `<proceed/>`): `bufferedBytes`
         /// arrived after `<proceed/>` and are the start of the server's TLS data. Verify the
-        /// certificate for `serverName`; report `tlsEstablished` or `transportClosed`.
+        /// certificate for `serverName`; report `tlsEstablished`, or `tlsFailed`.
         case startTLS(serverName: String, generation: TransportGeneration, bufferedBytes: [UInt8])
         /// Close the transport of `generation` (no further input from it is used).
         case close(generation: TransportGeneration)

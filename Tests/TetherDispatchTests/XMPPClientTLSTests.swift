@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherDispatch
+import TetherTestServers
+import TetherXMPP
+
+/// TLS against a real prosody with a certificate from a throw-away CA: STARTTLS (required by
+/// the server and by the client) and direct TLS, verified against the CA file; a wrong host name
+/// and an unknown CA fail with a typed error and no retry; a server without STARTTLS is refused
+/// when TLS is required (no downgrade).
+@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+struct XMPPClientTLSTests {
+    static let certificates = try! TestCertificates()
+
+    static func configuration(
+        _ server: ProsodyServer,
+        tls: XMPPClientMachine.TLSPolicy,
+        domain: String = "localhost"
+    ) -> XMPPClient.Configuration {
+        var configuration = testConfiguration("alice", port: tls == .direct ? server.directTLSPort! : server.port)
+        configuration.jid = JID("alice@\(domain)")!
+        configuration.tls = tls
+        configuration.mechanisms = [.plain]  // PLAIN is allowed here only because TLS protects it
+        configuration.allowPlainOnCleartext = false
+        return configuration
+    }
+
+    @Test func startTLSRequiredByBothSides() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates, requireEncryption: true)
+        try server.start()
+        let log = TrafficLog()
+        let client = XMPPClient(
+            Self.configuration(server, tls: .required),
+            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+        )
+        let jid = try await client.connect()
+        #expect(jid.bare == JID("alice@localhost"))
+        let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
+        #expect(sent.contains("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>"))
+        // The header after TLS names the account (RFC 6120 §4.7.1); the first one did not.
+        let headers = sent.filter { $0.hasPrefix("<?xml") }
+        #expect(headers.count >= 3)
+        #expect(!headers[0].contains("from=") && headers[1].contains("from='alice@localhost'"))
+        #expect(try await client.ping() > .zero)
+        await client.disconnect()
+    }
+
+    @Test func optionalUsesStartTLSWhenOffered() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates)
+        try server.start()
+        let log = TrafficLog()
+        var configuration = Self.configuration(server, tls: .optional)
+        configuration.mechanisms = SASLMechanism.allCases
+        let client = XMPPClient(
+            configuration,
+            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+        )
+        try await client.connect()
+        #expect(log.entries.contains { $0.direction == .sent && $0.text.hasPrefix("<starttls") })
+        await client.disconnect()
+    }
+
+    @Test func directTLS() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates)
+        try server.start()
+        let log = TrafficLog()
+        let client = XMPPClient(
+            Self.configuration(server, tls: .direct),
+            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+        )
+        let jid = try await client.connect()
+        #expect(jid.bare == JID("alice@localhost"))
+        // No STARTTLS on a stream that is TLS from the first byte; the first header names the account.
+        let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
+        #expect(!sent.contains { $0.hasPrefix("<starttls") })
+        #expect(sent.first?.contains("from='alice@localhost'") == true)
+        await client.disconnect()
+    }
+
+    @Test func unknownCAIsRejectedWithoutRetrying() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates)
+        try server.start()
+        for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
+            let client = XMPPClient(Self.configuration(server, tls: tls))  // no CA file
+            let events = EventRecorder(client)
+            do {
+                try await client.connect()
+                Issue.record("connected to a server whose CA is unknown (\(tls))")
+            } catch {
+                #expect(error.kind == .tlsFailed, "\(error)")
+                #expect(error.message.contains("unable to get local issuer certificate"), "\(error)")
+                #expect(error.isFatal)
+            }
+            #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
+        }
+    }
+
+    @Test func wrongHostNameIsRejected() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates)
+        try server.start()
+        // The server serves `misnamed.test` with a CA-signed certificate for `other.test`: the
+        // chain is trusted, the name is not, and the client's own check must refuse it (over
+        // STARTTLS and over direct TLS).
+        for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
+            let client = XMPPClient(
+                Self.configuration(server, tls: tls, domain: "misnamed.test"),
+                options: .init(caFile: Self.certificates.caCertificate)
+            )
+            do {
+                try await client.connect()
+                Issue.record("connected with a certificate for another host (\(tls))")
+            } catch {
+                #expect(error.kind == .tlsFailed)
+                #expect(error.message.contains("hostname mismatch"), "\(error)")
+            }
+        }
+    }
+
+    /// TLS required, a server that does not offer STARTTLS: refused, not downgraded.
+    @Test func noDowngrade() async throws {
+        let server = try ProsodyServer()  // no certificates: no STARTTLS
+        try server.start()
+        let log = TrafficLog()
+        let client = XMPPClient(
+            Self.configuration(server, tls: .required),
+            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+        )
+        do {
+            try await client.connect()
+            Issue.record("connected in cleartext although TLS was required")
+        } catch {
+            #expect(error.kind == .tlsUnavailable)
+        }
+        #expect(!log.entries.contains { $0.direction == .sent && $0.text.contains("<auth") })
+    }
+}
