@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
         .library(name: "TetherXML", targets: ["TetherXML"]),
         .library(name: "TetherXMPP", targets: ["TetherXMPP"]),
+        .library(name: "TetherWebSocket", targets: ["TetherWebSocket"]),
         .library(name: "TetherTLS", targets: ["TetherTLS"]),
         .library(name: "TetherDispatch", targets: ["TetherDispatch"]),
         .executable(name: "tether", targets: ["tether"]),
@@ -41,6 +42,7 @@ let package = Package(
         .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
         .target(name: "TetherXML", dependencies: ["TetherCore", "CExpat"], swiftSettings: pureSettings),
         .target(name: "TetherXMPP", dependencies: ["TetherCore", "TetherXML"], swiftSettings: pureSettings),
+        .target(name: "TetherWebSocket", dependencies: ["TetherCore"], swiftSettings: pureSettings),
         /// The system OpenSSL 3 (Debian: libssl-dev): libcrypto and libssl.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         /// OpenSSL-backed pieces: SCRAM's hash provider (and, next, the sans-IO TLS session).
@@ -122,6 +124,11 @@ let package = Package(
             name: "TetherTestServers",
             dependencies: ["TetherCore"],
             path: "Tests/TetherTestServers",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherWebSocketTests",
+            dependencies: ["TetherWebSocket", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
