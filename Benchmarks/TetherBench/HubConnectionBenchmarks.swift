@@ -21,19 +21,31 @@ struct HubConnectionBenchmarks {
             randomSeed: seed
         )
         machine.start(now: .zero)
-        while machine.pollAction() != nil {}
+        var generation = TransportGeneration(0)
+        func drain(_ machine: inout Machine) {
+            while let action = machine.pollAction() {
+                switch action {
+                case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+                    generation = next
+                case .send, .closeTransport, .event: break
+                }
+            }
+        }
+        drain(&machine)
         machine.negotiateResponse(
             status: 200,
             body: Array(
                 #"{"negotiateVersion":1,"connectionId":"c\#(seed)","connectionToken":"t\#(seed)","availableTransports":[{"transport":"WebSockets","transferFormats":["Text","Binary"]}]}"#
                     .utf8
             ),
+            generation: generation,
             now: .zero
         )
-        machine.transportOpened(now: .zero)
+        drain(&machine)
+        machine.transportOpened(generation: generation, now: .zero)
         let response = Array("{}\u{1E}".utf8)
-        machine.receive(response.span, now: .zero)
-        while machine.pollAction() != nil {}
+        machine.receive(response.span, generation: generation, now: .zero)
+        drain(&machine)
         return machine
     }
 
@@ -134,14 +146,15 @@ struct HubConnectionBenchmarks {
             var machineResult = measure("hub-machine-receive", bytes: stream.count, messages: messages, passes: passes)
             {
                 var machine = Self.connectedMachine(seed: 1, handledTargets: targets)
+                let generation = machine.currentGeneration!
                 var count = 0
                 var offset = 0
                 while offset < stream.count {
                     let end = min(offset + 65536, stream.count)
-                    machine.receive(stream.span.extracting(offset..<end), now: .zero)
+                    machine.receive(stream.span.extracting(offset..<end), generation: generation, now: .zero)
                     offset = end
                     while let action = machine.pollAction() {
-                        if case .event(.invocation(let invocation)) = action {
+                        if case .event(.invocation(let invocation, _)) = action {
                             count &+= (try? invocation.arguments.decode(ParamData.self, at: 0))?.userId ?? 0
                         }
                     }

@@ -24,6 +24,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         /// The upload stream or server invocation a command names is not open on this connection:
         /// it ended, or the connection restarted since it began (the app may race a reconnect).
         case unknownInvocation
+        /// Arguments or a result could not be encoded, or came in another encoding than the
+        /// connection's (JSON values on a MessagePack connection, or the reverse).
+        case encoding
     }
 
     /// The family.

@@ -1,7 +1,7 @@
 public import TetherCore
 
 extension HubConnectionMachine {
-    // MARK: - Negotiate, transport, handshake
+    // MARK: - Access token, negotiate, transport, handshake
 
     func requestHeaders(_ accessToken: String?) -> [String: String] {
         var headers = configuration.headers
@@ -12,26 +12,65 @@ extension HubConnectionMachine {
     var usesStatefulReconnect: Bool { configuration.statefulReconnect }
 
     mutating func beginAttempt(isReconnect: Bool, now: Instant) {
-        var attempt = Attempt(url: configuration.url, accessToken: configuration.accessToken, isReconnect: isReconnect)
+        let attempt = Attempt(
+            generation: makeGeneration(),
+            url: configuration.url,
+            accessToken: configuration.accessToken,
+            isReconnect: isReconnect
+        )
+        if configuration.asksForAccessToken {
+            state = .fetchingAccessToken(attempt)
+            return enqueue(.fetchAccessToken(generation: attempt.generation))
+        }
+        connect(attempt)
+    }
+
+    /// Negotiates, or opens the WebSocket at once when negotiation is skipped.
+    private mutating func connect(_ attempt: Attempt) {
+        var attempt = attempt
         if configuration.skipNegotiation {
-            let url = Negotiate.webSocketURL(for: configuration.url)
             attempt.negotiated = nil
             state = .connectingTransport(attempt)
-            enqueue(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
-            return
+            return enqueue(
+                .openTransport(
+                    url: Negotiate.webSocketURL(for: configuration.url),
+                    headers: requestHeaders(attempt.accessToken),
+                    generation: attempt.generation
+                )
+            )
         }
         state = .negotiating(attempt)
         enqueue(
             .sendNegotiate(
                 url: Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect),
-                headers: requestHeaders(attempt.accessToken)
+                headers: requestHeaders(attempt.accessToken),
+                generation: attempt.generation
             )
         )
     }
 
+    /// The app's token provider answered (nil: no token).
+    public mutating func accessTokenFetched(_ token: String?, generation: TransportGeneration, now: Instant) {
+        guard case .fetchingAccessToken(var attempt) = state, attempt.generation == generation else { return }
+        attempt.accessToken = token
+        attempt.generation = makeGeneration()
+        connect(attempt)
+    }
+
+    /// The app's token provider failed (`description` must not contain secrets).
+    public mutating func accessTokenFailed(_ description: String, generation: TransportGeneration, now: Instant) {
+        guard case .fetchingAccessToken(let attempt) = state, attempt.generation == generation else { return }
+        attemptFailed(HubConnectionError(.negotiation, "The access token provider failed: " + description), now: now)
+    }
+
     /// The negotiate request's HTTP response.
-    public mutating func negotiateResponse(status: Int, body: [UInt8], now: Instant) {
-        guard case .negotiating(var attempt) = state else { return }
+    public mutating func negotiateResponse(
+        status: Int,
+        body: [UInt8],
+        generation: TransportGeneration,
+        now: Instant
+    ) {
+        guard case .negotiating(var attempt) = state, attempt.generation == generation else { return }
         guard status == 200 else {
             let message =
                 (200..<300).contains(status)
@@ -45,7 +84,7 @@ extension HubConnectionMachine {
             switch try Negotiate.parse(body) {
             case .redirect(let url, let accessToken):
                 attempt.redirects += 1
-                guard attempt.redirects <= Negotiate.maximumRedirects else {
+                guard attempt.redirects <= configuration.maximumNegotiateRedirects else {
                     return attemptFailed(
                         HubConnectionError(.negotiation, Negotiate.redirectLimitExceeded.message),
                         now: now
@@ -53,11 +92,13 @@ extension HubConnectionMachine {
                 }
                 attempt.url = url
                 if let accessToken { attempt.accessToken = accessToken }
+                attempt.generation = makeGeneration()
                 state = .negotiating(attempt)
                 enqueue(
                     .sendNegotiate(
                         url: Negotiate.negotiateURL(for: url, statefulReconnect: usesStatefulReconnect),
-                        headers: requestHeaders(attempt.accessToken)
+                        headers: requestHeaders(attempt.accessToken),
+                        generation: attempt.generation
                     )
                 )
             case .connect(let response):
@@ -80,11 +121,18 @@ extension HubConnectionMachine {
                     )
                 }
                 attempt.negotiated = response
+                attempt.generation = makeGeneration()
                 state = .connectingTransport(attempt)
                 let url = Negotiate.webSocketURL(
                     for: Negotiate.connectURL(for: attempt.url, connectionToken: response.connectionToken)
                 )
-                enqueue(.openTransport(url: url, headers: requestHeaders(attempt.accessToken)))
+                enqueue(
+                    .openTransport(
+                        url: url,
+                        headers: requestHeaders(attempt.accessToken),
+                        generation: attempt.generation
+                    )
+                )
             }
         } catch {
             attemptFailed(HubConnectionError(.negotiation, error.message), now: now)
@@ -93,67 +141,74 @@ extension HubConnectionMachine {
 
     /// The negotiate request failed without a response (network error); `description` must not
     /// contain secrets.
-    public mutating func negotiateFailed(_ description: String, now: Instant) {
-        guard case .negotiating = state else { return }
+    public mutating func negotiateFailed(_ description: String, generation: TransportGeneration, now: Instant) {
+        guard case .negotiating(let attempt) = state, attempt.generation == generation else { return }
         attemptFailed(
             HubConnectionError(.negotiation, "Failed to complete negotiation with the server: " + description),
             now: now
         )
     }
 
-    /// The WebSocket is open.
-    public mutating func transportOpened(now: Instant) {
+    /// The WebSocket of `generation` is open.
+    public mutating func transportOpened(generation: TransportGeneration, now: Instant) {
         switch state {
         case .connectingTransport(let attempt):
+            guard attempt.generation == generation else { return }
             let stateful = attempt.negotiated?.useStatefulReconnect == true && usesStatefulReconnect
             var bytes: [UInt8] = []
             HandshakeRequest(protocolName: hubProtocol.name, version: stateful ? 2 : 1).write(into: &bytes)
             // The handshake is JSON, but goes in the transfer format's frame type.
-            enqueue(.send(bytes, format: hubProtocol.transferFormat))
+            enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
             state = .handshaking(attempt, received: [])
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
         case .resuming(var session):
+            guard session.generation == generation, let stateful = session.stateful else { return }
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
-            guard let stateful = session.stateful else { return }
-            let resumeAt = stateful.resumeSequenceId
             var bytes: [UInt8] = []
-            hubProtocol.write(.sequence(sequenceId: resumeAt), into: &bytes)
-            enqueue(.send(bytes, format: hubProtocol.transferFormat))
-            for message in stateful.unacknowledged {
-                enqueue(.send(message.bytes, format: hubProtocol.transferFormat))
+            hubProtocol.write(.sequence(sequenceId: stateful.resumeSequenceId), into: &bytes)
+            enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
+            for message in stateful.unacknowledged.elements {
+                enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
             }
             session.parser = hubProtocol.makeParser()
             session.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             state = .connected(session)
             armLivenessTimers(session)
-        default:
+        case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting:
             return
+        case .modifying:
+            preconditionFailure("the state was observed while being modified")
         }
     }
 
-    /// Bytes received in one WebSocket message (Text or Binary: JSON is accepted in either).
-    public mutating func receive(_ bytes: Span<UInt8>, now: Instant) {
+    /// Bytes received in one WebSocket message of `generation` (Text or Binary: JSON is accepted
+    /// in either).
+    public mutating func receive(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
         switch state {
         case .handshaking(let attempt, var received):
+            guard attempt.generation == generation else { return }
+            state = .modifying
             received.append(copying: bytes)
             let parsed: (response: HandshakeResponse, consumed: Int)?
             do {
                 parsed = try HandshakeResponse.parse(received.span)
             } catch {
-                enqueue(.closeTransport)
+                state = .handshaking(attempt, received: [])
+                enqueue(.closeTransport(generation: generation))
                 return attemptFailed(HubConnectionError(.handshake, error.message), now: now)
             }
             guard let parsed else {
-                if received.count > 64 * 1024 {
-                    enqueue(.closeTransport)
-                    return attemptFailed(HubConnectionError(.handshake, "Handshake was canceled."), now: now)
-                }
                 state = .handshaking(attempt, received: received)
+                if received.count > configuration.maximumHandshakeSize {
+                    enqueue(.closeTransport(generation: generation))
+                    attemptFailed(HubConnectionError(.handshake, "Handshake was canceled."), now: now)
+                }
                 return
             }
+            state = .handshaking(attempt, received: [])
             timers.cancel(.handshake)
             if let error = parsed.response.error {
-                enqueue(.closeTransport)
+                enqueue(.closeTransport(generation: generation))
                 return attemptFailed(
                     HubConnectionError(.handshake, "Server returned handshake error: " + error),
                     now: now
@@ -162,11 +217,19 @@ extension HubConnectionMachine {
             handshakeCompleted(attempt, now: now)
             let rest = Array(received[parsed.consumed...])
             if !rest.isEmpty { processReceived(rest.span, now: now) }
-        case .connected:
+        case .connected(let session):
+            guard session.generation == generation else { return }
             processReceived(bytes, now: now)
-        default:
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .resuming:
             return
+        case .modifying:
+            preconditionFailure("the state was observed while being modified")
         }
+    }
+
+    /// Bytes received in one WebSocket message of `generation`.
+    public mutating func receive(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
+        receive(bytes.span, generation: generation, now: now)
     }
 
     mutating func handshakeCompleted(_ attempt: Attempt, now: Instant) {
@@ -177,6 +240,7 @@ extension HubConnectionMachine {
                 Negotiate.webSocketURL(for: Negotiate.connectURL(for: attempt.url, connectionToken: $0.connectionToken))
             } ?? Negotiate.webSocketURL(for: configuration.url)
         var session = Session(
+            generation: attempt.generation,
             connectionId: negotiated?.connectionId,
             transportURL: url,
             headers: requestHeaders(attempt.accessToken),
@@ -201,8 +265,10 @@ extension HubConnectionMachine {
         if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
-    /// The WebSocket closed (`error` is nil for a normal close). Must not contain secrets.
-    public mutating func transportClosed(error description: String?, now: Instant) {
+    /// The WebSocket of `generation` closed (`error` is nil for a normal close; it must not
+    /// contain secrets).
+    public mutating func transportClosed(generation: TransportGeneration, error description: String?, now: Instant) {
+        guard currentGeneration == generation else { return }
         let error = description.map { HubConnectionError(.transport, "WebSocket closed with an error: " + $0) }
         switch state {
         case .connectingTransport, .handshaking:
@@ -218,8 +284,10 @@ extension HubConnectionMachine {
             var lost = session
             lost.stateful = nil
             connectionLost(lost, error: error, allowReconnect: true, now: now)
-        case .disconnected, .negotiating, .reconnectWaiting:
+        case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting:
             return
+        case .modifying:
+            preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -227,11 +295,12 @@ extension HubConnectionMachine {
 
     /// Runs the timers due at `now` (extra calls are harmless).
     public mutating func handleTimeout(now: Instant) {
+        guard let earliest = timers.earliest, earliest <= now else { return }
         for timer in timers.expired(at: now) {
             switch timer {
             case .handshake:
-                guard case .handshaking = state else { continue }
-                enqueue(.closeTransport)
+                guard case .handshaking(let attempt, _) = state else { continue }
+                enqueue(.closeTransport(generation: attempt.generation))
                 attemptFailed(
                     HubConnectionError(
                         .handshake,
@@ -243,10 +312,11 @@ extension HubConnectionMachine {
                 guard case .connected(var session) = state else { continue }
                 switch session.heartbeat.check(now: now) {
                 case .receiveTimedOut, .probesExhausted:
-                    enqueue(.closeTransport)
+                    enqueue(.closeTransport(generation: session.generation))
                     connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now, resumable: false)
                     continue
                 case .keepAlive, .probeUnanswered:
+                    state = .modifying
                     send(.ping, in: &session, now: now)
                 case nil:
                     break
@@ -260,6 +330,7 @@ extension HubConnectionMachine {
                 guard case .connected(var session) = state, var stateful = session.stateful, stateful.needsAck else {
                     continue
                 }
+                state = .modifying
                 let sequenceId = stateful.acknowledge()
                 session.stateful = stateful
                 send(.ack(sequenceId: sequenceId), in: &session, now: now)
@@ -276,10 +347,13 @@ extension HubConnectionMachine {
         timers.cancel(.handshake)
         let isReconnect: Bool
         switch state {
-        case .negotiating(let attempt), .connectingTransport(let attempt), .handshaking(let attempt, _):
+        case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
+            .handshaking(let attempt, _):
             isReconnect = attempt.isReconnect
-        default:
+        case .disconnected, .connected, .reconnectWaiting, .resuming:
             isReconnect = false
+        case .modifying:
+            preconditionFailure("the state was observed while being modified")
         }
         if isReconnect {
             scheduleReconnect(error: error, announce: false, now: now)
@@ -299,12 +373,16 @@ extension HubConnectionMachine {
         timers.cancel(.liveness)
         timers.cancel(.ack)
         if resumable, allowReconnect, var stateful = session.stateful {
-            // Stateful reconnect: reopen the same connection; nothing pending fails.
+            // Stateful reconnect: reopen the same connection on a new transport; nothing pending
+            // fails.
             stateful.transportLost()
             var resuming = session
             resuming.stateful = stateful
+            resuming.generation = makeGeneration()
             state = .resuming(resuming)
-            enqueue(.openTransport(url: session.transportURL, headers: session.headers))
+            enqueue(
+                .openTransport(url: session.transportURL, headers: session.headers, generation: resuming.generation)
+            )
             return
         }
         failPending(session)

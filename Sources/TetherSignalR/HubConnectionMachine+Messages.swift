@@ -15,7 +15,7 @@ extension HubConnectionMachine {
             stateful.sent(bytes)
             session.stateful = stateful
         }
-        enqueue(.send(bytes, format: hubProtocol.transferFormat))
+        enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: session.generation))
         session.heartbeat.didSend(at: now)
         if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
@@ -27,13 +27,79 @@ extension HubConnectionMachine {
         if sequenced, let stateful = session.stateful, !stateful.hasRoom {
             throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
         }
-        state = .disconnected
+        state = .modifying
         return session
     }
 
     mutating func makeInvocationId() -> String {
         defer { nextInvocationId += 1 }
         return String(nextInvocationId)
+    }
+
+    /// The connection's value encoding (JSON or MessagePack, from its hub protocol).
+    public var valueEncoding: ValueEncoding { hubProtocol.valueEncoding }
+
+    /// `values` encoded as arguments in the connection's own encoding.
+    func encodeArguments<each Argument: Encodable>(
+        _ values: repeat each Argument
+    ) throws(HubConnectionError) -> EncodedArguments {
+        do {
+            return try EncodedArguments(encoding: valueEncoding, repeat each values)
+        } catch {
+            throw HubConnectionError(.encoding, "The arguments cannot be encoded: \(error)")
+        }
+    }
+
+    /// Throws unless `arguments` are in the connection's encoding (a JSON value cannot go on a
+    /// MessagePack connection, nor the reverse).
+    func check(_ encoding: ValueEncoding) throws(HubConnectionError) {
+        guard encoding == valueEncoding else {
+            throw HubConnectionError(
+                .encoding,
+                "The values are encoded as \(encoding), but this connection speaks \(valueEncoding)."
+            )
+        }
+    }
+
+    /// Calls `target` with `arguments` (any `Encodable` values, encoded with the connection's
+    /// protocol) and expects one result, reported as `completion(invocationId:result:)`; returns
+    /// the invocation id.
+    public mutating func invoke<each Argument: Encodable>(
+        _ target: String,
+        _ arguments: repeat each Argument,
+        now: Instant
+    ) throws(HubConnectionError) -> String {
+        try invoke(target, arguments: encodeArguments(repeat each arguments), now: now)
+    }
+
+    /// Calls `target` without expecting a result, with any `Encodable` arguments.
+    public mutating func send<each Argument: Encodable>(
+        _ target: String,
+        _ arguments: repeat each Argument,
+        now: Instant
+    ) throws(HubConnectionError) {
+        try send(target, arguments: encodeArguments(repeat each arguments), now: now)
+    }
+
+    /// Calls the streaming method `target` with any `Encodable` arguments.
+    public mutating func stream<each Argument: Encodable>(
+        _ target: String,
+        _ arguments: repeat each Argument,
+        now: Instant
+    ) throws(HubConnectionError) -> String {
+        try stream(target, arguments: encodeArguments(repeat each arguments), now: now)
+    }
+
+    /// Answers a server invocation with an `Encodable` result.
+    public mutating func reply(to invocationId: String, value: some Encodable, now: Instant) throws(HubConnectionError)
+    {
+        let encoded: EncodedValue
+        do {
+            encoded = try EncodedValue(value, encoding: valueEncoding)
+        } catch {
+            throw HubConnectionError(.encoding, "The result cannot be encoded: \(error)")
+        }
+        try reply(to: invocationId, result: .value(encoded), now: now)
     }
 
     /// Calls `target` and expects one result, reported as `completion(invocationId:result:)`;
@@ -44,7 +110,8 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        try startCall(.invocation, now: now) { id in
+        try check(arguments.encoding)
+        return try startCall(.invocation, now: now) { id in
             .invocation(
                 InvocationMessage(
                     invocationId: id,
@@ -63,6 +130,7 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) {
+        try check(arguments.encoding)
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         let message = InvocationMessage(
@@ -81,7 +149,8 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        try startCall(.stream, now: now) { id in
+        try check(arguments.encoding)
+        return try startCall(.stream, now: now) { id in
             .streamInvocation(
                 StreamInvocationMessage(
                     invocationId: id,
@@ -131,6 +200,7 @@ extension HubConnectionMachine {
     /// Sends one item of an upload stream.
     public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError)
     {
+        try check(item.encoding)
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
@@ -157,6 +227,7 @@ extension HubConnectionMachine {
         result: CompletionResult,
         now: Instant
     ) throws(HubConnectionError) {
+        if case .value(let value) = result { try check(value.encoding) }
         var session = try takeConnectedSession()
         defer { state = .connected(session) }
         guard session.serverInvocations.contains(invocationId) else {
@@ -171,7 +242,7 @@ extension HubConnectionMachine {
     /// Parses and handles received bytes on the connected session.
     mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
         guard case .connected(var session) = state else { return }
-        state = .disconnected  // so that `session` (and its parser's buffer) is uniquely referenced
+        state = .modifying  // so that `session` (and its parser's buffer) is uniquely referenced
         session.heartbeat.didReceive(at: now)
         if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
         session.parser.append(bytes)
@@ -206,7 +277,7 @@ extension HubConnectionMachine {
     mutating func handle(_ message: HubMessage, in session: inout Session, now: Instant) -> Bool {
         switch message {
         case .invocation(let invocation):
-            if isHandled(invocation.target) {
+            if let handler = handler(for: invocation.target) {
                 if let id = invocation.invocationId {
                     guard session.serverInvocations.count < configuration.maximumPendingClientResults else {
                         let reply = CompletionMessage(invocationId: id, result: .error(Self.tooManyClientResults))
@@ -215,10 +286,13 @@ extension HubConnectionMachine {
                     }
                     session.serverInvocations.insert(id)
                 }
-                enqueue(.event(.invocation(invocation)))
-            } else if let id = invocation.invocationId {
-                let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
-                send(.completion(reply), in: &session, now: now)
+                enqueue(.event(.invocation(invocation, handler: handler)))
+            } else {
+                if let id = invocation.invocationId {
+                    let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
+                    send(.completion(reply), in: &session, now: now)
+                }
+                enqueue(.event(.unhandledInvocation(invocation)))
             }
         case .streamItem(let item):
             switch session.pending[item.invocationId] {
@@ -253,7 +327,7 @@ extension HubConnectionMachine {
             let error = close.error.map {
                 HubConnectionError(.serverClosed, "Server returned an error on close: " + $0)
             }
-            enqueue(.closeTransport)
+            enqueue(.closeTransport(generation: session.generation))
             connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
         case .ack(let sequenceId):
@@ -273,31 +347,31 @@ extension HubConnectionMachine {
         return true
     }
 
-    /// Whether the app handles `target` (case-insensitively).
-    mutating func isHandled(_ target: String) -> Bool {
+    /// The registered name that handles `target` (matched case-insensitively), or nil.
+    mutating func handler(for target: String) -> String? {
         // Targets are interned by the parsers, so a repeat is usually the very same string (which
         // compares equal at once), and a hub pushes a handful of targets: the last few are
         // checked before the cache, whose lookup hashes the string.
         for index in recentTargets.indices where recentTargets[index].target == target {
-            return recentTargets[index].handled
+            return recentTargets[index].handler
         }
-        let handled: Bool
+        let handler: String?
         if let known = handledCache[target] {
-            handled = known
+            handler = known
         } else {
-            handled = handledTargets.contains(target.lowercased())
-            if handledCache.count < 256 { handledCache[target] = handled }
+            handler = handledTargets[target.lowercased()]
+            if handledCache.count < 256 { handledCache[target] = handler }
         }
         if recentTargets.count < Self.recentTargetCount {
-            recentTargets.append((target, handled))
+            recentTargets.append((target, handler))
         } else {
-            recentTargets[nextRecentTarget] = (target, handled)
+            recentTargets[nextRecentTarget] = (target, handler)
             nextRecentTarget = (nextRecentTarget + 1) % Self.recentTargetCount
         }
-        return handled
+        return handler
     }
 
-    /// How many recent targets `isHandled` checks before its cache.
+    /// How many recent targets `handler(for:)` checks before its cache.
     static let recentTargetCount = 8
 
     /// The server broke the protocol: tell it why with a Close message (the protocol's closing
@@ -305,7 +379,7 @@ extension HubConnectionMachine {
     mutating func violation(_ session: Session, _ message: String, now: Instant) {
         var closing = session
         send(.close(CloseMessage(error: message)), in: &closing, now: now)
-        enqueue(.closeTransport)
+        enqueue(.closeTransport(generation: session.generation))
         connectionLost(
             session,
             error: HubConnectionError(.protocolViolation, message),

@@ -1,44 +1,48 @@
 public import TetherCore
 
-/// The client side of a SignalR connection as a pure state machine (sans-IO).
+/// The client side of a SignalR connection as a pure state machine (sans-IO), on the shared
+/// machine contract (`Specs/machine-contract.md`).
 ///
 /// The machine never touches a socket or a clock. The driver feeds it inputs (app commands, the
-/// negotiate HTTP response, transport events, received bytes, the current time) and carries out
-/// the actions it returns from `pollAction()`: send the negotiate request, open the WebSocket,
-/// send bytes, close the transport, and deliver events to the app. `pollTimeout()` is the
+/// access token, the negotiate HTTP response, transport events, received bytes, the current time
+/// — every transport and negotiate input naming the generation it belongs to) and carries out the
+/// actions it returns from `pollAction()`: fetch a token, send the negotiate request, open the
+/// WebSocket, send bytes, close the transport, and deliver events. `pollTimeout()` is the
 /// earliest armed timer; call `handleTimeout(now:)` then (extra calls are harmless).
 ///
 /// ```
-///  disconnected ──start──▶ negotiating ──200──▶ connectingTransport ──opened──▶ handshaking
-///       ▲                     │  ▲ redirect          │                            │ {}
-///       │ stop / failure      ▼  └──┘                ▼                            ▼
-///       └──────────────────── (start fails: closed) ◀───────────────────────  connected
-///                                                                               │ transport lost,
-///  reconnectWaiting ◀── lost with a policy (delay) ◀──────────────────────────┘ Close(allowReconnect)
-///       │ timer: full restart (negotiate, transport, handshake)
+///  disconnected ──start──▶ (fetchingAccessToken) ──▶ negotiating ──200──▶ connectingTransport
+///       ▲                                               │  ▲ redirect          │ opened
+///       │ stop / failure                                ▼  └──┘                ▼
+///       └──────────────── (start fails: closed) ◀──────────────────────── handshaking ──{}──▶ connected
+///                                                                                               │ lost
+///  reconnectWaiting ◀── lost with a policy (delay) ◀─────────────────────────────────────────┘
+///       │ timer: full restart (token, negotiate, transport, handshake)
 ///       ▼
-///  negotiating … connected (event reconnected)          resuming (stateful reconnect: same id,
-///                                                                 no negotiate, no handshake)
+///  … connected (event reconnected)          resuming (stateful reconnect: same id, no negotiate,
+///                                                     no handshake)
 /// ```
 ///
-/// States:
-/// - `disconnected`: not started, or stopped/closed; `start` begins a connection.
-/// - `negotiating`: the negotiate request is out (redirects loop here).
-/// - `connectingTransport`: the WebSocket is being opened.
-/// - `handshaking`: the handshake request is sent; waiting for the response (with a timeout).
-/// - `connected`: messages flow; keep-alive pings and the server timeout run.
-/// - `reconnectWaiting`: the connection was lost; waiting for the policy's delay.
-/// - `resuming`: stateful reconnect: the WebSocket is being reopened on the same connection.
+/// States (`StateName`): `disconnected`; `fetchingAccessToken` (the driver asks the app's
+/// provider, when `asksForAccessToken`); `negotiating` (the negotiate request is out; redirects
+/// loop here); `connectingTransport` (the WebSocket is being opened); `handshaking` (the
+/// handshake request is sent; waiting for the response, with a timeout); `connected` (messages
+/// flow; keep-alive pings and the server timeout run); `reconnectWaiting` (the policy's delay);
+/// `resuming` (stateful reconnect: the WebSocket of the same connection is being reopened).
 ///
-/// Rules: see `Specs/signalr/hub-connection.md` (the transition table the tests walk) and
+/// Rules: `Specs/signalr/hub-connection.md` (the transition table the tests walk) and
 /// `shared/specs/signalr.md` §§4–10.
 public struct HubConnectionMachine {
-    /// What the app configures.
+    /// What the app configures. Every limit has the official clients' default.
     public struct Configuration: Sendable {
         /// The hub URL (`http(s)://host/path`).
         public var url: String
-        /// The access token sent as `Authorization: Bearer …` (never logged or put in errors).
+        /// A fixed access token sent as `Authorization: Bearer …` (never logged or put in errors).
         public var accessToken: String?
+        /// Ask the driver for a fresh access token before every connection attempt
+        /// (`fetchAccessToken` actions, answered with `accessTokenFetched`), as the official
+        /// clients' token factories are asked, so a token refreshed between reconnects is used.
+        public var asksForAccessToken: Bool
         /// Extra HTTP headers for the negotiate request and the WebSocket upgrade.
         public var headers: [String: String]
         /// Connect the WebSocket directly, without negotiating (no connection id then).
@@ -49,6 +53,11 @@ public struct HubConnectionMachine {
         public var serverTimeout: Duration
         /// Fail the handshake when no response arrives within this long (default 15 s).
         public var handshakeTimeout: Duration
+        /// The most bytes of handshake response awaited before the handshake fails (default
+        /// 64 KiB).
+        public var maximumHandshakeSize: Int
+        /// The most negotiate redirects followed (default 100, as the official clients).
+        public var maximumNegotiateRedirects: Int
         /// Automatic reconnect (nil: off, like the official clients' default).
         public var reconnectPolicy: ReconnectPolicy?
         /// Ask for stateful reconnect (hub protocol version 2).
@@ -57,8 +66,10 @@ public struct HubConnectionMachine {
         public var statefulReconnectBufferSize: Int
         /// How long after a receipt the Ack is sent under stateful reconnect (default 1 s).
         public var ackDelay: Duration
-        /// Server→client methods the app handles (matched case-insensitively); server
-        /// invocations of other methods that expect a result get "Client didn't provide a result.".
+        /// Server→client methods the app handles, matched case-insensitively as the servers
+        /// match hub methods (`invocation` events name the registered spelling). Server
+        /// invocations of other methods are reported as `unhandledInvocation`, and those that
+        /// expect a result are answered "Client didn't provide a result.".
         public var handledTargets: Set<String>
         /// The most server invocations awaiting the app's `reply` at once (default 1,000); beyond
         /// it, further ones are answered at once with the error "Too many client results are
@@ -69,11 +80,14 @@ public struct HubConnectionMachine {
         public init(
             url: String,
             accessToken: String? = nil,
+            asksForAccessToken: Bool = false,
             headers: [String: String] = [:],
             skipNegotiation: Bool = false,
             keepAliveInterval: Duration = .seconds(15),
             serverTimeout: Duration = .seconds(30),
             handshakeTimeout: Duration = .seconds(15),
+            maximumHandshakeSize: Int = 64 * 1024,
+            maximumNegotiateRedirects: Int = 100,
             reconnectPolicy: ReconnectPolicy? = nil,
             statefulReconnect: Bool = false,
             statefulReconnectBufferSize: Int = 100_000,
@@ -83,11 +97,14 @@ public struct HubConnectionMachine {
         ) {
             self.url = url
             self.accessToken = accessToken
+            self.asksForAccessToken = asksForAccessToken
             self.headers = headers
             self.skipNegotiation = skipNegotiation
             self.keepAliveInterval = keepAliveInterval
             self.serverTimeout = serverTimeout
             self.handshakeTimeout = handshakeTimeout
+            self.maximumHandshakeSize = maximumHandshakeSize
+            self.maximumNegotiateRedirects = maximumNegotiateRedirects
             self.reconnectPolicy = reconnectPolicy
             self.statefulReconnect = statefulReconnect
             self.statefulReconnectBufferSize = statefulReconnectBufferSize
@@ -99,15 +116,20 @@ public struct HubConnectionMachine {
 
     /// What the driver must do.
     public enum Action: Sendable, Equatable {
-        /// POST to `url` with an empty body and `headers`; report with `negotiateResponse` or
-        /// `negotiateFailed`.
-        case sendNegotiate(url: String, headers: [String: String])
-        /// Open a WebSocket to `url` with `headers`; report `transportOpened` or `transportClosed`.
-        case openTransport(url: String, headers: [String: String])
-        /// Send `bytes` in one WebSocket message of `format` (Text for JSON, Binary for MessagePack).
-        case send([UInt8], format: TransferFormat)
-        /// Close the WebSocket (then report `transportClosed`).
-        case closeTransport
+        /// Ask the app's token provider for a token; answer with `accessTokenFetched` (or
+        /// `accessTokenFailed`) naming `generation`.
+        case fetchAccessToken(generation: TransportGeneration)
+        /// POST to `url` with an empty body and `headers`; report `negotiateResponse` or
+        /// `negotiateFailed` with `generation`.
+        case sendNegotiate(url: String, headers: [String: String], generation: TransportGeneration)
+        /// Open a WebSocket to `url` with `headers`; report `transportOpened` or
+        /// `transportClosed` with `generation`.
+        case openTransport(url: String, headers: [String: String], generation: TransportGeneration)
+        /// Send `bytes` in one WebSocket message of `format` (Text for JSON, Binary for
+        /// MessagePack) on the transport of `generation`.
+        case send([UInt8], format: TransferFormat, generation: TransportGeneration)
+        /// Close the WebSocket of `generation` (no further input from it is used).
+        case closeTransport(generation: TransportGeneration)
         /// Tell the app.
         case event(Event)
     }
@@ -122,9 +144,12 @@ public struct HubConnectionMachine {
         case reconnected(connectionId: String?)
         /// Closed for good (nil after `stop()`).
         case closed(HubConnectionError?)
-        /// The server invoked a handled method; reply with `reply(to:result:now:)` when
-        /// `invocationId` is set.
-        case invocation(InvocationMessage)
+        /// The server invoked a handled method, `handler` being its registered spelling; reply
+        /// with `reply(to:result:now:)` when `invocationId` is set.
+        case invocation(InvocationMessage, handler: String)
+        /// The server invoked a method nobody handles (the official clients log "No client method
+        /// with the name '…' found."); one that expected a result was answered with an error.
+        case unhandledInvocation(InvocationMessage)
         /// A blocking invocation ended.
         case completion(invocationId: String, result: CompletionResult)
         /// An item of a server→client stream.
@@ -135,12 +160,20 @@ public struct HubConnectionMachine {
         case sendBufferAvailable
     }
 
+    /// The states, by name.
+    public enum StateName: String, Hashable, Sendable, CaseIterable {
+        case disconnected, fetchingAccessToken, negotiating, connectingTransport, handshaking, connected
+        case reconnectWaiting, resuming
+    }
+
     enum Timer: Hashable, Sendable {
         case handshake, liveness, reconnect, ack
     }
 
     /// What an attempt to connect is for.
     struct Attempt: Sendable {
+        /// The generation of the current step's transport (token, negotiate request, WebSocket).
+        var generation: TransportGeneration
         var url: String
         var accessToken: String?
         var redirects = 0
@@ -157,6 +190,7 @@ public struct HubConnectionMachine {
 
     /// A live (or resuming) connection.
     struct Session: Sendable {
+        var generation: TransportGeneration
         var connectionId: String?
         var transportURL: String
         var headers: [String: String]
@@ -174,12 +208,16 @@ public struct HubConnectionMachine {
 
     enum State: Sendable {
         case disconnected
+        case fetchingAccessToken(Attempt)
         case negotiating(Attempt)
         case connectingTransport(Attempt)
         case handshaking(Attempt, received: [UInt8])
         case connected(Session)
         case reconnectWaiting(lastError: HubConnectionError?)
         case resuming(Session)
+        /// Held only while a session is changed in place (so that its buffers are uniquely
+        /// referenced); observing it is a bug.
+        case modifying
     }
 
     /// The configuration.
@@ -187,20 +225,18 @@ public struct HubConnectionMachine {
     let hubProtocol: AnyHubProtocol
     var state: State = .disconnected
     var timers = TimerTable<Timer>()
-    /// Queued actions; handed-out ones are taken (moved out, leaving nil), so the queue needs no
-    /// O(n) removals and no extra copies.
-    var actionQueue: [Action?] = []
-    /// How many of the queued actions were handed out.
-    var actionsRead = 0
+    var actions = ActionQueue<Action>()
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
+    var lastGeneration = TransportGeneration(0)
     var random: SeededRandomNumberGenerator
-    /// `configuration.handledTargets`, lower-cased (targets match case-insensitively).
-    let handledTargets: Set<String>
-    /// Targets seen so far → whether handled (saves lower-casing each message's target; bounded).
-    var handledCache: [String: Bool] = [:]
-    /// The last few targets seen and whether they are handled (see `isHandled`).
-    var recentTargets: [(target: String, handled: Bool)] = []
+    /// `configuration.handledTargets` by lower-cased name (targets match case-insensitively).
+    let handledTargets: [String: String]
+    /// Targets seen so far → the handler's name, or nil when unhandled (saves lower-casing each
+    /// message's target; bounded).
+    var handledCache: [String: String?] = [:]
+    /// The last few targets seen and their handlers (see `handler(for:)`).
+    var recentTargets: [(target: String, handler: String?)] = []
     /// The entry of `recentTargets` replaced next once it is full.
     var nextRecentTarget = 0
     let heartbeatConfiguration: Heartbeat.Configuration
@@ -216,41 +252,39 @@ public struct HubConnectionMachine {
             keepAliveInterval: configuration.keepAliveInterval,
             receiveTimeout: configuration.serverTimeout
         )
-        handledTargets = Set(configuration.handledTargets.map { $0.lowercased() })
+        var handlers: [String: String] = [:]
+        for name in configuration.handledTargets.sorted() {
+            handlers[name.lowercased()] = handlers[name.lowercased()] ?? name
+        }
+        handledTargets = handlers
     }
 
     // MARK: - Driver interface
 
     /// The next action to carry out, or nil.
     public mutating func pollAction() -> Action? {
-        guard actionsRead < actionQueue.count else {
-            if !actionQueue.isEmpty {
-                actionQueue.removeAll(keepingCapacity: true)
-                actionsRead = 0
-            }
-            return nil
-        }
-        defer { actionsRead += 1 }
-        return actionQueue[actionsRead].take()
+        actions.next()
     }
 
     mutating func enqueue(_ action: Action) {
-        actionQueue.append(action)
+        actions.append(action)
     }
 
     /// The earliest armed timer.
     public func pollTimeout() -> Instant? { timers.earliest }
 
-    /// The current state's name (for logs and tests).
-    public var stateName: String {
+    /// The current state's name.
+    public var stateName: StateName {
         switch state {
-        case .disconnected: "disconnected"
-        case .negotiating: "negotiating"
-        case .connectingTransport: "connectingTransport"
-        case .handshaking: "handshaking"
-        case .connected: "connected"
-        case .reconnectWaiting: "reconnectWaiting"
-        case .resuming: "resuming"
+        case .disconnected: .disconnected
+        case .fetchingAccessToken: .fetchingAccessToken
+        case .negotiating: .negotiating
+        case .connectingTransport: .connectingTransport
+        case .handshaking: .handshaking
+        case .connected: .connected
+        case .reconnectWaiting: .reconnectWaiting
+        case .resuming: .resuming
+        case .modifying: preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -258,8 +292,28 @@ public struct HubConnectionMachine {
     public var connectionId: String? {
         switch state {
         case .connected(let session), .resuming(let session): session.connectionId
-        default: nil
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
+            nil
+        case .modifying: preconditionFailure("the state was observed while being modified")
         }
+    }
+
+    /// The generation whose input the machine accepts now, if any.
+    public var currentGeneration: TransportGeneration? {
+        switch state {
+        case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
+            .handshaking(let attempt, _):
+            attempt.generation
+        case .connected(let session), .resuming(let session): session.generation
+        case .disconnected, .reconnectWaiting: nil
+        case .modifying: preconditionFailure("the state was observed while being modified")
+        }
+    }
+
+    /// A new transport generation.
+    mutating func makeGeneration() -> TransportGeneration {
+        lastGeneration = lastGeneration.next
+        return lastGeneration
     }
 
     // MARK: - App commands
@@ -276,16 +330,19 @@ public struct HubConnectionMachine {
         case .disconnected:
             return
         case .connected(var session):
+            state = .modifying
             send(.close(CloseMessage()), in: &session, now: now)
             failPending(session)
-            enqueue(.closeTransport)
+            enqueue(.closeTransport(generation: session.generation))
         case .resuming(let session):
             failPending(session)
-            enqueue(.closeTransport)
-        case .connectingTransport, .handshaking:
-            enqueue(.closeTransport)
-        case .negotiating, .reconnectWaiting:
+            enqueue(.closeTransport(generation: session.generation))
+        case .connectingTransport(let attempt), .handshaking(let attempt, _):
+            enqueue(.closeTransport(generation: attempt.generation))
+        case .fetchingAccessToken, .negotiating, .reconnectWaiting:
             break
+        case .modifying:
+            preconditionFailure("the state was observed while being modified")
         }
         finish(error: nil)
     }

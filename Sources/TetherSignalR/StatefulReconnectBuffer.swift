@@ -1,3 +1,5 @@
+import TetherCore
+
 /// The bookkeeping of stateful reconnect (hub protocol version 2), as the shipping ASP.NET Core
 /// clients implement it (`MessageBuffer`): sequence numbers for the five trackable message types
 /// in both directions, the buffer of sent messages not yet acknowledged, and duplicate detection
@@ -10,8 +12,8 @@ struct StatefulReconnectBuffer: Sendable {
 
     /// The byte limit of unacknowledged sent messages (back-pressure beyond it).
     let capacity: Int
-    /// Sent trackable messages not yet acknowledged, oldest first.
-    private(set) var unacknowledged: [Sent] = []
+    /// Sent trackable messages not yet acknowledged, oldest first (trimmed in O(1) amortised).
+    private(set) var unacknowledged = FIFOQueue<Sent>()
     private(set) var bufferedBytes = 0
     /// The sequence id of the last trackable message sent.
     private(set) var totalSent: Int64 = 0
@@ -43,10 +45,13 @@ struct StatefulReconnectBuffer: Sendable {
     /// full buffer.
     mutating func acknowledged(upTo sequenceId: Int64) -> Bool {
         let wasFull = !hasRoom
-        while let first = unacknowledged.first, first.sequenceId <= sequenceId {
-            bufferedBytes -= first.bytes.count
-            unacknowledged.removeFirst()
+        var count = 0
+        for message in unacknowledged.elements {
+            guard message.sequenceId <= sequenceId else { break }
+            bufferedBytes -= message.bytes.count
+            count += 1
         }
+        unacknowledged.removeFirst(count)
         return wasFull && hasRoom
     }
 
@@ -77,7 +82,7 @@ struct StatefulReconnectBuffer: Sendable {
 
     /// The Sequence to send after reconnecting: the oldest unacknowledged id, or the next id if
     /// everything was acknowledged (the code's behaviour, not the spec text's; §10).
-    var resumeSequenceId: Int64 { unacknowledged.first?.sequenceId ?? totalSent + 1 }
+    var resumeSequenceId: Int64 { unacknowledged.elements.first?.sequenceId ?? totalSent + 1 }
 
     /// The peer's Sequence arrived. Returns false for the fatal "greater than received" case.
     mutating func peerSequence(_ sequenceId: Int64) -> Bool {

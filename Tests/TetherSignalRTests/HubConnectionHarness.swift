@@ -19,6 +19,10 @@ struct HubConnectionHarness {
     var sentParser = JSONHubProtocol().makeParser()
     /// The server's sequence of trackable messages (for stateful tests).
     var events: [JSONHubConnection.Event] = []
+    /// The generation of the last token request, negotiate request or transport.
+    var generation = TransportGeneration(0)
+    /// Generations the machine asked to close.
+    var closedGenerations: [TransportGeneration] = []
 
     static let url = "http://127.0.0.1:5099/hub"
 
@@ -34,6 +38,14 @@ struct HubConnectionHarness {
         var names: [String] = []
         while let action = machine.pollAction() {
             actions.append(action)
+            switch action {
+            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+                generation = next
+            case .closeTransport(let closed):
+                closedGenerations.append(closed)
+            case .send, .event:
+                break
+            }
             let name = Self.name(of: action, parser: &sentParser, sent: &sentMessages)
             if case .event(let event) = action { events.append(event) }
             names.append(name)
@@ -48,10 +60,11 @@ struct HubConnectionHarness {
         sent: inout [HubMessage]
     ) -> String {
         switch action {
+        case .fetchAccessToken: return "token"
         case .sendNegotiate: return "negotiate"
         case .openTransport: return "open"
         case .closeTransport: return "close"
-        case .send(let bytes, _):
+        case .send(let bytes, _, _):
             if bytes.starts(with: Array(#"{"protocol""#.utf8)) { return "send:handshake" }
             parser.append(bytes.span)
             guard let message = try? parser.next() else { return "send:?" }
@@ -74,6 +87,7 @@ struct HubConnectionHarness {
             case .reconnected: return "event:reconnected"
             case .closed: return "event:closed"
             case .invocation: return "event:invocation"
+            case .unhandledInvocation: return "event:unhandledinvocation"
             case .completion: return "event:completion"
             case .streamItem: return "event:streamitem"
             case .streamCompleted: return "event:streamcompleted"
@@ -115,19 +129,19 @@ struct HubConnectionHarness {
 
     @discardableResult
     mutating func negotiate(status: Int = 200, body: [UInt8] = negotiateBody()) -> [String] {
-        machine.negotiateResponse(status: status, body: body, now: now)
+        machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
         return drain()
     }
 
     @discardableResult
     mutating func opened() -> [String] {
-        machine.transportOpened(now: now)
+        machine.transportOpened(generation: generation, now: now)
         return drain()
     }
 
     @discardableResult
     mutating func closed(_ error: String? = "connection reset") -> [String] {
-        machine.transportClosed(error: error, now: now)
+        machine.transportClosed(generation: generation, error: error, now: now)
         return drain()
     }
 
@@ -135,13 +149,13 @@ struct HubConnectionHarness {
     @discardableResult
     mutating func server(_ records: String...) -> [String] {
         let bytes = Array(records.map { $0 + "\u{1E}" }.joined().utf8)
-        machine.receive(bytes.span, now: now)
+        machine.receive(bytes.span, generation: generation, now: now)
         return drain()
     }
 
     /// Delivers raw bytes (without draining).
     mutating func receiveRaw(_ bytes: [UInt8]) {
-        machine.receive(bytes.span, now: now)
+        machine.receive(bytes.span, generation: generation, now: now)
     }
 
     /// Start → negotiate → transport → handshake, up to connected.

@@ -11,13 +11,13 @@ struct HubConnectionScenarioTests {
         var harness = HubConnectionHarness()
         harness.connect()
         #expect(harness.transcript == ["negotiate", "open", "send:handshake", "event:connected", "send:ping"])
-        guard case .sendNegotiate(let url, let headers) = harness.actions[0] else { return }
+        guard case .sendNegotiate(let url, let headers, _) = harness.actions[0] else { return }
         #expect(url == "http://127.0.0.1:5099/hub/negotiate?negotiateVersion=1")
         #expect(headers["Authorization"] == "Bearer secret-token")
-        guard case .openTransport(let wsURL, let wsHeaders) = harness.actions[1] else { return }
+        guard case .openTransport(let wsURL, let wsHeaders, _) = harness.actions[1] else { return }
         #expect(wsURL == "ws://127.0.0.1:5099/hub?id=token-1")
         #expect(wsHeaders["Authorization"] == "Bearer secret-token")
-        guard case .send(let handshake, let format) = harness.actions[2] else { return }
+        guard case .send(let handshake, let format, _) = harness.actions[2] else { return }
         #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}")
         #expect(format == .text)
         #expect(harness.machine.connectionId == "conn-1")
@@ -65,7 +65,7 @@ struct HubConnectionScenarioTests {
         harness.negotiate()
         harness.opened()
         let bytes = Array("{}\u{1E}{\"type\":7,\"error\":\"bye\"}\u{1E}".utf8)
-        harness.machine.receive(bytes.span, now: harness.now)
+        harness.machine.receive(bytes.span, generation: harness.generation, now: harness.now)
         #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:closed"])
         #expect(
             harness.events.last == .closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye"))
@@ -135,7 +135,7 @@ struct HubConnectionScenarioTests {
         harness.machine.start(now: harness.now)
         harness.drain()
         harness.negotiate(body: Array(#"{"url":"https://other.example/chat?x=1","accessToken":"redirect-token"}"#.utf8))
-        guard case .sendNegotiate(let url, let headers) = harness.actions.last else { return }
+        guard case .sendNegotiate(let url, let headers, _) = harness.actions.last else { return }
         #expect(url == "https://other.example/chat/negotiate?x=1&negotiateVersion=1")
         #expect(headers["Authorization"] == "Bearer redirect-token")
         harness.negotiate(
@@ -144,14 +144,14 @@ struct HubConnectionScenarioTests {
                     .utf8
             )
         )
-        guard case .openTransport(let wsURL, _) = harness.actions.last else { return }
+        guard case .openTransport(let wsURL, _, _) = harness.actions.last else { return }
         #expect(wsURL == "wss://other.example/chat?x=1&id=v0-id")
 
         var looping = HubConnectionHarness()
         looping.machine.start(now: looping.now)
         looping.drain()
         for _ in 0..<100 { looping.negotiate(body: Array(#"{"url":"http://loop/hub"}"#.utf8)) }
-        #expect(looping.machine.stateName == "negotiating")
+        #expect(looping.machine.stateName == .negotiating)
         looping.negotiate(body: Array(#"{"url":"http://loop/hub"}"#.utf8))
         #expect(
             looping.events.last == .closed(HubConnectionError(.negotiation, "Negotiate redirection limit exceeded."))
@@ -183,7 +183,7 @@ struct HubConnectionScenarioTests {
         var harness = HubConnectionHarness { $0.skipNegotiation = true }
         harness.connect()
         #expect(harness.transcript == ["open", "send:handshake", "event:connected", "send:ping"])
-        guard case .openTransport(let url, _) = harness.actions.first else { return }
+        guard case .openTransport(let url, _, _) = harness.actions.first else { return }
         #expect(url == "ws://127.0.0.1:5099/hub")
         #expect(harness.machine.connectionId == nil)
     }
@@ -213,8 +213,10 @@ struct HubConnectionScenarioTests {
             harness.sentMessages.last
                 == .completion(CompletionMessage(invocationId: "8", result: .error("Client didn't provide a result.")))
         )
-        // A non-blocking call of an unknown method is ignored.
-        #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#).isEmpty)
+        // A non-blocking call of an unknown method is reported, never dropped without trace.
+        #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#) == ["event:unhandledinvocation"])
+        guard case .unhandledInvocation(let unknown) = harness.events.last else { return }
+        #expect(unknown.target == "Unknown" && unknown.invocationId == nil)
     }
 
     @Test func handledTargetsMatchCaseInsensitivelyAmongManyTargets() {
@@ -227,7 +229,12 @@ struct HubConnectionScenarioTests {
             let number = Int.random(in: 0..<20, using: &rng)
             let name = Bool.random(using: &rng) ? "Handled\(number)" : "HANDLED\(number)"
             let events = harness.server(#"{"type":1,"target":""# + name + #"","arguments":[]}"#)
-            #expect(events == (number == 3 || number == 11 ? ["event:invocation"] : []), "\(name)")
+            let handled = number == 3 || number == 11
+            #expect(events == [handled ? "event:invocation" : "event:unhandledinvocation"], "\(name)")
+            // The event names the handler as registered, whatever the server's spelling.
+            if handled, case .invocation(_, let handler) = harness.events.last {
+                #expect(handler == (number == 3 ? "Handled3" : "handled11"))
+            }
         }
     }
 
@@ -304,7 +311,7 @@ struct HubConnectionScenarioTests {
         }
         harness.drain()
         #expect(harness.sentMessages.count == sentBefore)
-        #expect(harness.machine.stateName == "connected")
+        #expect(harness.machine.stateName == .connected)
         // A completed upload stream is closed too.
         let second = try harness.machine.makeUploadStream(now: harness.now)
         try harness.machine.completeUploadStream(second, now: harness.now)
@@ -328,7 +335,7 @@ struct HubConnectionScenarioTests {
         var plain = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
         plain.connect()
         plain.server(#"{"type":7,"error":"shutting down"}"#)
-        #expect(plain.machine.stateName == "disconnected")
+        #expect(plain.machine.stateName == .disconnected)
         var allowed = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
         allowed.connect()
         #expect(allowed.server(#"{"type":7,"error":"restart","allowReconnect":true}"#).contains("event:reconnecting"))
@@ -342,10 +349,10 @@ struct HubConnectionReconnectTests {
         harness.connect()
         harness.closed()
         var times: [Int64] = []
-        while harness.now < .zero + end, harness.machine.stateName != "disconnected" {
+        while harness.now < .zero + end, harness.machine.stateName != .disconnected {
             guard let deadline = harness.machine.pollTimeout() else { break }
             harness.advance(to: deadline)
-            if harness.machine.stateName == "negotiating" {
+            if harness.machine.stateName == .negotiating {
                 times.append(harness.now.nanoseconds / 1_000_000_000)
                 harness.negotiate(status: 503, body: [])
             }
@@ -458,11 +465,11 @@ struct HubConnectionStatefulReconnectTests {
         var harness = HubConnectionHarness { $0.statefulReconnect = true }
         harness.machine.start(now: harness.now)
         harness.drain()
-        guard case .sendNegotiate(let url, _) = harness.actions.last else { return }
+        guard case .sendNegotiate(let url, _, _) = harness.actions.last else { return }
         #expect(url.hasSuffix("negotiateVersion=1&useStatefulReconnect=true"))
         harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         harness.opened()
-        guard case .send(let handshake, _) = harness.actions.last else { return }
+        guard case .send(let handshake, _, _) = harness.actions.last else { return }
         #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":2}\u{1E}")
         harness.server("{}")
         _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""a""#), now: harness.now)
@@ -474,7 +481,7 @@ struct HubConnectionStatefulReconnectTests {
         #expect(harness.sentMessages.last == .ack(sequenceId: 2))
         // Transport lost without Close: reopen the same connection, no negotiate, no handshake.
         #expect(harness.closed() == ["open"])
-        guard case .openTransport(let again, _) = harness.actions.last else { return }
+        guard case .openTransport(let again, _, _) = harness.actions.last else { return }
         #expect(again == "ws://127.0.0.1:5099/hub?id=token-1")
         // Nothing was acknowledged by the server: Sequence(1) (oldest unacked), then the replay.
         #expect(harness.opened() == ["send:sequence", "send:invocation", "send:invocation"])
@@ -490,7 +497,7 @@ struct HubConnectionStatefulReconnectTests {
         _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""c""#), now: harness.now)
         harness.drain()
         #expect(harness.server(#"{"type":3,"invocationId":"2","result":"c"}"#) == ["event:completion"])
-        #expect(harness.machine.stateName == "connected")
+        #expect(harness.machine.stateName == .connected)
     }
 
     @Test func backPressureAndAcks() throws {
@@ -570,25 +577,30 @@ struct HubConnectionPropertyTests {
                 // reached often; the other half are any input at all.
                 let progress: Int? =
                     switch harness.machine.stateName {
-                    case "disconnected": 0
-                    case "negotiating": 2
-                    case "connectingTransport": 3
-                    case "handshaking": 5
+                    case .disconnected: 0
+                    case .negotiating: 2
+                    case .connectingTransport: 3
+                    case .handshaking: 5
                     default: nil
                     }
                 let choice = Bool.random(using: &rng) ? progress : nil
                 switch choice ?? Int.random(in: 0..<18, using: &rng) {
-                case 0: if harness.machine.stateName == "disconnected" { harness.machine.start(now: harness.now) }
+                case 0: if harness.machine.stateName == .disconnected { harness.machine.start(now: harness.now) }
                 case 1: harness.machine.stop(now: harness.now)
                 case 2:
                     harness.machine.negotiateResponse(
                         status: [200, 200, 404][Int.random(in: 0...2, using: &rng)],
                         body: HubConnectionHarness.negotiateBody(stateful: Bool.random(using: &rng)),
+                        generation: harness.generation,
                         now: harness.now
                     )
-                case 3: harness.machine.transportOpened(now: harness.now)
+                case 3: harness.machine.transportOpened(generation: harness.generation, now: harness.now)
                 case 4:
-                    harness.machine.transportClosed(error: Bool.random(using: &rng) ? "reset" : nil, now: harness.now)
+                    harness.machine.transportClosed(
+                        generation: harness.generation,
+                        error: Bool.random(using: &rng) ? "reset" : nil,
+                        now: harness.now
+                    )
                 case 5: harness.receiveRaw(Array("{}\u{1E}".utf8))
                 case 6:
                     if let id = try? harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: harness.now) {

@@ -11,27 +11,43 @@ struct HubConnectionTransitionTableTests {
         var input: String
         var actions: [String]
         var next: String
+        /// The timers armed after the row (sorted), as the table's last column lists them.
+        var timers: [String]
         var testDescription: String { "\(state) | \(input)" }
     }
 
-    static let rows: [Row] = {
+    /// The number of rows the table has; a row added or lost must be noticed.
+    static let expectedRowCount = 66
+
+    static let table: (rows: [Row], malformed: [String]) = {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let text = try! String(
             contentsOf: root.appendingPathComponent("Specs/signalr/hub-connection.md"),
             encoding: .utf8
         )
-        let table = text.components(separatedBy: "## Transition table")[1]
-        return table.split(separator: "\n").compactMap { line -> Row? in
-            guard line.hasPrefix("| "), !line.hasPrefix("| state"), !line.hasPrefix("|---") else { return nil }
+        let section = text.components(separatedBy: "## Transition table")[1].components(separatedBy: "\n## ")[0]
+        var rows: [Row] = []
+        var malformed: [String] = []
+        for line in section.split(separator: "\n") where line.hasPrefix("|") {
+            if line.hasPrefix("| state |") || line.hasPrefix("|---") { continue }
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
                 $0.trimmingCharacters(in: .whitespaces)
             }
-            guard cells.count >= 6 else { return nil }
+            guard cells.count == 7, cells[0].isEmpty, cells[6].isEmpty, !cells[1].isEmpty, !cells[2].isEmpty,
+                !cells[4].isEmpty
+            else {
+                malformed.append(String(line))
+                continue
+            }
             let actions = cells[3].isEmpty ? [] : cells[3].components(separatedBy: ", ")
-            return Row(state: cells[1], input: cells[2], actions: actions, next: cells[4])
+            let timers = cells[5].isEmpty ? [] : cells[5].components(separatedBy: ", ")
+            rows.append(Row(state: cells[1], input: cells[2], actions: actions, next: cells[4], timers: timers))
         }
+        return (rows, malformed)
     }()
+
+    static var rows: [Row] { table.rows }
 
     /// A harness brought into the named state (and its output drained).
     static func setUp(_ state: String) -> HubConnectionHarness? {
@@ -53,6 +69,24 @@ struct HubConnectionTransitionTableTests {
         switch state {
         case "disconnected":
             break
+        case "disconnected with a token provider":
+            harness = HubConnectionHarness { $0.asksForAccessToken = true }
+        case "fetchingAccessToken":
+            harness = HubConnectionHarness { $0.asksForAccessToken = true }
+            harness.machine.start(now: harness.now)
+        case "reconnectWaiting with a token provider":
+            harness = HubConnectionHarness {
+                $0.asksForAccessToken = true
+                $0.reconnectPolicy = .signalRDefault
+            }
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.machine.accessTokenFetched("t", generation: harness.generation, now: harness.now)
+            harness.drain()
+            harness.negotiate()
+            harness.opened()
+            harness.server("{}")
+            harness.closed()
         case "negotiating":
             harness.machine.start(now: harness.now)
         case "connectingTransport":
@@ -119,15 +153,53 @@ struct HubConnectionTransitionTableTests {
             )
         case "negotiate stateful not asked":
             return harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
+        case "access token":
+            harness.machine.accessTokenFetched("fresh-token", generation: harness.generation, now: now)
+            return harness.drain()
+        case "access token failure":
+            harness.machine.accessTokenFailed("offline", generation: harness.generation, now: now)
+            return harness.drain()
+        case "stale access token":
+            harness.machine.accessTokenFetched(
+                "old",
+                generation: TransportGeneration(harness.generation.value - 1),
+                now: now
+            )
+            return harness.drain()
+        case "stale negotiate response":
+            let stale = TransportGeneration(harness.generation.value + 5)
+            harness.machine.negotiateResponse(
+                status: 200,
+                body: HubConnectionHarness.negotiateBody(),
+                generation: stale,
+                now: now
+            )
+            harness.machine.negotiateFailed("late", generation: TransportGeneration(0), now: now)
+            return harness.drain()
+        case "stale transport opened":
+            harness.machine.transportOpened(generation: TransportGeneration(harness.generation.value - 1), now: now)
+            return harness.drain()
+        case "stale transport input":
+            let stale = TransportGeneration(harness.generation.value - 1)
+            harness.machine.receive(Array(#"{"type":7}"#.utf8) + [0x1E], generation: stale, now: now)
+            harness.machine.transportClosed(generation: stale, error: "late", now: now)
+            harness.machine.transportOpened(generation: stale, now: now)
+            return harness.drain()
+        case "invoke with MessagePack arguments":
+            let values = EncodedArguments(encoding: .messagePack, values: [.null(.messagePack)])
+            #expect(throws: HubConnectionError.self) { try harness.machine.invoke("Echo", arguments: values, now: now) }
+            return harness.drain()
+        case "server call of an unhandled method without a result":
+            return harness.server(#"{"type":1,"target":"Other","arguments":[]}"#)
         case "negotiate network failure":
-            harness.machine.negotiateFailed("connection refused", now: now)
+            harness.machine.negotiateFailed("connection refused", generation: harness.generation, now: now)
             return harness.drain()
         case "transport opened": return harness.opened()
         case "transport closed": return harness.closed()
         case "handshake response": return harness.server("{}")
         case "handshake response with a ping":
             let bytes = Array("{}\u{1E}{\"type\":6}\u{1E}".utf8)
-            harness.machine.receive(bytes.span, now: now)
+            harness.machine.receive(bytes.span, generation: harness.generation, now: now)
             return harness.drain()
         case "handshake error": return harness.server(#"{"error":"The protocol 'json' is not supported."}"#)
         case "handshake garbage": return harness.server("garbage")
@@ -196,12 +268,29 @@ struct HubConnectionTransitionTableTests {
     @Test(arguments: rows)
     func row(_ row: Row) throws {
         var harness = try #require(Self.setUp(row.state), "unknown state '\(row.state)'")
+        let before = harness.actions.count
         let actions = try #require(Self.apply(row.input, to: &harness), "unknown input '\(row.input)'")
-        #expect(actions == row.actions)
-        #expect(harness.machine.stateName == row.next)
+        // `name(text)`: the name must match, and the action's description contain the text.
+        let expected = row.actions.map { $0.split(separator: "(", maxSplits: 1).first.map(String.init) ?? $0 }
+        #expect(actions == expected)
+        let taken = Array(harness.actions[before...])
+        for (index, action) in row.actions.enumerated() where action.hasSuffix(")") && index < taken.count {
+            let text = String(action.split(separator: "(", maxSplits: 1)[1].dropLast())
+            #expect(String(describing: taken[index]).contains(text), "\(taken[index]) lacks '\(text)'")
+        }
+        #expect(harness.machine.stateName.rawValue == row.next)
+        let armed = [
+            ("ack", HubConnectionMachine.Timer.ack), ("handshake", .handshake), ("liveness", .liveness),
+            ("reconnect", .reconnect),
+        ]
+        .filter { harness.machine.timers.isArmed($0.1) }.map(\.0)
+        #expect(armed == row.timers, "timers")
     }
 
-    @Test func tableIsNotEmpty() {
-        #expect(Self.rows.count > 40)
+    @Test func tableIsWellFormed() {
+        #expect(Self.table.malformed.isEmpty, "malformed rows: \(Self.table.malformed)")
+        #expect(Self.rows.count == Self.expectedRowCount)
+        let states = Set(HubConnectionMachine.StateName.allCases.map(\.rawValue))
+        for row in Self.rows { #expect(states.contains(row.next), "unknown next state in \(row.testDescription)") }
     }
 }

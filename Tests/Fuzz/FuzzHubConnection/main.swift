@@ -33,17 +33,20 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     )
     var now = Instant.zero
     var closed = false
+    // The generation the driver would hold; a byte's high bit feeds input from a stale one.
+    var generation = TransportGeneration(0)
     for byte in bytes.dropFirst() {
+        let input = byte & 0x80 == 0 ? generation : TransportGeneration(generation.value &- 1)
         switch byte % 20 {
-        case 0: if machine.stateName == "disconnected" { machine.start(now: now) }
+        case 0: if machine.stateName == .disconnected { machine.start(now: now) }
         case 1: machine.stop(now: now)
-        case 2: machine.negotiateResponse(status: 200, body: negotiate, now: now)
-        case 3: machine.negotiateResponse(status: Int(byte), body: [], now: now)
-        case 4: machine.transportOpened(now: now)
-        case 5: machine.transportClosed(error: byte & 16 == 0 ? nil : "reset", now: now)
+        case 2: machine.negotiateResponse(status: 200, body: negotiate, generation: input, now: now)
+        case 3: machine.negotiateResponse(status: Int(byte), body: [], generation: input, now: now)
+        case 4: machine.transportOpened(generation: input, now: now)
+        case 5: machine.transportClosed(generation: input, error: byte & 16 == 0 ? nil : "reset", now: now)
         case 6, 7, 8:
             let record = records[Int(byte / 16) % records.count]
-            machine.receive(record.span, now: now)
+            machine.receive(record.span, generation: input, now: now)
         case 9: _ = try? machine.invoke("Echo", arguments: .empty(.json), now: now)
         case 10: _ = try? machine.stream("Feed", arguments: .empty(.json), now: now)
         case 11: try? machine.cancelStream("1", now: now)
@@ -63,8 +66,12 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         while let action = machine.pollAction() {
             switch action {
             case .event(.closed): closed = true
-            case .sendNegotiate, .openTransport: closed = false
-            case .send: precondition(!closed, "bytes sent after closed")
+            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+                closed = false
+                generation = next
+            case .send(_, _, let on):
+                precondition(!closed, "bytes sent after closed")
+                precondition(on == machine.currentGeneration || on == generation, "bytes sent on a stale transport")
             default: break
             }
         }

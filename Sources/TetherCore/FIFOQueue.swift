@@ -1,22 +1,23 @@
-import TetherXML
-
 /// A first-in first-out queue: appends at the back, removals from the front in O(1) amortised (a
 /// head index; the storage is compacted once the removed part outweighs the rest).
-struct FIFOQueue<Element: Sendable>: Sendable {
+package struct FIFOQueue<Element: Sendable>: Sendable {
     private var storage: [Element] = []
     private var head = 0
 
+    /// An empty queue.
+    package init() {}
+
     /// The number of elements queued.
-    var count: Int { storage.count - head }
+    package var count: Int { storage.count - head }
 
-    var isEmpty: Bool { head == storage.count }
+    package var isEmpty: Bool { head == storage.count }
 
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         storage.append(element)
     }
 
     /// Removes the first `n` elements (precondition: `n <= count`).
-    mutating func removeFirst(_ n: Int) {
+    package mutating func removeFirst(_ n: Int) {
         precondition(n <= count, "removing more elements than queued")
         head += n
         if head == storage.count {
@@ -29,21 +30,13 @@ struct FIFOQueue<Element: Sendable>: Sendable {
     }
 
     /// The queued elements, oldest first.
-    var elements: ArraySlice<Element> { storage[head...] }
+    package var elements: ArraySlice<Element> { storage[head...] }
 
     /// Empties the queue and returns what it held, oldest first.
-    mutating func removeAll() -> [Element] {
+    package mutating func removeAll() -> [Element] {
         let all = Array(storage[head...])
         storage = []
         head = 0
         return all
     }
-}
-
-/// A stanza sent under XEP-0198 and kept until the server acknowledges it.
-enum SentStanza: Sendable {
-    /// A stanza the app sent (handed back to it if it is never acknowledged).
-    case app(XMLElement)
-    /// A stanza the machine sent on its own (a ping, an answer), kept as the bytes to resend.
-    case own([UInt8])
 }
