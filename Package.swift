@@ -47,12 +47,12 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         /// OpenSSL-backed pieces: SCRAM's hash provider (and, next, the sans-IO TLS session).
         .target(name: "TetherTLS", dependencies: ["COpenSSL", "TetherXMPP"], swiftSettings: strictSettings),
-        /// The Dispatch driver: sockets, timers, `XMPPClient`. OpenSSL only on Linux; on Apple
+        /// The Dispatch driver: sockets, timers, `XMPPClient`, `HubConnection`. OpenSSL only on Linux; on Apple
         /// platforms CryptoKit supplies SCRAM's hashes.
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore", "TetherXML", "TetherXMPP",
+                "TetherCore", "TetherXML", "TetherXMPP", "TetherSignalR", "TetherWebSocket",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strictSettings
@@ -124,6 +124,7 @@ let package = Package(
             name: "TetherTestServers",
             dependencies: ["TetherCore"],
             path: "Tests/TetherTestServers",
+            exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -138,7 +139,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherDispatchTests",
-            dependencies: ["TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherCore"],
+            dependencies: [
+                "TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherSignalR", "TetherCore",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

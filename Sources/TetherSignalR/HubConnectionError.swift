@@ -24,8 +24,14 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         /// The upload stream or server invocation a command names is not open on this connection:
         /// it ended, or the connection restarted since it began (the app may race a reconnect).
         case unknownInvocation
-        /// Arguments or a result could not be encoded, or came in another encoding than the
-        /// connection's (JSON values on a MessagePack connection, or the reverse).
+        /// The hub method failed: the server's completion carried an error (the hub's exception
+        /// text, "Unknown hub method '…'", or "Failed to invoke '…' due to an error on the
+        /// server."), or a stream ended with one. `message` is the server's text.
+        case invocationFailed
+        /// Arguments or a result could not be encoded (or, in the driver, a result, stream item or
+        /// handler argument could not be decoded as the type asked for), or values came in
+        /// another encoding than the connection's (JSON values on a MessagePack connection, or
+        /// the reverse).
         case encoding
     }
 
@@ -45,7 +51,8 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
     static func unknownUploadStream(_ streamId: String) -> HubConnectionError {
         HubConnectionError(.unknownInvocation, "No upload stream '\(streamId)' is open on this connection.")
     }
-    static let invocationCanceled = HubConnectionError(
+    /// Pending invocations and streams fail with this when the connection closes first.
+    public static let invocationCanceled = HubConnectionError(
         .canceled,
         "Invocation canceled due to the underlying connection being closed."
     )

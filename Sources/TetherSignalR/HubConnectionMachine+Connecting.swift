@@ -170,8 +170,10 @@ extension HubConnectionMachine {
             for message in stateful.unacknowledged.elements {
                 enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
             }
+            timers.cancel(.handshake)
             session.parser = hubProtocol.makeParser()
             session.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
+            session.awaitingTransport = false
             state = .connected(session)
             armLivenessTimers(session)
         case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting:
@@ -281,9 +283,8 @@ extension HubConnectionMachine {
             connectionLost(session, error: error, allowReconnect: true, now: now)
         case .resuming(let session):
             // The same connection could not be resumed: a brand-new one may still be possible.
-            var lost = session
-            lost.stateful = nil
-            connectionLost(lost, error: error, allowReconnect: true, now: now)
+            timers.cancel(.handshake)
+            resumeFailed(session, error: error, now: now)
         case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting:
             return
         case .modifying:
@@ -299,6 +300,18 @@ extension HubConnectionMachine {
         for timer in timers.expired(at: now) {
             switch timer {
             case .handshake:
+                if case .resuming(let session) = state {
+                    enqueue(.closeTransport(generation: session.generation))
+                    resumeFailed(
+                        session,
+                        error: HubConnectionError(
+                            .transport,
+                            "The WebSocket could not be reopened within \(configuration.handshakeTimeout.components.seconds) seconds."
+                        ),
+                        now: now
+                    )
+                    continue
+                }
                 guard case .handshaking(let attempt, _) = state else { continue }
                 enqueue(.closeTransport(generation: attempt.generation))
                 attemptFailed(
@@ -379,7 +392,10 @@ extension HubConnectionMachine {
             var resuming = session
             resuming.stateful = stateful
             resuming.generation = makeGeneration()
+            resuming.awaitingTransport = true
             state = .resuming(resuming)
+            // The reopened WebSocket gets as long as a handshake would.
+            timers.set(.handshake, at: now + configuration.handshakeTimeout)
             enqueue(
                 .openTransport(url: session.transportURL, headers: session.headers, generation: resuming.generation)
             )
@@ -391,6 +407,15 @@ extension HubConnectionMachine {
         } else {
             finish(error: error)
         }
+    }
+
+    /// Resuming failed: what is pending fails and the ordinary path (a new connection under the
+    /// reconnect policy, or closed) follows.
+    mutating func resumeFailed(_ session: Session, error: HubConnectionError?, now: Instant) {
+        var lost = session
+        lost.stateful = nil
+        lost.awaitingTransport = false
+        connectionLost(lost, error: error, allowReconnect: true, now: now)
     }
 
     /// Waits for the policy's next delay, or closes when it gives up.

@@ -3,7 +3,9 @@ public import TetherCore
 extension HubConnectionMachine {
     // MARK: - Sending
 
-    /// Encodes and sends `message`, numbering and buffering it under stateful reconnect.
+    /// Encodes and sends `message`, numbering and buffering it under stateful reconnect. While
+    /// the transport is being reopened (`resuming`), a sequenced message is only buffered (the
+    /// replay after the Sequence message sends it) and other messages are dropped.
     mutating func send(_ message: HubMessage, in session: inout Session, now: Instant) {
         var bytes: [UInt8] = []
         if case .ping = message {
@@ -15,20 +17,35 @@ extension HubConnectionMachine {
             stateful.sent(bytes)
             session.stateful = stateful
         }
+        guard !session.awaitingTransport else { return }
         enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: session.generation))
         session.heartbeat.didSend(at: now)
         if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
-    /// Takes the connected session out of the state (so that it is uniquely referenced while it
-    /// is changed; the caller puts it back), or throws `notConnected` / `sendBufferFull`.
+    /// Takes the session out of the state (so that it is uniquely referenced while it is changed;
+    /// the caller puts it back with `putBack`), or throws `notConnected` / `sendBufferFull`. A
+    /// session being resumed (stateful reconnect) takes commands too: they are buffered and
+    /// replayed once the transport is back, as the official clients do.
     mutating func takeConnectedSession(sequenced: Bool = true) throws(HubConnectionError) -> Session {
-        guard case .connected(let session) = state else { throw .notConnected }
+        let session: Session
+        switch state {
+        case .connected(let connected): session = connected
+        case .resuming(let resuming): session = resuming
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
+            throw .notConnected
+        case .modifying: preconditionFailure("the state was observed while being modified")
+        }
         if sequenced, let stateful = session.stateful, !stateful.hasRoom {
             throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
         }
         state = .modifying
         return session
+    }
+
+    /// Puts a session taken with `takeConnectedSession` back.
+    mutating func putBack(_ session: Session) {
+        state = session.awaitingTransport ? .resuming(session) : .connected(session)
     }
 
     mutating func makeInvocationId() -> String {
@@ -132,7 +149,7 @@ extension HubConnectionMachine {
     ) throws(HubConnectionError) {
         try check(arguments.encoding)
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         let message = InvocationMessage(
             target: target,
             arguments: arguments,
@@ -170,7 +187,7 @@ extension HubConnectionMachine {
         _ message: (String) -> HubMessage
     ) throws(HubConnectionError) -> String {
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         let id = makeInvocationId()
         session.pending[id] = kind
         send(message(id), in: &session, now: now)
@@ -181,7 +198,7 @@ extension HubConnectionMachine {
     /// (later items and its Completion are ignored).
     public mutating func cancelStream(_ invocationId: String, now: Instant) throws(HubConnectionError) {
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         guard session.pending[invocationId] == .stream else { return }
         session.pending[invocationId] = .canceledStream
         send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), in: &session, now: now)
@@ -191,7 +208,7 @@ extension HubConnectionMachine {
     /// A new client→server stream id, to pass in an invocation's `streamIds`.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
         var session = try takeConnectedSession(sequenced: false)
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         let id = makeInvocationId()
         _ = session.uploads.insert(id)
         return id
@@ -202,7 +219,7 @@ extension HubConnectionMachine {
     {
         try check(item.encoding)
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
         send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), in: &session, now: now)
     }
@@ -214,7 +231,7 @@ extension HubConnectionMachine {
         now: Instant
     ) throws(HubConnectionError) {
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
         session.uploads.remove(streamId)
         let result: CompletionResult = error.map { .error($0) } ?? .void
@@ -229,7 +246,7 @@ extension HubConnectionMachine {
     ) throws(HubConnectionError) {
         if case .value(let value) = result { try check(value.encoding) }
         var session = try takeConnectedSession()
-        defer { state = .connected(session) }
+        defer { putBack(session) }
         guard session.serverInvocations.contains(invocationId) else {
             throw HubConnectionError(.unknownInvocation, "No server invocation '\(invocationId)' awaits a reply.")
         }

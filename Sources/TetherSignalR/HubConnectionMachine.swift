@@ -167,7 +167,9 @@ public struct HubConnectionMachine {
     }
 
     enum Timer: Hashable, Sendable {
-        case handshake, liveness, reconnect, ack
+        /// The handshake's deadline, and, when resuming, the reopened transport's.
+        case handshake
+        case liveness, reconnect, ack
     }
 
     /// What an attempt to connect is for.
@@ -204,6 +206,8 @@ public struct HubConnectionMachine {
         var stateful: StatefulReconnectBuffer?
         /// Keep-alive pings after send silence and the server timeout after receive silence.
         var heartbeat: Heartbeat
+        /// Resuming: the transport of `generation` is not open yet (messages are only buffered).
+        var awaitingTransport = false
     }
 
     enum State: Sendable {
@@ -230,8 +234,9 @@ public struct HubConnectionMachine {
     var nextInvocationId = 0
     var lastGeneration = TransportGeneration(0)
     var random: SeededRandomNumberGenerator
-    /// `configuration.handledTargets` by lower-cased name (targets match case-insensitively).
-    let handledTargets: [String: String]
+    /// The handled targets by lower-cased name (targets match case-insensitively): the
+    /// configuration's, and those added with `handle(_:)`.
+    var handledTargets: [String: String]
     /// Targets seen so far → the handler's name, or nil when unhandled (saves lower-casing each
     /// message's target; bounded).
     var handledCache: [String: String?] = [:]
@@ -317,6 +322,16 @@ public struct HubConnectionMachine {
     }
 
     // MARK: - App commands
+
+    /// Handles the server→client method `target` from now on (as if it were in
+    /// `configuration.handledTargets`): a handler registered while connected.
+    public mutating func handle(_ target: String) {
+        guard handledTargets[target.lowercased()] == nil else { return }
+        handledTargets[target.lowercased()] = target
+        handledCache.removeAll()
+        recentTargets.removeAll()
+        nextRecentTarget = 0
+    }
 
     /// Starts connecting. Precondition: the machine is disconnected.
     public mutating func start(now: Instant) {

@@ -1,0 +1,165 @@
+import Dispatch
+import TetherCore
+import TetherSignalR
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension HubConnection {
+    /// The default log handler: `tether: level: text` lines on standard error.
+    public static let logToStandardError: @Sendable (LogLevel, String) -> Void = { level, text in
+        let line = Array("tether: \(level): \(text)\n".utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// A registered handler of a server→client method.
+    struct InvocationHandler: Sendable {
+        let queue: DispatchQueue
+        let call: @Sendable (EncodedArguments) throws -> Void
+    }
+
+    /// A registered client-result handler: decodes, runs the app's code, encodes its answer.
+    struct ResultHandler: Sendable {
+        let call: @Sendable (EncodedArguments, ValueEncoding) async throws -> EncodedValue
+    }
+
+    /// Where the items of one server→client stream go. Its members are used only on the
+    /// runner's queue.
+    final class StreamSink: @unchecked Sendable {
+        /// Decodes and hands on an item; false when it did not decode (the stream has then
+        /// ended with the error).
+        let yield: (EncodedValue) -> Bool
+        /// Ends the stream (with an error, or normally).
+        let finish: (HubConnectionError?) -> Void
+        /// The stream's invocation id, once it is sent.
+        var invocationId: String?
+        /// The consumer stopped iterating before the stream was sent.
+        var consumerLeft = false
+
+        init(
+            yield: @escaping @Sendable (EncodedValue) -> Bool,
+            finish: @escaping @Sendable (HubConnectionError?) -> Void
+        ) {
+            self.yield = yield
+            self.finish = finish
+        }
+    }
+
+    /// Feeds one client→server stream from an `AsyncSequence`, on a task of its own: each item
+    /// is encoded there and handed to `Send`, which returns once the machine took it (or
+    /// refused it: the pump then stops).
+    struct UploadPump: Sendable {
+        enum Item: Sendable {
+            case item(EncodedValue)
+            /// The end of the sequence (with the error text when it threw).
+            case end(String?)
+        }
+        typealias Send = @Sendable (Item) async -> Result<Void, HubConnectionError>
+
+        let run: @Sendable (@escaping Send) -> Void
+
+        init<Upload: AsyncSequence & Sendable>(_ upload: Upload, encoding: ValueEncoding)
+        where Upload.Element: Encodable {
+            run = { send in
+                Task {
+                    do {
+                        for try await element in upload {
+                            let value: EncodedValue
+                            do {
+                                value = try EncodedValue(element, encoding: encoding)
+                            } catch {
+                                _ = await send(.end("The stream item cannot be encoded: \(error)"))
+                                return
+                            }
+                            if case .failure = await send(.item(value)) { return }
+                        }
+                        _ = await send(.end(nil))
+                    } catch {
+                        _ = await send(.end("\(error)"))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a handler's arguments one after another.
+final class ArgumentCursor {
+    private let arguments: EncodedArguments
+    private var index = 0
+
+    init(_ arguments: EncodedArguments) {
+        self.arguments = arguments
+    }
+
+    func next<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        defer { index += 1 }
+        guard index < arguments.count else {
+            throw HubConnectionError(
+                .encoding,
+                "The invocation has \(arguments.count) argument(s), fewer than the handler takes."
+            )
+        }
+        do {
+            return try arguments.decode(Value.self, at: index)
+        } catch {
+            throw HubConnectionError(.encoding, "Argument \(index + 1) cannot be decoded as \(Value.self): \(error)")
+        }
+    }
+}
+
+/// The connection's logging: a level filter in front of the app's handler, and the redaction of
+/// secrets from what is logged.
+struct HubLog: Sendable {
+    let level: HubConnection.LogLevel
+    let handler: @Sendable (HubConnection.LogLevel, String) -> Void
+
+    func trace(_ text: () -> String) {
+        if level <= .trace { handler(.trace, text()) }
+    }
+    func debug(_ text: @autoclosure () -> String) {
+        if level <= .debug { handler(.debug, text()) }
+    }
+    func info(_ text: @autoclosure () -> String) {
+        if level <= .information { handler(.information, text()) }
+    }
+    func warning(_ text: @autoclosure () -> String) {
+        if level <= .warning { handler(.warning, text()) }
+    }
+    func error(_ text: @autoclosure () -> String) {
+        if level <= .error { handler(.error, text()) }
+    }
+
+    /// `url` with the value of any `access_token` query parameter replaced by `***` (an Azure
+    /// SignalR redirect, or a server that wants the token in the query, puts it there).
+    static func redacted(_ url: String) -> String {
+        guard let query = url.firstIndex(of: "?") else { return url }
+        let parameters = url[url.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
+        let cleaned = parameters.map { parameter -> String in
+            let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return name.lowercased() == "access_token" ? name + "=***" : String(parameter)
+        }
+        return url[..<query] + "?" + cleaned.joined(separator: "&")
+    }
+
+    /// A message for the trace log: text as it is (cut at 1,000 bytes), binary as hex (cut at
+    /// 128 bytes).
+    static func describe(_ bytes: [UInt8], format: TransferFormat) -> String {
+        switch format {
+        case .text:
+            let shown = String(decoding: bytes.prefix(1000), as: UTF8.self)
+            return bytes.count > 1000 ? "\(shown)… (\(bytes.count) bytes)" : shown
+        case .binary:
+            let hex = bytes.prefix(128).map { byte in
+                let digits = String(byte, radix: 16)
+                return byte < 16 ? "0" + digits : digits
+            }
+            return hex.joined(separator: " ") + (bytes.count > 128 ? " … (\(bytes.count) bytes)" : "")
+        }
+    }
+}

@@ -1,0 +1,444 @@
+public import Dispatch
+import TetherCore
+public import TetherSignalR
+
+/// A SignalR hub connection for apps: `HubConnectionMachine` run over real WebSockets (and
+/// negotiate requests) on Dispatch, with TLS for `https://` hubs.
+///
+/// ```swift
+/// let connection = HubConnectionBuilder(url: "https://example.com/hubs/chat")
+///     .withHeaders(["X-Platform": "ios"])
+///     .withAccessTokenProvider { try await session.freshToken() }
+///     .withAutomaticReconnect(.tiered(repeats: false))
+///     .build()
+/// connection.on("ReceiveMessage") { (user: String, text: String) in print(user, text) }
+/// connection.onReconnected { _ in Task { try await connection.invoke("JoinGroup", "lobby") } }
+/// try await connection.start()
+/// let sum: Int = try await connection.invoke("Add", 2, 3)
+/// for try await n in connection.stream("Counter", 10, of: Int.self) { print(n) }
+/// ```
+///
+/// One serial queue owns the machine, the sockets and the timer; every public method hops onto
+/// it. Handlers and lifecycle callbacks run on the queue given when they are registered
+/// (default: `Options.callbackQueue`), in the order the messages arrived.
+///
+/// Server→client methods match registered names case-insensitively, as the servers match hub
+/// methods. An invocation of a method nobody handles is logged at `warning` ("No client method
+/// with the name '…' found.", as the official clients log it); one that expected a result is
+/// answered with an error.
+public final class HubConnection: Sendable {
+    /// The protocol-level configuration (the machine's).
+    public typealias Configuration = HubConnectionMachine.Configuration
+
+    /// The `User-Agent` sent with the negotiate request and the WebSocket upgrade.
+    public static let userAgent = "Tether/0.1 (Swift)"
+
+    /// Driver settings beyond the protocol.
+    public struct Options: Sendable {
+        /// Where handlers and lifecycle callbacks run unless a queue is given when they are
+        /// registered (nil: a serial queue of the connection's own).
+        public var callbackQueue: DispatchQueue?
+        /// The timeout of each TCP connect (per resolved address; default 10 s).
+        public var connectTimeout: Duration
+        /// How long the negotiate request may take, connect included (default 30 s).
+        public var negotiateTimeout: Duration
+        /// The largest WebSocket message (and frame) accepted (default 1 MiB); a larger one closes
+        /// the WebSocket with 1009.
+        public var maximumMessageSize: Int
+        /// A PEM file of CA certificates trusted, for TLS, in addition to the system's.
+        public var caFile: String?
+        /// Seeds the reconnect jitter (nil: random).
+        public var randomSeed: UInt64?
+        /// The least severe level logged (default `warning`).
+        public var logLevel: LogLevel
+        /// Where log lines go (default: standard error). Access tokens never reach it.
+        public var logHandler: @Sendable (LogLevel, String) -> Void
+
+        /// Options.
+        public init(
+            callbackQueue: DispatchQueue? = nil,
+            connectTimeout: Duration = .seconds(10),
+            negotiateTimeout: Duration = .seconds(30),
+            maximumMessageSize: Int = HubProtocolLimits.defaultMaximumMessageSize,
+            caFile: String? = nil,
+            randomSeed: UInt64? = nil,
+            logLevel: LogLevel = .warning,
+            logHandler: @escaping @Sendable (LogLevel, String) -> Void = HubConnection.logToStandardError
+        ) {
+            self.callbackQueue = callbackQueue
+            self.connectTimeout = connectTimeout
+            self.negotiateTimeout = negotiateTimeout
+            self.maximumMessageSize = maximumMessageSize
+            self.caFile = caFile
+            self.randomSeed = randomSeed
+            self.logLevel = logLevel
+            self.logHandler = logHandler
+        }
+    }
+
+    /// How much is logged, least to most severe (the official clients' levels).
+    public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+        case trace, debug, information, warning, error, critical, none
+
+        public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// A change of the connection's life.
+    public enum LifecycleEvent: Sendable, Equatable {
+        /// `start()` connected.
+        case connected(connectionId: String?)
+        /// The connection was lost; the reconnect policy is running.
+        case reconnecting(HubConnectionError?)
+        /// Reconnected: a new connection (re-join groups here).
+        case reconnected(connectionId: String?)
+        /// Closed for good (nil after `stop()`).
+        case closed(HubConnectionError?)
+    }
+
+    let runner: HubRunner
+    let callbackQueue: DispatchQueue
+    /// The encoding of this connection's values (from its hub protocol).
+    public let encoding: ValueEncoding
+
+    /// A connection for `configuration` speaking `hubProtocol` (not started). With
+    /// `accessTokenProvider`, a token is asked for before every connection attempt (and sent as
+    /// `Authorization: Bearer …`); otherwise `configuration.accessToken` is used.
+    public init(
+        configuration: Configuration,
+        hubProtocol: AnyHubProtocol = .json(JSONHubProtocol()),
+        options: Options = Options(),
+        accessTokenProvider: (@Sendable () async throws -> String?)? = nil
+    ) {
+        runner = HubRunner(
+            configuration: configuration,
+            hubProtocol: hubProtocol,
+            options: options,
+            accessTokenProvider: accessTokenProvider
+        )
+        callbackQueue = options.callbackQueue ?? DispatchQueue(label: "tether.hub-connection.callbacks")
+        encoding = hubProtocol.valueEncoding
+    }
+
+    deinit {
+        runner.shutDown()
+    }
+
+    // MARK: - Lifecycle
+
+    /// Connects: negotiates, opens the WebSocket and completes the handshake. Throws when that
+    /// fails (the first connection is not retried, as with the official clients; automatic
+    /// reconnect applies once connected). Already connected: returns at once.
+    public func start() async throws(HubConnectionError) {
+        let result: Result<Void, HubConnectionError> = await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in runner.start(continuation) }
+        }
+        try result.get()
+    }
+
+    /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
+    /// Pending invocations fail with `canceled`.
+    public func stop() async {
+        await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in runner.stop(continuation) }
+        }
+    }
+
+    /// The state now.
+    public func state() async -> HubConnectionMachine.StateName {
+        await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
+        }
+    }
+
+    /// The current connection id (nil unless connected after a negotiation).
+    public func connectionId() async -> String? {
+        await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in continuation.resume(returning: runner.machine.connectionId) }
+        }
+    }
+
+    /// Calls `handler` (on `queue`, default `Options.callbackQueue`) with every lifecycle event.
+    public func onLifecycle(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LifecycleEvent) -> Void) {
+        let queue = queue ?? callbackQueue
+        runner.queue.async { [runner] in runner.addLifecycleHandler(queue: queue, handler) }
+    }
+
+    /// Calls `handler` when `start()` connects.
+    public func onConnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
+        onLifecycle(queue: queue) { event in
+            if case .connected(let connectionId) = event { handler(connectionId) }
+        }
+    }
+
+    /// Calls `handler` when the connection is lost and the reconnect policy starts.
+    public func onReconnecting(
+        queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (HubConnectionError?) -> Void
+    ) {
+        onLifecycle(queue: queue) { event in
+            if case .reconnecting(let error) = event { handler(error) }
+        }
+    }
+
+    /// Calls `handler` after a reconnect (the place to re-join groups).
+    public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
+        onLifecycle(queue: queue) { event in
+            if case .reconnected(let connectionId) = event { handler(connectionId) }
+        }
+    }
+
+    /// Calls `handler` when the connection closes for good (nil after `stop()`).
+    public func onClosed(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
+        onLifecycle(queue: queue) { event in
+            if case .closed(let error) = event { handler(error) }
+        }
+    }
+
+    /// Every lifecycle event from now on (several streams may be open; each ends when the
+    /// connection is released). Events are buffered until read.
+    public func lifecycleEvents() -> AsyncStream<LifecycleEvent> {
+        let (stream, continuation) = AsyncStream<LifecycleEvent>.makeStream(bufferingPolicy: .unbounded)
+        runner.queue.async { [runner] in runner.addLifecycleStream(continuation) }
+        return stream
+    }
+
+    // MARK: - Server → client
+
+    /// Handles the server's invocations of `target` with `handler` (on `queue`, default
+    /// `Options.callbackQueue`), its arguments decoded as the handler's parameter types. Arguments
+    /// beyond those are ignored; an invocation with fewer, or with values that do not decode, is
+    /// logged at `error` and not handled. Several handlers of one target are all called.
+    public func on<each Argument: Decodable & SendableMetatype>(
+        _ target: String,
+        queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (repeat each Argument) -> Void
+    ) {
+        on(target, queue: queue) { (arguments: EncodedArguments) throws in
+            let cursor = ArgumentCursor(arguments)
+            handler(repeat try cursor.next((each Argument).self))
+        }
+    }
+
+    /// Handles `target` with the raw, still encoded arguments.
+    public func on(
+        _ target: String,
+        queue: DispatchQueue? = nil,
+        arguments handler: @escaping @Sendable (EncodedArguments) throws -> Void
+    ) {
+        let entry = InvocationHandler(queue: queue ?? callbackQueue, call: handler)
+        runner.queue.async { [runner] in runner.addHandler(target, entry) }
+    }
+
+    /// Answers the server's invocations of `target` that expect a result (client results): the
+    /// handler's return value is sent back, a thrown error as the invocation's error (its
+    /// description goes to the server). One result handler per target: a later one replaces it.
+    /// The handler runs on a task of its own.
+    public func onClientResult<each Argument: Decodable & SendableMetatype, Result: Encodable & SendableMetatype>(
+        _ target: String,
+        _ handler: @escaping @Sendable (repeat each Argument) async throws -> Result
+    ) {
+        let entry = ResultHandler { arguments, encoding in
+            let cursor = ArgumentCursor(arguments)
+            let value = try await handler(repeat try cursor.next((each Argument).self))
+            return try EncodedValue(value, encoding: encoding)
+        }
+        runner.queue.async { [runner] in runner.setResultHandler(target, entry) }
+    }
+
+    /// Removes every handler of `target` (later invocations are unhandled: logged, and answered
+    /// with an error when they expect a result).
+    public func off(_ target: String) {
+        runner.queue.async { [runner] in runner.removeHandlers(target) }
+    }
+
+    // MARK: - Client → server
+
+    /// Invokes the hub method `method` with any `Encodable` arguments and returns its result
+    /// decoded as `Result`. Throws `invocationFailed` with the server's text when the method
+    /// failed, `canceled` when the connection closed first, `notConnected`, or `encoding`.
+    public func invoke<Result: Decodable, each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument
+    ) async throws(HubConnectionError) -> Result {
+        let encoded = try encode(repeat each arguments)
+        return try Self.decodeResult(await invoke(method, arguments: encoded), method: method, encoding: encoding)
+    }
+
+    /// Invokes the hub method `method` and waits for it to complete (its result, if any, is
+    /// ignored).
+    public func invoke<each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument
+    ) async throws(HubConnectionError) {
+        _ = try await invoke(method, arguments: encode(repeat each arguments))
+    }
+
+    /// Invokes `method` with already encoded arguments (in this connection's encoding) and returns
+    /// the encoded result (nil for a void method).
+    public func invoke(_ method: String, arguments: EncodedArguments) async throws(HubConnectionError) -> EncodedValue?
+    {
+        try await invoke(method, arguments: arguments, upload: nil)
+    }
+
+    /// Invokes `method` with a client→server stream: the items of `upload` are sent as they come
+    /// (the method's stream parameter, after the other arguments), its end or error ends the
+    /// stream. Returns the method's result.
+    public func invoke<Result: Decodable, Upload: AsyncSequence & Sendable, each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument,
+        upload: Upload
+    ) async throws(HubConnectionError) -> Result where Upload.Element: Encodable {
+        let encoded = try encode(repeat each arguments)
+        let pump = UploadPump(upload, encoding: encoding)
+        return try Self.decodeResult(
+            await invoke(method, arguments: encoded, upload: pump),
+            method: method,
+            encoding: encoding
+        )
+    }
+
+    private func invoke(
+        _ method: String,
+        arguments: EncodedArguments,
+        upload: UploadPump?
+    ) async throws(HubConnectionError) -> EncodedValue? {
+        let result: Swift.Result<CompletionResult, HubConnectionError> = await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in runner.invoke(method, arguments: arguments, upload: upload, continuation) }
+        }
+        switch try result.get() {
+        case .void: return nil
+        case .value(let value): return value
+        case .error(let text):
+            throw HubConnectionError(
+                text == HubConnectionError.invocationCanceled.message ? .canceled : .invocationFailed,
+                text
+            )
+        }
+    }
+
+    /// Calls `method` without waiting for it (a non-blocking invocation); returns once the message
+    /// is handed to the transport.
+    public func send<each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument
+    ) async throws(HubConnectionError) {
+        try await send(method, arguments: encode(repeat each arguments), upload: nil)
+    }
+
+    /// Calls `method` without waiting for it, with already encoded arguments.
+    public func send(_ method: String, arguments: EncodedArguments) async throws(HubConnectionError) {
+        try await send(method, arguments: arguments, upload: nil)
+    }
+
+    /// Calls `method` without waiting for it, with a client→server stream fed from `upload`.
+    public func send<Upload: AsyncSequence & Sendable, each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument,
+        upload: Upload
+    ) async throws(HubConnectionError) where Upload.Element: Encodable {
+        try await send(method, arguments: encode(repeat each arguments), upload: UploadPump(upload, encoding: encoding))
+    }
+
+    private func send(
+        _ method: String,
+        arguments: EncodedArguments,
+        upload: UploadPump?
+    ) async throws(HubConnectionError) {
+        let result: Result<Void, HubConnectionError> = await withCheckedContinuation { continuation in
+            runner.queue.async { [runner] in runner.send(method, arguments: arguments, upload: upload, continuation) }
+        }
+        try result.get()
+    }
+
+    /// Calls the streaming hub method `method`; its items arrive decoded as `Item`. The stream
+    /// throws `invocationFailed` when the method fails, `canceled` when the connection closes
+    /// first, `encoding` for an item that does not decode. Ending the iteration early (or
+    /// dropping the stream) cancels the method on the server.
+    public func stream<Item: Decodable & Sendable, each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument,
+        of itemType: Item.Type = Item.self
+    ) -> AsyncThrowingStream<Item, any Error> {
+        let encoded: EncodedArguments
+        do throws(HubConnectionError) {
+            encoded = try encode(repeat each arguments)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        let (stream, continuation) = AsyncThrowingStream<Item, any Error>.makeStream()
+        let method = method
+        start(method, arguments: encoded, continuation: continuation) { value throws(HubConnectionError) in
+            do {
+                return try value.decode(Item.self)
+            } catch {
+                throw HubConnectionError(
+                    .encoding,
+                    "An item of '\(method)' cannot be decoded as \(Item.self): \(error)"
+                )
+            }
+        }
+        return stream
+    }
+
+    /// Calls the streaming method `method` with already encoded arguments; the items stay encoded.
+    public func stream(_ method: String, arguments: EncodedArguments) -> AsyncThrowingStream<EncodedValue, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<EncodedValue, any Error>.makeStream()
+        start(method, arguments: arguments, continuation: continuation) { $0 }
+        return stream
+    }
+
+    private func start<Item: Sendable>(
+        _ method: String,
+        arguments: EncodedArguments,
+        continuation: AsyncThrowingStream<Item, any Error>.Continuation,
+        decode: @escaping @Sendable (EncodedValue) throws(HubConnectionError) -> Item
+    ) {
+        let sink = StreamSink(
+            yield: { value in
+                do throws(HubConnectionError) {
+                    continuation.yield(try decode(value))
+                    return true
+                } catch {
+                    continuation.finish(throwing: error)
+                    return false
+                }
+            },
+            finish: { error in
+                if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            }
+        )
+        let runner = runner
+        continuation.onTermination = { termination in
+            guard case .cancelled = termination else { return }
+            runner.queue.async { runner.consumerLeft(sink) }
+        }
+        runner.queue.async { runner.stream(method, arguments: arguments, sink: sink) }
+    }
+
+    // MARK: - Encoding
+
+    private func encode<each Argument: Encodable>(
+        _ arguments: repeat each Argument
+    ) throws(HubConnectionError) -> EncodedArguments {
+        do {
+            return try EncodedArguments(encoding: encoding, repeat each arguments)
+        } catch {
+            throw HubConnectionError(.encoding, "The arguments cannot be encoded: \(error)")
+        }
+    }
+
+    static func decodeResult<Result: Decodable>(
+        _ value: EncodedValue?,
+        method: String,
+        encoding: ValueEncoding
+    ) throws(HubConnectionError) -> Result {
+        do {
+            return try (value ?? .null(encoding)).decode(Result.self)
+        } catch {
+            throw HubConnectionError(
+                .encoding,
+                "The result of '\(method)' cannot be decoded as \(Result.self): \(error)"
+            )
+        }
+    }
+}

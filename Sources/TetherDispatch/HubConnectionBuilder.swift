@@ -1,0 +1,148 @@
+public import Dispatch
+public import TetherCore
+public import TetherSignalR
+
+/// Builds a `HubConnection` in the shape SignalR users know from the official clients:
+///
+/// ```swift
+/// let connection = HubConnectionBuilder(url: "https://example.com/hub")
+///     .withHeader("X-Client", "phone")
+///     .withAccessTokenProvider { await tokens.current() }
+///     .withHubProtocol(.messagePack)
+///     .withAutomaticReconnect()                       // 0, 2, 10, 30 s, then closed
+///     .withStatefulReconnect()
+///     .withLogging(.information) { level, line in logger.log(level, line) }
+///     .build()
+/// ```
+public struct HubConnectionBuilder: Sendable {
+    /// The protocol-level configuration so far.
+    public var configuration: HubConnection.Configuration
+    /// The hub protocol so far (JSON by default).
+    public var hubProtocol: AnyHubProtocol = .json(JSONHubProtocol())
+    /// The driver options so far.
+    public var options = HubConnection.Options()
+    /// The access-token provider, if any.
+    public var accessTokenProvider: (@Sendable () async throws -> String?)?
+
+    /// A builder for the hub at `url` (`http(s)://…`; `ws(s)://` with `withSkipNegotiation()`).
+    public init(url: String) {
+        configuration = HubConnection.Configuration(url: url)
+    }
+
+    /// Adds HTTP headers to the negotiate request and the WebSocket upgrade.
+    public func withHeaders(_ headers: [String: String]) -> Self {
+        var copy = self
+        copy.configuration.headers.merge(headers) { _, new in new }
+        return copy
+    }
+
+    /// Adds one HTTP header.
+    public func withHeader(_ name: String, _ value: String) -> Self {
+        withHeaders([name: value])
+    }
+
+    /// Asks `provider` for an access token before every connection attempt (reconnects
+    /// included), sent as `Authorization: Bearer …`; nil sends none. Tokens are never logged.
+    public func withAccessTokenProvider(_ provider: @escaping @Sendable () async throws -> String?) -> Self {
+        var copy = self
+        copy.accessTokenProvider = provider
+        return copy
+    }
+
+    /// Sends a fixed access token.
+    public func withAccessToken(_ token: String) -> Self {
+        var copy = self
+        copy.configuration.accessToken = token
+        return copy
+    }
+
+    /// Speaks the `json` or `messagepack` hub protocol (default limits).
+    public func withHubProtocol(_ encoding: ValueEncoding) -> Self {
+        switch encoding {
+        case .json: withHubProtocol(.json(JSONHubProtocol()))
+        case .messagePack: withHubProtocol(.messagePack(MessagePackHubProtocol()))
+        }
+    }
+
+    /// Speaks `hubProtocol` (for custom limits).
+    public func withHubProtocol(_ hubProtocol: AnyHubProtocol) -> Self {
+        var copy = self
+        copy.hubProtocol = hubProtocol
+        return copy
+    }
+
+    /// Reconnects automatically after a lost connection, as `policy` says (default: the
+    /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s).
+    public func withAutomaticReconnect(_ policy: ReconnectPolicy = .signalRDefault) -> Self {
+        var copy = self
+        copy.configuration.reconnectPolicy = policy
+        return copy
+    }
+
+    /// Sends a Ping after `interval` without sending (default 15 s).
+    public func withKeepAliveInterval(_ interval: Duration) -> Self {
+        var copy = self
+        copy.configuration.keepAliveInterval = interval
+        return copy
+    }
+
+    /// Closes when nothing was received for `timeout` (default 30 s; keep it at least twice the
+    /// server's keep-alive interval).
+    public func withServerTimeout(_ timeout: Duration) -> Self {
+        var copy = self
+        copy.configuration.serverTimeout = timeout
+        return copy
+    }
+
+    /// Asks for stateful reconnect: a dropped WebSocket is reopened for the same connection and
+    /// unacknowledged messages are replayed both ways (`bufferSize` bytes at most in flight).
+    public func withStatefulReconnect(bufferSize: Int = 100_000) -> Self {
+        var copy = self
+        copy.configuration.statefulReconnect = true
+        copy.configuration.statefulReconnectBufferSize = bufferSize
+        return copy
+    }
+
+    /// Opens the WebSocket at once, without the negotiate request (the server must allow it).
+    public func withSkipNegotiation() -> Self {
+        var copy = self
+        copy.configuration.skipNegotiation = true
+        return copy
+    }
+
+    /// Logs at `level` and above, to `handler` (default: standard error).
+    public func withLogging(
+        _ level: HubConnection.LogLevel,
+        handler: @escaping @Sendable (HubConnection.LogLevel, String) -> Void = HubConnection.logToStandardError
+    ) -> Self {
+        var copy = self
+        copy.options.logLevel = level
+        copy.options.logHandler = handler
+        return copy
+    }
+
+    /// Runs handlers and lifecycle callbacks on `queue` (e.g. `.main`) unless one is given at
+    /// registration.
+    public func withCallbackQueue(_ queue: DispatchQueue) -> Self {
+        var copy = self
+        copy.options.callbackQueue = queue
+        return copy
+    }
+
+    /// Trusts the CA certificates in the PEM file `path` for TLS, in addition to the system's.
+    public func withCAFile(_ path: String) -> Self {
+        var copy = self
+        copy.options.caFile = path
+        return copy
+    }
+
+    /// The connection (not started).
+    public func build() -> HubConnection {
+        HubConnection(
+            configuration: configuration,
+            hubProtocol: hubProtocol,
+            options: options,
+            accessTokenProvider: accessTokenProvider
+        )
+    }
+}

@@ -1,0 +1,517 @@
+import Dispatch
+import TetherCore
+import TetherSignalR
+
+/// The only code with IO and a clock for a `HubConnection`: it owns the machine, the negotiate
+/// requests and WebSockets (one per transport generation) and one timer, feeds the machine every
+/// network event and timer expiry, carries out its actions, and re-arms the timer at the
+/// machine's earliest deadline (`Specs/machine-contract.md`, "The runner").
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
+/// written only on `queue` (the public methods of `HubConnection` hop onto it first).
+final class HubRunner: @unchecked Sendable {
+    let queue = DispatchQueue(label: "tether.hub-connection")
+    private(set) var machine: HubConnectionMachine
+    let options: HubConnection.Options
+    let encoding: ValueEncoding
+    private let accessTokenProvider: (@Sendable () async throws -> String?)?
+    private let log: HubLog
+
+    private var negotiations: [TransportGeneration: NegotiateRequest] = [:]
+    private var transports: [TransportGeneration: WebSocketTransport] = [:]
+    private let timer: any DispatchSourceTimer
+    private var armedDeadline: Instant?
+    private var isShutDown = false
+
+    // Handlers, by lower-cased target.
+    private var handlers: [String: [HubConnection.InvocationHandler]] = [:]
+    private var resultHandlers: [String: HubConnection.ResultHandler] = [:]
+    private var lifecycleHandlers: [(DispatchQueue, @Sendable (HubConnection.LifecycleEvent) -> Void)] = []
+    private var lifecycleStreams: [Int: AsyncStream<HubConnection.LifecycleEvent>.Continuation] = [:]
+    private var nextStreamKey = 0
+
+    // Waiters.
+    private var startWaiters: [CheckedContinuation<Result<Void, HubConnectionError>, Never>] = []
+    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    private var completionWaiters: [String: CheckedContinuation<Result<CompletionResult, HubConnectionError>, Never>] =
+        [:]
+    private var streamSinks: [String: HubConnection.StreamSink] = [:]
+    /// Commands refused with `sendBufferFull`, retried in order at `sendBufferAvailable`.
+    private var blockedCommands: [BlockedCommand] = []
+
+    struct BlockedCommand {
+        var run: (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void
+        var fail: (HubConnectionError) -> Void
+    }
+
+    init(
+        configuration: HubConnectionMachine.Configuration,
+        hubProtocol: AnyHubProtocol,
+        options: HubConnection.Options,
+        accessTokenProvider: (@Sendable () async throws -> String?)?
+    ) {
+        var configuration = configuration
+        configuration.asksForAccessToken = accessTokenProvider != nil
+        self.options = options
+        self.accessTokenProvider = accessTokenProvider
+        encoding = hubProtocol.valueEncoding
+        log = HubLog(level: options.logLevel, handler: options.logHandler)
+        machine = HubConnectionMachine(
+            configuration: configuration,
+            hubProtocol: hubProtocol,
+            randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+        )
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in self?.timerFired() }
+        timer.schedule(deadline: .distantFuture)
+        timer.resume()
+    }
+
+    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
+    func now() -> Instant {
+        Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
+    }
+
+    // MARK: - Commands (on `queue`)
+
+    func start(_ continuation: CheckedContinuation<Result<Void, HubConnectionError>, Never>) {
+        switch machine.stateName {
+        case .connected:
+            return continuation.resume(returning: .success(()))
+        case .disconnected:
+            startWaiters.append(continuation)
+            log.info("Starting the connection to \(HubLog.redacted(machine.configuration.url)).")
+            machine.start(now: now())
+            drive()
+        case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting, .resuming:
+            startWaiters.append(continuation)
+        }
+    }
+
+    func stop(_ continuation: CheckedContinuation<Void, Never>) {
+        guard machine.stateName != .disconnected else { return continuation.resume() }
+        stopWaiters.append(continuation)
+        log.info("Stopping the connection.")
+        machine.stop(now: now())
+        drive()
+    }
+
+    /// Runs `body` on the machine now, then carries out its actions.
+    func perform<Value>(
+        _ body: (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Value
+    ) -> Result<Value, HubConnectionError> {
+        let result: Result<Value, HubConnectionError>
+        do throws(HubConnectionError) {
+            result = .success(try body(&machine, now()))
+        } catch {
+            result = .failure(error)
+        }
+        drive()
+        return result
+    }
+
+    /// Runs `command`; when the stateful-reconnect buffer is full (or earlier commands wait for
+    /// room) it waits its turn, and `fail` is called if it cannot run.
+    func submit(
+        _ command: @escaping (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void,
+        fail: @escaping (HubConnectionError) -> Void
+    ) {
+        guard blockedCommands.isEmpty else {
+            return blockedCommands.append(BlockedCommand(run: command, fail: fail))
+        }
+        do throws(HubConnectionError) {
+            try command(&machine, now())
+        } catch  where error.kind == .sendBufferFull {
+            blockedCommands.append(BlockedCommand(run: command, fail: fail))
+        } catch {
+            fail(error)
+        }
+        drive()
+    }
+
+    /// Invokes; the completion goes to `continuation`.
+    func invoke(
+        _ target: String,
+        arguments: EncodedArguments,
+        upload: HubConnection.UploadPump?,
+        _ continuation: CheckedContinuation<Result<CompletionResult, HubConnectionError>, Never>
+    ) {
+        submit(
+            { [self] (machine, now) throws(HubConnectionError) in
+                let streamIds = try upload.map { _ throws(HubConnectionError) in
+                    [try machine.makeUploadStream(now: now)]
+                }
+                let id = try machine.invoke(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
+                completionWaiters[id] = continuation
+                if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
+            },
+            fail: { continuation.resume(returning: .failure($0)) }
+        )
+    }
+
+    /// Sends (no completion); `continuation` learns whether it was sent.
+    func send(
+        _ target: String,
+        arguments: EncodedArguments,
+        upload: HubConnection.UploadPump?,
+        _ continuation: CheckedContinuation<Result<Void, HubConnectionError>, Never>
+    ) {
+        submit(
+            { [self] (machine, now) throws(HubConnectionError) in
+                let streamIds = try upload.map { _ throws(HubConnectionError) in
+                    [try machine.makeUploadStream(now: now)]
+                }
+                try machine.send(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
+                if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
+                continuation.resume(returning: .success(()))
+            },
+            fail: { continuation.resume(returning: .failure($0)) }
+        )
+    }
+
+    /// Starts a server→client stream whose items go to `sink`.
+    func stream(_ target: String, arguments: EncodedArguments, sink: HubConnection.StreamSink) {
+        submit(
+            { [self] (machine, now) throws(HubConnectionError) in
+                let id = try machine.stream(target, arguments: arguments, now: now)
+                if sink.consumerLeft { return try machine.cancelStream(id, now: now) }
+                sink.invocationId = id
+                streamSinks[id] = sink
+            },
+            fail: { sink.finish($0) }
+        )
+    }
+
+    /// The consumer of a stream stopped iterating: cancel the stream on the server.
+    func consumerLeft(_ sink: HubConnection.StreamSink) {
+        guard let id = sink.invocationId else {
+            sink.consumerLeft = true
+            return
+        }
+        guard streamSinks.removeValue(forKey: id) != nil else { return }
+        _ = perform { (machine, now) throws(HubConnectionError) in try machine.cancelStream(id, now: now) }
+    }
+
+    /// Feeds an upload stream from its sequence: each item is encoded on the caller's task and
+    /// sent here in order; the sequence's end (or error) completes the stream.
+    private func startUpload(_ upload: HubConnection.UploadPump, streamId: String) {
+        let send: HubConnection.UploadPump.Send = { [weak self] item in
+            guard let self else { return .failure(HubConnectionError(.notConnected, "The connection was released.")) }
+            return await withCheckedContinuation { continuation in
+                self.queue.async {
+                    self.submit(
+                        { (machine, now) throws(HubConnectionError) in
+                            switch item {
+                            case .item(let value): try machine.sendStreamItem(streamId, item: value, now: now)
+                            case .end(let error): try machine.completeUploadStream(streamId, error: error, now: now)
+                            }
+                            continuation.resume(returning: .success(()))
+                        },
+                        fail: { continuation.resume(returning: .failure($0)) }
+                    )
+                }
+            }
+        }
+        upload.run(send)
+    }
+
+    /// Answers a server invocation (a client result).
+    func reply(_ invocationId: String, result: CompletionResult) {
+        submit(
+            { (machine, now) throws(HubConnectionError) in try machine.reply(to: invocationId, result: result, now: now)
+            },
+            fail: { [log] error in
+                log.warning("The client result for invocation \(invocationId) was not sent: \(error)")
+            }
+        )
+    }
+
+    func addHandler(_ target: String, _ handler: HubConnection.InvocationHandler) {
+        handlers[target.lowercased(), default: []].append(handler)
+        machine.handle(target)
+    }
+
+    func setResultHandler(_ target: String, _ handler: HubConnection.ResultHandler) {
+        resultHandlers[target.lowercased()] = handler
+        machine.handle(target)
+    }
+
+    func removeHandlers(_ target: String) {
+        handlers[target.lowercased()] = nil
+        resultHandlers[target.lowercased()] = nil
+    }
+
+    func addLifecycleHandler(queue: DispatchQueue, _ body: @escaping @Sendable (HubConnection.LifecycleEvent) -> Void) {
+        lifecycleHandlers.append((queue, body))
+    }
+
+    func addLifecycleStream(_ continuation: AsyncStream<HubConnection.LifecycleEvent>.Continuation) {
+        let key = nextStreamKey
+        nextStreamKey += 1
+        lifecycleStreams[key] = continuation
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            queue.async { self.lifecycleStreams[key] = nil }
+        }
+    }
+
+    /// The connection is gone: close everything without events.
+    func shutDown() {
+        queue.async { [self] in
+            isShutDown = true
+            for request in negotiations.values { request.cancel() }
+            negotiations.removeAll()
+            for transport in transports.values { transport.close() }
+            transports.removeAll()
+            timer.cancel()
+            for stream in lifecycleStreams.values { stream.finish() }
+            lifecycleStreams.removeAll()
+            for sink in streamSinks.values {
+                sink.finish(HubConnectionError(.notConnected, "The connection was released."))
+            }
+            streamSinks.removeAll()
+        }
+    }
+
+    // MARK: - The loop
+
+    /// Carries out the machine's actions, then re-arms the timer.
+    func drive() {
+        guard !isShutDown else { return }
+        while let action = machine.pollAction() {
+            switch action {
+            case .fetchAccessToken(let generation):
+                fetchAccessToken(generation: generation)
+            case .sendNegotiate(let url, let headers, let generation):
+                guard let parsed = HubURL(url) else {
+                    machine.negotiateFailed(
+                        "The URL '\(HubLog.redacted(url))' is not an absolute http(s) URL.",
+                        generation: generation,
+                        now: now()
+                    )
+                    continue
+                }
+                log.debug("Sending the negotiate request to \(HubLog.redacted(url)).")
+                negotiations[generation] = NegotiateRequest(
+                    url: parsed,
+                    headers: headers,
+                    queue: queue,
+                    options: options
+                ) {
+                    [weak self] outcome in
+                    self?.negotiated(outcome, generation: generation)
+                }
+            case .openTransport(let url, let headers, let generation):
+                guard let parsed = HubURL(url) else {
+                    machine.transportClosed(
+                        generation: generation,
+                        error: "The URL '\(HubLog.redacted(url))' is not an absolute ws(s) URL.",
+                        now: now()
+                    )
+                    continue
+                }
+                log.debug("Opening the WebSocket to \(HubLog.redacted(url)).")
+                transports[generation] = WebSocketTransport(
+                    url: parsed,
+                    headers: headers,
+                    queue: queue,
+                    options: options
+                ) {
+                    [weak self] event in
+                    self?.transportEvent(event, generation: generation)
+                }
+            case .send(let bytes, let format, let generation):
+                log.trace { "Sending \(HubLog.describe(bytes, format: format))" }
+                transports[generation]?.send(bytes, format: format)
+            case .closeTransport(let generation):
+                transports.removeValue(forKey: generation)?.close()
+                negotiations.removeValue(forKey: generation)?.cancel()
+            case .event(let event):
+                deliver(event)
+            }
+        }
+        armTimer()
+    }
+
+    private func fetchAccessToken(generation: TransportGeneration) {
+        guard let provider = accessTokenProvider else {
+            return machine.accessTokenFetched(nil, generation: generation, now: now())
+        }
+        Task { [weak self] in
+            let outcome: Result<String?, any Error>
+            do {
+                outcome = .success(try await provider())
+            } catch {
+                outcome = .failure(error)
+            }
+            guard let self else { return }
+            queue.async {
+                switch outcome {
+                case .success(let token):
+                    self.machine.accessTokenFetched(token, generation: generation, now: self.now())
+                case .failure(let error):
+                    // The provider's error text is the app's; it is not expected to hold the token.
+                    self.machine.accessTokenFailed(
+                        "The access token provider failed: \(error)",
+                        generation: generation,
+                        now: self.now()
+                    )
+                }
+                self.drive()
+            }
+        }
+    }
+
+    private func negotiated(_ outcome: NegotiateRequest.Outcome, generation: TransportGeneration) {
+        guard negotiations.removeValue(forKey: generation) != nil else { return }
+        switch outcome {
+        case .response(let status, let body):
+            log.debug("Negotiate answered \(status).")
+            machine.negotiateResponse(status: status, body: body, generation: generation, now: now())
+        case .failed(let reason):
+            machine.negotiateFailed(reason, generation: generation, now: now())
+        }
+        drive()
+    }
+
+    private func transportEvent(_ event: WebSocketTransport.Event, generation: TransportGeneration) {
+        guard transports[generation] != nil else { return }
+        switch event {
+        case .opened:
+            log.debug("The WebSocket is open.")
+            machine.transportOpened(generation: generation, now: now())
+        case .message(let bytes):
+            log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
+            machine.receive(bytes, generation: generation, now: now())
+        case .closed(let error):
+            transports.removeValue(forKey: generation)
+            log.debug("The WebSocket closed\(error.map { ": \($0)" } ?? ".")")
+            machine.transportClosed(generation: generation, error: error, now: now())
+        }
+        drive()
+    }
+
+    private func timerFired() {
+        armedDeadline = nil
+        machine.handleTimeout(now: now())
+        drive()
+    }
+
+    private func armTimer() {
+        let deadline = machine.pollTimeout()
+        guard deadline != armedDeadline else { return }
+        armedDeadline = deadline
+        if let deadline {
+            timer.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
+        } else {
+            timer.schedule(deadline: .distantFuture)
+        }
+    }
+
+    // MARK: - Events
+
+    private func deliver(_ event: HubConnectionMachine.Event) {
+        switch event {
+        case .connected(let connectionId):
+            log.info("Connected\(connectionId.map { " (connection id \($0))" } ?? "").")
+            announce(.connected(connectionId: connectionId))
+            for waiter in startWaiters { waiter.resume(returning: .success(())) }
+            startWaiters.removeAll()
+        case .reconnecting(let error):
+            log.warning("The connection was lost\(error.map { ": \($0)" } ?? ""); reconnecting.")
+            announce(.reconnecting(error))
+        case .reconnected(let connectionId):
+            log.info("Reconnected\(connectionId.map { " (connection id \($0))" } ?? "").")
+            announce(.reconnected(connectionId: connectionId))
+        case .closed(let error):
+            if let error { log.error("The connection closed: \(error)") } else { log.info("The connection closed.") }
+            closed(error)
+        case .invocation(let message, let handler):
+            invoked(message, handler: handler)
+        case .unhandledInvocation(let message):
+            log.warning("No client method with the name '\(message.target)' found.")
+        case .completion(let invocationId, let result):
+            completionWaiters.removeValue(forKey: invocationId)?.resume(returning: .success(result))
+        case .streamItem(let invocationId, let item):
+            if let sink = streamSinks[invocationId], !sink.yield(item) {
+                // The item did not decode (the consumer has the error): cancel on the server.
+                streamSinks[invocationId] = nil
+                queue.async { [self] in
+                    _ = perform { (machine, now) throws(HubConnectionError) in
+                        try machine.cancelStream(invocationId, now: now)
+                    }
+                }
+            }
+        case .streamCompleted(let invocationId, let error):
+            streamSinks.removeValue(forKey: invocationId)?.finish(
+                error.map { HubConnectionError(.invocationFailed, $0) }
+            )
+        case .sendBufferAvailable:
+            runBlockedCommands()
+        }
+    }
+
+    private func closed(_ error: HubConnectionError?) {
+        let failure = error ?? HubConnectionError(.notConnected, "The connection was stopped.")
+        for waiter in startWaiters { waiter.resume(returning: .failure(failure)) }
+        startWaiters.removeAll()
+        // Pending invocations were completed by the machine; anything left is failed here.
+        for waiter in completionWaiters.values { waiter.resume(returning: .failure(failure)) }
+        completionWaiters.removeAll()
+        for sink in streamSinks.values { sink.finish(failure) }
+        streamSinks.removeAll()
+        for command in blockedCommands { command.fail(failure) }
+        blockedCommands.removeAll()
+        for request in negotiations.values { request.cancel() }
+        negotiations.removeAll()
+        announce(.closed(error))
+        for waiter in stopWaiters { waiter.resume() }
+        stopWaiters.removeAll()
+    }
+
+    private func runBlockedCommands() {
+        while let command = blockedCommands.first {
+            do throws(HubConnectionError) {
+                try command.run(&machine, now())
+            } catch  where error.kind == .sendBufferFull {
+                return
+            } catch {
+                command.fail(error)
+            }
+            blockedCommands.removeFirst()
+        }
+    }
+
+    private func announce(_ event: HubConnection.LifecycleEvent) {
+        for (queue, body) in lifecycleHandlers { queue.async { body(event) } }
+        for stream in lifecycleStreams.values { stream.yield(event) }
+    }
+
+    private func invoked(_ message: InvocationMessage, handler name: String) {
+        let key = name.lowercased()
+        for handler in handlers[key] ?? [] {
+            handler.queue.async { [log] in
+                do {
+                    try handler.call(message.arguments)
+                } catch {
+                    log.error("The handler of '\(message.target)' could not take the arguments: \(error)")
+                }
+            }
+        }
+        guard let invocationId = message.invocationId else { return }
+        guard let resultHandler = resultHandlers[key] else {
+            return reply(invocationId, result: .error("Client didn't provide a result."))
+        }
+        let encoding = encoding
+        Task { [weak self] in
+            let result: CompletionResult
+            do {
+                result = .value(try await resultHandler.call(message.arguments, encoding))
+            } catch {
+                result = .error("\(error)")
+            }
+            guard let self else { return }
+            queue.async { self.reply(invocationId, result: result) }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// A throw-away aiosignalr 0.1.1 hub (`Resources/signalr_hub.py`) on 127.0.0.1 for one test, run
+/// by the Python of the virtual environment `.ci/run` creates (`.build/venv-aiosignalr`, or the
+/// interpreter named by `TETHER_AIOSIGNALR_PYTHON`). It can be stopped and started again on the
+/// same port (a server restart), and fronted by a TLS relay (`TLSRelay`).
+///
+/// The hub (method names match case-insensitively): `Echo(text) -> text`, `Add(a, b) -> a + b`,
+/// `Counter(n)` streams 0..<n, `Fail(text)` raises a HubException with `text`,
+/// `AskClient(question)` returns what the client's `Answer(question)` client result returned,
+/// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group`,
+/// `SendToGroup(group, text)` sends `Notify(text)` to the group, `SumStream(stream) -> sum`.
+/// Stateful reconnect is allowed; detailed errors are on.
+public final class SignalRHubServer: @unchecked Sendable {
+    // Mutable state is touched only by the test that owns the server, one call at a time.
+    public let port: Int
+    private let directory: URL
+    private var process: ChildProcess?
+
+    /// The package's root directory (from this file's path).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The Python interpreter that has aiosignalr.
+    public static var python: String {
+        if let path = ProcessInfo.processInfo.environment["TETHER_AIOSIGNALR_PYTHON"], !path.isEmpty { return path }
+        return packageRoot.appendingPathComponent(".build/venv-aiosignalr/bin/python").path
+    }
+
+    /// Whether the interpreter exists (`.ci/run` creates the environment; a developer machine
+    /// may not have it).
+    public static var isInstalled: Bool {
+        FileManager.default.isExecutableFile(atPath: python)
+    }
+
+    static func resource(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/\(name)").path
+    }
+
+    /// The hub's URL (`http://127.0.0.1:PORT/hub`).
+    public var url: String { "http://127.0.0.1:\(port)/hub" }
+
+    /// A server on a free port (not started).
+    public init() throws {
+        port = try freeLoopbackPort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-signalr-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Starts the hub and waits until its port accepts connections.
+    public func start() throws {
+        precondition(process == nil, "the hub is already running")
+        let output = directory.appendingPathComponent("hub.log").path
+        let process = try ChildProcess(
+            Self.python,
+            ["-u", Self.resource("signalr_hub.py"), String(port)],
+            output: output
+        )
+        self.process = process
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if canConnect(port: port) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        stop()
+        throw TestServerError("the aiosignalr hub did not start on port \(port): \(logTail)")
+    }
+
+    /// Stops the hub (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
+    public func stop() {
+        process?.terminate()
+        process = nil
+    }
+
+    /// The end of the hub's output, for failure messages.
+    public var logTail: String {
+        let log = (try? String(contentsOf: directory.appendingPathComponent("hub.log"), encoding: .utf8)) ?? ""
+        return String(log.suffix(4000))
+    }
+}
+
+/// A TLS-terminating relay on 127.0.0.1 (`Resources/tls_relay.py`, Python's `ssl`): it presents
+/// the test CA's certificate for `localhost` and relays the plaintext to an upstream port, so
+/// that a cleartext test server can be reached over `https://` / `wss://`.
+public final class TLSRelay: @unchecked Sendable {
+    public let port: Int
+    private let process: ChildProcess
+    private let output: String
+
+    /// A relay to 127.0.0.1:`upstreamPort` with `certificates`' `localhost` certificate.
+    public init(upstreamPort: Int, certificates: TestCertificates) throws {
+        port = try freeLoopbackPort()
+        output =
+            FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-relay-\(UUID().uuidString)")
+            .path
+        process = try ChildProcess(
+            SignalRHubServer.python,
+            [
+                "-u", SignalRHubServer.resource("tls_relay.py"), certificates.serverCertificate,
+                certificates.serverKey, String(port), String(upstreamPort),
+            ],
+            output: output
+        )
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if canConnect(port: port) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        process.terminate()
+        throw TestServerError("the TLS relay did not start on port \(port): \(log)")
+    }
+
+    deinit {
+        process.terminate()
+        try? FileManager.default.removeItem(atPath: output)
+    }
+}
