@@ -239,6 +239,7 @@ final class HubRunner: @unchecked Sendable {
     func removeHandlers(_ target: String) {
         handlers[target.lowercased()] = nil
         resultHandlers[target.lowercased()] = nil
+        machine.stopHandling(target)
     }
 
     func addLifecycleHandler(queue: DispatchQueue, _ body: @escaping @Sendable (HubConnection.LifecycleEvent) -> Void) {

@@ -333,6 +333,15 @@ public struct HubConnectionMachine {
         nextRecentTarget = 0
     }
 
+    /// Stops handling the server→client method `target` (its invocations are reported as
+    /// `unhandledInvocation` from now on, and answered with an error when they expect a result).
+    public mutating func stopHandling(_ target: String) {
+        guard handledTargets.removeValue(forKey: target.lowercased()) != nil else { return }
+        handledCache.removeAll()
+        recentTargets.removeAll()
+        nextRecentTarget = 0
+    }
+
     /// Starts connecting. Precondition: the machine is disconnected.
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }

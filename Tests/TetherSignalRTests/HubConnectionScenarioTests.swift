@@ -219,6 +219,18 @@ struct HubConnectionScenarioTests {
         #expect(unknown.target == "Unknown" && unknown.invocationId == nil)
     }
 
+    @Test func handlersAddedAndRemovedWhileConnected() {
+        var harness = HubConnectionHarness()
+        harness.connect()
+        let call = #"{"type":1,"target":"news","arguments":[]}"#
+        #expect(harness.server(call) == ["event:unhandledinvocation"])
+        harness.machine.handle("News")
+        #expect(harness.server(call) == ["event:invocation"])
+        if case .invocation(_, let handler) = harness.events.last { #expect(handler == "News") }
+        harness.machine.stopHandling("NEWS")
+        #expect(harness.server(call) == ["event:unhandledinvocation"])
+    }
+
     @Test func handledTargetsMatchCaseInsensitivelyAmongManyTargets() {
         // More distinct targets than the machine's recent-target list holds, in varying case and
         // order, so that entries are replaced and looked up again: only the handled ones arrive.

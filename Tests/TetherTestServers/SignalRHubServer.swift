@@ -9,8 +9,9 @@ import Foundation
 /// `Counter(n)` streams 0..<n, `Fail(text)` raises a HubException with `text`,
 /// `AskClient(question)` returns what the client's `Answer(question)` client result returned,
 /// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group`,
-/// `SendToGroup(group, text)` sends `Notify(text)` to the group, `SumStream(stream) -> sum`.
-/// Stateful reconnect is allowed; detailed errors are on.
+/// `SendToGroup(group, text)` sends `Notify(text)` to the group, `SumStream(stream) -> sum`,
+/// `Tally(n) -> n` records `n` and `Tallied() -> [n]` returns the record. Stateful reconnect is
+/// allowed, detailed errors are on, and the server's keep-alive interval is 1 s.
 public final class SignalRHubServer: @unchecked Sendable {
     // Mutable state is touched only by the test that owns the server, one call at a time.
     public let port: Int
@@ -93,8 +94,10 @@ public final class TLSRelay: @unchecked Sendable {
     private let process: ChildProcess
     private let output: String
 
-    /// A relay to 127.0.0.1:`upstreamPort` with `certificates`' `localhost` certificate.
-    public init(upstreamPort: Int, certificates: TestCertificates) throws {
+    /// A relay to 127.0.0.1:`upstreamPort` with `certificates`' certificate for `localhost` (and
+    /// 127.0.0.1), or, with `presentsOtherName`, the one for `other.test` only (a host-name
+    /// mismatch for a client that asked for `localhost`).
+    public init(upstreamPort: Int, certificates: TestCertificates, presentsOtherName: Bool = false) throws {
         port = try freeLoopbackPort()
         output =
             FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-relay-\(UUID().uuidString)")
@@ -102,8 +105,9 @@ public final class TLSRelay: @unchecked Sendable {
         process = try ChildProcess(
             SignalRHubServer.python,
             [
-                "-u", SignalRHubServer.resource("tls_relay.py"), certificates.serverCertificate,
-                certificates.serverKey, String(port), String(upstreamPort),
+                "-u", SignalRHubServer.resource("tls_relay.py"),
+                presentsOtherName ? certificates.otherCertificate : certificates.serverCertificate,
+                presentsOtherName ? certificates.otherKey : certificates.serverKey, String(port), String(upstreamPort),
             ],
             output: output
         )

@@ -1,6 +1,8 @@
 """The SignalR hub the tests run Tether against: aiosignalr 0.1.1 on 127.0.0.1.
 
-Usage: python signalr_hub.py PORT   (prints "listening HOST:PORT" once it accepts connections)
+Usage: python signalr_hub.py PORT [KEEP_ALIVE_SECONDS]
+(prints "listening HOST:PORT" once it accepts connections; the keep-alive interval defaults to 1 s
+so that tests can use short server timeouts)
 """
 import asyncio
 import sys
@@ -9,6 +11,12 @@ from aiosignalr.errors import HubException
 from aiosignalr.server import Hub, IncomingStream, ServerOptions, SignalRServer
 
 
+# Every value Tally was called with, in order (one list per server process).
+TALLIED = []
+
+
+# aiosignalr matches a hub method by the lower-cased name the client sends ("AddToGroup" →
+# "addtogroup"), so the Python names are lower case without underscores.
 class TestHub(Hub):
     async def echo(self, text: str) -> str:
         return text
@@ -24,21 +32,28 @@ class TestHub(Hub):
     async def fail(self, text: str) -> str:
         raise HubException(text)
 
-    async def ask_client(self, question: str) -> str:
+    async def askclient(self, question: str) -> str:
         # A client result: the hub calls the client's "Answer" and returns what it replied.
         return await self.clients.caller.invoke("Answer", question)
 
-    async def notify_me(self, text: str) -> None:
+    async def notifyme(self, text: str) -> None:
         await self.clients.caller.send("Notify", text)
 
-    async def add_to_group(self, group: str) -> str:
+    async def addtogroup(self, group: str) -> str:
         await self.groups.add(group)
         return group
 
-    async def send_to_group(self, group: str, text: str) -> None:
+    async def sendtogroup(self, group: str, text: str) -> None:
         await self.clients.group(group).send("Notify", text)
 
-    async def sum_stream(self, stream: IncomingStream) -> int:
+    async def tally(self, n: int) -> int:
+        TALLIED.append(n)
+        return n
+
+    async def tallied(self) -> list:
+        return TALLIED
+
+    async def sumstream(self, stream: IncomingStream) -> int:
         total = 0
         async for item in stream:
             total += item
@@ -47,7 +62,10 @@ class TestHub(Hub):
 
 async def main() -> None:
     port = int(sys.argv[1])
-    options = ServerOptions(allow_stateful_reconnects=True, enable_detailed_errors=True)
+    keep_alive = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+    options = ServerOptions(
+        keep_alive_interval=keep_alive, allow_stateful_reconnects=True, enable_detailed_errors=True
+    )
     server = SignalRServer(TestHub, options=options)
     host, bound = await server.serve("127.0.0.1", port, path="/hub")
     print("listening %s:%d" % (host, bound), flush=True)

@@ -1,0 +1,340 @@
+import Dispatch
+import Foundation
+import Testing
+import TetherCore
+import TetherDispatch
+import TetherSignalR
+import TetherTestServers
+
+/// `HubConnection` against a real aiosignalr 0.1.1 hub on 127.0.0.1 (started and stopped by each
+/// test), directly, through a byte relay the test cuts or stalls, or through a TLS relay.
+/// Serialized: the timing tests must not share the two cores with other servers.
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: SignalRHubServer.isInstalled, "aiosignalr is not installed (.ci/run makes .build/venv-aiosignalr)")
+)
+struct HubConnectionTests {
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func invokeSendStreamsResultsAndErrors(_ encoding: ValueEncoding) async throws {
+        let server = try startedHub()
+        let logs = LogRecorder()
+        let connection = HubConnectionBuilder(url: server.url)
+            .withHubProtocol(encoding)
+            .withLogging(.warning, handler: logs.handler)
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        let notes = Recorder<String>()
+        connection.on("notify") { (text: String) in notes.append(text) }
+        connection.onClientResult("Answer") { (question: String) in "answer to \(question)" }
+        try await connection.start()
+        #expect(await connection.connectionId() != nil)
+
+        let echoed: String = try await connection.invoke("Echo", "héllo ✓")
+        #expect(echoed == "héllo ✓")
+        let sum: Int = try await connection.invoke("Add", 2, 40)
+        #expect(sum == 42)
+
+        try await connection.send("NotifyMe", "ping")
+        #expect(await notes.wait { $0 == ["ping"] })
+
+        var items: [Int] = []
+        for try await item in connection.stream("Counter", 5, of: Int.self) { items.append(item) }
+        #expect(items == [0, 1, 2, 3, 4])
+
+        let upload = AsyncStream<Int> { continuation in
+            for value in 1...10 { continuation.yield(value) }
+            continuation.finish()
+        }
+        let total: Int = try await connection.invoke("SumStream", upload: upload)
+        #expect(total == 55)
+
+        let answer: String = try await connection.invoke("AskClient", "life")
+        #expect(answer == "answer to life")
+
+        do {
+            try await connection.invoke("Fail", "it broke")
+            Issue.record("a failing hub method succeeded")
+        } catch {
+            #expect(error.kind == .invocationFailed && error.message.contains("it broke"))
+        }
+        do {
+            let _: Int = try await connection.invoke("NoSuchMethod")
+            Issue.record("an unknown hub method succeeded")
+        } catch {
+            #expect(error.kind == .invocationFailed && error.message == "Unknown hub method 'NoSuchMethod'")
+        }
+        do {
+            let _: Int = try await connection.invoke("Echo", "not a number")
+            Issue.record("a string decoded as an Int")
+        } catch {
+            #expect(error.kind == .encoding)
+        }
+
+        // A server call of a method nobody handles is logged, never dropped without trace.
+        connection.off("Notify")
+        try await connection.send("NotifyMe", "unheard")
+        #expect(await logs.wait { $0.contains { $0.contains("No client method with the name 'Notify' found.") } })
+        #expect(notes.values == ["ping"])
+
+        await connection.stop()
+        #expect(await lifecycle.wait { $0 == [.connected(connectionId: $0.first?.connectionId), .closed(nil)] })
+        do {
+            try await connection.send("Echo", "x")
+            Issue.record("sent while stopped")
+        } catch {
+            #expect(error.kind == .notConnected)
+        }
+
+        // Started again, the connection works as new.
+        try await connection.start()
+        let again: String = try await connection.invoke("Echo", "again")
+        #expect(again == "again")
+        await connection.stop()
+    }
+
+    @Test func streamCanceledByTheConsumer() async throws {
+        let server = try startedHub()
+        let connection = HubConnectionBuilder(url: server.url).withLogging(.none).build()
+        try await connection.start()
+        var first: [Int] = []
+        for try await item in connection.stream("Counter", 100_000, of: Int.self) {
+            first.append(item)
+            if first.count == 3 { break }
+        }
+        #expect(first == [0, 1, 2])
+        // The connection is still healthy after the cancellation.
+        let echoed: String = try await connection.invoke("Echo", "after")
+        #expect(echoed == "after")
+        await connection.stop()
+    }
+
+    @Test func serverTimeoutWhenTheServerGoesSilent() async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
+            .withServerTimeout(.seconds(3))
+            .withKeepAliveInterval(.seconds(1))
+            .withLogging(.none)
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        try await connection.start()
+        // The server's 1 s keep-alive keeps the connection up past the timeout.
+        try await Task.sleep(for: .seconds(4))
+        #expect(await connection.state() == .connected)
+        relay.stallAll()
+        let stalledAt = ContinuousClock.now
+        #expect(await lifecycle.wait(timeout: .seconds(8)) { $0.last?.isClosed == true })
+        let elapsed = ContinuousClock.now - stalledAt
+        #expect(elapsed >= .seconds(2) && elapsed < .seconds(6))
+        #expect(lifecycle.events.last == .closed(HubConnectionError.serverTimeoutForTests))
+    }
+
+    @Test func reconnectsAfterTheServerRestartsAndRejoins() async throws {
+        let server = try startedHub()
+        let tokens = Recorder<Int>()
+        let connection = HubConnectionBuilder(url: server.url)
+            .withAutomaticReconnect(.fixed(.milliseconds(500), maximumAttempts: 40))
+            .withAccessTokenProvider {
+                tokens.append(tokens.values.count + 1)
+                return "token-\(tokens.values.count)"
+            }
+            .withLogging(.none)
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        let notes = Recorder<String>()
+        connection.on("Notify") { (text: String) in notes.append(text) }
+        let rejoined = Recorder<String>()
+        connection.onReconnected { _ in
+            Task {
+                let group: String = try await connection.invoke("AddToGroup", "lobby")
+                rejoined.append(group)
+            }
+        }
+        try await connection.start()
+        let joined: String = try await connection.invoke("AddToGroup", "lobby")
+        #expect(joined == "lobby")
+
+        server.stop()
+        #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
+        try server.start()
+        #expect(await lifecycle.wait(timeout: .seconds(20)) { $0.contains { $0.isReconnected } })
+        #expect(await rejoined.wait { $0 == ["lobby"] })
+        #expect(tokens.values.count >= 2)  // asked again for the new attempt(s)
+
+        // The re-joined group reaches the connection on the new server.
+        let sender = HubConnectionBuilder(url: server.url).withLogging(.none).build()
+        try await sender.start()
+        try await sender.invoke("SendToGroup", "lobby", "welcome back")
+        #expect(await notes.wait { $0 == ["welcome back"] })
+        await sender.stop()
+        await connection.stop()
+        let names = lifecycle.events.map(\.name)
+        #expect(names.first == "connected" && names.last == "closed")
+        #expect(names.filter { $0 == "reconnected" }.count == 1)
+    }
+
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func statefulReconnectSurvivesTwoCutsDuringInvocations(_ encoding: ValueEncoding) async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
+            .withHubProtocol(encoding)
+            .withStatefulReconnect()
+            .withLogging(.none)
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        try await connection.start()
+        var results: [Int] = []
+        for n in 0..<300 {
+            if n == 100 || n == 200 {
+                // Cut while this invocation is in flight.
+                async let result: Int = connection.invoke("Tally", n)
+                relay.cutAll()
+                results.append(try await result)
+            } else {
+                results.append(try await connection.invoke("Tally", n))
+            }
+        }
+        #expect(results == Array(0..<300))
+        let tallied: [Int] = try await connection.invoke("Tallied")
+        #expect(tallied == Array(0..<300))  // each invocation ran once on the server
+        #expect(relay.acceptedCount == 4)  // the negotiate request, the WebSocket, two reopened ones
+        // Resuming is transparent: no reconnecting or reconnected events.
+        #expect(lifecycle.events.map(\.name) == ["connected"])
+        await connection.stop()
+    }
+
+    @Test func secureWebSocketThroughATLSRelay() async throws {
+        let server = try startedHub()
+        let certificates = try TestCertificates()
+        let relay = try TLSRelay(upstreamPort: server.port, certificates: certificates)
+        let url = "https://localhost:\(relay.port)/hub"
+        let connection = HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate).withLogging(.none)
+            .build()
+        try await connection.start()
+        let echoed: String = try await connection.invoke("Echo", "over TLS")
+        #expect(echoed == "over TLS")
+        await connection.stop()
+
+        // Without the test CA the certificate is refused.
+        let untrusting = HubConnectionBuilder(url: url).withLogging(.none).build()
+        do {
+            try await untrusting.start()
+            Issue.record("connected to a server whose CA is not trusted")
+        } catch {
+            #expect(error.kind == .negotiation && error.message.contains("certificate"))
+        }
+        // Nor does a certificate the CA signed for another name.
+        let otherName = try TLSRelay(upstreamPort: server.port, certificates: certificates, presentsOtherName: true)
+        let misnamed = HubConnectionBuilder(url: "https://localhost:\(otherName.port)/hub")
+            .withCAFile(certificates.caCertificate).withLogging(.none).build()
+        do {
+            try await misnamed.start()
+            Issue.record("accepted a certificate for another name")
+        } catch {
+            #expect(error.kind == .negotiation)
+        }
+    }
+
+    @Test func startFailsCleanlyWhenNothingListens() async throws {
+        let port = try freeLoopbackPort()
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(port)/hub").withLogging(.none).build()
+        do {
+            try await connection.start()
+            Issue.record("connected to a closed port")
+        } catch {
+            #expect(error.kind == .negotiation)
+        }
+        #expect(await connection.state() == .disconnected)
+    }
+
+    private func startedHub() throws -> SignalRHubServer {
+        let server = try SignalRHubServer()
+        try server.start()
+        return server
+    }
+}
+
+extension HubConnectionError {
+    static let serverTimeoutForTests = HubConnectionError(
+        .serverTimeout,
+        "Server timeout elapsed without receiving a message from the server."
+    )
+}
+
+extension HubConnection.LifecycleEvent {
+    var name: String {
+        switch self {
+        case .connected: "connected"
+        case .reconnecting: "reconnecting"
+        case .reconnected: "reconnected"
+        case .closed: "closed"
+        }
+    }
+    var connectionId: String? {
+        switch self {
+        case .connected(let id), .reconnected(let id): id
+        case .reconnecting, .closed: nil
+        }
+    }
+    var isClosed: Bool { name == "closed" }
+    var isReconnecting: Bool { name == "reconnecting" }
+    var isReconnected: Bool { name == "reconnected" }
+}
+
+/// Values appended from any thread; waits for a condition on them.
+final class Recorder<Value: Sendable>: @unchecked Sendable {
+    // `stored` is guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [Value] = []
+
+    func append(_ value: Value) {
+        lock.withLock { stored.append(value) }
+    }
+
+    var values: [Value] { lock.withLock { stored } }
+
+    /// Waits until `condition` holds (polling), or `timeout`; true if it held.
+    func wait(timeout: Duration = .seconds(10), _ condition: ([Value]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(values) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(values)
+    }
+}
+
+/// A connection's lifecycle events.
+final class LifecycleRecorder: Sendable {
+    private let recorder = Recorder<HubConnection.LifecycleEvent>()
+
+    init(_ connection: HubConnection) {
+        connection.onLifecycle { [recorder] event in recorder.append(event) }
+    }
+
+    var events: [HubConnection.LifecycleEvent] { recorder.values }
+
+    func wait(
+        timeout: Duration = .seconds(10),
+        _ condition: ([HubConnection.LifecycleEvent]) -> Bool
+    ) async -> Bool {
+        await recorder.wait(timeout: timeout, condition)
+    }
+}
+
+/// Log lines.
+final class LogRecorder: Sendable {
+    private let recorder = Recorder<String>()
+
+    var handler: @Sendable (HubConnection.LogLevel, String) -> Void {
+        { [recorder] level, text in recorder.append("\(level): \(text)") }
+    }
+
+    var lines: [String] { recorder.values }
+
+    func wait(timeout: Duration = .seconds(10), _ condition: ([String]) -> Bool) async -> Bool {
+        await recorder.wait(timeout: timeout, condition)
+    }
+}
