@@ -146,7 +146,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherCLITests",
-            dependencies: ["tether", "TetherTestServers", "TetherXMPP", "TetherCore"],
+            dependencies: ["tether", "TetherTestServers", "TetherXMPP", "TetherSignalR", "TetherCore"],
             swiftSettings: strictSettings
         ),
     ]

@@ -91,7 +91,8 @@ public final class HubConnection: Sendable {
         case reconnecting(HubConnectionError?)
         /// Reconnected: a new connection (re-join groups here).
         case reconnected(connectionId: String?)
-        /// Closed for good (nil after `stop()`).
+        /// Closed for good (nil after `stop()`). Only a connection that connected closes: a
+        /// failed `start()` throws instead.
         case closed(HubConnectionError?)
     }
 

@@ -22,6 +22,9 @@ final class HubRunner: @unchecked Sendable {
     private let timer: any DispatchSourceTimer
     private var armedDeadline: Instant?
     private var isShutDown = false
+    /// Whether the current run (since `start`) connected: a failed `start()` throws to its caller
+    /// and announces no `closed`.
+    private var hasConnected = false
 
     // Handlers, by lower-cased target.
     private var handlers: [String: [HubConnection.InvocationHandler]] = [:]
@@ -80,6 +83,7 @@ final class HubRunner: @unchecked Sendable {
             return continuation.resume(returning: .success(()))
         case .disconnected:
             startWaiters.append(continuation)
+            hasConnected = false
             log.info("Starting the connection to \(HubLog.redacted(machine.configuration.url)).")
             machine.start(now: now())
             drive()
@@ -414,6 +418,7 @@ final class HubRunner: @unchecked Sendable {
     private func deliver(_ event: HubConnectionMachine.Event) {
         switch event {
         case .connected(let connectionId):
+            hasConnected = true
             log.info("Connected\(connectionId.map { " (connection id \($0))" } ?? "").")
             announce(.connected(connectionId: connectionId))
             for waiter in startWaiters { waiter.resume(returning: .success(())) }
@@ -425,7 +430,13 @@ final class HubRunner: @unchecked Sendable {
             log.info("Reconnected\(connectionId.map { " (connection id \($0))" } ?? "").")
             announce(.reconnected(connectionId: connectionId))
         case .closed(let error):
-            if let error { log.error("The connection closed: \(error)") } else { log.info("The connection closed.") }
+            if !hasConnected {
+                log.debug("The connection could not be started: \(error.map { "\($0)" } ?? "stopped").")
+            } else if let error {
+                log.error("The connection closed: \(error)")
+            } else {
+                log.info("The connection closed.")
+            }
             closed(error)
         case .invocation(let message, let handler):
             invoked(message, handler: handler)
@@ -465,7 +476,8 @@ final class HubRunner: @unchecked Sendable {
         blockedCommands.removeAll()
         for request in negotiations.values { request.cancel() }
         negotiations.removeAll()
-        announce(.closed(error))
+        if hasConnected { announce(.closed(error)) }
+        hasConnected = false
         for waiter in stopWaiters { waiter.resume() }
         stopWaiters.removeAll()
     }

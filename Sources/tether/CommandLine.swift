@@ -76,6 +76,7 @@ let usage = """
     Commands:
       decode   decode captured SignalR or XMPP traffic to JSON lines (tether decode --help)
       xmpp     connect to an XMPP server: send, listen, ping, roster (tether xmpp --help)
+      signalr  connect to a SignalR hub: invoke, stream, listen (tether signalr --help)
 
     """
 
@@ -96,6 +97,17 @@ func runCommandLine(
             return 0
         case .usageError(let message):
             errorOutput("tether xmpp: \(message)\n" + XMPPCommand.usage)
+            return 2
+        case .command(let command):
+            return await command.run(environment: environment, output: output, errorOutput: errorOutput)
+        }
+    case "signalr":
+        switch SignalRCommand.parse(Array(arguments.dropFirst())) {
+        case .help:
+            output(SignalRCommand.usage)
+            return 0
+        case .usageError(let message):
+            errorOutput("tether signalr: \(message)\n" + SignalRCommand.usage)
             return 2
         case .command(let command):
             return await command.run(environment: environment, output: output, errorOutput: errorOutput)

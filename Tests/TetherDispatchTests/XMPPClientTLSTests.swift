@@ -92,7 +92,10 @@ struct XMPPClientTLSTests {
                 #expect(error.message.contains("unable to get local issuer certificate"), "\(error)")
                 #expect(error.isFatal)
             }
-            #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
+            #expect(
+                !events.events.contains { if case .reconnecting = $0 { true } else { false } },
+                "\(tls): \(events.events)"
+            )
         }
     }
 

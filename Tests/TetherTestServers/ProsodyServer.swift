@@ -114,7 +114,7 @@ public final class ProsodyServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Starts prosody and waits until its port accepts connections.
+    /// Starts prosody and waits until its ports accept connections.
     public func start() throws {
         precondition(process == nil, "prosody is already running")
         let console = directory.appendingPathComponent("console.log").path
@@ -126,7 +126,8 @@ public final class ProsodyServer: @unchecked Sendable {
         self.process = process
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
-            if canConnect(port: port) { return }
+            // Both listeners: prosody opens the direct-TLS port a moment after the plain one.
+            if canConnect(port: port) && directTLSPort.map({ canConnect(port: $0) }) != false { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }

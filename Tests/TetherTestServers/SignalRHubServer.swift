@@ -9,7 +9,8 @@ import Foundation
 /// `Counter(n)` streams 0..<n, `Fail(text)` raises a HubException with `text`,
 /// `AskClient(question)` returns what the client's `Answer(question)` client result returned,
 /// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group`,
-/// `SendToGroup(group, text)` sends `Notify(text)` to the group, `SumStream(stream) -> sum`,
+/// `SendToGroup(group, text)` sends `Notify(text)` to the group, `Broadcast(text)` sends
+/// `Notify(text)` to everyone, `SumStream(stream) -> sum`,
 /// `Tally(n) -> n` records `n` and `Tallied() -> [n]` returns the record. Stateful reconnect is
 /// allowed, detailed errors are on, and the server's keep-alive interval is 1 s.
 public final class SignalRHubServer: @unchecked Sendable {

@@ -46,6 +46,9 @@ class TestHub(Hub):
     async def sendtogroup(self, group: str, text: str) -> None:
         await self.clients.group(group).send("Notify", text)
 
+    async def broadcast(self, text: str) -> None:
+        await self.clients.all_.send("Notify", text)
+
     async def tally(self, n: int) -> int:
         TALLIED.append(n)
         return n

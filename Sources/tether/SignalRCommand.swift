@@ -1,0 +1,433 @@
+import Dispatch
+import Foundation
+import TetherCore
+import TetherDispatch
+import TetherSignalR
+
+/// `tether signalr`: connects with `HubConnection` and invokes, streams or listens, printing
+/// results, items, calls and lifecycle events as JSON lines on standard output.
+///
+/// Exit status: 0 on success; 1 when the connection cannot be made or is lost for good, or on a
+/// hub error (printed as `{"error":…}`); 2 for a usage error.
+struct SignalRCommand: Sendable, Equatable {
+    static let usage = """
+        usage: tether signalr --url URL [--protocol json|messagepack] [--stateful] [--header NAME:VALUE]...
+                              [--access-token-env VAR] [--reconnect none|default|tiered] [--ca-file F]
+                              [--verbose] COMMAND
+
+        Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
+          invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]
+                                  invoke N times in sequence; print {"result":…} per completion,
+                                  or {"error":…} on a hub error (exit status 1)
+          stream METHOD [JSON_ARRAY_OF_ARGS]
+                                  print {"item":…} per item, then {"completed":true}
+          listen TARGET... [--count N] [--seconds S]
+                                  print {"target":…,"arguments":[…]} per server call of a TARGET;
+                                  stop after N calls or S seconds
+
+        Lifecycle events print as JSON lines too: {"event":"connected"}, {"event":"reconnecting"},
+        {"event":"reconnected"}, {"event":"closed"}. The access token comes from the environment
+        variable VAR, never from the command line, and is never printed. --reconnect: none, default
+        (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
+        reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
+        system's. --verbose logs the connection's steps and traffic to standard error.
+        """
+
+    enum Action: Equatable, Sendable {
+        case invoke(method: String, arguments: String, count: Int)
+        case stream(method: String, arguments: String)
+        case listen(targets: [String], count: Int?, seconds: Double?)
+    }
+
+    enum Parsed: Equatable {
+        case help
+        case command(SignalRCommand)
+        case usageError(String)
+    }
+
+    var url: String
+    var encoding = ValueEncoding.json
+    var stateful = false
+    var headers: [String: String] = [:]
+    var accessTokenVariable: String?
+    var reconnect = "default"
+    var caFile: String?
+    var verbose = false
+    var action: Action
+
+    // MARK: - Parsing
+
+    static func parse(_ arguments: [String]) -> Parsed {
+        if arguments.contains("--help") || arguments.contains("-h") { return .help }
+        var url: String?
+        var options = SignalRCommand(url: "", action: .listen(targets: [], count: nil, seconds: nil))
+        var rest: [String] = []
+        var index = 0
+        func value() -> String? {
+            guard index + 1 < arguments.count else { return nil }
+            index += 1
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--url":
+                guard let text = value(), Self.hasHubScheme(text) else {
+                    return .usageError("--url needs an http, https, ws or wss URL")
+                }
+                url = text
+            case "--protocol":
+                switch value() {
+                case "json": options.encoding = .json
+                case "messagepack": options.encoding = .messagePack
+                default: return .usageError("--protocol takes json or messagepack")
+                }
+            case "--stateful":
+                options.stateful = true
+            case "--header":
+                guard let text = value(), let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+                    return .usageError("--header needs NAME:VALUE")
+                }
+                let name = String(text[..<colon])
+                let headerValue = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                options.headers[name] = headerValue
+            case "--access-token-env":
+                guard let name = value(), !name.isEmpty else { return .usageError("--access-token-env needs a name") }
+                options.accessTokenVariable = name
+            case "--reconnect":
+                guard let text = value(), ["none", "default", "tiered"].contains(text) else {
+                    return .usageError("--reconnect takes none, default or tiered")
+                }
+                options.reconnect = text
+            case "--ca-file":
+                guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
+                options.caFile = file
+            case "--verbose":
+                options.verbose = true
+            default:
+                rest.append(argument)
+            }
+            index += 1
+        }
+        guard let url else { return .usageError("--url is required") }
+        options.url = url
+        switch parseAction(rest) {
+        case .success(let action): options.action = action
+        case .failure(let error): return .usageError(error.description)
+        }
+        return .command(options)
+    }
+
+    static func hasHubScheme(_ url: String) -> Bool {
+        let lowered = url.lowercased()
+        return ["http://", "https://", "ws://", "wss://"].contains { lowered.hasPrefix($0) && lowered.count > $0.count }
+    }
+
+    private struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func parseAction(_ words: [String]) -> Result<Action, UsageError> {
+        guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
+        var arguments: [String] = []
+        var count: Int?
+        var seconds: Double?
+        var index = 1
+        while index < words.count {
+            switch words[index] {
+            case "--count":
+                guard index + 1 < words.count, let value = Int(words[index + 1]), value >= 1 else {
+                    return .failure(UsageError(description: "--count needs a count of at least 1"))
+                }
+                count = value
+                index += 2
+            case "--seconds":
+                guard index + 1 < words.count, let value = Double(words[index + 1]), value > 0, value < 1e9 else {
+                    return .failure(UsageError(description: "--seconds needs a positive number"))
+                }
+                seconds = value
+                index += 2
+            case let word where word.hasPrefix("--"):
+                return .failure(UsageError(description: "unknown option \(word)"))
+            case let word:
+                arguments.append(word)
+                index += 1
+            }
+        }
+        switch command {
+        case "invoke":
+            guard (1...2).contains(arguments.count), seconds == nil else {
+                return .failure(UsageError(description: "usage: invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]"))
+            }
+            return .success(
+                .invoke(method: arguments[0], arguments: arguments.dropFirst().first ?? "[]", count: count ?? 1)
+            )
+        case "stream":
+            guard (1...2).contains(arguments.count), count == nil, seconds == nil else {
+                return .failure(UsageError(description: "usage: stream METHOD [JSON_ARRAY_OF_ARGS]"))
+            }
+            return .success(.stream(method: arguments[0], arguments: arguments.dropFirst().first ?? "[]"))
+        case "listen":
+            guard !arguments.isEmpty else {
+                return .failure(UsageError(description: "usage: listen TARGET... [--count N] [--seconds S]"))
+            }
+            return .success(.listen(targets: arguments, count: count, seconds: seconds))
+        default:
+            return .failure(UsageError(description: "unknown command '\(command)'"))
+        }
+    }
+
+    // MARK: - Running
+
+    /// The connection for these options.
+    func connection(
+        accessToken: String?,
+        printer: Printer,
+        errorOutput: @escaping @Sendable (String) -> Void
+    )
+        -> HubConnection
+    {
+        var builder = HubConnectionBuilder(url: url)
+            .withHeaders(headers)
+            .withHubProtocol(encoding)
+            .withCallbackQueue(printer.queue)
+            .withLogging(verbose ? .trace : .warning) { level, text in errorOutput("tether: \(level): \(text)") }
+        if let accessToken { builder = builder.withAccessToken(accessToken) }
+        if stateful { builder = builder.withStatefulReconnect() }
+        if let caFile { builder = builder.withCAFile(caFile) }
+        switch reconnect {
+        case "none": break
+        case "tiered": builder = builder.withAutomaticReconnect(.tiered(repeats: false))
+        default: builder = builder.withAutomaticReconnect()
+        }
+        return builder.build()
+    }
+
+    /// Runs the command; `output` and `errorOutput` take whole lines.
+    func run(
+        environment: [String: String],
+        output: @escaping @Sendable (String) -> Void,
+        errorOutput: @escaping @Sendable (String) -> Void
+    ) async -> Int32 {
+        var accessToken: String?
+        if let accessTokenVariable {
+            guard let token = environment[accessTokenVariable] else {
+                errorOutput("tether: the environment variable \(accessTokenVariable) (the access token) is not set")
+                return 2
+            }
+            accessToken = token
+        }
+        let printer = Printer(output: output)
+        let connection = connection(accessToken: accessToken, printer: printer, errorOutput: errorOutput)
+        let arguments: EncodedArguments
+        switch action {
+        case .invoke(_, let text, _), .stream(_, let text):
+            do {
+                arguments = try JSONArguments.encode(text, as: encoding)
+            } catch {
+                errorOutput("tether: the arguments must be a JSON array: \(error)")
+                return 2
+            }
+        case .listen(let targets, _, _):
+            arguments = .empty(encoding)
+            for target in targets {
+                connection.on(target) { arguments in printer.call(target: target, arguments: arguments) }
+            }
+        }
+        connection.onLifecycle { event in printer.lifecycle(event) }
+        do throws(HubConnectionError) {
+            try await connection.start()
+        } catch {
+            printer.flush()
+            errorOutput("tether: \(error.message)")
+            return 1
+        }
+        printer.flush()
+        let status: Int32
+        switch action {
+        case .invoke(let method, _, let count):
+            status = await invoke(connection, method: method, arguments: arguments, count: count, printer: printer)
+        case .stream(let method, _):
+            status = await stream(connection, method: method, arguments: arguments, printer: printer)
+        case .listen(_, let count, let seconds):
+            if let error = await printer.waitForCalls(count: count, seconds: seconds) {
+                errorOutput("tether: \(error.message)")
+                await connection.stop()
+                printer.flush()
+                return 1
+            }
+            status = 0
+        }
+        await connection.stop()
+        printer.flush()
+        return status
+    }
+
+    private func invoke(
+        _ connection: HubConnection,
+        method: String,
+        arguments: EncodedArguments,
+        count: Int,
+        printer: Printer
+    ) async -> Int32 {
+        for _ in 0..<count {
+            do throws(HubConnectionError) {
+                let result = try await connection.invoke(method, arguments: arguments)
+                printer.print(Self.line("result", result.map(Self.render) ?? "null"))
+            } catch {
+                printer.print(Self.errorLine(error.message))
+                return 1
+            }
+        }
+        return 0
+    }
+
+    private func stream(
+        _ connection: HubConnection,
+        method: String,
+        arguments: EncodedArguments,
+        printer: Printer
+    ) async -> Int32 {
+        do {
+            for try await item in connection.stream(method, arguments: arguments) {
+                printer.print(Self.line("item", Self.render(item)))
+            }
+            printer.print(#"{"completed":true}"#)
+            return 0
+        } catch {
+            printer.print(Self.errorLine((error as? HubConnectionError)?.message ?? "\(error)"))
+            return 1
+        }
+    }
+
+    static func render(_ value: EncodedValue) -> String {
+        (try? CanonicalJSON.render(value)) ?? #""(a value with no JSON rendering)""#
+    }
+
+    static func line(_ key: String, _ json: String) -> String {
+        "{\"\(key)\":\(json)}"
+    }
+
+    static func errorLine(_ message: String) -> String {
+        var text: [UInt8] = []
+        JSONText.appendString(message, to: &text)
+        return line("error", String(decoding: text, as: UTF8.self))
+    }
+}
+
+/// Prints lines on one queue (the connection's callback queue), so that lifecycle events, calls
+/// and results come out in the order they happened; counts the calls `listen` waits for.
+final class Printer: @unchecked Sendable {
+    // `calls`, `closed` and `failure` are touched only on `queue`.
+    let queue = DispatchQueue(label: "tether.cli-signalr")
+    private let output: @Sendable (String) -> Void
+    private var calls = 0
+    private var closed = false
+    private var failure: HubConnectionError?
+
+    init(output: @escaping @Sendable (String) -> Void) {
+        self.output = output
+    }
+
+    /// Prints `line` after everything queued so far.
+    func print(_ line: String) {
+        queue.sync { output(line) }
+    }
+
+    /// Waits until every line queued so far is printed.
+    func flush() {
+        queue.sync {}
+    }
+
+    /// On `queue`: a lifecycle event.
+    func lifecycle(_ event: HubConnection.LifecycleEvent) {
+        switch event {
+        case .connected: output(#"{"event":"connected"}"#)
+        case .reconnecting: output(#"{"event":"reconnecting"}"#)
+        case .reconnected: output(#"{"event":"reconnected"}"#)
+        case .closed(let error):
+            closed = true
+            failure = error
+            output(#"{"event":"closed"}"#)
+        }
+    }
+
+    /// On `queue`: a server call of a listened-to target.
+    func call(target: String, arguments: EncodedArguments) {
+        calls += 1
+        var line = Array(#"{"target":"#.utf8)
+        JSONText.appendString(target, to: &line)
+        line += #","arguments":["#.utf8
+        for (index, argument) in arguments.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            line += SignalRCommand.render(argument).utf8
+        }
+        line += "]}".utf8
+        output(String(decoding: line, as: UTF8.self))
+    }
+
+    /// Waits until `count` calls arrived or `seconds` passed (forever when both are nil); returns
+    /// the error when the connection closed first.
+    func waitForCalls(count: Int?, seconds: Double?) async -> HubConnectionError? {
+        let deadline = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        while true {
+            let (received, closed, failure) = queue.sync { (calls, self.closed, self.failure) }
+            if let count, received >= count { return nil }
+            if closed { return failure ?? HubConnectionError(.notConnected, "The connection closed.") }
+            if let deadline, ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// The command line's JSON array of arguments, re-encoded in the connection's encoding.
+enum JSONArguments {
+    /// Any JSON value, decoded from the command line and encoded again.
+    enum Value: Codable {
+        case null
+        case bool(Bool)
+        case integer(Int64)
+        case number(Double)
+        case string(String)
+        case array([Value])
+        case object([String: Value])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int64.self) {
+                self = .integer(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([Value].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: Value].self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .integer(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
+
+    static func encode(_ text: String, as encoding: ValueEncoding) throws -> EncodedArguments {
+        let array = try EncodedValue(json: Array(text.utf8))
+        let values = try array.decode([Value].self)
+        return EncodedArguments(encoding: encoding, values: try values.map { try EncodedValue($0, encoding: encoding) })
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherSignalR
+import TetherTestServers
+
+@testable import tether
+
+struct SignalRCommandParsingTests {
+    @Test func parsesTheWholeContract() {
+        guard
+            case .command(let command) = SignalRCommand.parse([
+                "--url", "https://example.com/hub", "--protocol", "messagepack", "--stateful", "--header", "X-A: 1",
+                "--header", "X-B:two", "--access-token-env", "TOKEN", "--reconnect", "tiered", "--ca-file", "ca.pem",
+                "--verbose", "invoke", "Add", "[1,2]", "--count", "3",
+            ])
+        else { return #expect(Bool(false)) }
+        #expect(command.url == "https://example.com/hub" && command.encoding == .messagePack && command.stateful)
+        #expect(command.headers == ["X-A": "1", "X-B": "two"] && command.accessTokenVariable == "TOKEN")
+        #expect(command.reconnect == "tiered" && command.caFile == "ca.pem" && command.verbose)
+        #expect(command.action == .invoke(method: "Add", arguments: "[1,2]", count: 3))
+        guard case .command(let stream) = SignalRCommand.parse(["--url", "ws://h/hub", "stream", "Counter"]) else {
+            return #expect(Bool(false))
+        }
+        #expect(stream.action == .stream(method: "Counter", arguments: "[]") && stream.reconnect == "default")
+        guard
+            case .command(let listen) = SignalRCommand.parse([
+                "--url", "http://h/hub", "listen", "A", "B", "--count", "2", "--seconds", "1.5",
+            ])
+        else { return #expect(Bool(false)) }
+        #expect(listen.action == .listen(targets: ["A", "B"], count: 2, seconds: 1.5))
+    }
+
+    @Test(arguments: [
+        ["signalr"], ["signalr", "invoke", "Echo"], ["signalr", "--url", "ftp://h/hub", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub"], ["signalr", "--url", "http://h/hub", "frob"],
+        ["signalr", "--url", "http://h/hub", "--protocol", "xml", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "--header", "novalue", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "listen"],
+        ["signalr", "--url", "http://h/hub", "invoke", "Echo", "--count", "0"],
+        ["signalr", "--url", "http://h/hub", "stream", "Counter", "[1]", "--count", "2"],
+        ["signalr", "--url", "http://h/hub", "invoke", "Echo", "not json"],
+        ["signalr", "--url", "http://h/hub", "invoke", "Echo", #"{"not":"an array"}"#],
+        ["signalr", "--url", "http://h/hub", "--access-token-env", "TETHER_UNSET_TOKEN", "invoke", "Echo"],
+    ])
+    func usageErrorsExitTwo(_ arguments: [String]) async {
+        let result = await tether(arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(!result.errors.isEmpty)
+    }
+
+    @Test func helpExitsZero() async {
+        let help = await tether(["signalr", "--help"])
+        #expect(help.status == 0 && help.output.joined().contains("usage: tether signalr --url URL"))
+        #expect(await tether(["--help"]).output.joined().contains("signalr"))
+    }
+
+    @Test func argumentsAreReencodedForMessagePack() throws {
+        let arguments = try JSONArguments.encode(#"[1, -2.5, "x", null, true, [1], {"k": {"n": 3}}]"#, as: .messagePack)
+        #expect(arguments.encoding == .messagePack && arguments.count == 7)
+        let rendered = arguments.map { SignalRCommand.render($0) }
+        #expect(rendered == ["1", "-2.5", #""x""#, "null", "true", "[1]", #"{"k":{"n":3}}"#])
+    }
+}
+
+/// `tether signalr` against a real aiosignalr hub.
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: SignalRHubServer.isInstalled, "aiosignalr is not installed (.ci/run makes .build/venv-aiosignalr)")
+)
+struct SignalRCommandServerTests {
+    @Test(arguments: ["json", "messagepack"])
+    func invokeStreamAndErrors(_ encoding: String) async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let common = ["signalr", "--url", server.url, "--protocol", encoding]
+        let add = await tether(common + ["invoke", "Add", "[2, 3]", "--count", "3"])
+        #expect(add.status == 0, "\(add.errors)")
+        #expect(
+            add.output == [
+                #"{"event":"connected"}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"event":"closed"}"#,
+            ]
+        )
+        let echo = await tether(common + ["invoke", "Echo", #"[{"a": [1, 2.5, null, "é"]}]"#])
+        #expect(echo.output.dropFirst().first == #"{"result":{"a":[1,2.5,null,"é"]}}"#)
+        let notify = await tether(common + ["invoke", "NotifyMe", #"["x"]"#])
+        #expect(notify.output.dropFirst().first == #"{"result":null}"#)
+
+        let stream = await tether(common + ["stream", "Counter", "[3]"])
+        #expect(stream.status == 0, "\(stream.errors)")
+        #expect(
+            stream.output == [
+                #"{"event":"connected"}"#, #"{"item":0}"#, #"{"item":1}"#, #"{"item":2}"#, #"{"completed":true}"#,
+                #"{"event":"closed"}"#,
+            ]
+        )
+
+        let failing = await tether(common + ["invoke", "Fail", #"["it \"broke\""]"#])
+        #expect(failing.status == 1)
+        #expect(failing.output.contains(#"{"error":"it \"broke\""}"#), "\(failing.output)")
+    }
+
+    @Test func listenPrintsServerCalls() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let listen = Task {
+            await tether([
+                "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
+            ])
+        }
+        try await Task.sleep(for: .milliseconds(1500))
+        for text in ["one", "two"] {
+            let sent = await tether(["signalr", "--url", server.url, "invoke", "Broadcast", "[\"\(text)\"]"])
+            #expect(sent.status == 0, "\(sent.errors)")
+        }
+        let result = await listen.value
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(
+            result.output == [
+                #"{"event":"connected"}"#, #"{"target":"Notify","arguments":["one"]}"#,
+                #"{"target":"Notify","arguments":["two"]}"#, #"{"event":"closed"}"#,
+            ]
+        )
+    }
+
+    @Test func unreachableHubExitsOneWithTheErrorOnStandardError() async throws {
+        let port = try freeLoopbackPort()
+        let result = await tether(["signalr", "--url", "http://127.0.0.1:\(port)/hub", "invoke", "Echo", #"["x"]"#])
+        #expect(result.status == 1)
+        #expect(result.output.isEmpty)
+        #expect(result.errors.last?.contains("Connection refused") == true, "\(result.errors)")
+    }
+
+    @Test func accessTokenIsNeverPrinted() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let result = await tether(
+            [
+                "signalr", "--url", server.url, "--access-token-env", "HUB_TOKEN", "--verbose", "invoke", "Echo",
+                #"["x"]"#,
+            ],
+            environment: ["HUB_TOKEN": "s3cr3t-t0ken"]
+        )
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.contains { $0.contains("Negotiate answered 200") })  // --verbose logs steps
+        #expect(!(result.output + result.errors).joined().contains("s3cr3t-t0ken"))
+    }
+}
