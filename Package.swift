@@ -70,7 +70,7 @@ let package = Package(
             name: "TetherBench",
             dependencies: [
                 "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherTLS", "CExpat",
-                "CMallocCounter",
+                "CMallocCounter", "TetherWebSocket", "TetherDispatch",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings

@@ -1,4 +1,5 @@
 import Foundation
+import TetherSignalR
 
 /// tether-bench: generates the benchmark corpus in memory and prints throughput, allocations per
 /// message and peak RSS for each benchmark, with same-run baselines and ratios.
@@ -7,14 +8,23 @@ struct Options {
     var sizeMiB = 64.0
     var csv = false
     var passes = 3
+    /// `--echo-latency URL`: time sequential Echo invocations against that hub instead.
+    var echoLatencyURL: String?
+    var echoCount = 1000
+    var echoEncoding = ValueEncoding.json
 
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv]
+               tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
           --passes N     timed passes per benchmark; the fastest counts (default 3)
           --csv          print CSV instead of a table
+          --echo-latency URL
+                         instead of the benchmarks: N sequential Echo invocations (default 1000)
+                         against the running hub at URL; prints p50 and p99 as a JSON line
+                         (Benchmarks/signalr-latency.sh compares them with pysignalr's)
         """
 
     init?(_ arguments: [String]) {
@@ -38,6 +48,21 @@ struct Options {
             case "--csv":
                 csv = true
                 index += 1
+            case "--echo-latency":
+                guard let value else { return nil }
+                echoLatencyURL = value
+                index += 2
+            case "--count":
+                guard let value, let count = Int(value), count > 0 else { return nil }
+                echoCount = count
+                index += 2
+            case "--protocol":
+                switch value {
+                case "json": echoEncoding = .json
+                case "messagepack": echoEncoding = .messagePack
+                default: return nil
+                }
+                index += 2
             default:
                 return nil
             }
@@ -101,10 +126,21 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
     exit(2)
 }
 
+if let url = options.echoLatencyURL {
+    do {
+        print(try await EchoLatency.run(url: url, count: options.echoCount, encoding: options.echoEncoding))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 var results: [BenchmarkResult] = []
 var signalRCorpus: SignalRCorpus?
 if SignalRBenchmarks.names.contains(where: options.includes)
     || HubConnectionBenchmarks.names.contains(where: options.includes)
+    || WebSocketBenchmarks.names.contains(where: options.includes)
 {
     progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
     signalRCorpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
@@ -121,6 +157,17 @@ if SignalRBenchmarks.names.contains(where: options.includes), let corpus = signa
     let benchmarks = SignalRBenchmarks(corpus: corpus, passes: options.passes)
     do {
         results += try benchmarks.run(filter: options.includes, progress: progress)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+if WebSocketBenchmarks.names.contains(where: options.includes), let corpus = signalRCorpus {
+    do {
+        results += try WebSocketBenchmarks(corpus: corpus, passes: options.passes).run(
+            filter: options.includes,
+            progress: progress
+        )
     } catch {
         FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
         exit(1)

@@ -1,0 +1,34 @@
+import Foundation
+import TetherDispatch
+import TetherSignalR
+
+/// `tether-bench --echo-latency URL`: sequential Echo invocations through `HubConnection` against
+/// a running hub, timed one by one (for `Benchmarks/signalr-latency.sh`, which runs the same
+/// calls through pysignalr). Prints one JSON line: count, p50 and p99 in microseconds.
+enum EchoLatency {
+    static func run(url: String, count: Int, encoding: ValueEncoding, warmUp: Int = 50) async throws -> String {
+        let connection = HubConnectionBuilder(url: url).withHubProtocol(encoding).withLogging(.error).build()
+        try await connection.start()
+        for index in 0..<warmUp {
+            let _: String = try await connection.invoke("Echo", "warm-up \(index)")
+        }
+        var samples: [Double] = []
+        samples.reserveCapacity(count)
+        for index in 0..<count {
+            let text = "echo \(index)"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let echoed: String = try await connection.invoke("Echo", text)
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+            guard echoed == text else { throw BenchError("Echo returned '\(echoed)' for '\(text)'") }
+        }
+        await connection.stop()
+        samples.sort()
+        func percentile(_ p: Double) -> Double { samples[min(samples.count - 1, Int(p * Double(samples.count)))] }
+        return String(
+            format: #"{"client":"tether","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            count,
+            percentile(0.5),
+            percentile(0.99)
+        )
+    }
+}
