@@ -142,6 +142,7 @@ struct HubConnectionTests {
             .withLogging(.none)
             .build()
         let lifecycle = LifecycleRecorder(connection)
+        let stream = connection.lifecycleEvents()
         let notes = Recorder<String>()
         connection.on("Notify") { (text: String) in notes.append(text) }
         let rejoined = Recorder<String>()
@@ -172,6 +173,13 @@ struct HubConnectionTests {
         let names = lifecycle.events.map(\.name)
         #expect(names.first == "connected" && names.last == "closed")
         #expect(names.filter { $0 == "reconnected" }.count == 1)
+        // The same lifecycle as an AsyncStream.
+        var streamed: [String] = []
+        for await event in stream {
+            streamed.append(event.name)
+            if event.isClosed { break }
+        }
+        #expect(streamed == names)
     }
 
     @Test(arguments: [ValueEncoding.json, .messagePack])
