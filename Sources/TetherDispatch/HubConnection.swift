@@ -1,5 +1,5 @@
 public import Dispatch
-import TetherCore
+public import TetherCore
 public import TetherSignalR
 
 /// A SignalR hub connection for apps: `HubConnectionMachine` run over real WebSockets (and
@@ -47,6 +47,9 @@ public final class HubConnection: Sendable {
         public var maximumMessageSize: Int
         /// A PEM file of CA certificates trusted, for TLS, in addition to the system's.
         public var caFile: String?
+        /// Makes the TLS sessions for `https://` and `wss://` (default: OpenSSL on Linux; nil
+        /// elsewhere, where such URLs then fail to connect unless the app supplies one).
+        public var tlsSessionFactory: TLSSessionFactory?
         /// Seeds the reconnect jitter (nil: random).
         public var randomSeed: UInt64?
         /// The least severe level logged (default `warning`).
@@ -61,6 +64,7 @@ public final class HubConnection: Sendable {
             negotiateTimeout: Duration = .seconds(30),
             maximumMessageSize: Int = HubProtocolLimits.defaultMaximumMessageSize,
             caFile: String? = nil,
+            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
             randomSeed: UInt64? = nil,
             logLevel: LogLevel = .warning,
             logHandler: @escaping @Sendable (LogLevel, String) -> Void = HubConnection.logToStandardError
@@ -70,6 +74,7 @@ public final class HubConnection: Sendable {
             self.negotiateTimeout = negotiateTimeout
             self.maximumMessageSize = maximumMessageSize
             self.caFile = caFile
+            self.tlsSessionFactory = tlsSessionFactory
             self.randomSeed = randomSeed
             self.logLevel = logLevel
             self.logHandler = logHandler

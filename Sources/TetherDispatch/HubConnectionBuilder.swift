@@ -136,6 +136,14 @@ public struct HubConnectionBuilder: Sendable {
         return copy
     }
 
+    /// Makes TLS sessions for `https://` and `wss://` with `factory` (default: OpenSSL on Linux;
+    /// on other platforms an app supplies its own).
+    public func withTLSSessionFactory(_ factory: @escaping TLSSessionFactory) -> Self {
+        var copy = self
+        copy.options.tlsSessionFactory = factory
+        return copy
+    }
+
     /// The connection (not started).
     public func build() -> HubConnection {
         HubConnection(

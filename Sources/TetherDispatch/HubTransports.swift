@@ -37,7 +37,7 @@ final class NegotiateRequest: @unchecked Sendable {
             connectTimeout: options.connectTimeout,
             readBufferSize: 65536,
             directTLSServerName: url.isSecure ? url.host : nil,
-            settings: TLSSettings(caFile: options.caFile)
+            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
         ) { [weak self] event in
             self?.event(event)
         }
@@ -135,7 +135,7 @@ final class WebSocketTransport: @unchecked Sendable {
             connectTimeout: options.connectTimeout,
             readBufferSize: 65536,
             directTLSServerName: url.isSecure ? url.host : nil,
-            settings: TLSSettings(caFile: options.caFile)
+            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
         ) { [weak self] event in
             self?.event(event)
         }

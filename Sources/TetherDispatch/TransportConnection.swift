@@ -1,20 +1,33 @@
 import Dispatch
-import TetherCore
+public import TetherCore
 
 #if canImport(TetherTLS)
     import TetherTLS
 #endif
 
-/// What to trust when a transport inserts TLS.
+/// How a transport inserts TLS: the session maker (nil: no TLS layer) and what to trust.
 struct TLSSettings: Sendable {
+    /// Makes the sessions.
+    var factory: TLSSessionFactory?
     /// A PEM file of CA certificates trusted in addition to the system's.
     var caFile: String?
+
 }
+
+/// This platform's default TLS session maker for the drivers: OpenSSL (`TetherTLS`'s
+/// `OpenSSLTLSSession`) on Linux, none elsewhere.
+public let defaultTLSSessionFactory: TLSSessionFactory? = {
+    #if canImport(TetherTLS)
+        OpenSSLTLSSession.factory
+    #else
+        nil
+    #endif
+}()
 
 /// One transport generation's stack for a runner: a TCP connection and, when asked, TLS over it
 /// (at once for direct TLS, or mid-stream for STARTTLS). It hands the runner plaintext and
-/// lifecycle events, and takes plaintext to send; the TLS layer is `TLSClient` (OpenSSL over
-/// memory BIOs) where `TetherTLS` is available (Linux), and absent elsewhere.
+/// lifecycle events, and takes plaintext to send; the TLS layer is a `TLSSession` from the
+/// settings' factory (by default `TetherTLS`'s OpenSSL session on Linux, none elsewhere).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`. Events are delivered on `queue` from inside socket events, never from
@@ -42,19 +55,9 @@ final class TransportConnection: @unchecked Sendable {
     private var onEvent: ((Event) -> Void)?
     private var closed = false
 
-    #if canImport(TetherTLS)
-        /// The TLS session (a box: the session is noncopyable and changes in place).
-        private final class Session {
-            var client: TLSClient
-            let direct: Bool
-
-            init(_ client: consuming TLSClient, direct: Bool) {
-                self.client = client
-                self.direct = direct
-            }
-        }
-        private var session: Session?
-    #endif
+    /// The TLS session, once inserted, and whether it was direct TLS.
+    private var session: (any TLSSession)?
+    private var sessionIsDirect = false
 
     init(
         endpoint: Endpoint,
@@ -95,16 +98,14 @@ final class TransportConnection: @unchecked Sendable {
     /// Sends plaintext (through TLS when it is in place).
     func send(_ bytes: [UInt8]) {
         guard !closed else { return }
-        #if canImport(TetherTLS)
-            if let session {
-                do throws(TLSError) {
-                    try session.client.send(bytes)
-                } catch {
-                    return failLater(error.message)
-                }
-                return flushTLS()
+        if let session {
+            do {
+                try session.send(bytes)
+            } catch {
+                return failLater("\(error)")
             }
-        #endif
+            return flushTLS()
+        }
         tcp?.send(bytes)
     }
 
@@ -114,12 +115,10 @@ final class TransportConnection: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         onEvent = nil
-        #if canImport(TetherTLS)
-            if let session {
-                session.client.close()
-                flushTLS()
-            }
-        #endif
+        if let session {
+            session.close()
+            flushTLS()
+        }
         tcp?.close(afterFlushing: true)
         tcp = nil
     }
@@ -154,51 +153,42 @@ final class TransportConnection: @unchecked Sendable {
     }
 
     private func beginTLS(serverName: String, direct: Bool) {
-        #if canImport(TetherTLS)
-            do throws(TLSError) {
-                var client = try TLSClient(
-                    configuration: .init(serverName: serverName, additionalTrustedCertificates: settings.caFile)
-                )
-                try client.start()
-                session = Session(client, direct: direct)
-            } catch {
-                return failLater(error.message)
-            }
-            flushTLS()
-        #else
-            failLater("this platform's driver has no TLS layer")
-        #endif
+        guard let factory = settings.factory else { return failLater("this platform's driver has no TLS layer") }
+        do {
+            let session = try factory(
+                TLSSessionConfiguration(serverName: serverName, additionalTrustedCertificates: settings.caFile)
+            )
+            try session.start()
+            self.session = session
+            sessionIsDirect = direct
+        } catch {
+            return failLater("\(error)")
+        }
+        flushTLS()
     }
 
     private func received(_ bytes: [UInt8]) {
         guard !closed else { return }
-        #if canImport(TetherTLS)
-            if let session {
-                let wasEstablished = session.client.isEstablished
-                let plaintext: [UInt8]
-                do throws(TLSError) {
-                    plaintext = try session.client.receive(bytes)
-                } catch {
-                    flushTLS()  // an alert for the server, if OpenSSL made one
-                    return deliver(.tlsFailed(error.message))
-                }
-                flushTLS()
-                if !wasEstablished && session.client.isEstablished {
-                    deliver(session.direct ? .connected : .tlsEstablished)
-                }
-                if !plaintext.isEmpty { deliver(.received(plaintext)) }
-                if session.client.peerClosed { deliver(.closed(nil)) }
-                return
-            }
-        #endif
-        deliver(.received(bytes))
+        guard let session else { return deliver(.received(bytes)) }
+        let wasEstablished = session.isEstablished
+        let plaintext: [UInt8]
+        do {
+            plaintext = try session.receive(bytes)
+        } catch {
+            flushTLS()  // an alert for the server, if the session made one
+            return deliver(.tlsFailed("\(error)"))
+        }
+        flushTLS()
+        if !wasEstablished && session.isEstablished {
+            deliver(sessionIsDirect ? .connected : .tlsEstablished)
+        }
+        if !plaintext.isEmpty { deliver(.received(plaintext)) }
+        if session.peerClosed { deliver(.closed(nil)) }
     }
 
-    #if canImport(TetherTLS)
-        private func flushTLS() {
-            guard let session else { return }
-            let output = session.client.takeOutput()
-            if !output.isEmpty { tcp?.send(output) }
-        }
-    #endif
+    private func flushTLS() {
+        guard let session else { return }
+        let output = session.takeOutput()
+        if !output.isEmpty { tcp?.send(output) }
+    }
 }

@@ -1,5 +1,5 @@
 public import Dispatch
-import TetherCore
+public import TetherCore
 public import TetherXML
 public import TetherXMPP
 
@@ -30,9 +30,10 @@ public import TetherXMPP
 /// TLS (`configuration.tls`): `.required` (the default) uses STARTTLS and refuses a server that
 /// does not offer it; `.direct` speaks TLS from the first byte (XEP-0368, port 5223); `.optional`
 /// uses STARTTLS when offered. The certificate is verified for the JID's domain against the
-/// system's trust store and `Options.caFile`. On Linux TLS is OpenSSL (`TetherTLS`); on other
-/// platforms this driver has no TLS layer, so there `.required` and `.direct` fail with
-/// `tlsUnavailable` (run `XMPPClientMachine` over Network.framework instead).
+/// system's trust store and `Options.caFile`. TLS sessions come from `Options.tlsSessionFactory`:
+/// OpenSSL (`TetherTLS`) on Linux by default; on other platforms there is none unless the app
+/// supplies one, so there `.required` and `.direct` fail with `tlsUnavailable` (or run
+/// `XMPPClientMachine` over Network.framework, which does TLS itself).
 public final class XMPPClient: Sendable {
     /// The connection's configuration (the machine's).
     public typealias Configuration = XMPPClientMachine.Configuration
@@ -54,6 +55,9 @@ public final class XMPPClient: Sendable {
         /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a
         /// private CA, a test server).
         public var caFile: String?
+        /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where `.required`
+        /// and `.direct` then fail with `tlsUnavailable` unless the app supplies one).
+        public var tlsSessionFactory: TLSSessionFactory?
 
         /// Options.
         public init(
@@ -61,13 +65,15 @@ public final class XMPPClient: Sendable {
             readBufferSize: Int = 65536,
             trafficLog: (@Sendable (Traffic) -> Void)? = nil,
             randomSeed: UInt64? = nil,
-            caFile: String? = nil
+            caFile: String? = nil,
+            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory
         ) {
             self.tcpConnectTimeout = tcpConnectTimeout
             self.readBufferSize = readBufferSize
             self.trafficLog = trafficLog
             self.randomSeed = randomSeed
             self.caFile = caFile
+            self.tlsSessionFactory = tlsSessionFactory
         }
     }
 

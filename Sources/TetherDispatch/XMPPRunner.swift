@@ -19,14 +19,8 @@ final class XMPPRunner: @unchecked Sendable {
     private let requestedTLS: XMPPClientMachine.TLSPolicy
     private var connections: [TransportGeneration: TransportConnection] = [:]
 
-    /// Whether this platform's driver has a TLS layer (`TetherTLS`, Linux).
-    static var hasTLS: Bool {
-        #if canImport(TetherTLS)
-            true
-        #else
-            false
-        #endif
-    }
+    /// Whether there is a TLS layer (`Options.tlsSessionFactory`).
+    private var hasTLS: Bool { options.tlsSessionFactory != nil }
     private let timer: any DispatchSourceTimer
     private var armedDeadline: Instant?
     private var isShutDown = false
@@ -43,7 +37,7 @@ final class XMPPRunner: @unchecked Sendable {
         self.options = options
         requestedTLS = configuration.tls
         var machineConfiguration = configuration
-        if !Self.hasTLS && configuration.tls == .optional { machineConfiguration.tls = .disabled }
+        if options.tlsSessionFactory == nil && configuration.tls == .optional { machineConfiguration.tls = .disabled }
         machine = XMPPClientMachine(
             configuration: machineConfiguration,
             hashProvider: hashProvider,
@@ -63,12 +57,12 @@ final class XMPPRunner: @unchecked Sendable {
     // MARK: - Commands (on `queue`)
 
     func connect(_ continuation: CheckedContinuation<Result<JID, XMPPClientError>, Never>) {
-        if !Self.hasTLS && (requestedTLS == .required || requestedTLS == .direct) {
+        if !hasTLS && (requestedTLS == .required || requestedTLS == .direct) {
             return continuation.resume(
                 returning: .failure(
                     XMPPClientError(
                         .tlsUnavailable,
-                        "TLS is required, but this platform's driver has no TLS layer; disable TLS to connect in cleartext on a trusted network."
+                        "TLS is required, but there is no TLS layer (Options.tlsSessionFactory is nil on this platform); supply one, or disable TLS to connect in cleartext on a trusted network."
                     )
                 )
             )
@@ -168,7 +162,7 @@ final class XMPPRunner: @unchecked Sendable {
                     connectTimeout: options.tcpConnectTimeout,
                     readBufferSize: options.readBufferSize,
                     directTLSServerName: directTLSServerName,
-                    settings: TLSSettings(caFile: options.caFile)
+                    settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
                 ) { [weak self] event in
                     self?.transportEvent(event, generation: generation)
                 }

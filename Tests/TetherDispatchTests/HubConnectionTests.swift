@@ -225,6 +225,31 @@ struct HubConnectionTests {
         #expect(echoed == "over TLS")
         await connection.stop()
 
+        // The TLS layer is pluggable: a session factory of the app's is used for every connection.
+        let names = Recorder<String>()
+        let plugged = HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate).withLogging(.none)
+            .withTLSSessionFactory { configuration in
+                names.append(configuration.serverName)
+                return try defaultTLSSessionFactory!(configuration)
+            }
+            .build()
+        try await plugged.start()
+        let pluggedEcho: String = try await plugged.invoke("Echo", "plugged")
+        #expect(pluggedEcho == "plugged")
+        await plugged.stop()
+        #expect(names.values == ["localhost", "localhost"])  // the negotiate request and the WebSocket
+
+        // Without a TLS layer an https hub cannot be reached (never in cleartext).
+        var options = HubConnection.Options(logLevel: .none)
+        options.tlsSessionFactory = nil
+        let withoutTLS = HubConnection(configuration: .init(url: url), options: options)
+        do {
+            try await withoutTLS.start()
+            Issue.record("connected without a TLS layer")
+        } catch {
+            #expect(error.kind == .negotiation && error.message.contains("no TLS layer"))
+        }
+
         // Without the test CA the certificate is refused.
         let untrusting = HubConnectionBuilder(url: url).withLogging(.none).build()
         do {

@@ -120,6 +120,36 @@ struct XMPPClientTLSTests {
         }
     }
 
+    /// The TLS layer is the app's choice (`Options.tlsSessionFactory`); without one, required and
+    /// direct TLS refuse to connect, and optional TLS runs in cleartext.
+    @Test func pluggableTLSLayer() async throws {
+        let server = try ProsodyServer(certificates: Self.certificates)
+        try server.start()
+        let names = SessionNames()
+        let plugged = XMPPClient(
+            Self.configuration(server, tls: .required),
+            options: .init(
+                caFile: Self.certificates.caCertificate,
+                tlsSessionFactory: { configuration in
+                    names.append(configuration.serverName)
+                    return try defaultTLSSessionFactory!(configuration)
+                }
+            )
+        )
+        try await plugged.connect()
+        await plugged.disconnect()
+        #expect(names.all == ["localhost"])
+        for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
+            let without = XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
+            do {
+                try await without.connect()
+                Issue.record("connected without a TLS layer (\(tls))")
+            } catch {
+                #expect(error.kind == .tlsUnavailable)
+            }
+        }
+    }
+
     /// TLS required, a server that does not offer STARTTLS: refused, not downgraded.
     @Test func noDowngrade() async throws {
         let server = try ProsodyServer()  // no certificates: no STARTTLS
@@ -137,4 +167,14 @@ struct XMPPClientTLSTests {
         }
         #expect(!log.entries.contains { $0.direction == .sent && $0.text.contains("<auth") })
     }
+}
+
+/// Server names a session factory was asked for.
+final class SessionNames: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var names: [String] = []
+
+    func append(_ name: String) { lock.withLock { names.append(name) } }
+    var all: [String] { lock.withLock { names } }
 }
