@@ -29,6 +29,7 @@ final class NegotiateRequest: @unchecked Sendable {
         var fields = HTTPHeaders()
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name, value) }
         fields.add("User-Agent", HubConnection.userAgent)
+        fields.add("Connection", "close")  // one request per connection
         request = HTTPRequest(method: "POST", target: url.target, host: url.hostHeader, headers: fields)
         self.onOutcome = onOutcome
         connection = TransportConnection(
