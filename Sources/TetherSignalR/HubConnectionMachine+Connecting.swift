@@ -159,10 +159,11 @@ extension HubConnectionMachine {
             HandshakeRequest(protocolName: hubProtocol.name, version: stateful ? 2 : 1).write(into: &bytes)
             // The handshake is JSON, but goes in the transfer format's frame type.
             enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
-            state = .handshaking(attempt, received: [])
+            handshakeReceived = []
+            state = .handshaking(attempt)
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        case .resuming(var session):
-            guard session.generation == generation, let stateful = session.stateful else { return }
+        case .resuming(let session):
+            guard session.generation == generation, let stateful = link!.stateful else { return }
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
             var bytes: [UInt8] = []
             hubProtocol.write(.sequence(sequenceId: stateful.resumeSequenceId), into: &bytes)
@@ -171,15 +172,12 @@ extension HubConnectionMachine {
                 enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
             }
             timers.cancel(.handshake)
-            session.parser = hubProtocol.makeParser()
-            session.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
-            session.awaitingTransport = false
+            link!.parser = hubProtocol.makeParser()
+            link!.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             state = .connected(session)
-            armLivenessTimers(session)
+            armLivenessTimers()
         case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting:
             return
-        case .modifying:
-            preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -187,27 +185,27 @@ extension HubConnectionMachine {
     /// in either).
     public mutating func receive(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
         switch state {
-        case .handshaking(let attempt, var received):
+        case .handshaking(let attempt):
             guard attempt.generation == generation else { return }
-            state = .modifying
-            received.append(copying: bytes)
+            handshakeReceived.append(copying: bytes)
             let parsed: (response: HandshakeResponse, consumed: Int)?
             do {
-                parsed = try HandshakeResponse.parse(received.span)
+                parsed = try HandshakeResponse.parse(handshakeReceived.span)
             } catch {
-                state = .handshaking(attempt, received: [])
+                handshakeReceived = []
                 enqueue(.closeTransport(generation: generation))
                 return attemptFailed(HubConnectionError(.handshake, error.message), now: now)
             }
             guard let parsed else {
-                state = .handshaking(attempt, received: received)
-                if received.count > configuration.maximumHandshakeSize {
+                if handshakeReceived.count > configuration.maximumHandshakeSize {
+                    handshakeReceived = []
                     enqueue(.closeTransport(generation: generation))
                     attemptFailed(HubConnectionError(.handshake, "Handshake was canceled."), now: now)
                 }
                 return
             }
-            state = .handshaking(attempt, received: [])
+            let received = handshakeReceived
+            handshakeReceived = []
             timers.cancel(.handshake)
             if let error = parsed.response.error {
                 enqueue(.closeTransport(generation: generation))
@@ -224,8 +222,6 @@ extension HubConnectionMachine {
             processReceived(bytes, now: now)
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .resuming:
             return
-        case .modifying:
-            preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -241,11 +237,13 @@ extension HubConnectionMachine {
             negotiated.map {
                 Negotiate.webSocketURL(for: Negotiate.connectURL(for: attempt.url, connectionToken: $0.connectionToken))
             } ?? Negotiate.webSocketURL(for: configuration.url)
-        var session = Session(
+        let session = Session(
             generation: attempt.generation,
             connectionId: negotiated?.connectionId,
             transportURL: url,
-            headers: requestHeaders(attempt.accessToken),
+            headers: requestHeaders(attempt.accessToken)
+        )
+        link = Link(
             parser: hubProtocol.makeParser(),
             stateful: stateful ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
             heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
@@ -257,14 +255,14 @@ extension HubConnectionMachine {
                     ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId)
             )
         )
-        // Like the TypeScript client: one Ping right after the handshake.
-        send(.ping, in: &session, now: now)
         state = .connected(session)
-        armLivenessTimers(session)
+        // Like the TypeScript client: one Ping right after the handshake.
+        send(.ping, on: session.generation, now: now)
+        armLivenessTimers()
     }
 
-    mutating func armLivenessTimers(_ session: Session) {
-        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+    mutating func armLivenessTimers() {
+        if let deadline = link?.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
     /// The WebSocket of `generation` closed (`error` is nil for a normal close; it must not
@@ -287,8 +285,6 @@ extension HubConnectionMachine {
             resumeFailed(session, error: error, now: now)
         case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting:
             return
-        case .modifying:
-            preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -312,7 +308,7 @@ extension HubConnectionMachine {
                     )
                     continue
                 }
-                guard case .handshaking(let attempt, _) = state else { continue }
+                guard case .handshaking(let attempt) = state else { continue }
                 enqueue(.closeTransport(generation: attempt.generation))
                 attemptFailed(
                     HubConnectionError(
@@ -322,32 +318,25 @@ extension HubConnectionMachine {
                     now: now
                 )
             case .liveness:
-                guard case .connected(var session) = state else { continue }
-                switch session.heartbeat.check(now: now) {
+                guard case .connected(let session) = state else { continue }
+                switch link!.heartbeat.check(now: now) {
                 case .receiveTimedOut, .probesExhausted:
                     enqueue(.closeTransport(generation: session.generation))
                     connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now, resumable: false)
                     continue
                 case .keepAlive, .probeUnanswered:
-                    state = .modifying
-                    send(.ping, in: &session, now: now)
+                    send(.ping, on: session.generation, now: now)
                 case nil:
                     break
                 }
-                state = .connected(session)
-                armLivenessTimers(session)
+                armLivenessTimers()
             case .reconnect:
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
             case .ack:
-                guard case .connected(var session) = state, var stateful = session.stateful, stateful.needsAck else {
-                    continue
-                }
-                state = .modifying
-                let sequenceId = stateful.acknowledge()
-                session.stateful = stateful
-                send(.ack(sequenceId: sequenceId), in: &session, now: now)
-                state = .connected(session)
+                guard case .connected(let session) = state, link!.stateful?.needsAck == true else { continue }
+                let sequenceId = link!.stateful!.acknowledge()
+                send(.ack(sequenceId: sequenceId), on: session.generation, now: now)
             }
         }
     }
@@ -361,12 +350,10 @@ extension HubConnectionMachine {
         let isReconnect: Bool
         switch state {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
-            .handshaking(let attempt, _):
+            .handshaking(let attempt):
             isReconnect = attempt.isReconnect
         case .disconnected, .connected, .reconnectWaiting, .resuming:
             isReconnect = false
-        case .modifying:
-            preconditionFailure("the state was observed while being modified")
         }
         if isReconnect {
             scheduleReconnect(error: error, announce: false, now: now)
@@ -385,14 +372,12 @@ extension HubConnectionMachine {
     ) {
         timers.cancel(.liveness)
         timers.cancel(.ack)
-        if resumable, allowReconnect, var stateful = session.stateful {
+        if resumable, allowReconnect, link?.stateful != nil {
             // Stateful reconnect: reopen the same connection on a new transport; nothing pending
             // fails.
-            stateful.transportLost()
+            link!.stateful!.transportLost()
             var resuming = session
-            resuming.stateful = stateful
             resuming.generation = makeGeneration()
-            resuming.awaitingTransport = true
             state = .resuming(resuming)
             // The reopened WebSocket gets as long as a handshake would.
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
@@ -401,7 +386,8 @@ extension HubConnectionMachine {
             )
             return
         }
-        failPending(session)
+        failPending()
+        link = nil
         if allowReconnect, schedule != nil {
             scheduleReconnect(error: error, announce: true, now: now)
         } else {
@@ -412,10 +398,8 @@ extension HubConnectionMachine {
     /// Resuming failed: what is pending fails and the ordinary path (a new connection under the
     /// reconnect policy, or closed) follows.
     mutating func resumeFailed(_ session: Session, error: HubConnectionError?, now: Instant) {
-        var lost = session
-        lost.stateful = nil
-        lost.awaitingTransport = false
-        connectionLost(lost, error: error, allowReconnect: true, now: now)
+        link?.stateful = nil
+        connectionLost(session, error: error, allowReconnect: true, now: now)
     }
 
     /// Waits for the policy's next delay, or closes when it gives up.
@@ -430,9 +414,10 @@ extension HubConnectionMachine {
         timers.set(.reconnect, at: now + delay)
     }
 
-    /// Fails every pending invocation and stream ("exactly once").
-    mutating func failPending(_ session: Session) {
-        for (id, kind) in session.pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
+    /// Fails every pending invocation and stream of the live connection ("exactly once").
+    mutating func failPending() {
+        guard let pending = link?.pending else { return }
+        for (id, kind) in pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
             switch kind {
             case .invocation:
                 enqueue(
@@ -446,12 +431,15 @@ extension HubConnectionMachine {
                 continue
             }
         }
+        link!.pending.removeAll()
     }
 
     /// Closed for good.
     mutating func finish(error: HubConnectionError?) {
         timers.cancelAll()
         state = .disconnected
+        link = nil
+        handshakeReceived = []
         schedule?.connectionEstablished()
         enqueue(.event(.closed(error)))
     }

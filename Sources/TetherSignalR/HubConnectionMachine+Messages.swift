@@ -3,49 +3,40 @@ public import TetherCore
 extension HubConnectionMachine {
     // MARK: - Sending
 
-    /// Encodes and sends `message`, numbering and buffering it under stateful reconnect. While
-    /// the transport is being reopened (`resuming`), a sequenced message is only buffered (the
-    /// replay after the Sequence message sends it) and other messages are dropped.
-    mutating func send(_ message: HubMessage, in session: inout Session, now: Instant) {
+    /// Encodes and sends `message` on the WebSocket of `generation`, numbering and buffering it
+    /// under stateful reconnect. While the WebSocket is being reopened (`resuming`, `generation`
+    /// nil), a sequenced message is only buffered (the replay after the Sequence message sends it)
+    /// and other messages are dropped. Precondition: `link` is set.
+    mutating func send(_ message: HubMessage, on generation: TransportGeneration?, now: Instant) {
         var bytes: [UInt8] = []
         if case .ping = message {
             bytes = hubProtocol.encodedPing
         } else {
             hubProtocol.write(message, into: &bytes)
         }
-        if message.isSequenced, var stateful = session.stateful {
-            stateful.sent(bytes)
-            session.stateful = stateful
-        }
-        guard !session.awaitingTransport else { return }
-        enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: session.generation))
-        session.heartbeat.didSend(at: now)
-        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+        if message.isSequenced, link!.stateful != nil { link!.stateful!.sent(bytes) }
+        guard let generation else { return }
+        enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
+        link!.heartbeat.didSend(at: now)
+        if let deadline = link!.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
-    /// Takes the session out of the state (so that it is uniquely referenced while it is changed;
-    /// the caller puts it back with `putBack`), or throws `notConnected` / `sendBufferFull`. A
-    /// session being resumed (stateful reconnect) takes commands too: they are buffered and
-    /// replayed once the transport is back, as the official clients do.
-    mutating func takeConnectedSession(sequenced: Bool = true) throws(HubConnectionError) -> Session {
-        let session: Session
+    /// Where an app command's message goes: the open WebSocket's generation, or nil while resuming
+    /// (stateful reconnect: commands are taken and buffered, then replayed on the reopened
+    /// WebSocket, as the official clients do). Throws `notConnected` otherwise, and
+    /// `sendBufferFull` when a sequenced message would overfill the stateful buffer.
+    mutating func commandGeneration(sequenced: Bool = true) throws(HubConnectionError) -> TransportGeneration? {
+        let generation: TransportGeneration?
         switch state {
-        case .connected(let connected): session = connected
-        case .resuming(let resuming): session = resuming
+        case .connected(let session): generation = session.generation
+        case .resuming: generation = nil
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
             throw .notConnected
-        case .modifying: preconditionFailure("the state was observed while being modified")
         }
-        if sequenced, let stateful = session.stateful, !stateful.hasRoom {
+        if sequenced, let stateful = link!.stateful, !stateful.hasRoom {
             throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
         }
-        state = .modifying
-        return session
-    }
-
-    /// Puts a session taken with `takeConnectedSession` back.
-    mutating func putBack(_ session: Session) {
-        state = session.awaitingTransport ? .resuming(session) : .connected(session)
+        return generation
     }
 
     mutating func makeInvocationId() -> String {
@@ -148,14 +139,13 @@ extension HubConnectionMachine {
         now: Instant
     ) throws(HubConnectionError) {
         try check(arguments.encoding)
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
+        let generation = try commandGeneration()
         let message = InvocationMessage(
             target: target,
             arguments: arguments,
             streamIds: streamIds.isEmpty ? nil : streamIds
         )
-        send(.invocation(message), in: &session, now: now)
+        send(.invocation(message), on: generation, now: now)
     }
 
     /// Calls the streaming method `target`; items arrive as `streamItem`, the end as
@@ -186,31 +176,28 @@ extension HubConnectionMachine {
         now: Instant,
         _ message: (String) -> HubMessage
     ) throws(HubConnectionError) -> String {
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
+        let generation = try commandGeneration()
         let id = makeInvocationId()
-        session.pending[id] = kind
-        send(message(id), in: &session, now: now)
+        link!.pending[id] = kind
+        send(message(id), on: generation, now: now)
         return id
     }
 
     /// Cancels a server→client stream: sends CancelInvocation and reports the stream completed
     /// (later items and its Completion are ignored).
     public mutating func cancelStream(_ invocationId: String, now: Instant) throws(HubConnectionError) {
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
-        guard session.pending[invocationId] == .stream else { return }
-        session.pending[invocationId] = .canceledStream
-        send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), in: &session, now: now)
+        let generation = try commandGeneration()
+        guard link!.pending[invocationId] == .stream else { return }
+        link!.pending[invocationId] = .canceledStream
+        send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), on: generation, now: now)
         enqueue(.event(.streamCompleted(invocationId: invocationId, error: nil)))
     }
 
     /// A new client→server stream id, to pass in an invocation's `streamIds`.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
-        var session = try takeConnectedSession(sequenced: false)
-        defer { putBack(session) }
+        _ = try commandGeneration(sequenced: false)
         let id = makeInvocationId()
-        _ = session.uploads.insert(id)
+        link!.uploads.insert(id)
         return id
     }
 
@@ -218,10 +205,9 @@ extension HubConnectionMachine {
     public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError)
     {
         try check(item.encoding)
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
-        guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
-        send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), in: &session, now: now)
+        let generation = try commandGeneration()
+        guard link!.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
+        send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), on: generation, now: now)
     }
 
     /// Ends an upload stream (with an error text, or normally).
@@ -230,12 +216,10 @@ extension HubConnectionMachine {
         error: String? = nil,
         now: Instant
     ) throws(HubConnectionError) {
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
-        guard session.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
-        session.uploads.remove(streamId)
+        let generation = try commandGeneration()
+        guard link!.uploads.remove(streamId) != nil else { throw .unknownUploadStream(streamId) }
         let result: CompletionResult = error.map { .error($0) } ?? .void
-        send(.completion(CompletionMessage(invocationId: streamId, result: result)), in: &session, now: now)
+        send(.completion(CompletionMessage(invocationId: streamId, result: result)), on: generation, now: now)
     }
 
     /// Answers a server invocation that expects a result (a client result).
@@ -245,74 +229,71 @@ extension HubConnectionMachine {
         now: Instant
     ) throws(HubConnectionError) {
         if case .value(let value) = result { try check(value.encoding) }
-        var session = try takeConnectedSession()
-        defer { putBack(session) }
-        guard session.serverInvocations.contains(invocationId) else {
+        let generation = try commandGeneration()
+        guard link!.serverInvocations.remove(invocationId) != nil else {
             throw HubConnectionError(.unknownInvocation, "No server invocation '\(invocationId)' awaits a reply.")
         }
-        session.serverInvocations.remove(invocationId)
-        send(.completion(CompletionMessage(invocationId: invocationId, result: result)), in: &session, now: now)
+        send(.completion(CompletionMessage(invocationId: invocationId, result: result)), on: generation, now: now)
     }
 
     // MARK: - Receiving
 
     /// Parses and handles received bytes on the connected session.
     mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
-        guard case .connected(var session) = state else { return }
-        state = .modifying  // so that `session` (and its parser's buffer) is uniquely referenced
-        session.heartbeat.didReceive(at: now)
-        if let deadline = session.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
-        session.parser.append(bytes)
+        guard case .connected(let session) = state else { return }
+        link!.heartbeat.didReceive(at: now)
+        if let deadline = link!.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+        link!.parser.append(bytes)
         while true {
             let message: HubMessage?
             do {
-                message = try session.parser.next()
+                message = try link!.parser.next()
             } catch {
                 return violation(session, error.message, now: now)
             }
             guard let message else { break }
-            if var stateful = session.stateful {
+            if link!.stateful != nil {
                 if message.isSequenced {
-                    let process = stateful.shouldProcessReceived()
-                    session.stateful = stateful
-                    if !timers.isArmed(.ack), stateful.needsAck { timers.set(.ack, at: now + configuration.ackDelay) }
+                    let process = link!.stateful!.shouldProcessReceived()
+                    if !timers.isArmed(.ack), link!.stateful!.needsAck {
+                        timers.set(.ack, at: now + configuration.ackDelay)
+                    }
                     if !process { continue }
-                } else if stateful.waitingForSequence, case .sequence = message {
+                } else if link!.stateful!.waitingForSequence, case .sequence = message {
                     // handled below
-                } else if stateful.waitingForSequence {
+                } else if link!.stateful!.waitingForSequence {
                     continue
                 }
             }
-            guard handle(message, in: &session, now: now) else { return }
+            guard handle(message, in: session, now: now) else { return }
         }
-        state = .connected(session)
     }
 
     static let tooManyClientResults = "Too many client results are pending."
 
-    /// Handles one message; returns false when the connection ended.
-    mutating func handle(_ message: HubMessage, in session: inout Session, now: Instant) -> Bool {
+    /// Handles one message of the connected `session`; returns false when the connection ended.
+    mutating func handle(_ message: HubMessage, in session: Session, now: Instant) -> Bool {
         switch message {
         case .invocation(let invocation):
             if let handler = handler(for: invocation.target) {
                 if let id = invocation.invocationId {
-                    guard session.serverInvocations.count < configuration.maximumPendingClientResults else {
+                    guard link!.serverInvocations.count < configuration.maximumPendingClientResults else {
                         let reply = CompletionMessage(invocationId: id, result: .error(Self.tooManyClientResults))
-                        send(.completion(reply), in: &session, now: now)
+                        send(.completion(reply), on: session.generation, now: now)
                         break
                     }
-                    session.serverInvocations.insert(id)
+                    link!.serverInvocations.insert(id)
                 }
                 enqueue(.event(.invocation(invocation, handler: handler)))
             } else {
                 if let id = invocation.invocationId {
                     let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
-                    send(.completion(reply), in: &session, now: now)
+                    send(.completion(reply), on: session.generation, now: now)
                 }
                 enqueue(.event(.unhandledInvocation(invocation)))
             }
         case .streamItem(let item):
-            switch session.pending[item.invocationId] {
+            switch link!.pending[item.invocationId] {
             case .stream: enqueue(.event(.streamItem(invocationId: item.invocationId, item: item.item)))
             case .canceledStream: break
             case .invocation, nil:
@@ -320,7 +301,7 @@ extension HubConnectionMachine {
                 return false
             }
         case .completion(let completion):
-            switch session.pending.removeValue(forKey: completion.invocationId) {
+            switch link!.pending.removeValue(forKey: completion.invocationId) {
             case .invocation:
                 enqueue(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
             case .stream:
@@ -348,17 +329,13 @@ extension HubConnectionMachine {
             connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
         case .ack(let sequenceId):
-            if var stateful = session.stateful {
-                if stateful.acknowledged(upTo: sequenceId) { enqueue(.event(.sendBufferAvailable)) }
-                session.stateful = stateful
+            if link!.stateful != nil, link!.stateful!.acknowledged(upTo: sequenceId) {
+                enqueue(.event(.sendBufferAvailable))
             }
         case .sequence(let sequenceId):
-            if var stateful = session.stateful {
-                guard stateful.peerSequence(sequenceId) else {
-                    violation(session, "Sequence ID greater than amount of messages we've received.", now: now)
-                    return false
-                }
-                session.stateful = stateful
+            if link!.stateful != nil, !link!.stateful!.peerSequence(sequenceId) {
+                violation(session, "Sequence ID greater than amount of messages we've received.", now: now)
+                return false
             }
         }
         return true
@@ -394,8 +371,7 @@ extension HubConnectionMachine {
     /// The server broke the protocol: tell it why with a Close message (the protocol's closing
     /// bytes), close the transport and treat the connection as lost.
     mutating func violation(_ session: Session, _ message: String, now: Instant) {
-        var closing = session
-        send(.close(CloseMessage(error: message)), in: &closing, now: now)
+        send(.close(CloseMessage(error: message)), on: session.generation, now: now)
         enqueue(.closeTransport(generation: session.generation))
         connectionLost(
             session,

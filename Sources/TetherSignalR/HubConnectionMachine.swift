@@ -190,12 +190,24 @@ public struct HubConnectionMachine {
         case canceledStream
     }
 
-    /// A live (or resuming) connection.
+    /// What identifies a live (or resuming) connection: the state's payload.
     struct Session: Sendable {
+        /// The generation of its WebSocket (a new one for each reopened WebSocket).
         var generation: TransportGeneration
         var connectionId: String?
         var transportURL: String
         var headers: [String: String]
+    }
+
+    /// What a live connection accumulates and changes with every message: its parser, the
+    /// invocations in flight, the stateful-reconnect buffer, the heartbeat. It is kept in `link`,
+    /// beside the state rather than in its payload, so that it is changed in place (a payload taken
+    /// out of an enum to be changed would share its buffers with the enum and copy them on every
+    /// change, and putting it back would need a placeholder state in between).
+    ///
+    /// `link` is non-nil exactly while the state is `connected` or `resuming` (and for the
+    /// handshake's last step, where the session is being set up).
+    struct Link: Sendable {
         var parser: AnyHubMessageParser
         /// Client→server invocations and streams awaiting their Completion.
         var pending: [String: Pending] = [:]
@@ -206,8 +218,6 @@ public struct HubConnectionMachine {
         var stateful: StatefulReconnectBuffer?
         /// Keep-alive pings after send silence and the server timeout after receive silence.
         var heartbeat: Heartbeat
-        /// Resuming: the transport of `generation` is not open yet (messages are only buffered).
-        var awaitingTransport = false
     }
 
     enum State: Sendable {
@@ -215,19 +225,22 @@ public struct HubConnectionMachine {
         case fetchingAccessToken(Attempt)
         case negotiating(Attempt)
         case connectingTransport(Attempt)
-        case handshaking(Attempt, received: [UInt8])
+        /// The handshake response is awaited (what arrived of it is in `handshakeReceived`).
+        case handshaking(Attempt)
         case connected(Session)
         case reconnectWaiting(lastError: HubConnectionError?)
+        /// Stateful reconnect: the WebSocket of `Session.generation` is being opened.
         case resuming(Session)
-        /// Held only while a session is changed in place (so that its buffers are uniquely
-        /// referenced); observing it is a bug.
-        case modifying
     }
 
     /// The configuration.
     public let configuration: Configuration
     let hubProtocol: AnyHubProtocol
     var state: State = .disconnected
+    /// The live connection's data (see `Link`).
+    var link: Link?
+    /// What arrived of the handshake response (in `handshaking`).
+    var handshakeReceived: [UInt8] = []
     var timers = TimerTable<Timer>()
     var actions = ActionQueue<Action>()
     var schedule: ReconnectSchedule?
@@ -289,7 +302,6 @@ public struct HubConnectionMachine {
         case .connected: .connected
         case .reconnectWaiting: .reconnectWaiting
         case .resuming: .resuming
-        case .modifying: preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -299,7 +311,6 @@ public struct HubConnectionMachine {
         case .connected(let session), .resuming(let session): session.connectionId
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
             nil
-        case .modifying: preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -307,11 +318,10 @@ public struct HubConnectionMachine {
     public var currentGeneration: TransportGeneration? {
         switch state {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
-            .handshaking(let attempt, _):
+            .handshaking(let attempt):
             attempt.generation
         case .connected(let session), .resuming(let session): session.generation
         case .disconnected, .reconnectWaiting: nil
-        case .modifying: preconditionFailure("the state was observed while being modified")
         }
     }
 
@@ -353,20 +363,17 @@ public struct HubConnectionMachine {
         switch state {
         case .disconnected:
             return
-        case .connected(var session):
-            state = .modifying
-            send(.close(CloseMessage()), in: &session, now: now)
-            failPending(session)
+        case .connected(let session):
+            send(.close(CloseMessage()), on: session.generation, now: now)
+            failPending()
             enqueue(.closeTransport(generation: session.generation))
         case .resuming(let session):
-            failPending(session)
+            failPending()
             enqueue(.closeTransport(generation: session.generation))
-        case .connectingTransport(let attempt), .handshaking(let attempt, _):
+        case .connectingTransport(let attempt), .handshaking(let attempt):
             enqueue(.closeTransport(generation: attempt.generation))
         case .fetchingAccessToken, .negotiating, .reconnectWaiting:
             break
-        case .modifying:
-            preconditionFailure("the state was observed while being modified")
         }
         finish(error: nil)
     }
