@@ -420,9 +420,11 @@ final class HubRunner: @unchecked Sendable {
         case .connected(let connectionId):
             hasConnected = true
             log.info("Connected\(connectionId.map { " (connection id \($0))" } ?? "").")
-            announce(.connected(connectionId: connectionId))
-            for waiter in startWaiters { waiter.resume(returning: .success(())) }
+            let waiters = startWaiters
             startWaiters.removeAll()
+            announce(.connected(connectionId: connectionId)) {
+                for waiter in waiters { waiter.resume(returning: .success(())) }
+            }
         case .reconnecting(let error):
             log.warning("The connection was lost\(error.map { ": \($0)" } ?? ""); reconnecting.")
             announce(.reconnecting(error))
@@ -465,8 +467,6 @@ final class HubRunner: @unchecked Sendable {
 
     private func closed(_ error: HubConnectionError?) {
         let failure = error ?? HubConnectionError(.notConnected, "The connection was stopped.")
-        for waiter in startWaiters { waiter.resume(returning: .failure(failure)) }
-        startWaiters.removeAll()
         // Pending invocations were completed by the machine; anything left is failed here.
         for waiter in completionWaiters.values { waiter.resume(returning: .failure(failure)) }
         completionWaiters.removeAll()
@@ -476,10 +476,20 @@ final class HubRunner: @unchecked Sendable {
         blockedCommands.removeAll()
         for request in negotiations.values { request.cancel() }
         negotiations.removeAll()
-        if hasConnected { announce(.closed(error)) }
+        let startWaiters = startWaiters
+        let stopWaiters = stopWaiters
+        self.startWaiters.removeAll()
+        self.stopWaiters.removeAll()
+        let resumeWaiters: @Sendable () -> Void = {
+            for waiter in startWaiters { waiter.resume(returning: .failure(failure)) }
+            for waiter in stopWaiters { waiter.resume() }
+        }
+        if hasConnected {
+            announce(.closed(error), then: resumeWaiters)
+        } else {
+            resumeWaiters()
+        }
         hasConnected = false
-        for waiter in stopWaiters { waiter.resume() }
-        stopWaiters.removeAll()
     }
 
     private func runBlockedCommands() {
@@ -495,9 +505,19 @@ final class HubRunner: @unchecked Sendable {
         }
     }
 
-    private func announce(_ event: HubConnection.LifecycleEvent) {
-        for (queue, body) in lifecycleHandlers { queue.async { body(event) } }
+    /// Tells the lifecycle handlers and streams; `then` runs (on `queue`) once every handler has
+    /// run, so that a caller returning from `start()` or `stop()` finds its callbacks done.
+    private func announce(_ event: HubConnection.LifecycleEvent, then: (@Sendable () -> Void)? = nil) {
+        let group = DispatchGroup()
+        for (queue, body) in lifecycleHandlers {
+            group.enter()
+            queue.async {
+                body(event)
+                group.leave()
+            }
+        }
         for stream in lifecycleStreams.values { stream.yield(event) }
+        if let then { group.notify(queue: queue, execute: then) }
     }
 
     private func invoked(_ message: InvocationMessage, handler name: String) {

@@ -162,7 +162,7 @@ extension HubConnectionMachine {
             handshakeReceived = []
             state = .handshaking(attempt)
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        case .resuming(let session):
+        case .resuming(let session, .opening):
             guard session.generation == generation, let stateful = link!.stateful else { return }
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
             var bytes: [UInt8] = []
@@ -176,7 +176,8 @@ extension HubConnectionMachine {
             link!.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             state = .connected(session)
             armLivenessTimers()
-        case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting:
+        case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting,
+            .resuming(_, .waiting):
             return
         }
     }
@@ -279,10 +280,11 @@ extension HubConnectionMachine {
             )
         case .connected(let session):
             connectionLost(session, error: error, allowReconnect: true, now: now)
-        case .resuming(let session):
-            // The same connection could not be resumed: a brand-new one may still be possible.
+        case .resuming(let session, .opening(let attempt)):
             timers.cancel(.handshake)
-            resumeFailed(session, error: error, now: now)
+            resumeAttemptFailed(session, attempt: attempt, error: error, now: now)
+        case .resuming(_, .waiting):
+            return
         case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting:
             return
         }
@@ -296,10 +298,11 @@ extension HubConnectionMachine {
         for timer in timers.expired(at: now) {
             switch timer {
             case .handshake:
-                if case .resuming(let session) = state {
+                if case .resuming(let session, .opening(let attempt)) = state {
                     enqueue(.closeTransport(generation: session.generation))
-                    resumeFailed(
+                    resumeAttemptFailed(
                         session,
+                        attempt: attempt,
                         error: HubConnectionError(
                             .transport,
                             "The WebSocket could not be reopened within \(configuration.handshakeTimeout.components.seconds) seconds."
@@ -333,6 +336,9 @@ extension HubConnectionMachine {
             case .reconnect:
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
+            case .resume:
+                guard case .resuming(let session, .waiting(let attempt)) = state else { continue }
+                openResumedTransport(session, attempt: attempt + 1, now: now)
             case .ack:
                 guard case .connected(let session) = state, link!.stateful?.needsAck == true else { continue }
                 let sequenceId = link!.stateful!.acknowledge()
@@ -378,12 +384,7 @@ extension HubConnectionMachine {
             link!.stateful!.transportLost()
             var resuming = session
             resuming.generation = makeGeneration()
-            state = .resuming(resuming)
-            // The reopened WebSocket gets as long as a handshake would.
-            timers.set(.handshake, at: now + configuration.handshakeTimeout)
-            enqueue(
-                .openTransport(url: session.transportURL, headers: session.headers, generation: resuming.generation)
-            )
+            openResumedTransport(resuming, attempt: 1, now: now)
             return
         }
         failPending()
@@ -395,9 +396,26 @@ extension HubConnectionMachine {
         }
     }
 
-    /// Resuming failed: what is pending fails and the ordinary path (a new connection under the
-    /// reconnect policy, or closed) follows.
-    mutating func resumeFailed(_ session: Session, error: HubConnectionError?, now: Instant) {
+    /// Opens the WebSocket of `session.generation` to resume the same connection; it gets as long
+    /// as a handshake would.
+    mutating func openResumedTransport(_ session: Session, attempt: Int, now: Instant) {
+        state = .resuming(session, .opening(attempt: attempt))
+        timers.set(.handshake, at: now + configuration.handshakeTimeout)
+        enqueue(.openTransport(url: session.transportURL, headers: session.headers, generation: session.generation))
+    }
+
+    /// Reopening the WebSocket failed: try again after the next retry delay (under a new
+    /// generation, so that late input from the failed one is ignored); when none is left, the
+    /// connection is lost as without stateful reconnect: what is pending fails and the ordinary
+    /// path (a new connection under the reconnect policy, or closed) follows.
+    mutating func resumeAttemptFailed(_ session: Session, attempt: Int, error: HubConnectionError?, now: Instant) {
+        guard attempt > configuration.resumeRetryDelays.count else {
+            var next = session
+            next.generation = makeGeneration()
+            state = .resuming(next, .waiting(attempt: attempt))
+            timers.set(.resume, at: now + configuration.resumeRetryDelays[attempt - 1])
+            return
+        }
         link?.stateful = nil
         connectionLost(session, error: error, allowReconnect: true, now: now)
     }

@@ -66,6 +66,12 @@ public struct HubConnectionMachine {
         public var statefulReconnectBufferSize: Int
         /// How long after a receipt the Ack is sent under stateful reconnect (default 1 s).
         public var ackDelay: Duration
+        /// Stateful reconnect: when reopening the WebSocket of the same connection fails (or takes
+        /// longer than `handshakeTimeout`), the delays before the next tries (default 0.5, 1, 2
+        /// and 4 s: the server keeps the connection for some time, 30 s with aiosignalr, and may
+        /// refuse a new WebSocket until it has noticed the old one is gone). When every try
+        /// failed, the connection is lost as without stateful reconnect.
+        public var resumeRetryDelays: [Duration]
         /// Server→client methods the app handles, matched case-insensitively as the servers
         /// match hub methods (`invocation` events name the registered spelling). Server
         /// invocations of other methods are reported as `unhandledInvocation`, and those that
@@ -92,6 +98,7 @@ public struct HubConnectionMachine {
             statefulReconnect: Bool = false,
             statefulReconnectBufferSize: Int = 100_000,
             ackDelay: Duration = .seconds(1),
+            resumeRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)],
             handledTargets: Set<String> = [],
             maximumPendingClientResults: Int = 1000
         ) {
@@ -109,6 +116,7 @@ public struct HubConnectionMachine {
             self.statefulReconnect = statefulReconnect
             self.statefulReconnectBufferSize = statefulReconnectBufferSize
             self.ackDelay = ackDelay
+            self.resumeRetryDelays = resumeRetryDelays
             self.handledTargets = handledTargets
             self.maximumPendingClientResults = maximumPendingClientResults
         }
@@ -170,6 +178,16 @@ public struct HubConnectionMachine {
         /// The handshake's deadline, and, when resuming, the reopened transport's.
         case handshake
         case liveness, reconnect, ack
+        /// Resuming: the next try to reopen the WebSocket.
+        case resume
+    }
+
+    /// Where reopening the WebSocket of a stateful connection stands.
+    enum ResumeStep: Sendable {
+        /// The WebSocket of the session's generation is being opened (`attempt` counts from 1).
+        case opening(attempt: Int)
+        /// Waiting (timer `resume`) to open the WebSocket of the session's generation.
+        case waiting(attempt: Int)
     }
 
     /// What an attempt to connect is for.
@@ -229,8 +247,8 @@ public struct HubConnectionMachine {
         case handshaking(Attempt)
         case connected(Session)
         case reconnectWaiting(lastError: HubConnectionError?)
-        /// Stateful reconnect: the WebSocket of `Session.generation` is being opened.
-        case resuming(Session)
+        /// Stateful reconnect: the WebSocket of `Session.generation` is being opened, or will be.
+        case resuming(Session, ResumeStep)
     }
 
     /// The configuration.
@@ -308,7 +326,7 @@ public struct HubConnectionMachine {
     /// The connection id of the current connection.
     public var connectionId: String? {
         switch state {
-        case .connected(let session), .resuming(let session): session.connectionId
+        case .connected(let session), .resuming(let session, _): session.connectionId
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
             nil
         }
@@ -320,7 +338,7 @@ public struct HubConnectionMachine {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
             .handshaking(let attempt):
             attempt.generation
-        case .connected(let session), .resuming(let session): session.generation
+        case .connected(let session), .resuming(let session, _): session.generation
         case .disconnected, .reconnectWaiting: nil
         }
     }
@@ -367,9 +385,11 @@ public struct HubConnectionMachine {
             send(.close(CloseMessage()), on: session.generation, now: now)
             failPending()
             enqueue(.closeTransport(generation: session.generation))
-        case .resuming(let session):
+        case .resuming(let session, .opening):
             failPending()
             enqueue(.closeTransport(generation: session.generation))
+        case .resuming(_, .waiting):
+            failPending()
         case .connectingTransport(let attempt), .handshaking(let attempt):
             enqueue(.closeTransport(generation: attempt.generation))
         case .fetchingAccessToken, .negotiating, .reconnectWaiting:

@@ -207,7 +207,9 @@ struct HubConnectionTests {
         #expect(results == Array(0..<300))
         let tallied: [Int] = try await connection.invoke("Tallied")
         #expect(tallied == Array(0..<300))  // each invocation ran once on the server
-        #expect(relay.acceptedCount == 4)  // the negotiate request, the WebSocket, two reopened ones
+        // The negotiate request, the WebSocket, two reopened ones, and more if the hub refused a
+        // reopened WebSocket for a moment (it may, under load, until it has seen the old one go).
+        #expect(relay.acceptedCount >= 4)
         // Resuming is transparent: no reconnecting or reconnected events.
         #expect(lifecycle.events.map(\.name) == ["connected"])
         await connection.stop()

@@ -17,7 +17,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 69
+    static let expectedRowCount = 73
 
     static let table: (rows: [Row], malformed: [String]) = {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -51,11 +51,16 @@ struct HubConnectionTransitionTableTests {
 
     /// A harness brought into the named state (and its output drained).
     static func setUp(_ state: String) -> HubConnectionHarness? {
-        func connected(policy: Bool = false, stateful: Bool = false) -> HubConnectionHarness {
+        func connected(
+            policy: Bool = false,
+            stateful: Bool = false,
+            _ configure: (inout JSONHubConnection.Configuration) -> Void = { _ in }
+        ) -> HubConnectionHarness {
             var harness = HubConnectionHarness {
                 $0.handledTargets = ["ReceiveMessage"]
                 if policy { $0.reconnectPolicy = .signalRDefault }
                 $0.statefulReconnect = stateful
+                configure(&$0)
             }
             harness.connect(stateful: stateful)
             _ = try! harness.machine.invoke("Echo", arguments: jsonArguments(#""hi""#), now: harness.now)
@@ -116,6 +121,14 @@ struct HubConnectionTransitionTableTests {
             harness.opened()
         case "resuming":
             harness = connected(stateful: true)
+            harness.closed()
+        case "resuming waiting":
+            harness = connected(stateful: true)
+            harness.closed()
+            harness.drain()
+            harness.closed()
+        case "resuming on its last attempt":
+            harness = connected(stateful: true) { $0.resumeRetryDelays = [] }
             harness.closed()
         default:
             return nil
@@ -265,6 +278,7 @@ struct HubConnectionTransitionTableTests {
         case "ack timer": return harness.advance(by: .seconds(1))
         case "sequence too high": return harness.server(#"{"type":9,"sequenceId":5}"#)
         case "reconnect timer": return harness.advance(by: .zero)
+        case "resume timer": return harness.advance(by: .milliseconds(500))
         default: return nil
         }
     }
@@ -285,7 +299,7 @@ struct HubConnectionTransitionTableTests {
         #expect(harness.machine.stateName.rawValue == row.next)
         let armed = [
             ("ack", HubConnectionMachine.Timer.ack), ("handshake", .handshake), ("liveness", .liveness),
-            ("reconnect", .reconnect),
+            ("reconnect", .reconnect), ("resume", .resume),
         ]
         .filter { harness.machine.timers.isArmed($0.1) }.map(\.0)
         #expect(armed == row.timers, "timers")
