@@ -272,6 +272,21 @@ struct HubConnectionTests {
         }
     }
 
+    @Test func skippingNegotiation() async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = HubConnectionBuilder(url: "ws://127.0.0.1:\(relay.port)/hub")
+            .withSkipNegotiation()
+            .withLogging(.none)
+            .build()
+        try await connection.start()
+        #expect(await connection.connectionId() == nil)  // no negotiation, no id
+        let echoed: String = try await connection.invoke("Echo", "direct")
+        #expect(echoed == "direct")
+        #expect(relay.acceptedCount == 1)  // the WebSocket only
+        await connection.stop()
+    }
+
     @Test func startFailsCleanlyWhenNothingListens() async throws {
         let port = try freeLoopbackPort()
         let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(port)/hub").withLogging(.none).build()
