@@ -31,9 +31,9 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Adds HTTP headers to the negotiate request and the WebSocket upgrade.
     public func withHeaders(_ headers: [String: String]) -> Self {
-        var copy = self
-        copy.configuration.headers.merge(headers) { _, new in new }
-        return copy
+        with {
+            $0.configuration.headers.merge(headers) { _, new in new }
+        }
     }
 
     /// Adds one HTTP header.
@@ -44,16 +44,16 @@ public struct HubConnectionBuilder: Sendable {
     /// Asks `provider` for an access token before every connection attempt (reconnects
     /// included), sent as `Authorization: Bearer …`; nil sends none. Tokens are never logged.
     public func withAccessTokenProvider(_ provider: @escaping @Sendable () async throws -> String?) -> Self {
-        var copy = self
-        copy.accessTokenProvider = provider
-        return copy
+        with {
+            $0.accessTokenProvider = provider
+        }
     }
 
     /// Sends a fixed access token.
     public func withAccessToken(_ token: String) -> Self {
-        var copy = self
-        copy.configuration.accessToken = token
-        return copy
+        with {
+            $0.configuration.accessToken = token
+        }
     }
 
     /// Speaks the `json` or `messagepack` hub protocol (default limits).
@@ -66,48 +66,48 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Speaks `hubProtocol` (for custom limits).
     public func withHubProtocol(_ hubProtocol: AnyHubProtocol) -> Self {
-        var copy = self
-        copy.hubProtocol = hubProtocol
-        return copy
+        with {
+            $0.hubProtocol = hubProtocol
+        }
     }
 
     /// Reconnects automatically after a lost connection, as `policy` says (default: the
     /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s).
     public func withAutomaticReconnect(_ policy: ReconnectPolicy = .signalRDefault) -> Self {
-        var copy = self
-        copy.configuration.reconnectPolicy = policy
-        return copy
+        with {
+            $0.configuration.reconnectPolicy = policy
+        }
     }
 
     /// Sends a Ping after `interval` without sending (default 15 s).
     public func withKeepAliveInterval(_ interval: Duration) -> Self {
-        var copy = self
-        copy.configuration.keepAliveInterval = interval
-        return copy
+        with {
+            $0.configuration.keepAliveInterval = interval
+        }
     }
 
     /// Closes when nothing was received for `timeout` (default 30 s; keep it at least twice the
     /// server's keep-alive interval).
     public func withServerTimeout(_ timeout: Duration) -> Self {
-        var copy = self
-        copy.configuration.serverTimeout = timeout
-        return copy
+        with {
+            $0.configuration.serverTimeout = timeout
+        }
     }
 
     /// Asks for stateful reconnect: a dropped WebSocket is reopened for the same connection and
     /// unacknowledged messages are replayed both ways (`bufferSize` bytes at most in flight).
     public func withStatefulReconnect(bufferSize: Int = 100_000) -> Self {
-        var copy = self
-        copy.configuration.statefulReconnect = true
-        copy.configuration.statefulReconnectBufferSize = bufferSize
-        return copy
+        with {
+            $0.configuration.statefulReconnect = true
+            $0.configuration.statefulReconnectBufferSize = bufferSize
+        }
     }
 
     /// Opens the WebSocket at once, without the negotiate request (the server must allow it).
     public func withSkipNegotiation() -> Self {
-        var copy = self
-        copy.configuration.skipNegotiation = true
-        return copy
+        with {
+            $0.configuration.skipNegotiation = true
+        }
     }
 
     /// Logs at `level` and above, to `handler` (default: standard error).
@@ -115,32 +115,39 @@ public struct HubConnectionBuilder: Sendable {
         _ level: HubConnection.LogLevel,
         handler: @escaping @Sendable (HubConnection.LogLevel, String) -> Void = HubConnection.logToStandardError
     ) -> Self {
-        var copy = self
-        copy.options.logLevel = level
-        copy.options.logHandler = handler
-        return copy
+        with {
+            $0.options.logLevel = level
+            $0.options.logHandler = handler
+        }
     }
 
     /// Runs handlers and lifecycle callbacks on `queue` (e.g. `.main`) unless one is given at
     /// registration.
     public func withCallbackQueue(_ queue: DispatchQueue) -> Self {
-        var copy = self
-        copy.options.callbackQueue = queue
-        return copy
+        with {
+            $0.options.callbackQueue = queue
+        }
     }
 
     /// Trusts the CA certificates in the PEM file `path` for TLS, in addition to the system's.
     public func withCAFile(_ path: String) -> Self {
-        var copy = self
-        copy.options.caFile = path
-        return copy
+        with {
+            $0.options.caFile = path
+        }
     }
 
     /// Makes TLS sessions for `https://` and `wss://` with `factory` (default: OpenSSL on Linux;
     /// on other platforms an app supplies its own).
     public func withTLSSessionFactory(_ factory: @escaping TLSSessionFactory) -> Self {
+        with {
+            $0.options.tlsSessionFactory = factory
+        }
+    }
+
+    /// A copy with `change` made.
+    private func with(_ change: (inout Self) -> Void) -> Self {
         var copy = self
-        copy.options.tlsSessionFactory = factory
+        change(&copy)
         return copy
     }
 

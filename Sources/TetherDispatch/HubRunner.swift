@@ -19,8 +19,7 @@ final class HubRunner: @unchecked Sendable {
 
     private var negotiations: [TransportGeneration: NegotiateRequest] = [:]
     private var transports: [TransportGeneration: WebSocketTransport] = [:]
-    private let timer: any DispatchSourceTimer
-    private var armedDeadline: Instant?
+    private let timer: DeadlineTimer
     private var isShutDown = false
     /// Whether the current run (since `start`) connected: a failed `start()` throws to its caller
     /// and announces no `closed`.
@@ -64,15 +63,13 @@ final class HubRunner: @unchecked Sendable {
             hubProtocol: hubProtocol,
             randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
         )
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [weak self] in self?.timerFired() }
-        timer.schedule(deadline: .distantFuture)
-        timer.resume()
+        timer = DeadlineTimer(queue: queue)
+        timer.onFire = { [weak self] in self?.timerFired() }
     }
 
     /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
     func now() -> Instant {
-        Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
+        DeadlineTimer.now()
     }
 
     // MARK: - Commands (on `queue`)
@@ -397,20 +394,12 @@ final class HubRunner: @unchecked Sendable {
     }
 
     private func timerFired() {
-        armedDeadline = nil
         machine.handleTimeout(now: now())
         drive()
     }
 
     private func armTimer() {
-        let deadline = machine.pollTimeout()
-        guard deadline != armedDeadline else { return }
-        armedDeadline = deadline
-        if let deadline {
-            timer.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
-        } else {
-            timer.schedule(deadline: .distantFuture)
-        }
+        timer.arm(at: machine.pollTimeout())
     }
 
     // MARK: - Events

@@ -26,20 +26,11 @@ final class NegotiateRequest: @unchecked Sendable {
         options: HubConnection.Options,
         onOutcome: @escaping (Outcome) -> Void
     ) {
-        var fields = HTTPHeaders()
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name, value) }
-        fields.add("User-Agent", HubConnection.userAgent)
+        var fields = HTTPHeaders(hub: headers)
         fields.add("Connection", "close")  // one request per connection
         request = HTTPRequest(method: "POST", target: url.target, host: url.hostHeader, headers: fields)
         self.onOutcome = onOutcome
-        connection = TransportConnection(
-            endpoint: url.endpoint,
-            queue: queue,
-            connectTimeout: options.connectTimeout,
-            readBufferSize: 65536,
-            directTLSServerName: url.isSecure ? url.host : nil,
-            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
-        ) { [weak self] event in
+        connection = TransportConnection(hub: url, queue: queue, options: options) { [weak self] event in
             self?.event(event)
         }
         connection?.start()
@@ -117,27 +108,17 @@ final class WebSocketTransport: @unchecked Sendable {
         options: HubConnection.Options,
         onEvent: @escaping (Event) -> Void
     ) {
-        var fields = HTTPHeaders()
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name, value) }
-        fields.add("User-Agent", HubConnection.userAgent)
         socket = WebSocketClient(
             host: url.hostHeader,
             target: url.target,
-            headers: fields,
+            headers: HTTPHeaders(hub: headers),
             configuration: .init(
                 maximumFrameSize: options.maximumMessageSize,
                 maximumMessageSize: options.maximumMessageSize
             )
         )
         self.onEvent = onEvent
-        connection = TransportConnection(
-            endpoint: url.endpoint,
-            queue: queue,
-            connectTimeout: options.connectTimeout,
-            readBufferSize: 65536,
-            directTLSServerName: url.isSecure ? url.host : nil,
-            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
-        ) { [weak self] event in
+        connection = TransportConnection(hub: url, queue: queue, options: options) { [weak self] event in
             self?.event(event)
         }
         connection?.start()
@@ -206,5 +187,35 @@ final class WebSocketTransport: @unchecked Sendable {
         case .tlsEstablished, .drained:
             break
         }
+    }
+}
+
+extension HTTPHeaders {
+    /// The machine's request headers (sorted by name, so requests are reproducible) and the
+    /// driver's `User-Agent`.
+    init(hub headers: [String: String]) {
+        self.init()
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { add(name, value) }
+        add("User-Agent", HubConnection.userAgent)
+    }
+}
+
+extension TransportConnection {
+    /// A connection to a hub URL's host: TLS from the first byte for https and wss.
+    convenience init(
+        hub url: HubURL,
+        queue: DispatchQueue,
+        options: HubConnection.Options,
+        onEvent: @escaping (Event) -> Void
+    ) {
+        self.init(
+            endpoint: url.endpoint,
+            queue: queue,
+            connectTimeout: options.connectTimeout,
+            readBufferSize: 65536,
+            directTLSServerName: url.isSecure ? url.host : nil,
+            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile),
+            onEvent: onEvent
+        )
     }
 }

@@ -21,8 +21,7 @@ final class XMPPRunner: @unchecked Sendable {
 
     /// Whether there is a TLS layer (`Options.tlsSessionFactory`).
     private var hasTLS: Bool { options.tlsSessionFactory != nil }
-    private let timer: any DispatchSourceTimer
-    private var armedDeadline: Instant?
+    private let timer: DeadlineTimer
     private var isShutDown = false
 
     var handler: (queue: DispatchQueue, body: @Sendable (XMPPClient.Event) -> Void)?
@@ -43,15 +42,13 @@ final class XMPPRunner: @unchecked Sendable {
             hashProvider: hashProvider,
             randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
         )
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [weak self] in self?.timerFired() }
-        timer.schedule(deadline: .distantFuture)
-        timer.resume()
+        timer = DeadlineTimer(queue: queue)
+        timer.onFire = { [weak self] in self?.timerFired() }
     }
 
     /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
     func now() -> Instant {
-        Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
+        DeadlineTimer.now()
     }
 
     // MARK: - Commands (on `queue`)
@@ -215,20 +212,12 @@ final class XMPPRunner: @unchecked Sendable {
     }
 
     private func timerFired() {
-        armedDeadline = nil
         machine.handleTimeout(now: now())
         drive()
     }
 
     private func armTimer() {
-        let deadline = machine.pollTimeout()
-        guard deadline != armedDeadline else { return }
-        armedDeadline = deadline
-        if let deadline {
-            timer.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
-        } else {
-            timer.schedule(deadline: .distantFuture)
-        }
+        timer.arm(at: machine.pollTimeout())
     }
 
     // MARK: - Events and waiters

@@ -120,3 +120,42 @@ func runCommandLine(
         return 2
     }
 }
+
+/// A command's words after its name: positional arguments and the options `--count N` (at least
+/// 1) and `--seconds S` (positive), shared by the connection commands.
+struct CommandWords {
+    struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    var arguments: [String] = []
+    var count: Int?
+    var seconds: Double?
+
+    static func parse(_ words: ArraySlice<String>) -> Result<CommandWords, UsageError> {
+        var parsed = CommandWords()
+        var index = words.startIndex
+        while index < words.endIndex {
+            switch words[index] {
+            case "--count":
+                guard index + 1 < words.endIndex, let value = Int(words[index + 1]), value >= 1 else {
+                    return .failure(UsageError(description: "--count needs a count of at least 1"))
+                }
+                parsed.count = value
+                index += 2
+            case "--seconds":
+                guard index + 1 < words.endIndex, let value = Double(words[index + 1]), value > 0, value < 1e9 else {
+                    return .failure(UsageError(description: "--seconds needs a positive number"))
+                }
+                parsed.seconds = value
+                index += 2
+            case let word where word.hasPrefix("--"):
+                return .failure(UsageError(description: "unknown option \(word)"))
+            case let word:
+                parsed.arguments.append(word)
+                index += 1
+            }
+        }
+        return .success(parsed)
+    }
+}

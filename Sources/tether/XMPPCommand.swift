@@ -154,30 +154,12 @@ struct XMPPCommand: Sendable, Equatable {
 
     private static func parseAction(_ words: [String]) -> Result<Action, UsageError> {
         guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
-        var arguments: [String] = []
-        var count: Int?
-        var seconds: Double?
-        var index = 1
-        while index < words.count {
-            switch words[index] {
-            case "--count":
-                guard index + 1 < words.count, let value = Int(words[index + 1]), value >= 1 else {
-                    return .failure(UsageError(description: "--count needs a count of at least 1"))
-                }
-                count = value
-                index += 2
-            case "--seconds":
-                guard index + 1 < words.count, let value = Double(words[index + 1]), value > 0 else {
-                    return .failure(UsageError(description: "--seconds needs a positive number"))
-                }
-                seconds = value
-                index += 2
-            case let word where word.hasPrefix("--"):
-                return .failure(UsageError(description: "unknown option \(word)"))
-            case let word:
-                arguments.append(word)
-                index += 1
-            }
+        let arguments: [String]
+        let count: Int?
+        let seconds: Double?
+        switch CommandWords.parse(words.dropFirst()) {
+        case .success(let parsed): (arguments, count, seconds) = (parsed.arguments, parsed.count, parsed.seconds)
+        case .failure(let error): return .failure(UsageError(description: error.description))
         }
         switch command {
         case "send":
