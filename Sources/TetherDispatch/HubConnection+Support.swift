@@ -17,6 +17,14 @@ extension HubConnection {
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
+    /// One `invoke` call, for cancelling it from its task. Used only on the runner's queue.
+    final class Call: @unchecked Sendable {
+        /// Its invocation id, once sent.
+        var invocationId: String?
+        /// Its task was cancelled.
+        var isCanceled = false
+    }
+
     /// A registered handler of a server→client method.
     struct InvocationHandler: Sendable {
         let queue: DispatchQueue
@@ -86,6 +94,11 @@ extension HubConnection {
             }
         }
     }
+}
+
+extension HubConnectionError {
+    /// An `invoke` whose task was cancelled.
+    static let canceledByTask = HubConnectionError(.canceled, "The invocation's task was cancelled.")
 }
 
 /// Decodes a handler's arguments one after another.

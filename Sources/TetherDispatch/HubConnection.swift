@@ -261,7 +261,8 @@ public final class HubConnection: Sendable {
 
     /// Invokes the hub method `method` with any `Encodable` arguments and returns its result
     /// decoded as `Result`. Throws `invocationFailed` with the server's text when the method
-    /// failed, `canceled` when the connection closed first, `notConnected`, or `encoding`.
+    /// failed, `canceled` when the connection closed first or the calling task was cancelled (the
+    /// server still runs the method; its result is dropped), `notConnected`, or `encoding`.
     public func invoke<Result: Decodable, each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument
@@ -308,8 +309,16 @@ public final class HubConnection: Sendable {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) -> EncodedValue? {
-        let result: Swift.Result<CompletionResult, HubConnectionError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.invoke(method, arguments: arguments, upload: upload, continuation) }
+        let call = Call()
+        let runner = runner
+        let result: Swift.Result<CompletionResult, HubConnectionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async {
+                    runner.invoke(method, arguments: arguments, upload: upload, call: call, continuation)
+                }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancel(call) }
         }
         switch try result.get() {
         case .void: return nil

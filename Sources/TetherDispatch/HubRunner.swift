@@ -44,6 +44,8 @@ final class HubRunner: @unchecked Sendable {
     struct BlockedCommand {
         var run: (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void
         var fail: (HubConnectionError) -> Void
+        /// The invocation it starts, if one (so that cancelling its task can drop it).
+        var call: HubConnection.Call?
     }
 
     init(
@@ -115,28 +117,31 @@ final class HubRunner: @unchecked Sendable {
     /// room) it waits its turn, and `fail` is called if it cannot run.
     func submit(
         _ command: @escaping (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void,
+        call: HubConnection.Call? = nil,
         fail: @escaping (HubConnectionError) -> Void
     ) {
         guard blockedCommands.isEmpty else {
-            return blockedCommands.append(BlockedCommand(run: command, fail: fail))
+            return blockedCommands.append(BlockedCommand(run: command, fail: fail, call: call))
         }
         do throws(HubConnectionError) {
             try command(&machine, now())
         } catch  where error.kind == .sendBufferFull {
-            blockedCommands.append(BlockedCommand(run: command, fail: fail))
+            blockedCommands.append(BlockedCommand(run: command, fail: fail, call: call))
         } catch {
             fail(error)
         }
         drive()
     }
 
-    /// Invokes; the completion goes to `continuation`.
+    /// Invokes; the completion goes to `continuation` (unless `call` is cancelled first).
     func invoke(
         _ target: String,
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
+        call: HubConnection.Call,
         _ continuation: CheckedContinuation<Result<CompletionResult, HubConnectionError>, Never>
     ) {
+        guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         submit(
             { [self] (machine, now) throws(HubConnectionError) in
                 let streamIds = try upload.map { _ throws(HubConnectionError) in
@@ -144,10 +149,24 @@ final class HubRunner: @unchecked Sendable {
                 }
                 let id = try machine.invoke(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
                 completionWaiters[id] = continuation
+                call.invocationId = id
                 if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
             },
+            call: call,
             fail: { continuation.resume(returning: .failure($0)) }
         )
+    }
+
+    /// The task awaiting `call` was cancelled: it fails at once with `canceled`. An invocation
+    /// already sent is not cancelled on the server (SignalR has no such message for invocations,
+    /// as with the official clients); its completion, when it comes, is dropped.
+    func cancel(_ call: HubConnection.Call) {
+        call.isCanceled = true
+        if let id = call.invocationId {
+            completionWaiters.removeValue(forKey: id)?.resume(returning: .failure(.canceledByTask))
+        } else if let index = blockedCommands.firstIndex(where: { $0.call === call }) {
+            blockedCommands.remove(at: index).fail(.canceledByTask)
+        }
     }
 
     /// Sends (no completion); `continuation` learns whether it was sent.

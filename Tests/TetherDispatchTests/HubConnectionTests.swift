@@ -272,6 +272,27 @@ struct HubConnectionTests {
         }
     }
 
+    @Test func invocationCancelledByItsTask() async throws {
+        let server = try startedHub()
+        let connection = HubConnectionBuilder(url: server.url).withLogging(.none).build()
+        try await connection.start()
+        let slow = Task { () throws(HubConnectionError) -> String in try await connection.invoke("Delay", 2.0) }
+        try await Task.sleep(for: .milliseconds(200))
+        let cancelledAt = ContinuousClock.now
+        slow.cancel()
+        do {
+            _ = try await slow.value
+            Issue.record("a cancelled invocation completed")
+        } catch {
+            #expect((error as? HubConnectionError)?.kind == .canceled, "\(error)")
+        }
+        #expect(ContinuousClock.now - cancelledAt < .seconds(1))  // at once, not when the hub answers
+        // The connection goes on; the late completion is dropped (the hub runs one call at a time).
+        let late: String = try await connection.invoke("Delay", 0.01)
+        #expect(late == "done")
+        await connection.stop()
+    }
+
     @Test func skippingNegotiation() async throws {
         let server = try startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)

@@ -11,7 +11,7 @@ import Foundation
 /// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group`,
 /// `SendToGroup(group, text)` sends `Notify(text)` to the group, `Broadcast(text)` sends
 /// `Notify(text)` to everyone, `SumStream(stream) -> sum`,
-/// `Tally(n) -> n` records `n` and `Tallied() -> [n]` returns the record. Stateful reconnect is
+/// `Delay(seconds) -> "done"` answers late, `Tally(n) -> n` records `n` and `Tallied() -> [n]` returns the record. Stateful reconnect is
 /// allowed, detailed errors are on, and the server's keep-alive interval is 1 s.
 public final class SignalRHubServer: @unchecked Sendable {
     // Mutable state is touched only by the test that owns the server, one call at a time.

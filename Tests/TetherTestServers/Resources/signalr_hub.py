@@ -46,6 +46,10 @@ class TestHub(Hub):
     async def sendtogroup(self, group: str, text: str) -> None:
         await self.clients.group(group).send("Notify", text)
 
+    async def delay(self, seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "done"
+
     async def broadcast(self, text: str) -> None:
         await self.clients.all_.send("Notify", text)
 
