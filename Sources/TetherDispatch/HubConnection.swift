@@ -133,10 +133,16 @@ public final class HubConnection: Sendable {
 
     /// Connects: negotiates, opens the WebSocket and completes the handshake. Throws when that
     /// fails (the first connection is not retried, as with the official clients; automatic
-    /// reconnect applies once connected). Already connected: returns at once.
+    /// reconnect applies once connected), or `canceled` when the calling task is cancelled first
+    /// (the attempt is abandoned). Already connected: returns at once.
     public func start() async throws(HubConnectionError) {
-        let result: Result<Void, HubConnectionError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.start(continuation) }
+        let runner = runner
+        let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async { runner.start(continuation) }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancelStart() }
         }
         try result.get()
     }

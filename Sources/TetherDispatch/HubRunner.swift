@@ -91,6 +91,19 @@ final class HubRunner: @unchecked Sendable {
         }
     }
 
+    /// The task awaiting `start()` was cancelled: the attempt is abandoned (the machine stops) and
+    /// the waiting `start()` calls throw `canceled`. Nothing happens once connected.
+    func cancelStart() {
+        guard !startWaiters.isEmpty, machine.stateName != .connected else { return }
+        let waiters = startWaiters
+        startWaiters.removeAll()
+        for waiter in waiters {
+            waiter.resume(returning: .failure(HubConnectionError(.canceled, "The start's task was cancelled.")))
+        }
+        machine.stop(now: now())
+        drive()
+    }
+
     func stop(_ continuation: CheckedContinuation<Void, Never>) {
         guard machine.stateName != .disconnected else { return continuation.resume() }
         stopWaiters.append(continuation)

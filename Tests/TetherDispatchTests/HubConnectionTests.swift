@@ -308,6 +308,22 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
+    @Test func startCancelledByItsTask() async throws {
+        // A server that accepts and never answers: the negotiate request hangs.
+        let silent = try SilentListener()
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(silent.port)/hub").withLogging(.none).build()
+        let starting = Task { try await connection.start() }
+        try await Task.sleep(for: .milliseconds(300))
+        starting.cancel()
+        do {
+            try await starting.value
+            Issue.record("a cancelled start connected")
+        } catch {
+            #expect((error as? HubConnectionError)?.kind == .canceled, "\(error)")
+        }
+        #expect(await connection.state() == .disconnected)
+    }
+
     @Test func startFailsCleanlyWhenNothingListens() async throws {
         let port = try freeLoopbackPort()
         let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(port)/hub").withLogging(.none).build()
