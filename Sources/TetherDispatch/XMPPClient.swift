@@ -125,11 +125,17 @@ public final class XMPPClient: Sendable {
     /// Connects, and returns the full JID once a session is online. Failed attempts are retried
     /// under the reconnect policy; throws when the policy gives up (the client is then
     /// suspended: `reconnectNow()` tries again) or on a fatal error such as wrong credentials
-    /// (the client is then stopped). Already connected: returns the current JID.
+    /// (the client is then stopped), or `canceled` when the calling task is cancelled first (the
+    /// attempt is abandoned and the client stopped). Already connected: returns the current JID.
     @discardableResult
     public func connect() async throws(XMPPClientError) -> JID {
-        let result: Result<JID, XMPPClientError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.connect(continuation) }
+        let runner = runner
+        let result: Result<JID, XMPPClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async { runner.connect(continuation) }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancelConnect() }
         }
         return try result.get()
     }
@@ -174,12 +180,19 @@ public final class XMPPClient: Sendable {
     }
 
     /// Sends an iq request (`get` or `set`) and returns its `result`; throws `iqError` (with the
-    /// stanza error) for an error reply, `iqTimeout`, or the connection's error when the stream
-    /// ended before an answer could come.
+    /// stanza error) for an error reply, `iqTimeout`, the connection's error when the stream
+    /// ended before an answer could come, or `canceled` at once when the calling task is cancelled
+    /// (the answer is then dropped).
     public func request(_ iq: XMPPIQ, timeout: Duration? = nil) async throws(XMPPClientError) -> XMPPIQ {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
-        let result: Result<XMPPIQ, XMPPClientError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.request(iq, timeout: timeout, continuation) }
+        let call = Call()
+        let runner = runner
+        let result: Result<XMPPIQ, XMPPClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async { runner.request(iq, timeout: timeout, call: call, continuation) }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancel(call) }
         }
         return try result.get()
     }
@@ -245,4 +258,19 @@ public final class XMPPClient: Sendable {
             runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
         }
     }
+}
+
+extension XMPPClient {
+    /// One `request` call, for cancelling it from its task. Used only on the runner's queue.
+    final class Call: @unchecked Sendable {
+        /// The iq's id, once sent.
+        var id: String?
+        /// Its task was cancelled.
+        var isCanceled = false
+    }
+}
+
+extension XMPPClientError {
+    /// A call whose task was cancelled.
+    static let canceledByTask = XMPPClientError(.canceled, "The request's task was cancelled.")
 }

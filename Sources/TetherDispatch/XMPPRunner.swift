@@ -31,6 +31,8 @@ final class XMPPRunner: @unchecked Sendable {
     private var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
     private var flushWaiters: [CheckedContinuation<Result<Void, XMPPClientError>, Never>] = []
     private var requestWaiters: [String: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>] = [:]
+    /// Requests whose task was cancelled: their answers, when they come, are dropped.
+    private var abandonedRequests: Set<String> = []
 
     init(configuration: XMPPClient.Configuration, options: XMPPClient.Options, hashProvider: any SCRAMHashProvider) {
         self.options = options
@@ -78,6 +80,15 @@ final class XMPPRunner: @unchecked Sendable {
         drive()
     }
 
+    /// The task awaiting `connect()` was cancelled: the attempt is abandoned (the machine stops)
+    /// and the waiting `connect()` calls throw `canceled`. Nothing happens once online.
+    func cancelConnect() {
+        guard !connectWaiters.isEmpty, machine.jid == nil else { return }
+        resumeConnectWaiters(.failure(XMPPClientError(.canceled, "The connect's task was cancelled.")))
+        machine.stop(now: now())
+        drive()
+    }
+
     func disconnect(_ continuation: CheckedContinuation<Void, Never>) {
         guard machine.stateName != .idle else { return continuation.resume() }
         disconnectWaiters.append(continuation)
@@ -106,15 +117,27 @@ final class XMPPRunner: @unchecked Sendable {
     func request(
         _ iq: XMPPIQ,
         timeout: Duration?,
+        call: XMPPClient.Call,
         _ continuation: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>
     ) {
+        guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         do throws(XMPPClientError) {
             let id = try machine.send(iq, timeout: timeout, now: now())
             requestWaiters[id] = continuation
+            call.id = id
         } catch {
             continuation.resume(returning: .failure(error))
         }
         drive()
+    }
+
+    /// The task awaiting a request was cancelled: it throws `canceled` at once; the answer, when it
+    /// comes, is dropped.
+    func cancel(_ call: XMPPClient.Call) {
+        call.isCanceled = true
+        guard let id = call.id, let waiter = requestWaiters.removeValue(forKey: id) else { return }
+        abandonedRequests.insert(id)
+        waiter.resume(returning: .failure(.canceledByTask))
     }
 
     func flush(_ continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>) {
@@ -223,9 +246,12 @@ final class XMPPRunner: @unchecked Sendable {
     // MARK: - Events and waiters
 
     private func deliver(_ event: XMPPClient.Event) {
-        if case .iqResponse(let id, let outcome) = event, let waiter = requestWaiters.removeValue(forKey: id) {
-            // Answers to `request` go to their caller only.
-            return waiter.resume(returning: Self.result(of: outcome))
+        if case .iqResponse(let id, let outcome) = event {
+            // Answers to `request` go to their caller only (or nowhere, when it gave up).
+            if let waiter = requestWaiters.removeValue(forKey: id) {
+                return waiter.resume(returning: Self.result(of: outcome))
+            }
+            if abandonedRequests.remove(id) != nil { return }
         }
         // The app sees the event before any waiter resumes, so that a caller returning from
         // `connect()` or `disconnect()` finds it already delivered.

@@ -75,6 +75,49 @@ struct XMPPClientTests {
         #expect(await client.state() == .idle)
     }
 
+    @Test func connectAndRequestCancelledByTheirTasks() async throws {
+        // connect: a server that accepts and never answers, so the attempt hangs.
+        let silent = try SilentListener()
+        let hanging = XMPPClient(testConfiguration("alice", port: silent.port))
+        let connecting = Task { try await hanging.connect() }
+        try await Task.sleep(for: .milliseconds(300))
+        connecting.cancel()
+        do {
+            _ = try await connecting.value
+            Issue.record("a cancelled connect went online")
+        } catch {
+            #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+        }
+        #expect(await hanging.state() == .idle)
+
+        // request: bob handles the namespace and never answers.
+        let server = try startedProsody()
+        let alice = XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
+        var bobConfiguration = testConfiguration("bob", port: server.port, resource: "b")
+        bobConfiguration.handledIQNamespaces = ["urn:example:never"]
+        let bob = XMPPClient(bobConfiguration)
+        let aliceEvents = EventRecorder(alice)
+        try await alice.connect()
+        try await bob.connect()
+        let payload = XMLElement(XMLName("query", namespace: "urn:example:never"))
+        let asking = Task { try await alice.request(.get(payload, to: JID("bob@localhost/b"))) }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelledAt = ContinuousClock.now
+        asking.cancel()
+        do {
+            _ = try await asking.value
+            Issue.record("a cancelled request was answered")
+        } catch {
+            #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+        }
+        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        // The client goes on.
+        _ = try await alice.ping()
+        #expect(!aliceEvents.events.contains { if case .iqResponse = $0 { true } else { false } })
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
     @Test func messageRosterAndPings() async throws {
         let server = try startedProsody()
         let alice = XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))

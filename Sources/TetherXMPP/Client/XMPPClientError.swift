@@ -51,6 +51,8 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case iqError
         /// An iq request was not answered in time.
         case iqTimeout
+        /// The task awaiting the call was cancelled (a driver's async API).
+        case canceled
     }
 
     /// What kind of failure.
@@ -87,7 +89,7 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
     public var isFatal: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .connectTimeout, .pingTimeout, .protocolViolation, .notConnected,
-            .sendQueueFull, .iqError, .iqTimeout:
+            .sendQueueFull, .iqError, .iqTimeout, .canceled:
             false
         case .streamError:
             !(streamError?.allowsReconnect ?? true)
