@@ -12,15 +12,22 @@ struct Options {
     var echoLatencyURL: String?
     var echoCount = 1000
     var echoEncoding = ValueEncoding.json
+    /// `--corpus DIR`: read the corpus files of `../shared/bench/gen_corpus.py` instead.
+    var corpusDirectory: String?
+    /// `--chart FILE.svg`: also draw the run.
+    var chartPath: String?
 
     static let usage = """
-        usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv]
+        usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
           --passes N     timed passes per benchmark; the fastest counts (default 3)
           --csv          print CSV instead of a table
+          --corpus DIR   read signalr.json.bin, signalr.msgpack.bin and xmpp.xml from DIR (as
+                         ../shared/bench/gen_corpus.py writes them) instead of generating the corpus
+          --chart FILE   also write the results as an SVG bar chart to FILE
           --echo-latency URL
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
@@ -48,6 +55,14 @@ struct Options {
             case "--csv":
                 csv = true
                 index += 1
+            case "--corpus":
+                guard let value else { return nil }
+                corpusDirectory = value
+                index += 2
+            case "--chart":
+                guard let value else { return nil }
+                chartPath = value
+                index += 2
             case "--echo-latency":
                 guard let value else { return nil }
                 echoLatencyURL = value
@@ -142,8 +157,18 @@ if SignalRBenchmarks.names.contains(where: options.includes)
     || HubConnectionBenchmarks.names.contains(where: options.includes)
     || WebSocketBenchmarks.names.contains(where: options.includes)
 {
-    progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
-    signalRCorpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    if let directory = options.corpusDirectory {
+        progress("reading the SignalR corpus from \(directory)")
+        do {
+            signalRCorpus = try SignalRCorpus(directory: directory)
+        } catch {
+            FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+            exit(1)
+        }
+    } else {
+        progress(String(format: "generating the SignalR corpus (%.0f MiB JSON stream)", options.sizeMiB))
+        signalRCorpus = SignalRCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    }
 }
 if SignalRBenchmarks.names.contains(where: options.includes), let corpus = signalRCorpus {
     progress(
@@ -181,8 +206,19 @@ if HubConnectionBenchmarks.names.contains(where: options.includes), let corpus =
 if XMPPBenchmarks.names.contains(where: options.includes)
     || XMPPClientBenchmarks.names.contains(where: options.includes)
 {
-    progress(String(format: "generating the XMPP corpus (%.0f MiB stream)", options.sizeMiB))
-    let corpus = XMPPCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    let corpus: XMPPCorpus
+    if let directory = options.corpusDirectory {
+        progress("reading the XMPP corpus from \(directory)")
+        do {
+            corpus = try XMPPCorpus(directory: directory)
+        } catch {
+            FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+            exit(1)
+        }
+    } else {
+        progress(String(format: "generating the XMPP corpus (%.0f MiB stream)", options.sizeMiB))
+        corpus = XMPPCorpus(targetBytes: Int(options.sizeMiB * 1_048_576))
+    }
     progress(
         "corpus: \(corpus.stanzaCount) stanzas, \(corpus.counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
     )
@@ -205,3 +241,15 @@ if XMPPBenchmarks.names.contains(where: options.includes)
     }
 }
 print(format(results, csv: options.csv))
+if let path = options.chartPath {
+    let source =
+        options.corpusDirectory.map { "the corpus in \($0)" }
+        ?? String(format: "the generated %.0f MiB corpus", options.sizeMiB)
+    let chart = Chart.svg(results, title: "tether-bench on \(source) (fastest of \(options.passes) passes)")
+    do {
+        try chart.write(toFile: path, atomically: true, encoding: .utf8)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: cannot write \(path): \(error)\n".utf8))
+        exit(1)
+    }
+}

@@ -271,11 +271,20 @@ public enum Negotiate {
         return result + "id=" + percentEncode(connectionToken)
     }
 
-    /// `url` with `http` → `ws` and `https` → `wss` (other schemes unchanged).
+    /// `url` with `http` → `ws` and `https` → `wss` (schemes match case-insensitively, RFC 3986
+    /// §3.1; other schemes unchanged).
     public static func webSocketURL(for url: String) -> String {
-        if url.hasPrefix("https://") { return "wss://" + url.dropFirst(8) }
-        if url.hasPrefix("http://") { return "ws://" + url.dropFirst(7) }
+        if hasScheme(url, "https") { return "wss://" + url.dropFirst(8) }
+        if hasScheme(url, "http") { return "ws://" + url.dropFirst(7) }
         return url
+    }
+
+    /// Whether `url` starts with `scheme` and `://`, the scheme matched case-insensitively.
+    static func hasScheme(_ url: String, _ scheme: String) -> Bool {
+        let prefix = url.utf8.prefix(scheme.utf8.count + 3)
+        guard prefix.count == scheme.utf8.count + 3, prefix.dropFirst(scheme.utf8.count).elementsEqual("://".utf8)
+        else { return false }
+        return zip(prefix, scheme.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
     }
 
     /// Splits off the query (and drops a fragment).

@@ -168,6 +168,11 @@ struct NegotiateVectorTests {
             #expect(Negotiate.webSocketURL(for: vector.connect) == vector.webSocket)
         }
         #expect(Negotiate.connectURL(for: "http://h/hub?a=1", connectionToken: nil) == "http://h/hub?a=1")
+        // Schemes match case-insensitively (RFC 3986 §3.1).
+        #expect(Negotiate.webSocketURL(for: "HTTPS://Example.com/hub") == "wss://Example.com/hub")
+        #expect(Negotiate.webSocketURL(for: "Http://h:5000/hub") == "ws://h:5000/hub")
+        #expect(Negotiate.webSocketURL(for: "wss://h/hub") == "wss://h/hub")
+        #expect(Negotiate.webSocketURL(for: "httpx://h/hub") == "httpx://h/hub")
     }
 }
 
