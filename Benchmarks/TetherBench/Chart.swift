@@ -12,7 +12,8 @@ enum Chart {
         if name.hasPrefix("codable-floor") { return "Codable (the floor of any Codable decoder)" }
         if name.hasPrefix("signalr-msgpack") || name.hasPrefix("msgpack") { return "SignalR MessagePack" }
         if name.hasPrefix("hub-") { return "Hub connection machine" }
-        if name.hasPrefix("websocket") { return "WebSocket" }
+        if name.hasPrefix("websocket-loopback") { return "WebSocket loopback echo" }
+        if name.hasPrefix("websocket") { return "WebSocket decoding" }
         if name.hasPrefix("xmpp-machine") || name.hasPrefix("xmpp-decode (stanzas only)") {
             return "XMPP client machine"
         }
