@@ -12,8 +12,28 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
         self.nanoseconds = nanoseconds
     }
 
+    /// The instant `offset` after the clock's origin (saturating): `Instant(.seconds(90))`.
+    public init(_ offset: Duration) {
+        self.init(nanoseconds: offset.totalNanoseconds)
+    }
+
+    /// The instant `seconds` after the clock's origin (saturating; fractions to the nanosecond).
+    public init(seconds: Double) {
+        // Beyond about ±292 years an Int64 of nanoseconds saturates.
+        if seconds >= 9.2e9 {
+            self.init(nanoseconds: .max)
+        } else if seconds <= -9.2e9 {
+            self.init(nanoseconds: .min)
+        } else {
+            self.init(.seconds(seconds))
+        }
+    }
+
     /// The clock's origin, convenient as the start of a virtual clock in tests.
     public static let zero = Instant(nanoseconds: 0)
+
+    /// The time since the clock's origin.
+    public var sinceOrigin: Duration { .nanoseconds(nanoseconds) }
 
     public static func < (lhs: Instant, rhs: Instant) -> Bool {
         lhs.nanoseconds < rhs.nanoseconds

@@ -137,34 +137,60 @@ public enum AnyHubProtocol: Sendable {
 }
 
 /// The parser of either hub protocol (the one its `AnyHubProtocol` made).
-public struct AnyHubMessageParser: HubMessageParser {
-    // Two optionals rather than an enum with payloads, so that mutating the parser in place
-    // never copies its buffer.
-    var json: JSONHubMessageParser?
-    var messagePack: MessagePackHubMessageParser?
+public enum AnyHubMessageParser: HubMessageParser {
+    /// A `json` parser.
+    case json(JSONHubMessageParser)
+    /// A `messagepack` parser.
+    case messagePack(MessagePackHubMessageParser)
 
     init(json: JSONHubMessageParser) {
-        self.json = json
+        self = .json(json)
     }
 
     init(messagePack: MessagePackHubMessageParser) {
-        self.messagePack = messagePack
+        self = .messagePack(messagePack)
     }
 
+    // The payload is moved out (`consume self`) and back, so that it is changed while uniquely
+    // referenced: binding it from a still-live `self` would share its buffer and copy it on the
+    // first change.
+
     public mutating func append(_ bytes: Span<UInt8>) {
-        if json != nil {
-            json!.append(bytes)
-        } else {
-            messagePack!.append(bytes)
+        switch consume self {
+        case .json(var parser):
+            parser.append(bytes)
+            self = .json(parser)
+        case .messagePack(var parser):
+            parser.append(bytes)
+            self = .messagePack(parser)
         }
     }
 
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
-        if json != nil { return try json!.next() }
-        return try messagePack!.next()
+        let result: Result<HubMessage?, HubProtocolError>
+        switch consume self {
+        case .json(var parser):
+            do throws(HubProtocolError) {
+                result = .success(try parser.next())
+            } catch {
+                result = .failure(error)
+            }
+            self = .json(parser)
+        case .messagePack(var parser):
+            do throws(HubProtocolError) {
+                result = .success(try parser.next())
+            } catch {
+                result = .failure(error)
+            }
+            self = .messagePack(parser)
+        }
+        return try result.get()
     }
 
     public var hasPartialMessage: Bool {
-        json?.hasPartialMessage ?? messagePack?.hasPartialMessage ?? false
+        switch self {
+        case .json(let parser): parser.hasPartialMessage
+        case .messagePack(let parser): parser.hasPartialMessage
+        }
     }
 }

@@ -56,10 +56,11 @@ public struct MessagePackHubProtocol: HubProtocol {
 }
 
 /// The length prefix of MessagePack hub frames: 7 bits per byte, least significant group first,
-/// at most 5 bytes, at most 0x7fffffff.
-public enum VarInt {
+/// at most 5 bytes, at most 0x7fffffff. (`package`: the protocol's own detail, shared with the
+/// tests and the benchmark.)
+package enum VarInt {
     /// The outcome of reading a prefix.
-    public enum ReadResult: Equatable, Sendable {
+    package enum ReadResult: Equatable, Sendable {
         /// The prefix is complete: the value and how many bytes it took.
         case value(Int, length: Int)
         /// The prefix continues beyond the available bytes.
@@ -67,7 +68,7 @@ public enum VarInt {
     }
 
     /// Writes `value` into `bytes` and returns the number of bytes used.
-    public static func encode(_ value: Int, into bytes: inout InlineArray<5, UInt8>) -> Int {
+    package static func encode(_ value: Int, into bytes: inout InlineArray<5, UInt8>) -> Int {
         precondition(value >= 0 && value <= 0x7fff_ffff, "VarInt value out of range")
         var remaining = value
         var count = 0
@@ -82,14 +83,14 @@ public enum VarInt {
     }
 
     /// The encoding of `value`.
-    public static func encode(_ value: Int) -> [UInt8] {
+    package static func encode(_ value: Int) -> [UInt8] {
         var buffer: InlineArray<5, UInt8> = .init(repeating: 0)
         let count = encode(value, into: &buffer)
         return (0..<count).map { buffer[$0] }
     }
 
     /// Reads a prefix at the start of `bytes`, as C#'s `BinaryMessageParser` does.
-    public static func read(_ bytes: Span<UInt8>) throws(HubProtocolError) -> ReadResult {
+    package static func read(_ bytes: Span<UInt8>) throws(HubProtocolError) -> ReadResult {
         var value = 0
         var index = 0
         while true {

@@ -287,4 +287,13 @@ struct InstantTests {
         #expect((Instant(nanoseconds: .min) - .seconds(1)).nanoseconds == .min)
         #expect(Instant.zero < start)
     }
+
+    @Test func madeFromDurationsAndSeconds() {
+        #expect(Instant(.seconds(90)) == Instant(nanoseconds: 90_000_000_000))
+        #expect(Instant(.milliseconds(-5)).nanoseconds == -5_000_000)
+        #expect(Instant(seconds: 1.5) == Instant(nanoseconds: 1_500_000_000))
+        #expect(Instant(seconds: 1e300).nanoseconds == .max)
+        #expect(Instant(seconds: -1e300).nanoseconds == .min)
+        #expect(Instant(.seconds(2)).sinceOrigin == .seconds(2))
+    }
 }
