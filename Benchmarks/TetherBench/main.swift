@@ -1,4 +1,5 @@
 import Foundation
+import TetherCore
 import TetherSignalR
 
 /// tether-bench: generates the benchmark corpus in memory and prints throughput, allocations per
@@ -12,6 +13,8 @@ struct Options {
     var echoLatencyURL: String?
     var echoCount = 1000
     var echoEncoding = ValueEncoding.json
+    /// `--portable-kernels`: the 16-byte text kernels even where 64-byte ones could run.
+    var portableKernels = false
     /// `--corpus DIR`: read the corpus files of `../shared/bench/gen_corpus.py` instead.
     var corpusDirectory: String?
     /// `--chart FILE.svg`: also draw the run.
@@ -19,6 +22,7 @@ struct Options {
 
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
+                            [--portable-kernels]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
@@ -28,6 +32,9 @@ struct Options {
           --corpus DIR   read signalr.json.bin, signalr.msgpack.bin and xmpp.xml from DIR (as
                          ../shared/bench/gen_corpus.py writes them) instead of generating the corpus
           --chart FILE   also write the results as an SVG bar chart to FILE
+          --portable-kernels
+                         use the portable 16-byte text kernels even where the 64-byte AVX-512BW
+                         ones could run (TextKernels.allowsWideVectors = false)
           --echo-latency URL
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
@@ -54,6 +61,9 @@ struct Options {
                 index += 2
             case "--csv":
                 csv = true
+                index += 1
+            case "--portable-kernels":
+                portableKernels = true
                 index += 1
             case "--corpus":
                 guard let value else { return nil }
@@ -140,6 +150,8 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
     FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
     exit(2)
 }
+
+if options.portableKernels { TextKernels.allowsWideVectors = false }
 
 if let url = options.echoLatencyURL {
     do {

@@ -1,11 +1,11 @@
 // Which vector width the text kernels use: the portable kernels (SSE2 on x86-64, NEON on ARM64)
 // everywhere, and on x86-64 processors with AVX-512BW (and an operating system that saves its
-// registers) the 64-byte kernels, chosen once at run time. The environment variable
-// TETHER_VECTORS=portable keeps the portable kernels (to compare the two, or to rule them out).
+// registers) the 64-byte kernels, chosen once at run time. `tether_allow_wide_vectors(0)` keeps the
+// portable kernels for the whole process (to compare the two, or to rule them out); no library
+// code reads the environment.
 
 #include "tether_text.h"
 
-#include <stdlib.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -40,13 +40,17 @@ int tether_has_wide_vectors(void) {
 int tether_wide_vectors(void) {
     int state = __atomic_load_n(&wide_state, __ATOMIC_RELAXED);
     if (state < 0) {
-        const char *choice = getenv("TETHER_VECTORS");
-        state = choice && strcmp(choice, "portable") == 0 ? 0 : tether_has_wide_vectors();
+        state = tether_has_wide_vectors();
         __atomic_store_n(&wide_state, state, __ATOMIC_RELAXED);
     }
     return state;
 }
+
+void tether_allow_wide_vectors(int allowed) {
+    __atomic_store_n(&wide_state, allowed ? tether_has_wide_vectors() : 0, __ATOMIC_RELAXED);
+}
 #else
 int tether_wide_vectors(void) { return 0; }
 int tether_has_wide_vectors(void) { return 0; }
+void tether_allow_wide_vectors(int allowed) { (void)allowed; }
 #endif

@@ -48,7 +48,7 @@ public enum UTF8Validation {
     }
 
     /// Which form of the C kernels runs: `.wide` (64 bytes per step, AVX-512BW) where the
-    /// processor has it and `TETHER_VECTORS=portable` is not set, else `.portable`.
+    /// processor has it and `TextKernels.allowsWideVectors` is true, else `.portable`.
     package static var kernelForm: KernelForm { tether_wide_vectors() != 0 ? .wide : .portable }
 
     /// Whether the processor can run the `.wide` kernels.

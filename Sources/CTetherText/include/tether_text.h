@@ -17,12 +17,16 @@
 #endif
 
 /// Whether the kernels use their 64-byte forms (x86-64 with AVX-512BW, detected at first use,
-/// unless the environment variable TETHER_VECTORS is `portable`); otherwise the portable ones
-/// (SSE2 on x86-64, NEON on ARM64). Both forms give the same results.
+/// unless tether_allow_wide_vectors(0) was called); otherwise the portable ones (SSE2 on x86-64,
+/// NEON on ARM64). Both forms give the same results.
 int tether_wide_vectors(void);
 
 /// Whether this processor and operating system can run the 64-byte forms.
 int tether_has_wide_vectors(void);
+
+/// Process-wide: 0 keeps the portable forms; non-zero uses the 64-byte forms where the processor
+/// has them (the default). Call it before decoding starts (a decode in flight keeps its form).
+void tether_allow_wide_vectors(int allowed);
 
 /// What tether_utf8_check found.
 typedef enum {
