@@ -57,7 +57,7 @@ struct XMPPBenchmarks {
     }
 
     /// Full decoding into trees; returns a checksum (and keeps the last stanzas for serialising).
-    func decode(keeping kept: inout [XMLElement], keep: Int = 0) throws -> Int {
+    func decode(keeping kept: inout [XElement], keep: Int = 0) throws -> Int {
         var parser = XMLStreamParser()
         var checksum = 0
         var offset = 0
@@ -88,7 +88,7 @@ struct XMPPBenchmarks {
         if filter("expat-raw-suspending") {
             group.append(("expat-raw-suspending", bytes, stanzas, { rawExpat(suspending: true) }))
         }
-        var none: [XMLElement] = []
+        var none: [XElement] = []
         if filter("xmpp-decode") {
             group.append(("xmpp-decode", bytes, stanzas, { try decode(keeping: &none) }))
         }
@@ -115,7 +115,7 @@ struct XMPPBenchmarks {
         }
         if filter("xmpp-serialize") {
             progress("xmpp-serialize")
-            var kept: [XMLElement] = []
+            var kept: [XElement] = []
             _ = try decode(keeping: &kept, keep: corpus.stanzaCount + 1)
             var output: [UInt8] = []
             output.reserveCapacity(corpus.stream.count + 1024)

@@ -175,7 +175,7 @@ public final class XMPPClient: Sendable {
     }
 
     /// Sends any stanza.
-    public func send(stanza: XMLElement) async throws(XMPPClientError) {
+    public func send(stanza: XElement) async throws(XMPPClientError) {
         try await perform { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now) }
     }
 

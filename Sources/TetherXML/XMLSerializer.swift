@@ -44,14 +44,14 @@ public struct XMLNamespaceScope: Sendable, Equatable {
 /// so parsing what was written gives back the same values.
 public enum XMLSerializer {
     /// The element as a string, namespaces declared relative to `scope`.
-    public static func string(_ element: XMLElement, in scope: XMLNamespaceScope = XMLNamespaceScope()) -> String {
+    public static func string(_ element: XElement, in scope: XMLNamespaceScope = XMLNamespaceScope()) -> String {
         var bytes: [UInt8] = []
         write(element, in: scope, into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the element to `bytes`, namespaces declared relative to `scope`.
-    public static func write(_ element: XMLElement, in scope: XMLNamespaceScope, into bytes: inout [UInt8]) {
+    public static func write(_ element: XElement, in scope: XMLNamespaceScope, into bytes: inout [UInt8]) {
         var scope = scope
         var generated = 0
         write(element, &scope, &generated, &bytes)
@@ -100,7 +100,7 @@ public enum XMLSerializer {
     }
 
     private static func write(
-        _ element: XMLElement,
+        _ element: XElement,
         _ scope: inout XMLNamespaceScope,
         _ generated: inout Int,
         _ bytes: inout [UInt8]
@@ -179,7 +179,7 @@ public enum XMLSerializer {
         element.forEachChildIndex { position in
             let child = tree.node(position)
             if child.kind == .element {
-                write(XMLElement(tree: tree, index: position), &scope, &generated, &bytes)
+                write(XElement(tree: tree, index: position), &scope, &generated, &bytes)
             } else {
                 tree.withBytes(of: child) { appendText($0, &bytes) }
             }

@@ -60,7 +60,7 @@ public enum XMLStreamEvent: Hashable, Sendable {
     /// The stream's opening tag.
     case streamOpen(XMLStreamHeader)
     /// A complete top-level element (a stanza or nonza) with its whole subtree.
-    case element(XMLElement)
+    case element(XElement)
     /// The stream's closing tag.
     case streamClose
 }

@@ -4,7 +4,7 @@ import TetherCore
 /// An incremental parser for an endless XML stream (an XMPP stream), built on the system Expat.
 ///
 /// Feed it bytes in any chunking with `append(_:)` and pull events with `next()`: the stream
-/// header, each complete depth-1 element as an `XMLElement` tree, and the stream's end. The
+/// header, each complete depth-1 element as an `XElement` tree, and the stream's end. The
 /// parser stops after each event (Expat's suspend/resume), so that a stream restart can happen at
 /// the exact byte where an element ended: `restart()` resets Expat (never from inside a callback)
 /// and returns the bytes that followed, which belong to the next stream (after SASL `<success/>`)

@@ -16,7 +16,7 @@ public enum SASLElement: Hashable, Sendable {
     case abort
 
     /// The view of `element`, or nil if it is not a SASL element.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.namespace == XMPPNamespace.sasl else { return nil }
         let text = element.text
         switch element.localName {
@@ -35,9 +35,9 @@ public enum SASLElement: Hashable, Sendable {
     }
 
     /// The element for sending.
-    public var element: XMLElement {
-        func make(_ local: String, _ attributes: [XMLAttribute] = [], _ text: String?) -> XMLElement {
-            XMLElement(
+    public var element: XElement {
+        func make(_ local: String, _ attributes: [XMLAttribute] = [], _ text: String?) -> XElement {
+            XElement(
                 XMLName(local, namespace: XMPPNamespace.sasl),
                 attributes: attributes,
                 children: text.flatMap { $0.isEmpty ? nil : [.text($0)] } ?? []
@@ -50,13 +50,13 @@ public enum SASLElement: Hashable, Sendable {
         case .response(let data): return make("response", [], data)
         case .success(let data): return make("success", [], data)
         case .failure(let condition, let text):
-            var children: [XMLNode] = [.element(XMLElement(XMLName(condition, namespace: XMPPNamespace.sasl)))]
+            var children: [XNode] = [.element(XElement(XMLName(condition, namespace: XMPPNamespace.sasl)))]
             if let text {
                 children.append(
-                    .element(XMLElement(XMLName("text", namespace: XMPPNamespace.sasl), children: [.text(text)]))
+                    .element(XElement(XMLName("text", namespace: XMPPNamespace.sasl), children: [.text(text)]))
                 )
             }
-            return XMLElement(XMLName("failure", namespace: XMPPNamespace.sasl), children: children)
+            return XElement(XMLName("failure", namespace: XMPPNamespace.sasl), children: children)
         case .abort: return make("abort", [], nil)
         }
     }

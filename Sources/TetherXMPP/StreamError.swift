@@ -46,23 +46,23 @@ public struct StreamError: Error, Hashable, Sendable {
     /// The human-readable text, if any.
     public var text: String?
     /// An application-specific condition element, if any (e.g. prosody's `<stanza-too-big/>`).
-    public var applicationCondition: XMLElement?
+    public var applicationCondition: XElement?
     /// For `see-other-host`, the host to reconnect to.
     public var otherHost: String?
 
     /// Creates a stream error.
-    public init(_ condition: Condition, text: String? = nil, applicationCondition: XMLElement? = nil) {
+    public init(_ condition: Condition, text: String? = nil, applicationCondition: XElement? = nil) {
         self.condition = condition
         self.text = text
         self.applicationCondition = applicationCondition
     }
 
     /// The view of `element`, or nil if it is not `<stream:error/>`.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "error", element.namespace == XMPPNamespace.streams else { return nil }
         var condition: Condition?
         var text: String?
-        var application: XMLElement?
+        var application: XElement?
         var otherHost: String?
         for child in element.children {
             if child.namespace == XMPPNamespace.streamErrors {
@@ -83,17 +83,17 @@ public struct StreamError: Error, Hashable, Sendable {
     }
 
     /// The `<stream:error/>` element for sending.
-    public var element: XMLElement {
-        var children: [XMLNode] = [
-            .element(XMLElement(XMLName(condition.rawValue, namespace: XMPPNamespace.streamErrors)))
+    public var element: XElement {
+        var children: [XNode] = [
+            .element(XElement(XMLName(condition.rawValue, namespace: XMPPNamespace.streamErrors)))
         ]
         if let text {
             children.append(
-                .element(XMLElement(XMLName("text", namespace: XMPPNamespace.streamErrors), children: [.text(text)]))
+                .element(XElement(XMLName("text", namespace: XMPPNamespace.streamErrors), children: [.text(text)]))
             )
         }
         if let applicationCondition { children.append(.element(applicationCondition)) }
-        return XMLElement(XMLName("error", namespace: XMPPNamespace.streams, prefix: "stream"), children: children)
+        return XElement(XMLName("error", namespace: XMPPNamespace.streams, prefix: "stream"), children: children)
     }
 
     /// Whether an automatic reconnect makes sense after this error.

@@ -6,7 +6,7 @@ public import TetherXML
 /// in `element`.
 public struct StreamFeatures: Hashable, Sendable {
     /// The features element itself.
-    public let element: XMLElement
+    public let element: XElement
 
     /// Whether STARTTLS is offered.
     public var startTLS: Bool { element.firstChild("starttls", namespace: XMPPNamespace.tls) != nil }
@@ -37,7 +37,7 @@ public struct StreamFeatures: Hashable, Sendable {
     public var rosterVersioning: Bool { element.firstChild("ver", namespace: XMPPNamespace.rosterVersioning) != nil }
 
     /// The view of `element`, or nil if it is not `<stream:features/>`.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "features", element.namespace == XMPPNamespace.streams else { return nil }
         self.element = element
     }

@@ -99,7 +99,7 @@ struct XMPPClientTests {
         let aliceEvents = EventRecorder(alice)
         try await alice.connect()
         try await bob.connect()
-        let payload = XMLElement(XMLName("query", namespace: "urn:example:never"))
+        let payload = XElement(XMLName("query", namespace: "urn:example:never"))
         let asking = Task { try await alice.request(.get(payload, to: JID("bob@localhost/b"))) }
         try await Task.sleep(for: .milliseconds(300))
         let cancelledAt = ContinuousClock.now

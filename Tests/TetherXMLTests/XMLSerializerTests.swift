@@ -5,7 +5,7 @@ import TetherCore
 
 struct XMLSerializerTests {
     @Test func declaresNamespacesOnlyWhereNeeded() {
-        let message = XMLElement(
+        let message = XElement(
             XMLName("message", namespace: "jabber:client"),
             attributes: [
                 XMLAttribute(XMLName("to"), "bob@example.com"),
@@ -13,11 +13,11 @@ struct XMLSerializerTests {
             ],
             children: [
                 .element(
-                    XMLElement(XMLName("body", namespace: "jabber:client"), children: [.text("a < b & 'c' > d\r")])
+                    XElement(XMLName("body", namespace: "jabber:client"), children: [.text("a < b & 'c' > d\r")])
                 ),
-                .element(XMLElement(XMLName("request", namespace: "urn:xmpp:receipts"))),
+                .element(XElement(XMLName("request", namespace: "urn:xmpp:receipts"))),
                 .element(
-                    XMLElement(
+                    XElement(
                         XMLName("x", namespace: "urn:x", prefix: "x"),
                         attributes: [XMLAttribute(XMLName("a", namespace: "urn:y"), "v\t1\n")]
                     )
@@ -62,7 +62,7 @@ struct XMLSerializerTests {
         return (0..<Int.random(in: 0...8, using: &rng)).map { _ in pool.randomElement(using: &rng)! }.joined()
     }
 
-    static func randomElement(_ rng: inout SeededRandomNumberGenerator, depth: Int) -> XMLElement {
+    static func randomElement(_ rng: inout SeededRandomNumberGenerator, depth: Int) -> XElement {
         let namespace = namespaces.randomElement(using: &rng)!
         let name = XMLName(
             "e\(Int.random(in: 0...3, using: &rng))",
@@ -82,7 +82,7 @@ struct XMLSerializerTests {
             guard used.insert(attributeName).inserted else { continue }
             attributes.append(XMLAttribute(attributeName, randomText(&rng)))
         }
-        var children: [XMLNode] = []
+        var children: [XNode] = []
         if depth < 4 {
             for _ in 0..<Int.random(in: 0...4, using: &rng) {
                 if Bool.random(using: &rng) {
@@ -93,7 +93,7 @@ struct XMLSerializerTests {
                 }
             }
         }
-        return XMLElement(name, attributes: attributes, children: children)
+        return XElement(name, attributes: attributes, children: children)
     }
 }
 
@@ -102,7 +102,7 @@ struct XMLSerializerTests {
 struct XMLTreeStorageTests {
     @Test func namesLiveAsLongAsTheirTree() {
         weak var weakName: XMLNameBox?
-        var element: XMLElement?
+        var element: XElement?
         do {
             let name = XMLNameBox(XMLName("a", namespace: "urn:a"))
             weakName = name
@@ -144,15 +144,15 @@ struct XMLTreeStorageTests {
 
     @Test func largeTreesKeepEveryByte() {
         let children = (0..<2000).map { index in
-            XMLNode.element(
-                XMLElement(
+            XNode.element(
+                XElement(
                     XMLName("c\(index % 37)", namespace: "urn:\(index % 5)"),
                     attributes: [XMLAttribute(XMLName("n"), String(repeating: "é", count: index % 11))],
                     children: [.text("t\(index)")]
                 )
             )
         }
-        let element = XMLElement(XMLName("root"), children: children)
+        let element = XElement(XMLName("root"), children: children)
         #expect(element.children.count == 2000)
         for (index, child) in element.children.enumerated() where index % 97 == 0 {
             #expect(child.name == XMLName("c\(index % 37)", namespace: "urn:\(index % 5)"))

@@ -257,7 +257,7 @@ struct IncrementalDeliveryTests {
         #expect(message.children.map(\.text) == ["x < A", "ac"])
         #expect(
             message.children[1].childNodes == [
-                .text("a"), .element(XMLElement(XMLName("b", namespace: "jabber:client"))), .text("c"),
+                .text("a"), .element(XElement(XMLName("b", namespace: "jabber:client"))), .text("c"),
             ]
         )
     }
@@ -342,7 +342,7 @@ struct NameCacheTests {
         }
         let result = parse(Array(text.utf8), configuration: .init(nameCacheCapacity: capacity))
         #expect(result.error == nil)
-        let elements = result.events.compactMap { event -> XMLElement? in
+        let elements = result.events.compactMap { event -> XElement? in
             if case .element(let element) = event { return element }
             return nil
         }
@@ -374,7 +374,7 @@ struct NameCacheTests {
         for name in similar { text += "<\(name) \(name)='\(name)'/>" }
         let result = parseAllWays(text, configuration: .init(nameCacheCapacity: 16))
         #expect(result.error == nil)
-        let elements = result.events.compactMap { event -> XMLElement? in
+        let elements = result.events.compactMap { event -> XElement? in
             if case .element(let element) = event { return element }
             return nil
         }

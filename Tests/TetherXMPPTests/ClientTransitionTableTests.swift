@@ -81,7 +81,7 @@ struct ClientTransitionTableTests {
         }
         harness.login()
         _ = try! harness.machine.send(
-            XMPPIQ.get(XMLElement(XMLName("q", namespace: "urn:x")), id: "pending"),
+            XMPPIQ.get(XElement(XMLName("q", namespace: "urn:x")), id: "pending"),
             now: harness.now
         )
         harness.drain()
@@ -350,7 +350,7 @@ struct ClientTransitionTableTests {
         case "iq result with an unknown id": harness.server("<iq type='result' id='unknown'/>")
         case "iq request timing out":
             _ = try? harness.machine.send(
-                XMPPIQ.get(XMLElement(XMLName("q", namespace: "urn:x"))),
+                XMPPIQ.get(XElement(XMLName("q", namespace: "urn:x"))),
                 timeout: .seconds(1),
                 now: harness.now
             )

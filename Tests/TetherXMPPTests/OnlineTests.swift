@@ -9,7 +9,7 @@ struct IQAndRosterTests {
     @Test func iqResultsAndErrorsReachTheCaller() throws {
         let harness = XMPPClientHarness()
         harness.login()
-        let query = XMLElement(XMLName("query", namespace: "jabber:iq:version"))
+        let query = XElement(XMLName("query", namespace: "jabber:iq:version"))
         let id = try harness.machine.send(XMPPIQ.get(query, to: JID("example.com")), now: harness.now)
         harness.drain()
         #expect(
@@ -41,10 +41,10 @@ struct IQAndRosterTests {
     @Test func iqTimeout() throws {
         let harness = XMPPClientHarness { $0.iqTimeout = .seconds(30) }
         harness.login()
-        let first = try harness.machine.send(XMPPIQ.get(XMLElement(XMLName("q", namespace: "x"))), now: harness.now)
+        let first = try harness.machine.send(XMPPIQ.get(XElement(XMLName("q", namespace: "x"))), now: harness.now)
         harness.advance(by: .seconds(10))
         let second = try harness.machine.send(
-            XMPPIQ.get(XMLElement(XMLName("q", namespace: "x"))),
+            XMPPIQ.get(XElement(XMLName("q", namespace: "x"))),
             timeout: .seconds(5),
             now: harness.now
         )

@@ -117,7 +117,7 @@ struct StreamManagementTests {
         harness.drain()
         harness.server("<a xmlns='urn:xmpp:sm:3' h='2'/>")
         harness.server("<message from='bob@example.com/x'><body>in</body></message>")
-        let pending = try harness.machine.send(XMPPIQ.get(XMLElement(XMLName("q", namespace: "x"))), now: harness.now)
+        let pending = try harness.machine.send(XMPPIQ.get(XElement(XMLName("q", namespace: "x"))), now: harness.now)
         harness.drain()
         harness.transportClosed()
         #expect(harness.state == .waitingToReconnect)
@@ -151,7 +151,7 @@ struct StreamManagementTests {
         let harness = XMPPClientHarness()
         harness.login()
         for n in 1...3 { try harness.machine.send(Self.message(n), now: harness.now) }
-        let pending = try harness.machine.send(XMPPIQ.get(XMLElement(XMLName("q", namespace: "x"))), now: harness.now)
+        let pending = try harness.machine.send(XMPPIQ.get(XElement(XMLName("q", namespace: "x"))), now: harness.now)
         harness.drain()
         harness.transportClosed()
         try harness.machine.send(Self.message(4), now: harness.now)

@@ -5,7 +5,7 @@ import TetherXMPP
 func element(
     _ text: String,
     scope: String = "<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
-) throws -> XMLElement {
+) throws -> XElement {
     var parser = XMLStreamParser()
     parser.append(Array((scope + text).utf8).span)
     _ = try parser.next()

@@ -61,12 +61,12 @@ struct StreamManagement: Sendable {
     }
 
     /// The app's stanzas among the unacknowledged ones, oldest first.
-    var unacknowledgedAppStanzas: [XMLElement] {
+    var unacknowledgedAppStanzas: [XElement] {
         unacknowledged.elements.compactMap { if case .app(let element) = $0 { element } else { nil } }
     }
 
     /// The `h` attribute of an SM element, if present and a valid xs:unsignedInt.
-    static func h(of element: XMLElement) -> UInt32? {
+    static func h(of element: XElement) -> UInt32? {
         element.attribute("h").flatMap { UInt32($0) }
     }
 }

@@ -333,7 +333,7 @@ extension XMPPClientMachine {
     /// iq requests ended, `closed(error)`.
     mutating func finish(_ error: XMPPClientError?, now: Instant) {
         timers.cancelAll()
-        var returned: [XMLElement] = []
+        var returned: [XElement] = []
         if let sm = streamManagement { returned += sm.unacknowledgedAppStanzas }
         returned += outbox.removeAll()
         streamManagement = nil
@@ -343,7 +343,7 @@ extension XMPPClientMachine {
         emit(.closed(error))
     }
 
-    mutating func reportUnacknowledged(_ stanzas: [XMLElement]) {
+    mutating func reportUnacknowledged(_ stanzas: [XElement]) {
         if !stanzas.isEmpty { emit(.unacknowledgedStanzas(stanzas)) }
     }
 

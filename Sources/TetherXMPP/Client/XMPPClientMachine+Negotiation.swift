@@ -89,8 +89,7 @@ extension XMPPClientMachine {
     }
 
     /// An element that has no place in the current step.
-    mutating func unexpected(_ element: XMLElement, while doing: String, generation: TransportGeneration, now: Instant)
-    {
+    mutating func unexpected(_ element: XElement, while doing: String, generation: TransportGeneration, now: Instant) {
         protocolViolation(
             .undefinedCondition,
             "The server sent <\(element.localName) xmlns='\(element.namespace ?? "")'> while \(doing).",
@@ -205,7 +204,7 @@ extension XMPPClientMachine {
         return nil
     }
 
-    mutating func proceedReceived(_ element: XMLElement, _ negotiation: Negotiation, now: Instant) {
+    mutating func proceedReceived(_ element: XElement, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
         guard element.namespace == XMPPNamespace.tls else {
             return unexpected(element, while: "waiting for STARTTLS to proceed", generation: generation, now: now)

@@ -40,7 +40,7 @@ extension XMPPClientMachine {
 
     /// Sends any stanza (`<message/>`, `<presence/>` or `<iq/>` in `jabber:client`; an iq sent
     /// this way is not tracked). Precondition: `stanza` is one of those.
-    public mutating func send(stanza: XMLElement, now: Instant) throws(XMPPClientError) {
+    public mutating func send(stanza: XElement, now: Instant) throws(XMPPClientError) {
         precondition(Stanza(stanza) != nil, "only <message/>, <presence/> and <iq/> of jabber:client are stanzas")
         try sendAppStanza(stanza, now: now)
     }
@@ -54,7 +54,7 @@ extension XMPPClientMachine {
         requestAck(generation: session.generation)
     }
 
-    mutating func sendAppStanza(_ element: XMLElement, now: Instant) throws(XMPPClientError) {
+    mutating func sendAppStanza(_ element: XElement, now: Instant) throws(XMPPClientError) {
         switch state {
         case .idle:
             throw XMPPClientError(.notConnected, "The connection is not started.")
@@ -77,14 +77,14 @@ extension XMPPClientMachine {
     }
 
     /// Writes a stanza of the app's on the online stream, counting it for XEP-0198.
-    mutating func sendStanza(_ element: XMLElement, session: Session, now: Instant) {
+    mutating func sendStanza(_ element: XElement, session: Session, now: Instant) {
         send(element, generation: session.generation)
         track(.app(element), session: session, now: now)
     }
 
     /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
     /// presence), counting it for XEP-0198.
-    mutating func sendOwnStanza(_ element: XMLElement, session: Session, now: Instant) {
+    mutating func sendOwnStanza(_ element: XElement, session: Session, now: Instant) {
         var bytes: [UInt8] = []
         XMLSerializer.write(element, in: .clientStream, into: &bytes)
         sendOwnStanza(bytes: bytes, session: session, now: now)
@@ -199,7 +199,7 @@ extension XMPPClientMachine {
 
     // MARK: - Stream management online
 
-    mutating func streamManagementElement(_ element: XMLElement, _ session: Session, now: Instant) {
+    mutating func streamManagementElement(_ element: XElement, _ session: Session, now: Instant) {
         guard var sm = streamManagement else { return }
         switch element.localName {
         case "r":
@@ -246,7 +246,7 @@ extension XMPPClientMachine {
         let unacknowledged = streamManagement?.unacknowledgedAppStanzas ?? []
         streamManagement = nil
         reportUnacknowledged(unacknowledged)
-        let detail = XMLElement(
+        let detail = XElement(
             XMLName("handled-count-too-high", namespace: XMPPNamespace.streamManagement3),
             attributes: [XMLAttribute(XMLName("h"), String(h)), XMLAttribute(XMLName("send-count"), String(sent))]
         )

@@ -69,7 +69,7 @@ extension XMPPClientMachine {
     }
 
     mutating func saslReceived(
-        _ element: XMLElement,
+        _ element: XElement,
         _ exchange: SASLExchange,
         _ negotiation: Negotiation,
         now: Instant

@@ -4,7 +4,7 @@ import TetherXML
 extension XMPPClientMachine {
     // MARK: - Resumption, binding, session
 
-    mutating func resumptionAnswer(_ element: XMLElement, _ negotiation: Negotiation, now: Instant) {
+    mutating func resumptionAnswer(_ element: XElement, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
         guard element.namespace == XMPPNamespace.streamManagement3, var sm = streamManagement else {
             return unexpected(element, while: "resuming the session", generation: generation, now: now)
@@ -52,9 +52,9 @@ extension XMPPClientMachine {
     mutating func sendBind(_ negotiation: Negotiation) {
         let id = makeID("bind")
         let resource = configuration.requestedResource.map {
-            [XMLNode.element(XMLElement(XMLName("resource", namespace: XMPPNamespace.bind), children: [.text($0)]))]
+            [XNode.element(XElement(XMLName("resource", namespace: XMPPNamespace.bind), children: [.text($0)]))]
         }
-        let bind = XMLElement(XMLName("bind", namespace: XMPPNamespace.bind), children: resource ?? [])
+        let bind = XElement(XMLName("bind", namespace: XMPPNamespace.bind), children: resource ?? [])
         send(XMPPIQ.set(bind, id: id).element, generation: negotiation.attempt.generation)
         var negotiation = negotiation
         negotiation.step = .binding(id: id)
@@ -64,7 +64,7 @@ extension XMPPClientMachine {
     /// The answer to our own iq during binding, or nil (and a protocol violation for anything
     /// else than a stanza, which is ignored: there is no session to deliver it to yet).
     mutating func negotiationIQAnswer(
-        _ element: XMLElement,
+        _ element: XElement,
         id: String,
         _ negotiation: Negotiation,
         doing: String,
@@ -79,7 +79,7 @@ extension XMPPClientMachine {
         return iq
     }
 
-    mutating func bindAnswer(_ element: XMLElement, id: String, _ negotiation: Negotiation, now: Instant) {
+    mutating func bindAnswer(_ element: XElement, id: String, _ negotiation: Negotiation, now: Instant) {
         guard let iq = negotiationIQAnswer(element, id: id, negotiation, doing: "binding a resource", now: now) else {
             return
         }
@@ -109,7 +109,7 @@ extension XMPPClientMachine {
         if let features = negotiation.features, features.session, !features.sessionOptional {
             let sessionID = makeID("sess")
             send(
-                XMPPIQ.set(XMLElement(XMLName("session", namespace: XMPPNamespace.session)), id: sessionID).element,
+                XMPPIQ.set(XElement(XMLName("session", namespace: XMPPNamespace.session)), id: sessionID).element,
                 generation: generation
             )
             var negotiation = negotiation
@@ -121,7 +121,7 @@ extension XMPPClientMachine {
     }
 
     mutating func sessionAnswer(
-        _ element: XMLElement,
+        _ element: XElement,
         id: String,
         jid: JID,
         _ negotiation: Negotiation,

@@ -2,7 +2,7 @@ import TetherCore
 import TetherXML
 
 extension XMPPClientMachine {
-    mutating func stanzaReceived(_ element: XMLElement, _ session: Session, now: Instant) {
+    mutating func stanzaReceived(_ element: XElement, _ session: Session, now: Instant) {
         // The machine answers some stanzas itself (pings, iq requests), and those wait for the
         // server's acknowledgement like any other: a server that never acknowledges must not make
         // that queue grow without bound.

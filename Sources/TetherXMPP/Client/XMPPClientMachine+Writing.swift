@@ -23,7 +23,7 @@ extension XMPPClientMachine {
         enqueue(.send(Array(text.utf8), generation: generation, containsCredentials: containsCredentials))
     }
 
-    mutating func send(_ element: XMLElement, generation: TransportGeneration, containsCredentials: Bool = false) {
+    mutating func send(_ element: XElement, generation: TransportGeneration, containsCredentials: Bool = false) {
         var bytes: [UInt8] = []
         XMLSerializer.write(element, in: .clientStream, into: &bytes)
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
@@ -55,7 +55,7 @@ extension XMPPClientMachine {
     mutating func protocolViolation(
         _ condition: StreamError.Condition,
         _ message: String,
-        applicationCondition: XMLElement? = nil,
+        applicationCondition: XElement? = nil,
         generation: TransportGeneration,
         now: Instant
     ) {

@@ -108,7 +108,7 @@ public struct XMPPClientMachine: ~Copyable {
         case rosterPush(RosterItem)
         /// Stanzas the server never acknowledged and the machine will not resend (after a failed
         /// resumption, or when the machine stops): resend them if they still matter.
-        case unacknowledgedStanzas([XMLElement])
+        case unacknowledgedStanzas([XElement])
     }
 
     /// The states, by name.
@@ -212,7 +212,7 @@ public struct XMPPClientMachine: ~Copyable {
     /// session can be resumed.
     var streamManagement: StreamManagement?
     /// Stanzas the app sent while no stream was online, sent once one is.
-    var outbox = FIFOQueue<XMLElement>()
+    var outbox = FIFOQueue<XElement>()
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?

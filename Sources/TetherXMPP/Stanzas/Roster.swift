@@ -38,7 +38,7 @@ public struct RosterItem: Hashable, Sendable {
     }
 
     /// The view of an `<item/>` of a roster query; nil without a valid `jid`.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "item", element.namespace == XMPPNamespace.roster,
             let jid = element.attribute("jid").flatMap(JID.init)
         else { return nil }
@@ -52,15 +52,15 @@ public struct RosterItem: Hashable, Sendable {
     }
 
     /// The `<item/>` element, for a roster set (adding, changing or removing a contact).
-    public var element: XMLElement {
+    public var element: XElement {
         var attributes = [XMLAttribute(XMLName("jid"), jid.description)]
         if let name { attributes.append(XMLAttribute(XMLName("name"), name)) }
         if subscription == .remove { attributes.append(XMLAttribute(XMLName("subscription"), "remove")) }
-        return XMLElement(
+        return XElement(
             XMLName("item", namespace: XMPPNamespace.roster),
             attributes: attributes,
             children: groups.map {
-                .element(XMLElement(XMLName("group", namespace: XMPPNamespace.roster), children: [.text($0)]))
+                .element(XElement(XMLName("group", namespace: XMPPNamespace.roster), children: [.text($0)]))
             }
         )
     }
@@ -76,7 +76,7 @@ public struct RosterQuery: Hashable, Sendable {
 
     /// The view of a `<query xmlns='jabber:iq:roster'/>` element (items without a valid JID are
     /// left out).
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "query", element.namespace == XMPPNamespace.roster else { return nil }
         items = element.children("item", namespace: XMPPNamespace.roster).compactMap(RosterItem.init)
         version = element.attribute("ver")
@@ -84,12 +84,12 @@ public struct RosterQuery: Hashable, Sendable {
 
     /// The `get` request for the whole roster.
     public static func request() -> XMPPIQ {
-        .get(XMLElement(XMLName("query", namespace: XMPPNamespace.roster)))
+        .get(XElement(XMLName("query", namespace: XMPPNamespace.roster)))
     }
 
     /// The `set` request that adds or updates `item` (or removes it when its subscription is
     /// `remove`).
     public static func update(_ item: RosterItem) -> XMPPIQ {
-        .set(XMLElement(XMLName("query", namespace: XMPPNamespace.roster), children: [.element(item.element)]))
+        .set(XElement(XMLName("query", namespace: XMPPNamespace.roster), children: [.element(item.element)]))
     }
 }

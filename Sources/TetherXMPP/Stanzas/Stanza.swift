@@ -8,12 +8,12 @@ public struct Stanza: Hashable, Sendable {
     }
 
     /// The stanza element.
-    public let element: XMLElement
+    public let element: XElement
     /// Which kind of stanza it is.
     public let kind: Kind
 
     /// The view of `element`, or nil if it is not a stanza of the client namespace.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.namespace == XMPPNamespace.client, let kind = Kind(rawValue: element.localName) else {
             return nil
         }
@@ -51,7 +51,7 @@ public struct Stanza: Hashable, Sendable {
     }
 
     /// For iq: the payload (the first child that is not an `<error/>`).
-    public var payload: XMLElement? {
+    public var payload: XElement? {
         element.children.first { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
     }
 }
@@ -107,7 +107,7 @@ public struct StanzaError: Error, Hashable, Sendable {
     }
 
     /// The view of an `<error/>` element.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "error" else { return nil }
         type = element.attribute("type").flatMap(ErrorType.init(rawValue:))
         by = element.attribute("by")

@@ -5,13 +5,13 @@ extension XMLName {
     static func client(_ local: String) -> XMLName { XMLName(local, namespace: XMPPNamespace.client) }
 }
 
-extension XMLElement {
+extension XElement {
     /// A copy with the attribute `local` (no namespace) set to `value`, replacing one of that
     /// name; children and other attributes unchanged.
-    public func settingAttribute(_ local: String, to value: String) -> XMLElement {
+    public func settingAttribute(_ local: String, to value: String) -> XElement {
         var attributes = self.attributes.filter { !($0.name.local == local && $0.name.namespace == nil) }
         attributes.append(XMLAttribute(XMLName(local), value))
-        return XMLElement(
+        return XElement(
             name,
             attributes: attributes,
             namespaceDeclarations: namespaceDeclarations,
@@ -20,7 +20,7 @@ extension XMLElement {
     }
 
     /// The child elements that are not in `namespace` (a stanza's extensions).
-    func children(outside namespace: String) -> [XMLElement] {
+    func children(outside namespace: String) -> [XElement] {
         children.filter { $0.namespace != namespace }
     }
 }
@@ -41,8 +41,8 @@ struct StanzaAttributes {
 }
 
 /// A child `<local>text</local>` in the client namespace.
-func textChild(_ local: String, _ text: String?) -> XMLNode? {
-    text.map { .element(XMLElement(.client(local), children: [.text($0)])) }
+func textChild(_ local: String, _ text: String?) -> XNode? {
+    text.map { .element(XElement(.client(local), children: [.text($0)])) }
 }
 
 /// XEP-0203 delayed delivery information (`<delay xmlns='urn:xmpp:delay' stamp='…'/>`), which
@@ -56,7 +56,7 @@ public struct Delay: Hashable, Sendable {
     public var reason: String?
 
     /// The view of a `<delay/>` element.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "delay", element.namespace == XMPPNamespace.delay,
             let stamp = element.attribute("stamp")
         else { return nil }
@@ -67,7 +67,7 @@ public struct Delay: Hashable, Sendable {
     }
 
     /// The delay information of a stanza, if it carries any.
-    init?(in stanza: XMLElement) {
+    init?(in stanza: XElement) {
         guard let element = stanza.firstChild("delay", namespace: XMPPNamespace.delay) else { return nil }
         self.init(element)
     }
@@ -75,19 +75,19 @@ public struct Delay: Hashable, Sendable {
 
 extension StanzaError {
     /// The `<error/>` element for sending (inside a stanza of the client namespace).
-    public var element: XMLElement {
+    public var element: XElement {
         var attributes: [XMLAttribute] = []
         attributes.append(XMLAttribute(XMLName("type"), (type ?? condition.defaultType).rawValue))
         if let by { attributes.append(XMLAttribute(XMLName("by"), by)) }
-        var children: [XMLNode] = [
-            .element(XMLElement(XMLName(condition.rawValue, namespace: XMPPNamespace.stanzaErrors)))
+        var children: [XNode] = [
+            .element(XElement(XMLName(condition.rawValue, namespace: XMPPNamespace.stanzaErrors)))
         ]
         if let text {
             children.append(
-                .element(XMLElement(XMLName("text", namespace: XMPPNamespace.stanzaErrors), children: [.text(text)]))
+                .element(XElement(XMLName("text", namespace: XMPPNamespace.stanzaErrors), children: [.text(text)]))
             )
         }
-        return XMLElement(.client("error"), attributes: attributes, children: children)
+        return XElement(.client("error"), attributes: attributes, children: children)
     }
 }
 

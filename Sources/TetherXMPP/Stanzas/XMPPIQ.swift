@@ -4,7 +4,7 @@ public import TetherXML
 /// answer (`result`, `error`) carrying the request's id.
 ///
 /// ```swift
-/// let request = XMPPIQ.get(XMLElement(XMLName("query", namespace: "jabber:iq:version")), to: server)
+/// let request = XMPPIQ.get(XElement(XMLName("query", namespace: "jabber:iq:version")), to: server)
 /// case .iqRequest(let iq): try client.send(iq.result())             // or iq.error(StanzaError(…))
 /// ```
 public struct XMPPIQ: Hashable, Sendable {
@@ -17,11 +17,11 @@ public struct XMPPIQ: Hashable, Sendable {
     }
 
     /// The stanza.
-    public let element: XMLElement
+    public let element: XElement
 
     /// The view of `element`; nil unless it is an `<iq/>` in the client namespace with a known
     /// type.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "iq", element.namespace == XMPPNamespace.client,
             element.attribute("type").flatMap(IQType.init(rawValue:)) != nil
         else { return nil }
@@ -29,12 +29,12 @@ public struct XMPPIQ: Hashable, Sendable {
     }
 
     /// An iq of `type` with `payload` (the connection adds an `id` when nil).
-    public init(type: IQType, payload: XMLElement?, to: JID? = nil, id: String? = nil) {
+    public init(type: IQType, payload: XElement?, to: JID? = nil, id: String? = nil) {
         var attributes = StanzaAttributes()
         attributes.add("type", type.rawValue)
         attributes.add("to", to?.description)
         attributes.add("id", id)
-        element = XMLElement(
+        element = XElement(
             .client("iq"),
             attributes: attributes.attributes,
             children: payload.map { [.element($0)] } ?? []
@@ -42,22 +42,22 @@ public struct XMPPIQ: Hashable, Sendable {
     }
 
     /// A `get` request.
-    public static func get(_ payload: XMLElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
+    public static func get(_ payload: XElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
         XMPPIQ(type: .get, payload: payload, to: to, id: id)
     }
 
     /// A `set` request.
-    public static func set(_ payload: XMLElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
+    public static func set(_ payload: XElement, to: JID? = nil, id: String? = nil) -> XMPPIQ {
         XMPPIQ(type: .set, payload: payload, to: to, id: id)
     }
 
     /// An XEP-0199 ping to `to` (the server when nil).
     public static func ping(to: JID? = nil, id: String? = nil) -> XMPPIQ {
-        .get(XMLElement(XMLName("ping", namespace: XMPPNamespace.ping)), to: to, id: id)
+        .get(XElement(XMLName("ping", namespace: XMPPNamespace.ping)), to: to, id: id)
     }
 
     /// The `result` answering this request, addressed to its sender, with an optional payload.
-    public func result(payload: XMLElement? = nil) -> XMPPIQ {
+    public func result(payload: XElement? = nil) -> XMPPIQ {
         XMPPIQ(type: .result, payload: payload, to: from, id: id ?? "")
     }
 
@@ -68,7 +68,7 @@ public struct XMPPIQ: Hashable, Sendable {
         attributes.add("to", from?.description)
         attributes.add("id", id ?? "")
         return XMPPIQ(
-            uncheckedElement: XMLElement(
+            uncheckedElement: XElement(
                 .client("iq"),
                 attributes: attributes.attributes,
                 children: [.element(error.element)]
@@ -76,7 +76,7 @@ public struct XMPPIQ: Hashable, Sendable {
         )
     }
 
-    init(uncheckedElement: XMLElement) {
+    init(uncheckedElement: XElement) {
         element = uncheckedElement
     }
 
@@ -89,7 +89,7 @@ public struct XMPPIQ: Hashable, Sendable {
     /// The addressee.
     public var to: JID? { element.attribute("to").flatMap(JID.init) }
     /// The payload: the first child that is not the `<error/>`.
-    public var payload: XMLElement? {
+    public var payload: XElement? {
         element.firstChild { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
     }
     /// The stanza error, for `type='error'`.

@@ -15,10 +15,10 @@ public struct XMPPMessage: Hashable, Sendable {
     }
 
     /// The stanza.
-    public let element: XMLElement
+    public let element: XElement
 
     /// The view of `element`; nil unless it is a `<message/>` in the client namespace.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "message", element.namespace == XMPPNamespace.client else { return nil }
         self.element = element
     }
@@ -33,19 +33,19 @@ public struct XMPPMessage: Hashable, Sendable {
         subject: String? = nil,
         thread: String? = nil,
         language: String? = nil,
-        extensions: [XMLElement] = []
+        extensions: [XElement] = []
     ) {
         var attributes = StanzaAttributes()
         attributes.add("type", type.rawValue)
         attributes.add("to", to?.description)
         attributes.add("id", id)
         attributes.addLanguage(language)
-        var children: [XMLNode] = []
+        var children: [XNode] = []
         if let subject = textChild("subject", subject) { children.append(subject) }
         if let body = textChild("body", body) { children.append(body) }
         if let thread = textChild("thread", thread) { children.append(thread) }
-        children += extensions.map(XMLNode.element)
-        element = XMLElement(.client("message"), attributes: attributes.attributes, children: children)
+        children += extensions.map(XNode.element)
+        element = XElement(.client("message"), attributes: attributes.attributes, children: children)
     }
 
     private var view: Stanza { Stanza(element)! }
@@ -69,5 +69,5 @@ public struct XMPPMessage: Hashable, Sendable {
     /// The stanza error, for `type='error'`.
     public var error: StanzaError? { view.error }
     /// The children outside the client namespace (chat states, receipts, …).
-    public var extensions: [XMLElement] { element.children(outside: XMPPNamespace.client) }
+    public var extensions: [XElement] { element.children(outside: XMPPNamespace.client) }
 }

@@ -19,10 +19,10 @@ public struct XMPPPresence: Hashable, Sendable {
     }
 
     /// The stanza.
-    public let element: XMLElement
+    public let element: XElement
 
     /// The view of `element`; nil unless it is a `<presence/>` in the client namespace.
-    public init?(_ element: XMLElement) {
+    public init?(_ element: XElement) {
         guard element.localName == "presence", element.namespace == XMPPNamespace.client else { return nil }
         self.element = element
     }
@@ -35,18 +35,18 @@ public struct XMPPPresence: Hashable, Sendable {
         status: String? = nil,
         priority: Int8? = nil,
         id: String? = nil,
-        extensions: [XMLElement] = []
+        extensions: [XElement] = []
     ) {
         var attributes = StanzaAttributes()
         attributes.add("type", type?.rawValue)
         attributes.add("to", to?.description)
         attributes.add("id", id)
-        var children: [XMLNode] = []
+        var children: [XNode] = []
         if let show = textChild("show", show?.rawValue) { children.append(show) }
         if let status = textChild("status", status) { children.append(status) }
         if let priority = textChild("priority", priority.map { String($0) }) { children.append(priority) }
-        children += extensions.map(XMLNode.element)
-        element = XMLElement(.client("presence"), attributes: attributes.attributes, children: children)
+        children += extensions.map(XNode.element)
+        element = XElement(.client("presence"), attributes: attributes.attributes, children: children)
     }
 
     private var view: Stanza { Stanza(element)! }
@@ -75,5 +75,5 @@ public struct XMPPPresence: Hashable, Sendable {
     /// The stanza error, for `type='error'`.
     public var error: StanzaError? { view.error }
     /// The children outside the client namespace (entity capabilities, …).
-    public var extensions: [XMLElement] { element.children(outside: XMPPNamespace.client) }
+    public var extensions: [XElement] { element.children(outside: XMPPNamespace.client) }
 }

@@ -1,9 +1,9 @@
 import TetherCore
 
 /// A child of an element: a nested element or a run of text.
-public enum XMLNode: Hashable, Sendable {
+public enum XNode: Hashable, Sendable {
     /// A nested element.
-    case element(XMLElement)
+    case element(XElement)
     /// Character data (entities and character references resolved, CDATA included).
     case text(String)
 }
@@ -14,7 +14,10 @@ public enum XMLNode: Hashable, Sendable {
 /// of it: `children`, `attributes` and `text` build Swift values on demand. Equality is the XML
 /// Infoset's: names (namespace and local part), attributes in order and children, with adjacent
 /// text merged; prefixes and namespace declarations are presentation and do not count.
-public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
+///
+/// Named `XElement` (as in .NET's LINQ to XML), not `XMLElement`, which Foundation has on Apple
+/// platforms: a file can import Foundation and TetherXML without qualifying either.
+public struct XElement: Hashable, Sendable, CustomStringConvertible {
     let tree: XMLTree
     let index: Int
 
@@ -81,12 +84,12 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The children: elements and text runs, in document order.
-    public var childNodes: [XMLNode] {
-        var result: [XMLNode] = []
+    public var childNodes: [XNode] {
+        var result: [XNode] = []
         forEachChildIndex { position in
             let child = tree.node(position)
             if child.kind == .element {
-                result.append(.element(XMLElement(tree: tree, index: position)))
+                result.append(.element(XElement(tree: tree, index: position)))
             } else {
                 result.append(.text(tree.string(child)))
             }
@@ -95,37 +98,37 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The child elements, in document order.
-    public var children: [XMLElement] {
-        var result: [XMLElement] = []
+    public var children: [XElement] {
+        var result: [XElement] = []
         forEachChildIndex { position in
-            if tree.node(position).kind == .element { result.append(XMLElement(tree: tree, index: position)) }
+            if tree.node(position).kind == .element { result.append(XElement(tree: tree, index: position)) }
         }
         return result
     }
 
     /// The first child element named `local` in `namespace` (any namespace when nil).
-    public func firstChild(_ local: String, namespace: String? = nil) -> XMLElement? {
-        var found: XMLElement?
+    public func firstChild(_ local: String, namespace: String? = nil) -> XElement? {
+        var found: XElement?
         forEachChildIndex { position in
             guard found == nil else { return }
             let child = tree.node(position)
             guard child.kind == .element else { return }
             let box = tree.nameBox(child.name)
             if box.name.local == local, namespace == nil || box.name.namespace == namespace {
-                found = XMLElement(tree: tree, index: position)
+                found = XElement(tree: tree, index: position)
             }
         }
         return found
     }
 
     /// The first child element for which `predicate` is true (no array of children is built).
-    public func firstChild(where predicate: (XMLElement) throws -> Bool) rethrows -> XMLElement? {
+    public func firstChild(where predicate: (XElement) throws -> Bool) rethrows -> XElement? {
         var position = Int(node.start)
         let end = Int(node.end)
         while position < end {
             let child = tree.node(position)
             if child.kind == .element {
-                let element = XMLElement(tree: tree, index: position)
+                let element = XElement(tree: tree, index: position)
                 if try predicate(element) { return element }
                 position = Int(child.end)
             } else {
@@ -136,7 +139,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The child elements named `local` in `namespace` (any namespace when nil).
-    public func children(_ local: String, namespace: String? = nil) -> [XMLElement] {
+    public func children(_ local: String, namespace: String? = nil) -> [XElement] {
         children.filter { $0.localName == local && (namespace == nil || $0.namespace == namespace) }
     }
 
@@ -164,7 +167,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         _ name: XMLName,
         attributes: [XMLAttribute] = [],
         namespaceDeclarations: [XMLNamespaceDeclaration] = [],
-        children: [XMLNode] = []
+        children: [XNode] = []
     ) {
         var builder = XMLTreeBuilder()
         builder.append(name, attributes: attributes, namespaceDeclarations: namespaceDeclarations, children: children)
@@ -172,7 +175,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A copy of this element as the root of its own tree (releasing the rest of a larger tree).
-    public func compacted() -> XMLElement {
+    public func compacted() -> XElement {
         var builder = XMLTreeBuilder()
         builder.copy(self)
         return builder.finish()
@@ -180,14 +183,14 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 
     // MARK: - Equality
 
-    public static func == (lhs: XMLElement, rhs: XMLElement) -> Bool {
+    public static func == (lhs: XElement, rhs: XElement) -> Bool {
         guard lhs.name == rhs.name, lhs.attributes == rhs.attributes else { return false }
         return lhs.mergedChildren == rhs.mergedChildren
     }
 
     /// Children with adjacent text runs merged and empty text dropped.
-    var mergedChildren: [XMLNode] {
-        var result: [XMLNode] = []
+    var mergedChildren: [XNode] {
+        var result: [XNode] = []
         for child in childNodes {
             if case .text(let text) = child {
                 if text.isEmpty { continue }
@@ -316,7 +319,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
 
     /// The finished tree (root at node 0), copied out into one exactly sized storage (which
     /// takes over the name references); the builder is emptied and keeps its capacity.
-    mutating func finish() -> XMLElement {
+    mutating func finish() -> XElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
         let storage = unsafe nodes.withUnsafeBufferPointer { nodes in
             unsafe names.withUnsafeBufferPointer { names in
@@ -329,7 +332,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         text.removeAll()
         unsafe names.removeAll()  // Now owned by the storage.
         generation += 1
-        return XMLElement(tree: XMLTree(storage: storage), index: 0)
+        return XElement(tree: XMLTree(storage: storage), index: 0)
     }
 
     /// Discards a partly built tree.
@@ -346,7 +349,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         _ name: XMLName,
         attributes: [XMLAttribute],
         namespaceDeclarations: [XMLNamespaceDeclaration],
-        children: [XMLNode]
+        children: [XNode]
     ) {
         let element = startElement(addName(name))
         for declaration in namespaceDeclarations {
@@ -365,7 +368,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         endElement()
     }
 
-    mutating func copy(_ element: XMLElement) {
+    mutating func copy(_ element: XElement) {
         let tree = element.tree
         let started = startElement(addName(tree.nameBox(element.node.name)))
         for position in element.headerRange {
@@ -381,7 +384,7 @@ public struct XMLElement: Hashable, Sendable, CustomStringConvertible {
         element.forEachChildIndex { position in
             let child = tree.node(position)
             if child.kind == .element {
-                copy(XMLElement(tree: tree, index: position))
+                copy(XElement(tree: tree, index: position))
             } else {
                 tree.withBytes(of: child) { characters($0) }
             }
