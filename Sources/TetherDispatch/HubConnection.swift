@@ -92,8 +92,10 @@ public final class HubConnection: Sendable {
     public enum LifecycleEvent: Sendable, Equatable {
         /// `start()` connected.
         case connected(connectionId: String?)
-        /// The connection was lost; the reconnect policy is running.
-        case reconnecting(HubConnectionError?)
+        /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
+        /// the connection is lost (with the error that lost it), then before every further
+        /// attempt (with the last attempt's error).
+        case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
         /// Reconnected: a new connection (re-join groups here).
         case reconnected(connectionId: String?)
         /// Closed for good (nil after `stop()`). Only a connection that connected closes: a
@@ -182,13 +184,14 @@ public final class HubConnection: Sendable {
         }
     }
 
-    /// Calls `handler` when the connection is lost and the reconnect policy starts.
+    /// Calls `handler` when the connection is lost and the reconnect policy starts (once per loss,
+    /// as the official clients' `onreconnecting`; `onLifecycle` also sees every further attempt).
     public func onReconnecting(
         queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (HubConnectionError?) -> Void
     ) {
         onLifecycle(queue: queue) { event in
-            if case .reconnecting(let error) = event { handler(error) }
+            if case .reconnecting(let error, attempt: 1, _) = event { handler(error) }
         }
     }
 

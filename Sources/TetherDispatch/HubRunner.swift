@@ -446,9 +446,13 @@ final class HubRunner: @unchecked Sendable {
             announce(.connected(connectionId: connectionId)) {
                 for waiter in waiters { waiter.resume(returning: .success(())) }
             }
-        case .reconnecting(let error):
-            log.warning("The connection was lost\(error.map { ": \($0)" } ?? ""); reconnecting.")
-            announce(.reconnecting(error))
+        case .reconnecting(let error, let attempt, let delay):
+            if attempt == 1 {
+                log.warning("The connection was lost\(error.map { ": \($0)" } ?? ""); reconnecting in \(delay).")
+            } else {
+                log.info("Reconnect attempt \(attempt) in \(delay)\(error.map { " (the last one failed: \($0))" } ?? "").")
+            }
+            announce(.reconnecting(error, attempt: attempt, delay: delay))
         case .reconnected(let connectionId):
             log.info("Reconnected\(connectionId.map { " (connection id \($0))" } ?? "").")
             announce(.reconnected(connectionId: connectionId))

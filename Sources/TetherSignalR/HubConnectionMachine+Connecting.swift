@@ -362,7 +362,7 @@ extension HubConnectionMachine {
             isReconnect = false
         }
         if isReconnect {
-            scheduleReconnect(error: error, announce: false, now: now)
+            scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)
         }
@@ -390,7 +390,7 @@ extension HubConnectionMachine {
         failPending()
         link = nil
         if allowReconnect, schedule != nil {
-            scheduleReconnect(error: error, announce: true, now: now)
+            scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)
         }
@@ -421,13 +421,13 @@ extension HubConnectionMachine {
     }
 
     /// Waits for the policy's next delay, or closes when it gives up.
-    mutating func scheduleReconnect(error: HubConnectionError?, announce: Bool, now: Instant) {
+    mutating func scheduleReconnect(error: HubConnectionError?, now: Instant) {
         guard var schedule else { return finish(error: error) }
         schedule.connectionLost(at: now)
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
         guard let delay else { return finish(error: error) }
-        if announce { enqueue(.event(.reconnecting(error))) }
+        enqueue(.event(.reconnecting(error, attempt: schedule.attempts, delay: delay)))
         state = .reconnectWaiting(lastError: error)
         timers.set(.reconnect, at: now + delay)
     }

@@ -146,8 +146,10 @@ public struct HubConnectionMachine {
     public enum Event: Sendable, Equatable {
         /// Connected (the connection id is nil when negotiation was skipped).
         case connected(connectionId: String?)
-        /// The connection was lost and the reconnect policy is running.
-        case reconnecting(HubConnectionError?)
+        /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
+        /// the connection is lost (with the error that lost it), then before every further
+        /// attempt (with the last attempt's error).
+        case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
         /// Reconnected (a new connection: re-join groups here).
         case reconnected(connectionId: String?)
         /// Closed for good (nil after `stop()`).

@@ -378,7 +378,9 @@ struct HubConnectionReconnectTests {
         #expect(
             result.transcript == [
                 "negotiate", "open", "send:handshake", "event:connected", "send:ping",
-                "event:reconnecting", "negotiate", "negotiate", "negotiate", "negotiate", "event:closed",
+                // Every scheduled attempt is reported (with its number and delay).
+                "event:reconnecting", "negotiate", "event:reconnecting", "negotiate", "event:reconnecting", "negotiate",
+                "event:reconnecting", "negotiate", "event:closed",
             ]
         )
     }
@@ -465,9 +467,28 @@ struct HubConnectionReconnectTests {
                     invocationId: "1",
                     error: "Invocation canceled due to the underlying connection being closed."
                 ),
-                .reconnecting(HubConnectionError(.transport, "WebSocket closed with an error: connection reset")),
+                .reconnecting(
+                    HubConnectionError(.transport, "WebSocket closed with an error: connection reset"),
+                    attempt: 1,
+                    delay: .zero
+                ),
             ]
         )
+    }
+
+    @Test func everyScheduledAttemptIsReported() {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
+        harness.connect()
+        harness.closed()
+        #expect(harness.events.last == .reconnecting(harness.events.last?.reconnectError, attempt: 1, delay: .zero))
+        harness.advance(by: .zero)  // attempt 1 starts: negotiate
+        harness.negotiate(status: 503, body: [])
+        guard case .reconnecting(let error, let attempt, let delay) = harness.events.last else {
+            Issue.record("no reconnecting event for the second attempt")
+            return
+        }
+        #expect(attempt == 2 && delay == .seconds(2))
+        #expect(error?.message.contains("503") == true)
     }
 }
 
@@ -680,5 +701,12 @@ struct HubConnectionPropertyTests {
             }
             for id in invoked { #expect(final[id] == 1, "invocation \(id) ended \(final[id] ?? 0) times") }
         }
+    }
+}
+
+extension HubConnectionMachine.Event {
+    var reconnectError: HubConnectionError? {
+        if case .reconnecting(let error, _, _) = self { return error }
+        return nil
     }
 }
