@@ -450,7 +450,8 @@ final class HubRunner: @unchecked Sendable {
             if attempt == 1 {
                 log.warning("The connection was lost\(error.map { ": \($0)" } ?? ""); reconnecting in \(delay).")
             } else {
-                log.info("Reconnect attempt \(attempt) in \(delay)\(error.map { " (the last one failed: \($0))" } ?? "").")
+                let reason = error.map { " (the last one failed: \($0))" } ?? ""
+                log.info("Reconnect attempt \(attempt) in \(delay)\(reason).")
             }
             announce(.reconnecting(error, attempt: attempt, delay: delay))
         case .reconnected(let connectionId):
