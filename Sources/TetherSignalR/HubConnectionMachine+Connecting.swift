@@ -231,6 +231,11 @@ extension HubConnectionMachine {
         receive(bytes.span, generation: generation, now: now)
     }
 
+    /// Bytes received in one WebSocket message of `generation`.
+    public mutating func receive(_ bytes: ArraySlice<UInt8>, generation: TransportGeneration, now: Instant) {
+        receive(bytes.span, generation: generation, now: now)
+    }
+
     mutating func handshakeCompleted(_ attempt: Attempt, now: Instant) {
         let negotiated = attempt.negotiated
         let stateful = negotiated?.useStatefulReconnect == true && usesStatefulReconnect

@@ -44,6 +44,18 @@ public protocol HubMessageParser: Sendable {
     var hasPartialMessage: Bool { get }
 }
 
+extension HubMessageParser {
+    /// Adds received bytes.
+    public mutating func append(_ bytes: [UInt8]) {
+        append(bytes.span)
+    }
+
+    /// Adds received bytes (a slice of a capture, say).
+    public mutating func append(_ bytes: ArraySlice<UInt8>) {
+        append(bytes.span)
+    }
+}
+
 /// The bytes a parser has received but not yet consumed.
 ///
 /// Messages keep slices of `storage`, so a chunk is never modified once a message may reference

@@ -209,6 +209,11 @@ public struct HTTPResponseParser: Sendable {
         buffer += bytes
     }
 
+    /// Adds received bytes.
+    public mutating func append(_ bytes: ArraySlice<UInt8>) {
+        buffer += bytes
+    }
+
     /// The response, once complete; nil while more bytes are needed.
     public mutating func response() throws(HTTPError) -> HTTPResponse? {
         while true {

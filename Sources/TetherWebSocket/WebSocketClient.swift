@@ -150,6 +150,11 @@ public struct WebSocketClient: Sendable {
         receive(bytes.span)
     }
 
+    /// Adds bytes received from the server.
+    public mutating func receive(_ bytes: ArraySlice<UInt8>) {
+        receive(bytes.span)
+    }
+
     /// The next event, or nil if more bytes are needed. A protocol violation throws (the close
     /// frame with its code is then in `takeOutput()`, and the state is `closed`).
     public mutating func nextEvent() throws(WebSocketError) -> Event? {

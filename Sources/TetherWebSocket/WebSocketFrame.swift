@@ -90,6 +90,16 @@ public struct WebSocketFrameDecoder: Sendable {
     }
 
     /// Adds received bytes.
+    public mutating func append(_ bytes: [UInt8]) {
+        append(bytes.span)
+    }
+
+    /// Adds received bytes.
+    public mutating func append(_ bytes: ArraySlice<UInt8>) {
+        append(bytes.span)
+    }
+
+    /// Adds received bytes.
     public mutating func append(_ bytes: Span<UInt8>) {
         // Drop what was decoded: all of it, or the front once it outweighs the partial frame
         // (reads that always end inside a frame must not grow the buffer without bound).

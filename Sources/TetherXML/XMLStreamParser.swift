@@ -184,6 +184,16 @@ import TetherCore
         unsafe state.pointee.pending.append(copying: bytes)
     }
 
+    /// Adds received bytes (copied).
+    public mutating func append(_ bytes: [UInt8]) {
+        append(bytes.span)
+    }
+
+    /// Adds received bytes (copied; a slice of a capture, say).
+    public mutating func append(_ bytes: ArraySlice<UInt8>) {
+        append(bytes.span)
+    }
+
     /// Whether received bytes are waiting that have not produced an event yet (a partial element).
     public var hasPendingBytes: Bool {
         guard let core = core else { return false }

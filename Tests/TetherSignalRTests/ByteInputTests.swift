@@ -1,0 +1,28 @@
+import Testing
+import TetherCore
+import TetherMessagePack
+
+@testable import TetherSignalR
+
+/// The parsers take arrays and slices of a capture as well as spans (a span of a temporary slice,
+/// `parser.append(capture[n...].span)`, does not compile: its lifetime ends with the statement).
+struct ByteInputTests {
+    @Test func slicesOfACaptureAfterItsHandshake() throws {
+        let capture = Array("{}\u{1E}{\"type\":6}\u{1E}{\"type\":1,\"target\":\"A\",\"arguments\":[1]}\u{1E}".utf8)
+        let (_, consumed) = try #require(try HandshakeResponse.parse(capture.span))
+        var sliced = JSONHubProtocol().makeParser()
+        sliced.append(capture[consumed...])
+        var whole = JSONHubProtocol().makeParser()
+        whole.append(Array(capture[consumed...]))
+        for parser in [sliced, whole] {
+            var parser = parser
+            #expect(try parser.next() == .ping)
+            guard case .invocation(let invocation) = try parser.next() else {
+                Issue.record("no invocation")
+                continue
+            }
+            #expect(invocation.target == "A")
+            #expect(try parser.next() == nil)
+        }
+    }
+}
