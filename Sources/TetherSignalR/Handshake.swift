@@ -23,6 +23,13 @@ public struct HandshakeRequest: Hashable, Sendable {
         bytes.append(JSONHubProtocol.recordSeparator)
     }
 
+    /// Parses the first record of `bytes` (see the `Span` form).
+    public static func parse(
+        _ bytes: [UInt8]
+    ) throws(HubProtocolError) -> (request: HandshakeRequest, consumed: Int)? {
+        try parse(bytes.span)
+    }
+
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the
     /// request and the number of bytes it used (separator included).
     public static func parse(
@@ -76,6 +83,13 @@ public struct HandshakeResponse: Hashable, Sendable {
         }
         bytes.append(UInt8(ascii: "}"))
         bytes.append(JSONHubProtocol.recordSeparator)
+    }
+
+    /// Parses the first record of `bytes` (see the `Span` form).
+    public static func parse(
+        _ bytes: [UInt8]
+    ) throws(HubProtocolError) -> (response: HandshakeResponse, consumed: Int)? {
+        try parse(bytes.span)
     }
 
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the

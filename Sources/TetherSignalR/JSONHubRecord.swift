@@ -15,6 +15,8 @@ enum JSONHubRecord {
         var error: String?
         var allowReconnect = false
         var sequenceId: Int64?
+        /// A `protocol` property was seen (a handshake request, not a hub message).
+        var sawProtocol = false
     }
 
     static func missing(_ name: String) -> HubProtocolError { .invalid("Missing required property '\(name)'.") }
@@ -101,7 +103,7 @@ enum JSONHubRecord {
     /// The properties a record may carry.
     enum Property {
         case type, headers, invocationId, target, arguments, streamIds, item, result, error, allowReconnect
-        case sequenceId, other
+        case sequenceId, handshakeProtocol, other
 
         /// The property named by `key` (escapes decoded, as System.Text.Json compares names;
         /// unknown names are `other`).
@@ -120,6 +122,7 @@ enum JSONHubRecord {
                 case 5 where keyIs(bytes, key, "error"): .error
                 case 14 where keyIs(bytes, key, "allowReconnect"): .allowReconnect
                 case 10 where keyIs(bytes, key, "sequenceId"): .sequenceId
+                case 8 where keyIs(bytes, key, "protocol"): .handshakeProtocol
                 default: .other
                 }
         }
@@ -247,6 +250,9 @@ enum JSONHubRecord {
                 throw expected("sequenceId", "Number")
             }
             fields.sequenceId = value
+        case .handshakeProtocol:
+            fields.sawProtocol = true
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
         case .other:
             try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
         }
@@ -303,7 +309,14 @@ enum JSONHubRecord {
 
     /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`.
     static func message(from fields: consuming Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
-        guard let type = fields.type else { throw missing("type") }
+        guard let type = fields.type else {
+            // The official text; for a handshake request, also what to do about it. (`{}`, the
+            // handshake response, keeps the bare text the conformance vectors require.)
+            guard fields.sawProtocol else { throw missing("type") }
+            throw .invalid(
+                "Missing required property 'type'. This is a handshake request, not a hub message: parse it with HandshakeRequest.parse(_:) and feed the hub parser what follows it."
+            )
+        }
         switch type {
         case 1:
             guard let target = fields.target.take() else { throw missing("target") }

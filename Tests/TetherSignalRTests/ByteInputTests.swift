@@ -25,4 +25,16 @@ struct ByteInputTests {
             #expect(try parser.next() == nil)
         }
     }
+
+    @Test func aHandshakeFedToTheHubParserSaysSo() {
+        var parser = JSONHubProtocol().makeParser()
+        parser.append(Array("{\"protocol\":\"json\",\"version\":1}\u{1E}".utf8))
+        do {
+            _ = try parser.next()
+            Issue.record("a handshake request parsed as a hub message")
+        } catch {
+            #expect(error.message.hasPrefix("Missing required property 'type'."))
+            #expect(error.message.contains("HandshakeRequest.parse"))
+        }
+    }
 }
