@@ -400,3 +400,21 @@ public struct HubConnectionMachine {
         finish(error: nil)
     }
 }
+
+extension HubConnectionMachine.Action: CustomStringConvertible {
+    /// A short, readable rendering (the bytes sent as text or hex, cut short; headers by name
+    /// only, so that no token is shown).
+    public var description: String {
+        switch self {
+        case .fetchAccessToken(let generation): "fetchAccessToken(\(generation))"
+        case .sendNegotiate(let url, let headers, let generation):
+            "sendNegotiate(\(url), headers: \(headers.keys.sorted()), \(generation))"
+        case .openTransport(let url, let headers, let generation):
+            "openTransport(\(url), headers: \(headers.keys.sorted()), \(generation))"
+        case .send(let bytes, let format, let generation):
+            "send(\(format), \(generation), \(ByteDescription.describe(bytes)))"
+        case .closeTransport(let generation): "closeTransport(\(generation))"
+        case .event(let event): "event(\(event))"
+        }
+    }
+}

@@ -38,3 +38,25 @@ struct ByteInputTests {
         }
     }
 }
+
+struct DescriptionTests {
+    @Test func actionsReadAsTextOrHexWithoutSecrets() {
+        let text = HubConnectionMachine.Action.send(
+            Array("{\"type\":6}\u{1E}".utf8),
+            format: .text,
+            generation: TransportGeneration(3)
+        )
+        #expect(text.description == "send(text, #3, 11 bytes: {\"type\":6}␞)")
+        let binary = HubConnectionMachine.Action.send([0x02, 0x91, 0x06], format: .binary, generation: .init(4))
+        #expect(binary.description == "send(binary, #4, 3 bytes: 02 91 06)")
+        let negotiate = HubConnectionMachine.Action.sendNegotiate(
+            url: "https://h/hub/negotiate",
+            headers: ["Authorization": "Bearer secret-token", "X-A": "1"],
+            generation: .init(1)
+        )
+        #expect(!negotiate.description.contains("secret-token"))
+        #expect(negotiate.description.contains("Authorization"))
+        let long = ByteDescription.describe(Array(repeating: UInt8(ascii: "a"), count: 500), limit: 10)
+        #expect(long == "500 bytes: aaaaaaaaaa…")
+    }
+}

@@ -319,3 +319,21 @@ public struct XMPPClientMachine: ~Copyable {
         return "\(kind)\(idPrefix)-\(nextID)"
     }
 }
+
+extension XMPPClientMachine.Action: CustomStringConvertible {
+    /// A short, readable rendering (the XML sent, cut short; SASL messages not shown).
+    public var description: String {
+        switch self {
+        case .connect(let endpoint, let generation, let directTLSServerName):
+            "connect(\(endpoint), \(generation)\(directTLSServerName.map { ", direct TLS for \($0)" } ?? ""))"
+        case .send(let bytes, let generation, let containsCredentials):
+            containsCredentials
+                ? "send(\(generation), \(bytes.count) bytes of SASL credentials not shown)"
+                : "send(\(generation), \(ByteDescription.describe(bytes)))"
+        case .startTLS(let serverName, let generation, let bufferedBytes):
+            "startTLS(\(serverName), \(generation), \(bufferedBytes.count) bytes buffered)"
+        case .close(let generation): "close(\(generation))"
+        case .event(let event): "event(\(event))"
+        }
+    }
+}
