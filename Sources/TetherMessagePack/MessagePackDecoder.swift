@@ -187,10 +187,10 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
 /// Maps a reader error to the `DecodingError` that Codable users expect.
 @usableFromInline func decodingError(_ error: MessagePackError, for type: Any.Type) -> DecodingError {
-    switch error {
+    switch error.kind {
     case .typeMismatch, .integerOutOfRange:
         return .typeMismatch(type, .init(codingPath: [], debugDescription: error.description, underlyingError: error))
-    default:
+    case .truncated, .reservedByte, .invalidUTF8, .depthLimitExceeded, .invalidTimestamp:
         return .dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
     }
 }

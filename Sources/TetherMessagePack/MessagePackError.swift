@@ -1,33 +1,86 @@
 /// Why MessagePack input could not be read. Every malformed input maps to one of these; the reader
-/// never traps on bytes it is given.
-public enum MessagePackError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The input ended inside a value; `offset` is where the missing bytes would start.
-    case truncated(offset: Int)
-    /// The byte `0xc1`, which the format reserves as "never used".
-    case reservedByte(offset: Int)
-    /// A value of another family than the caller asked for.
-    case typeMismatch(expected: MessagePackType, found: MessagePackType, offset: Int)
-    /// An integer that does not fit the requested Swift type.
-    case integerOutOfRange(offset: Int)
-    /// A str value whose bytes are not valid UTF-8.
-    case invalidUTF8(offset: Int)
-    /// Arrays and maps nested deeper than the configured limit.
-    case depthLimitExceeded(limit: Int)
-    /// A timestamp extension (type -1) of a length other than 4, 8 or 12, or with nanoseconds ≥ 10⁹.
-    case invalidTimestamp(offset: Int)
+/// never traps on bytes it is given. Like the other errors of the package: an immutable `kind`
+/// and a `message`, with the details the kind has (`offset`, the types of a mismatch, the depth
+/// limit).
+public struct MessagePackError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The families of failures.
+    public enum Kind: Hashable, Sendable {
+        /// The input ended inside a value; `offset` is where the missing bytes would start.
+        case truncated
+        /// The byte `0xc1`, which the format reserves as "never used".
+        case reservedByte
+        /// A value of another family than the caller asked for (`expected`, `found`).
+        case typeMismatch
+        /// An integer that does not fit the requested Swift type.
+        case integerOutOfRange
+        /// A str value whose bytes are not valid UTF-8.
+        case invalidUTF8
+        /// Arrays and maps nested deeper than the configured limit (`limit`).
+        case depthLimitExceeded
+        /// A timestamp extension (type -1) of a length other than 4, 8 or 12, or with
+        /// nanoseconds ≥ 10⁹.
+        case invalidTimestamp
+    }
 
-    public var description: String {
-        switch self {
-        case .truncated(let offset): "MessagePack input ends inside a value (offset \(offset))."
-        case .reservedByte(let offset): "MessagePack input contains the reserved byte 0xc1 (offset \(offset))."
-        case .typeMismatch(let expected, let found, let offset):
-            "Expected a MessagePack \(expected) but found \(found) (offset \(offset))."
-        case .integerOutOfRange(let offset): "MessagePack integer out of range (offset \(offset))."
-        case .invalidUTF8(let offset): "MessagePack string is not valid UTF-8 (offset \(offset))."
-        case .depthLimitExceeded(let limit): "MessagePack nesting deeper than \(limit) levels."
-        case .invalidTimestamp(let offset): "Invalid MessagePack timestamp (offset \(offset))."
+    /// The family.
+    public let kind: Kind
+    /// Where in the input (nil for `depthLimitExceeded`).
+    public let offset: Int?
+    /// For `typeMismatch`: the family asked for and the one found.
+    public let expected: MessagePackType?
+    public let found: MessagePackType?
+    /// For `depthLimitExceeded`: the limit.
+    public let limit: Int?
+
+    init(_ kind: Kind, offset: Int?, expected: MessagePackType? = nil, found: MessagePackType? = nil, limit: Int? = nil)
+    {
+        self.kind = kind
+        self.offset = offset
+        self.expected = expected
+        self.found = found
+        self.limit = limit
+    }
+
+    /// The input ended inside a value.
+    public static func truncated(offset: Int) -> MessagePackError { MessagePackError(.truncated, offset: offset) }
+    /// The reserved byte `0xc1`.
+    public static func reservedByte(offset: Int) -> MessagePackError { MessagePackError(.reservedByte, offset: offset) }
+    /// A value of another family than asked for.
+    public static func typeMismatch(expected: MessagePackType, found: MessagePackType, offset: Int) -> MessagePackError
+    {
+        MessagePackError(.typeMismatch, offset: offset, expected: expected, found: found)
+    }
+    /// An integer that does not fit.
+    public static func integerOutOfRange(offset: Int) -> MessagePackError {
+        MessagePackError(.integerOutOfRange, offset: offset)
+    }
+    /// A str value that is not UTF-8.
+    public static func invalidUTF8(offset: Int) -> MessagePackError { MessagePackError(.invalidUTF8, offset: offset) }
+    /// Nesting beyond `limit`.
+    public static func depthLimitExceeded(limit: Int) -> MessagePackError {
+        MessagePackError(.depthLimitExceeded, offset: nil, limit: limit)
+    }
+    /// An invalid timestamp extension.
+    public static func invalidTimestamp(offset: Int) -> MessagePackError {
+        MessagePackError(.invalidTimestamp, offset: offset)
+    }
+
+    /// The text.
+    public var message: String {
+        let at = offset.map { " (offset \($0))" } ?? ""
+        return switch kind {
+        case .truncated: "MessagePack input ends inside a value\(at)."
+        case .reservedByte: "MessagePack input contains the reserved byte 0xc1\(at)."
+        case .typeMismatch:
+            "Expected a MessagePack \(expected.map { "\($0)" } ?? "value") but found \(found.map { "\($0)" } ?? "another")\(at)."
+        case .integerOutOfRange: "MessagePack integer out of range\(at)."
+        case .invalidUTF8: "MessagePack string is not valid UTF-8\(at)."
+        case .depthLimitExceeded: "MessagePack nesting deeper than \(limit ?? 0) levels."
+        case .invalidTimestamp: "Invalid MessagePack timestamp\(at)."
         }
     }
+
+    public var description: String { message }
 }
 
 /// The families of MessagePack values, independent of their wire width.

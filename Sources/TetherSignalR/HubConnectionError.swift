@@ -36,9 +36,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
     }
 
     /// The family.
-    public var kind: Kind
+    public let kind: Kind
     /// The text.
-    public var message: String
+    public let message: String
 
     /// Creates an error.
     public init(_ kind: Kind, _ message: String) {

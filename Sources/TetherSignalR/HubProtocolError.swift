@@ -21,9 +21,9 @@ public struct HubProtocolError: Error, Hashable, Sendable, CustomStringConvertib
     }
 
     /// The family of the failure.
-    public var kind: Kind
+    public let kind: Kind
     /// The exact human-readable text.
-    public var message: String
+    public let message: String
 
     /// Creates an error.
     public init(_ kind: Kind, _ message: String) {

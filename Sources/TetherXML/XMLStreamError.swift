@@ -1,5 +1,5 @@
 /// Why an XML stream cannot go on: the RFC 6120 stream error condition to close it with, and a
-/// human-readable detail (never containing the offending bytes).
+/// human-readable message (never containing the offending bytes).
 public struct XMLStreamError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The stream error conditions the XML layer can detect (RFC 6120 §4.9.3, §11).
     public enum Condition: String, Hashable, Sendable {
@@ -15,17 +15,17 @@ public struct XMLStreamError: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     /// The stream error condition.
-    public var condition: Condition
+    public let condition: Condition
     /// What exactly was wrong.
-    public var detail: String
+    public let message: String
 
     /// Creates an error.
-    public init(_ condition: Condition, _ detail: String) {
+    public init(_ condition: Condition, _ message: String) {
         self.condition = condition
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { "\(condition.rawValue): \(detail)" }
+    public var description: String { "\(condition.rawValue): \(message)" }
 }
 
 /// The opening tag of a stream (`<stream:stream …>`).
