@@ -13,7 +13,7 @@ struct ParamData: Codable, Equatable {
     var organizationCode: String
     var customerId: Int
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
+    enum CodingKeys: String, CodingKey, CaseIterable, Sendable {
         case id = "Id"
         case userId = "UserId"
         case niceName = "NiceName"
@@ -29,7 +29,7 @@ struct ParamData: Codable, Equatable {
 /// containers): what `signalr-msgpack-decode` measures; `signalr-msgpack-codable-decode` decodes
 /// the same values through `init(from:)`.
 extension ParamData: MessagePackDecodable {
-    static let keys = KeySet(CodingKeys.self)
+    static let keys = CodingKeySet(CodingKeys.self)
 
     init(messagePack reader: inout MessagePackReader) throws {
         var id: String?
@@ -43,15 +43,15 @@ extension ParamData: MessagePackDecodable {
         let keys = Self.keys
         for _ in 0..<(try reader.readMapHeader()) {
             switch try reader.readKey(in: keys) {
-            case 0: id = try reader.readString()
-            case 1: userId = try reader.readInteger(Int.self)
-            case 2: niceName = try reader.readString()
-            case 3: time = try reader.readInt64()
-            case 4: dataType = try reader.readString()
-            case 5: jsonData = try reader.readString()
-            case 6: organizationCode = try reader.readString()
-            case 7: customerId = try reader.readInteger(Int.self)
-            default: try reader.skipValue()
+            case .id: id = try reader.readString()
+            case .userId: userId = try reader.readInteger(Int.self)
+            case .niceName: niceName = try reader.readString()
+            case .time: time = try reader.readInt64()
+            case .dataType: dataType = try reader.readString()
+            case .jsonData: jsonData = try reader.readString()
+            case .organizationCode: organizationCode = try reader.readString()
+            case .customerId: customerId = try reader.readInteger(Int.self)
+            case nil: try reader.skipValue()
             }
         }
         try self.init(
@@ -71,7 +71,7 @@ extension ParamData: MessagePackDecodable {
 /// corpus is written): a map in declaration order, as msgpack-python writes a dict.
 extension ParamData: MessagePackEncodable {
     func encode(messagePack writer: inout MessagePackWriter) {
-        let keys = Self.keys
+        let keys = Self.keys.keySet
         writer.writeMapHeader(count: 8)
         writer.writeKey(0, of: keys)
         writer.writeString(id)
@@ -111,7 +111,7 @@ extension ParamData {
             let found =
                 [id != nil, userId != nil, niceName != nil, time != nil, dataType != nil, jsonData != nil]
                 + [organizationCode != nil, customerId != nil]
-            throw Self.keys.missingKey(found.firstIndex(of: false)!)
+            throw Self.keys.missingKey(CodingKeys.allCases[found.firstIndex(of: false)!])
         }
         self.init(
             id: id,
@@ -141,15 +141,15 @@ extension ParamData: JSONDecodable {
         try reader.readObjectStart()
         while reader.nextMember() {
             switch try reader.readKey(in: keys) {
-            case 0: id = try reader.readString()
-            case 1: userId = try reader.readInteger(Int.self)
-            case 2: niceName = try reader.readString()
-            case 3: time = try reader.readInteger(Int64.self)
-            case 4: dataType = try reader.readString()
-            case 5: jsonData = try reader.readString()
-            case 6: organizationCode = try reader.readString()
-            case 7: customerId = try reader.readInteger(Int.self)
-            default: reader.skipValue()
+            case .id: id = try reader.readString()
+            case .userId: userId = try reader.readInteger(Int.self)
+            case .niceName: niceName = try reader.readString()
+            case .time: time = try reader.readInteger(Int64.self)
+            case .dataType: dataType = try reader.readString()
+            case .jsonData: jsonData = try reader.readString()
+            case .organizationCode: organizationCode = try reader.readString()
+            case .customerId: customerId = try reader.readInteger(Int.self)
+            case nil: reader.skipValue()
             }
         }
         try self.init(
@@ -169,7 +169,7 @@ extension ParamData: JSONDecodable {
 /// declaration order, as the `Codable` path writes them.
 extension ParamData: JSONEncodable {
     func encode(json writer: inout JSONWriter) {
-        let keys = Self.keys
+        let keys = Self.keys.keySet
         writer.writeObjectStart()
         writer.writeKey(0, of: keys)
         writer.writeString(id)

@@ -283,3 +283,37 @@ struct NamedCodingKey: CodingKey {
     init(stringValue: String) { self.stringValue = stringValue }
     init?(intValue: Int) { nil }
 }
+
+/// A `KeySet` made from a type's `CodingKey` enum, for hand-written decoders that name keys by
+/// their cases (`.id`, `.text`) instead of by positions kept in step with an array: readers
+/// return the case. (Writers take positions, `keySet`'s, which are `Key.allCases` order: finding
+/// a case's position would hash or compare its string on every key written.)
+///
+/// ```swift
+/// static let keys = CodingKeySet(CodingKeys.self)
+/// switch try reader.readKey(in: Self.keys) {
+/// case .id: id = try reader.readInteger(Int.self)
+/// case .text: text = try reader.readString()
+/// case nil: try reader.skipValue()
+/// }
+/// ```
+public struct CodingKeySet<Key: CodingKey & CaseIterable & Sendable>: Sendable {
+    /// The keys, in `Key.allCases` order.
+    public let keySet: KeySet
+    @usableFromInline let cases: [Key]
+
+    /// The string values of `Key`'s cases, the keys its `Codable` conformance uses.
+    public init(_ type: Key.Type = Key.self) {
+        cases = Array(Key.allCases)
+        keySet = KeySet(cases.map(\.stringValue))
+    }
+
+    /// The case at `index` of `keySet`.
+    @inlinable public func key(at index: Int) -> Key { cases[index] }
+
+    /// The error for an object without `key`: `DecodingError.keyNotFound`, as `Codable` reports
+    /// a missing key.
+    public func missingKey(_ key: Key) -> DecodingError {
+        .keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+    }
+}

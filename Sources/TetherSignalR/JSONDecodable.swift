@@ -100,6 +100,14 @@ public struct JSONReader {
         }
     }
 
+    /// Reads a member's key and its colon; returns the case of `keys` it equals, or nil for any
+    /// other key (then read or skip the value).
+    @inlinable
+    public mutating func readKey<Key>(in keys: CodingKeySet<Key>) throws -> Key? {
+        guard let index = try readKey(in: keys.keySet) else { return nil }
+        return keys.key(at: index)
+    }
+
     /// Reads a member's key and its colon; returns the index in `keys` of the key it equals, or
     /// nil for any other key (then read or skip the value).
     @inlinable

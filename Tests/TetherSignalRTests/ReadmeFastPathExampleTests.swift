@@ -9,25 +9,25 @@ struct ChatMessage: Codable, Equatable {
     var id: Int
     var text: String
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case id = "Id"
         case text = "Text"
     }
 }
 
 extension ChatMessage: MessagePackDecodable, JSONDecodable {  // keep Codable as well
-    static let keys = KeySet(["Id", "Text"])  // matched without Strings
+    static let keys = CodingKeySet(CodingKeys.self)  // matched without Strings
     init(messagePack reader: inout MessagePackReader) throws {
         var id: Int?
         var text: String?
         for _ in 0..<(try reader.readMapHeader()) {
-            switch try reader.readKey(in: Self.keys) {
-            case 0: id = try reader.readInteger(Int.self)
-            case 1: text = try reader.readString()
-            default: try reader.skipValue()
+            switch try reader.readKey(in: Self.keys) {  // a CodingKeys case, or nil
+            case .id: id = try reader.readInteger(Int.self)
+            case .text: text = try reader.readString()
+            case nil: try reader.skipValue()
             }
         }
-        guard let id else { throw Self.keys.missingKey(0) }  // Codable's keyNotFound
+        guard let id else { throw Self.keys.missingKey(.id) }  // Codable's keyNotFound
         self.init(id: id, text: text ?? "")
     }
     init(json reader: inout JSONReader) throws {  // the same, member by member
@@ -36,12 +36,12 @@ extension ChatMessage: MessagePackDecodable, JSONDecodable {  // keep Codable as
         try reader.readObjectStart()
         while reader.nextMember() {
             switch try reader.readKey(in: Self.keys) {
-            case 0: id = try reader.readInteger(Int.self)
-            case 1: text = try reader.readString()
-            default: reader.skipValue()
+            case .id: id = try reader.readInteger(Int.self)
+            case .text: text = try reader.readString()
+            case nil: reader.skipValue()
             }
         }
-        guard let id else { throw Self.keys.missingKey(0) }
+        guard let id else { throw Self.keys.missingKey(.id) }
         self.init(id: id, text: text ?? "")
     }
 }
