@@ -45,8 +45,8 @@ let package = Package(
         .target(name: "TetherWebSocket", dependencies: ["TetherCore"], swiftSettings: pureSettings),
         /// The system OpenSSL 3 (Debian: libssl-dev): libcrypto and libssl.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        /// OpenSSL-backed pieces: SCRAM's hash provider (and, next, the sans-IO TLS session).
-        .target(name: "TetherTLS", dependencies: ["COpenSSL", "TetherXMPP"], swiftSettings: strictSettings),
+        /// OpenSSL-backed pieces: SCRAM's hash provider and the sans-IO TLS session.
+        .target(name: "TetherTLS", dependencies: ["COpenSSL", "TetherCore", "TetherXMPP"], swiftSettings: strictSettings),
         /// The Dispatch driver: sockets, timers, `XMPPClient`, `HubConnection`. OpenSSL only on Linux; on Apple
         /// platforms CryptoKit supplies SCRAM's hashes.
         .target(
@@ -59,9 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "tether",
-            dependencies: [
-                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch",
-            ],
+            dependencies: ["TetherCore", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch"],
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -119,10 +117,11 @@ let package = Package(
             dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS"],
             swiftSettings: strictSettings
         ),
-        /// Real servers for the tests: a throw-away prosody on 127.0.0.1, a byte relay to cut.
+        /// Real servers for the tests: a throw-away prosody or aiosignalr hub on 127.0.0.1, a byte
+        /// relay to cut, a TLS relay, a throw-away CA.
         .target(
             name: "TetherTestServers",
-            dependencies: ["TetherCore"],
+            dependencies: [],
             path: "Tests/TetherTestServers",
             exclude: ["Resources"],
             swiftSettings: strictSettings

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Checks that every target's dependencies in Package.swift are exactly the modules its sources
+import (system modules aside): no missing dependency that works only by accident of another
+target's, and no dependency nobody imports.
+
+Usage: swift package dump-package | python3 .ci/check-dependencies.py
+"""
+import json
+import os
+import re
+import sys
+
+SYSTEM = {"Foundation", "FoundationXML", "FoundationEssentials", "Dispatch", "Glibc", "Musl", "Darwin",
+          "Testing", "XCTest", "CryptoKit", "Synchronization"}
+IMPORT = re.compile(r"^\s*(?:@testable\s+|@_implementationOnly\s+)?(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:struct\s+|enum\s+|class\s+|func\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
+
+package = json.load(sys.stdin)
+defaults = {"regular": "Sources", "executable": "Sources", "test": "Tests", "system": "Sources"}
+failures = []
+for target in package["targets"]:
+    if target["type"] in ("system", "binary", "plugin"):
+        continue
+    path = target.get("path") or os.path.join(defaults.get(target["type"], "Sources"), target["name"])
+    imported = set()
+    for root, _, files in os.walk(path):
+        for name in files:
+            if name.endswith(".swift"):
+                with open(os.path.join(root, name), encoding="utf-8") as f:
+                    imported |= set(IMPORT.findall(f.read()))
+    swift_sources = any(name.endswith(".swift") for _, _, files in os.walk(path) for name in files)
+    if not swift_sources:
+        continue  # C targets
+    declared = set()
+    for dependency in target["dependencies"]:
+        kind, value = next(iter(dependency.items()))
+        declared.add(value[0])
+    imported -= SYSTEM
+    imported.discard(target["name"])
+    missing = sorted(imported - declared)
+    unused = sorted(declared - imported)
+    if missing or unused:
+        failures.append("%s: %s%s" % (
+            target["name"],
+            ("imports without depending on " + ", ".join(missing)) if missing else "",
+            ("; " if missing and unused else "") + (("depends on but never imports " + ", ".join(unused)) if unused else ""),
+        ))
+if failures:
+    print("Package.swift dependencies differ from the imports:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("Package.swift dependencies match the imports of all %d targets." % len(package["targets"]))
