@@ -46,7 +46,11 @@ let package = Package(
         /// The system OpenSSL 3 (Debian: libssl-dev): libcrypto and libssl.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         /// OpenSSL-backed pieces: SCRAM's hash provider and the sans-IO TLS session.
-        .target(name: "TetherTLS", dependencies: ["COpenSSL", "TetherCore", "TetherXMPP"], swiftSettings: strictSettings),
+        .target(
+            name: "TetherTLS",
+            dependencies: ["COpenSSL", "TetherCore", "TetherXMPP"],
+            swiftSettings: strictSettings
+        ),
         /// The Dispatch driver: sockets, timers, `XMPPClient`, `HubConnection`. OpenSSL only on Linux; on Apple
         /// platforms CryptoKit supplies SCRAM's hashes.
         .target(
