@@ -1,11 +1,11 @@
 /// Standard base64 (RFC 4648 §4, with padding), as used to show binary data in JSON text.
-public enum Base64 {
+package enum Base64 {
     private static let alphabet: [UInt8] = Array(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8
     )
 
     /// Appends the base64 encoding of `bytes` to `output`.
-    public static func encode(_ bytes: some Collection<UInt8>, into output: inout [UInt8]) {
+    package static func encode(_ bytes: some Collection<UInt8>, into output: inout [UInt8]) {
         output.reserveCapacity(output.count + (bytes.count + 2) / 3 * 4)
         var iterator = bytes.makeIterator()
         while let b0 = iterator.next() {
@@ -27,7 +27,7 @@ public enum Base64 {
     }
 
     /// The base64 encoding of `bytes` as a string.
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output: [UInt8] = []
         encode(bytes, into: &output)
         return String(decoding: output, as: UTF8.self)
@@ -38,12 +38,12 @@ extension Base64 {
     /// The bytes that the standard base64 text `text` encodes (RFC 4648 §4); nil if it is not
     /// valid base64 (a character outside the alphabet, a length that is not a multiple of four,
     /// misplaced padding, or non-zero bits after the last byte). No whitespace is accepted.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         decode(Array(text.utf8))
     }
 
     /// The bytes that the base64 text in `encoded` encodes; nil if it is not valid base64.
-    public static func decode(_ encoded: [UInt8]) -> [UInt8]? {
+    package static func decode(_ encoded: [UInt8]) -> [UInt8]? {
         guard encoded.count % 4 == 0 else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(encoded.count / 4 * 3)

@@ -1,9 +1,9 @@
 /// Short, readable renderings of byte buffers for `description`s and logs: UTF-8 text as it is
 /// (cut after `limit` characters), anything else as hex (cut after `limit / 2` bytes).
-public enum ByteDescription {
+package enum ByteDescription {
     /// `bytes` as text if they are valid UTF-8 without control characters other than tab, line
     /// breaks and the SignalR record separator (shown as `␞`), else as hex; with the byte count.
-    public static func describe(_ bytes: some Collection<UInt8>, limit: Int = 200) -> String {
+    package static func describe(_ bytes: some Collection<UInt8>, limit: Int = 200) -> String {
         let array = Array(bytes)
         let isText =
             String(validating: array, as: UTF8.self) != nil

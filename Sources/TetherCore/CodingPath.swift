@@ -1,16 +1,16 @@
 /// A coding key for array positions, used in the coding paths of decoding errors.
-public struct CodingIndexKey: CodingKey, Sendable {
+package struct CodingIndexKey: CodingKey, Sendable {
     /// The position in the array.
-    public var intValue: Int?
+    package var intValue: Int?
     /// "Index N", as Foundation's decoders spell it.
-    public var stringValue: String { "Index \(intValue ?? 0)" }
+    package var stringValue: String { "Index \(intValue ?? 0)" }
 
     /// The key for position `index`.
-    public init(_ index: Int) { intValue = index }
+    package init(_ index: Int) { intValue = index }
     /// Index keys have no string form to parse.
-    public init?(stringValue: String) { nil }
+    package init?(stringValue: String) { nil }
     /// The key for position `intValue`.
-    public init?(intValue: Int) { self.intValue = intValue }
+    package init?(intValue: Int) { self.intValue = intValue }
 }
 
 /// Rebuilding coding paths on the way out of nested decoders.
@@ -18,9 +18,9 @@ public struct CodingIndexKey: CodingKey, Sendable {
 /// Tether's decoders do not keep a coding path while decoding (that would cost an allocation per
 /// nested value); instead each container prepends its key to a `DecodingError` that passes
 /// through it, so the error that reaches the caller carries the full path.
-public enum CodingPathPrefix {
+package enum CodingPathPrefix {
     /// `error` with `key` prepended to its coding path (errors other than `DecodingError` pass through).
-    public static func prefixing(_ error: any Error, with key: any CodingKey) -> any Error {
+    package static func prefixing(_ error: any Error, with key: any CodingKey) -> any Error {
         guard let error = error as? DecodingError else { return error }
         func prefixed(_ context: DecodingError.Context) -> DecodingError.Context {
             .init(

@@ -3,18 +3,18 @@
 ///
 /// The first eight levels live inline, so encoding ordinary values allocates nothing for the
 /// stack; deeper nesting spills into an array.
-public struct EncodingContainerStack: Sendable {
+package struct EncodingContainerStack: Sendable {
     /// One open container.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// Where the container starts in the output (also identifies it).
-        public var offset: Int
+        package var offset: Int
         /// The elements (or members) written so far.
-        public var count: Int
+        package var count: Int
         /// Whether it is keyed (an object or map).
-        public var isKeyed: Bool
+        package var isKeyed: Bool
 
         /// Creates an entry.
-        public init(offset: Int, count: Int, isKeyed: Bool) {
+        package init(offset: Int, count: Int, isKeyed: Bool) {
             self.offset = offset
             self.count = count
             self.isKeyed = isKeyed
@@ -28,14 +28,14 @@ public struct EncodingContainerStack: Sendable {
     @usableFromInline var spilled: [Entry] = []
     @usableFromInline var openCount = 0
     /// The number of open containers.
-    @inlinable public var count: Int { openCount }
+    @inlinable package var count: Int { openCount }
 
     /// An empty stack.
-    public init() {}
+    package init() {}
 
     /// The container at nesting `level` (0 is the outermost).
     @inlinable
-    public subscript(level: Int) -> Entry {
+    package subscript(level: Int) -> Entry {
         precondition(level >= 0 && level < count, "no container at that level")
         // Through the span: subscripting the inline array itself may copy all of it.
         return level < Self.inlineCapacity ? inline.span[level] : spilled[level - Self.inlineCapacity]
@@ -46,7 +46,7 @@ public struct EncodingContainerStack: Sendable {
     /// returns the count before. One mutating call: reading an entry through the subscript
     /// made the caller copy the whole stack first.
     @inlinable
-    public mutating func addElement(level: Int, offset: Int) -> Int {
+    package mutating func addElement(level: Int, offset: Int) -> Int {
         let misused = "An encoding container was used after a sibling value was encoded."
         precondition(openCount == level + 1 && level >= 0, misused)
         if level < Self.inlineCapacity {
@@ -63,7 +63,7 @@ public struct EncodingContainerStack: Sendable {
 
     /// Opens a container one level deeper than the current innermost.
     @inlinable
-    public mutating func append(_ entry: Entry) {
+    package mutating func append(_ entry: Entry) {
         let index = count
         if index < Self.inlineCapacity {
             var entries = inline.mutableSpan
@@ -76,7 +76,7 @@ public struct EncodingContainerStack: Sendable {
 
     /// Closes the innermost container and returns it.
     @inlinable
-    public mutating func removeLast() -> Entry {
+    package mutating func removeLast() -> Entry {
         precondition(count > 0, "no open container")
         openCount -= 1
         return count < Self.inlineCapacity ? inline.span[count] : spilled.removeLast()
