@@ -50,7 +50,9 @@ public struct InvocationMessage: Hashable, Sendable {
     // memberwise initializer, `init(target:arguments:invocationId:headers:streamIds:)`
     // (internal), differs from the public one below: the decoders build messages with it, because
     // a message built by an explicit initializer and then wrapped in `HubMessage` was copied and
-    // the original destroyed (a retain and a release of each reference in it, per message).
+    // the original destroyed (a retain and a release of each reference in it, per message; an
+    // explicit initializer marked `@inline(__always)` measured the same). Tests pin the order:
+    // `DecodedMessageLayoutTests`.
 
     /// The method to call.
     public var target: String
