@@ -9,13 +9,15 @@ let strictSettings: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
 ]
 
-/// Pure (sans-IO) targets additionally opt into strict memory safety.
-let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety()]
+/// Pure (sans-IO) targets additionally opt into strict memory safety. `Lifetimes` lets TetherCore
+/// give arrays a span on systems before `Array.span` (`Sources/TetherCore/BackDeployment.swift`).
+let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety(), .enableExperimentalFeature("Lifetimes")]
 
 let package = Package(
     name: "Tether",
-    // Span, UTF8Span and InlineArray (used throughout) need the 2025 standard library.
-    platforms: [.macOS(.v26), .iOS(.v26), .tvOS(.v26), .watchOS(.v26), .visionOS(.v26)],
+    // The Swift 6 runtime's systems. No standard-library API above them is used outside
+    // availability-guarded code: `.ci/check-availability.py` checks it (Specs/platforms.md).
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TetherCore", targets: ["TetherCore"]),
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
@@ -86,7 +88,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzXMLStream",
-            dependencies: ["TetherXML", "TetherXMPP"],
+            dependencies: ["TetherCore", "TetherXML", "TetherXMPP"],
             path: "Tests/Fuzz/FuzzXMLStream",
             swiftSettings: strictSettings
         ),

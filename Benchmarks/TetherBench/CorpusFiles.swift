@@ -23,7 +23,7 @@ extension SignalRCorpus {
         json = try CorpusFiles.read(directory, "signalr.json.bin")
         messagePack = try CorpusFiles.read(directory, "signalr.msgpack.bin")
         var parser = JSONHubProtocol().makeParser()
-        parser.append(json.span)
+        parser.append(json.backDeployedSpan)
         while let message = try parser.next() {
             switch message {
             case .invocation(let invocation):
@@ -55,7 +55,7 @@ extension SignalRCorpus {
             messageCount += 1
         }
         var frames = MessagePackHubProtocol().makeParser()
-        frames.append(messagePack.span)
+        frames.append(messagePack.backDeployedSpan)
         var frameCount = 0
         while try frames.next() != nil { frameCount += 1 }
         guard frameCount == messageCount else {

@@ -44,7 +44,7 @@ struct HubConnectionBenchmarks {
         drain(&machine)
         machine.transportOpened(generation: generation, now: .zero)
         let response = Array("{}\u{1E}".utf8)
-        machine.receive(response.span, generation: generation, now: .zero)
+        machine.receive(response.backDeployedSpan, generation: generation, now: .zero)
         drain(&machine)
         return machine
     }
@@ -131,7 +131,7 @@ struct HubConnectionBenchmarks {
                 var offset = 0
                 while offset < stream.count {
                     let end = min(offset + 65536, stream.count)
-                    parser.append(stream.span.extracting(offset..<end))
+                    parser.append(stream.backDeployedSpan.extracting(offset..<end))
                     offset = end
                     while let message = try? parser.next() {
                         if case .invocation(let invocation) = message {
@@ -151,7 +151,11 @@ struct HubConnectionBenchmarks {
                 var offset = 0
                 while offset < stream.count {
                     let end = min(offset + 65536, stream.count)
-                    machine.receive(stream.span.extracting(offset..<end), generation: generation, now: .zero)
+                    machine.receive(
+                        stream.backDeployedSpan.extracting(offset..<end),
+                        generation: generation,
+                        now: .zero
+                    )
                     offset = end
                     while let action = machine.pollAction() {
                         if case .event(.invocation(let invocation, _)) = action {

@@ -1,4 +1,5 @@
 import Foundation
+import TetherCore
 import TetherSignalR
 
 /// SignalR benchmarks: decode (including typed ParamData decoding) and encode of the corpus with
@@ -37,7 +38,7 @@ struct SignalRBenchmarks {
         var offset = 0
         while offset < stream.count {
             let end = min(offset + chunkSize, stream.count)
-            parser.append(stream.span.extracting(offset..<end))
+            parser.append(stream.backDeployedSpan.extracting(offset..<end))
             offset = end
             while let message = try parser.next() {
                 switch message {

@@ -1,5 +1,6 @@
 import CExpat
 import Foundation
+import TetherCore
 import TetherXML
 
 /// XMPP benchmarks: raw Expat with no-op callbacks (the same-run baseline), full decoding into
@@ -63,7 +64,7 @@ struct XMPPBenchmarks {
         var offset = 0
         while offset < corpus.stream.count {
             let end = min(offset + chunkSize, corpus.stream.count)
-            parser.append(corpus.stream.span.extracting(offset..<end))
+            parser.append(corpus.stream.backDeployedSpan.extracting(offset..<end))
             offset = end
             while let event = try parser.next() {
                 if case .element(let element) = event {

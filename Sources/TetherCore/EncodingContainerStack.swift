@@ -14,6 +14,7 @@ package struct EncodingContainerStack: Sendable {
         package var isKeyed: Bool
 
         /// Creates an entry.
+        @inlinable
         package init(offset: Int, count: Int, isKeyed: Bool) {
             self.offset = offset
             self.count = count
@@ -22,9 +23,13 @@ package struct EncodingContainerStack: Sendable {
     }
 
     // The members are inlinable: called opaquely from another module, each access copied the
-    // whole stack (about 200 bytes) to a temporary first.
+    // whole stack (about 200 bytes) to a temporary first. The inline levels are kept as SIMD
+    // vectors (fixed-size storage that every supported OS has; `InlineArray` needs 2025's).
     @usableFromInline static let inlineCapacity = 8
-    @usableFromInline var inline: InlineArray<8, Entry> = .init(repeating: Entry(offset: 0, count: 0, isKeyed: false))
+    @usableFromInline var inlineOffsets = SIMD8<Int>()
+    @usableFromInline var inlineCounts = SIMD8<Int>()
+    /// Bit `level` set: the inline container at that level is keyed.
+    @usableFromInline var inlineKeyed: UInt8 = 0
     @usableFromInline var spilled: [Entry] = []
     @usableFromInline var openCount = 0
     /// The number of open containers.
@@ -37,8 +42,16 @@ package struct EncodingContainerStack: Sendable {
     @inlinable
     package subscript(level: Int) -> Entry {
         precondition(level >= 0 && level < count, "no container at that level")
-        // Through the span: subscripting the inline array itself may copy all of it.
-        return level < Self.inlineCapacity ? inline.span[level] : spilled[level - Self.inlineCapacity]
+        return level < Self.inlineCapacity ? inlineEntry(level) : spilled[level - Self.inlineCapacity]
+    }
+
+    @inlinable
+    func inlineEntry(_ level: Int) -> Entry {
+        Entry(
+            offset: inlineOffsets[level],
+            count: inlineCounts[level],
+            isKeyed: inlineKeyed & (1 << UInt8(level)) != 0
+        )
     }
 
     /// Counts one more element in the innermost container, which must be at `level` and start at
@@ -50,10 +63,10 @@ package struct EncodingContainerStack: Sendable {
         let misused = "An encoding container was used after a sibling value was encoded."
         precondition(openCount == level + 1 && level >= 0, misused)
         if level < Self.inlineCapacity {
-            var entries = inline.mutableSpan
-            precondition(entries[level].offset == offset, misused)
-            entries[level].count += 1
-            return entries[level].count - 1
+            precondition(inlineOffsets[level] == offset, misused)
+            let before = inlineCounts[level]
+            inlineCounts[level] = before + 1
+            return before
         }
         let index = level - Self.inlineCapacity
         precondition(spilled[index].offset == offset, misused)
@@ -66,8 +79,10 @@ package struct EncodingContainerStack: Sendable {
     package mutating func append(_ entry: Entry) {
         let index = count
         if index < Self.inlineCapacity {
-            var entries = inline.mutableSpan
-            entries[index] = entry
+            inlineOffsets[index] = entry.offset
+            inlineCounts[index] = entry.count
+            let bit: UInt8 = 1 << UInt8(index)
+            inlineKeyed = entry.isKeyed ? inlineKeyed | bit : inlineKeyed & ~bit
         } else {
             spilled.append(entry)
         }
@@ -79,6 +94,6 @@ package struct EncodingContainerStack: Sendable {
     package mutating func removeLast() -> Entry {
         precondition(count > 0, "no open container")
         openCount -= 1
-        return count < Self.inlineCapacity ? inline.span[count] : spilled.removeLast()
+        return count < Self.inlineCapacity ? inlineEntry(count) : spilled.removeLast()
     }
 }

@@ -6,7 +6,7 @@ public enum JSONText {
     /// Escapes `"`, `\` and the control characters below U+0020 (`\n`, `\r`, `\t`, `\b`, `\f` in
     /// their short forms, the others as `\u00XX`); everything else is written as UTF-8.
     public static func appendString(_ string: String, to output: inout [UInt8]) {
-        appendString(utf8: string.utf8.span, to: &output)
+        string.withUTF8Span { appendString(utf8: $0, to: &output) }
     }
 
     /// Appends the UTF-8 text `utf8` as a JSON string literal (quotes included) to `output`.
@@ -120,24 +120,27 @@ public enum JSONText {
         }
     }
 
-    /// Appends the decimal form of `value` to `output`: the digits are formed from the right in
-    /// a small buffer and appended in one piece.
+    /// Appends the decimal form of `value` to `output`: the digits are counted, reserved in one
+    /// piece and formed from the right in place.
     public static func appendInteger(_ value: UInt64, to output: inout [UInt8]) {
         if value < 10 {
             output.append(UInt8(ascii: "0") &+ UInt8(value))
             return
         }
-        var digits: InlineArray<20, UInt8> = .init(repeating: 0)
-        var remaining = value
-        var first = 20
-        while remaining > 0 {
-            first -= 1
-            digits[first] = UInt8(ascii: "0") &+ UInt8(remaining % 10)
-            remaining /= 10
+        var length = 1
+        var power: UInt64 = 10
+        while length < 20 && value >= power {
+            length += 1
+            power = power &* 10
         }
-        let length = 20 - first
         output.append(addingCapacity: length) { span in
-            for index in first..<20 { span.append(digits[index]) }
+            for _ in 0..<length { span.append(0) }
+            var digits = span.mutableSpan
+            var remaining = value
+            for index in (0..<length).reversed() {
+                digits[index] = UInt8(ascii: "0") &+ UInt8(remaining % 10)
+                remaining /= 10
+            }
         }
     }
 

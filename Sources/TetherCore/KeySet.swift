@@ -36,7 +36,7 @@ public struct KeySet: Sendable {
             func word(_ index: Int) -> (UInt64, UInt64) {
                 let length = min(max(encoded.count - 8 * index, 0), 8)
                 let mask: UInt64 = length >= 8 ? ~0 : (1 << (8 * UInt64(length))) - 1
-                return (KeySet.prefix(of: encoded.span, from: 8 * index, length: length), mask)
+                return (KeySet.prefix(of: encoded.backDeployedSpan, from: 8 * index, length: length), mask)
             }
             guard encoded.count <= Self.capacity else {
                 (first, firstMask, second, secondMask) = (0, 0, 0, 0)
@@ -73,8 +73,8 @@ public struct KeySet: Sendable {
             utf8 = names.map { Array($0.utf8) }
             entries = utf8.map { bytes in
                 Entry(
-                    prefix: KeySet.prefix(of: bytes.span, from: 0, length: bytes.count),
-                    suffix: KeySet.prefix(of: bytes.span, from: 8, length: max(bytes.count - 8, 0)),
+                    prefix: KeySet.prefix(of: bytes.backDeployedSpan, from: 0, length: bytes.count),
+                    suffix: KeySet.prefix(of: bytes.backDeployedSpan, from: 8, length: max(bytes.count - 8, 0)),
                     length: bytes.count
                 )
             }
@@ -185,7 +185,7 @@ public struct KeySet: Sendable {
         let encoded = words[index]
         guard encoded.count > 0 else {
             let encoding = encodings[index]
-            bytes.append(copying: encoding.span)
+            bytes.append(copying: encoding.backDeployedSpan)
             return
         }
         let isLong = encoded.count > 16
@@ -268,7 +268,7 @@ public struct KeySet: Sendable {
     @usableFromInline @inline(never)
     func restEqual(_ index: Int, _ bytes: Span<UInt8>, _ start: Int) -> Bool {
         let keyBytes = tables.utf8[index]
-        let key = keyBytes.span
+        let key = keyBytes.backDeployedSpan
         guard tables.entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
             return false
         }

@@ -16,7 +16,7 @@ public struct MemberIndex: Sendable {
 
     /// The offset all packed offsets are relative to.
     public let base: Int
-    private var entries: InlineArray<8, UInt64> = .init(repeating: 0)
+    private var entries = SIMD8<UInt64>()  // fixed-size storage every supported OS has
     /// The number of members indexed.
     public private(set) var count = 0
 
@@ -44,7 +44,7 @@ public struct MemberIndex: Sendable {
     public func valueStart(forKey name: Span<UInt8>, in bytes: Span<UInt8>) -> Int? {
         guard !name.isEmpty, name.count < 256 else { return nil }
         let tag = UInt64(name.count) << 24 | UInt64(name[0]) << 56
-        let packed = entries.span  // indexing the span avoids copying the array per access
+        let packed = entries
         var index = 0
         while index < count {
             let entry = packed[index]

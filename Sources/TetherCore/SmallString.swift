@@ -83,7 +83,8 @@ package enum SmallString {
 
     /// Compares `rawBits` with the standard library's own strings: every length from 0 to 15,
     /// ASCII and non-ASCII (two- and three-byte sequences at the start, middle and end), made
-    /// both by `String(decoding:as:)` and `String(copying:)`.
+    /// both by `String(decoding:as:)` and the copy of validated bytes (`String(copying:)` where
+    /// the system has it).
     static func verifyLayout() -> Bool {
         guard MemoryLayout<String>.size == 16, MemoryLayout<(UInt64, UInt64)>.size == 16 else { return false }
         var samples: [[UInt8]] = []
@@ -107,8 +108,7 @@ package enum SmallString {
                 return unsafe rawBits(words(base, count: sample.count), count: sample.count)
             }
             let decoded = String(decoding: sample, as: UTF8.self)
-            guard let span = try? UTF8Span(validating: sample.span) else { return false }
-            let copied = String(copying: span)
+            let copied = String(validatedUTF8: sample.backDeployedSpan, isASCII: false)
             for string in [decoded, copied] {
                 let bits = unsafe unsafeBitCast(string, to: (UInt64, UInt64).self)
                 guard bits == computed else { return false }

@@ -46,8 +46,9 @@ public struct StringInterner: Sendable {
 
     @inline(__always)
     private static func equals(_ string: String, _ utf8: Span<UInt8>) -> Bool {
-        let other = string.utf8.span
-        return other.count == utf8.count && (other.isEmpty || MemberIndex.equal(utf8, 0, other))
+        string.withUTF8Span { other in
+            other.count == utf8.count && (other.isEmpty || MemberIndex.equal(utf8, 0, other))
+        }
     }
 
     private static func makeString(_ utf8: Span<UInt8>) -> String {

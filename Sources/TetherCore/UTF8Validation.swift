@@ -89,7 +89,7 @@ public enum UTF8Validation {
         }
         let outcome = check(bytes)
         guard outcome != .invalid else { return nil }
-        return String(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: outcome == .ascii))
+        return String(validatedUTF8: bytes, isASCII: outcome == .ascii)
     }
 
     /// The string made of `bytes`, which the caller has validated as UTF-8 (all ASCII if
@@ -102,6 +102,6 @@ public enum UTF8Validation {
                 return unsafe SmallString.make(base, count: count)
             }
         }
-        return String(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: isASCII))
+        return String(validatedUTF8: bytes, isASCII: isASCII)
     }
 }

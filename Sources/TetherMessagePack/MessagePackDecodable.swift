@@ -65,7 +65,7 @@ extension MessagePackReader {
         // First the key expected next, as the writers encode it: two word compares, no parsing
         // (inlined into the caller's decoder).
         let hint = nextKeyHint < keys.count ? nextKeyHint : 0
-        let length = keys.encodedMessagePackKeyLength(hint, in: bytes.span, at: position, end: end)
+        let length = keys.encodedMessagePackKeyLength(hint, in: bytes.backDeployedSpan, at: position, end: end)
         if length > 0 {
             position += length
             nextKeyHint = hint + 1
@@ -77,7 +77,8 @@ extension MessagePackReader {
     /// `readKey(in:)` for a key other than the expected one, or one written another way.
     @usableFromInline
     mutating func readAnyKey(in keys: KeySet) throws(MessagePackError) -> Int? {
-        guard let (index, next) = try Self.key(bytes.span, position, end, in: keys, hint: nextKeyHint) else {
+        guard let (index, next) = try Self.key(bytes.backDeployedSpan, position, end, in: keys, hint: nextKeyHint)
+        else {
             let type = try peekType()
             guard type == .integer else { throw .typeMismatch(expected: .string, found: type, offset: position) }
             try skipValue()

@@ -129,7 +129,7 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
     func decode(_ type: String.Type) throws -> String {
         try convert(type) { () throws(MessagePackError) in
-            try MessagePackReader.string(bytes.span, position, bytes.count).0
+            try MessagePackReader.string(bytes.backDeployedSpan, position, bytes.count).0
         }
     }
 
@@ -145,7 +145,7 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
     func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         try convert(type) { () throws(MessagePackError) in
-            try MessagePackReader.integer(T.self, bytes.span, position, bytes.count).0
+            try MessagePackReader.integer(T.self, bytes.backDeployedSpan, position, bytes.count).0
         }
     }
 

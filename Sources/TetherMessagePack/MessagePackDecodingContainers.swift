@@ -28,7 +28,7 @@ struct MessagePackMapIndex {
         overflowStart = reader.position
         // Fast path for the common shape (short string keys, scalar values), straight on the
         // bytes; anything else continues in the general loop below.
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         var offset = reader.position
         while index.count < count, offset < span.count {
             let keyByte = span[offset]
@@ -52,7 +52,7 @@ struct MessagePackMapIndex {
                     keyStart: entry.keyStart,
                     keyLength: entry.keyLength,
                     valueStart: entry.valueStart,
-                    in: bytes.span
+                    in: bytes.backDeployedSpan
                 )
             else { break }
             overflowStart = reader.position
@@ -118,7 +118,7 @@ struct MessagePackMapIndex {
             } else {
                 let start = reader.position
                 let range = try reader.readStringRange()
-                guard isValidKey(reader.bytes.span, range.lowerBound, range.count) else {
+                guard isValidKey(reader.bytes.backDeployedSpan, range.lowerBound, range.count) else {
                     throw .invalidUTF8(offset: start)
                 }
                 keyStart = range.lowerBound
@@ -156,7 +156,7 @@ struct MessagePackMapIndex {
     func matches(_ entry: Entry, _ name: Span<UInt8>, _ intValue: Int?) -> Bool {
         if entry.keyLength < 0 { return intValue == entry.keyStart }
         guard name.count == entry.keyLength else { return false }
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         var offset = 0
         while offset < entry.keyLength {
             if name[offset] != span[entry.keyStart + offset] { return false }
@@ -168,17 +168,18 @@ struct MessagePackMapIndex {
     /// The offset of the value whose key is `name` (or the integer `intValue()`, asked only when
     /// the indexed members do not have `name`), or nil.
     func valueStart(_ name: String, _ intValue: () -> Int?) -> Int? {
-        let utf8 = name.utf8.span
-        if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
-        guard count > index.count else { return nil }
-        if let table { return table.byName[name] ?? intValue().flatMap { table.byInteger[$0] } }
-        let intValue = intValue()
-        var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
-        for _ in index.count..<count {
-            guard let entry = try? Self.readEntry(&reader) else { return nil }
-            if matches(entry, utf8, intValue) { return entry.valueStart }
+        name.withUTF8Span { utf8 in
+            if let start = index.valueStart(forKey: utf8, in: bytes.backDeployedSpan) { return start }
+            guard count > index.count else { return nil }
+            if let table { return table.byName[name] ?? intValue().flatMap { table.byInteger[$0] } }
+            let intValue = intValue()
+            var reader = MessagePackReader(bytes, range: overflowStart..<bytes.count)
+            for _ in index.count..<count {
+                guard let entry = try? Self.readEntry(&reader) else { return nil }
+                if matches(entry, utf8, intValue) { return entry.valueStart }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Every key, as (string, integer) pairs in wire order.
@@ -244,7 +245,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
                 )
             }
             do {
-                return try read(index.bytes.span, start, index.bytes.count)
+                return try read(index.bytes.backDeployedSpan, start, index.bytes.count)
             } catch {
                 throw decodingError(error, for: type)
             }

@@ -74,7 +74,7 @@ public struct MessagePackReader: Sendable {
 
     @inline(__always)
     func uint(at offset: Int, width: Int) throws(MessagePackError) -> UInt64 {
-        try Self.uint(bytes.span, at: offset, width: width, end: end)
+        try Self.uint(bytes.backDeployedSpan, at: offset, width: width, end: end)
     }
 
     @inline(__always)
@@ -132,7 +132,7 @@ public struct MessagePackReader: Sendable {
 
     /// Reads an integer of any width as `Int64` (uint64 values above `Int64.max` are out of range).
     public mutating func readInt64() throws(MessagePackError) -> Int64 {
-        let (value, next) = try Self.int64(bytes.span, position, end)
+        let (value, next) = try Self.int64(bytes.backDeployedSpan, position, end)
         position = next
         return value
     }
@@ -161,7 +161,7 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a non-negative integer of any width as `UInt64` (negative values are out of range).
     public mutating func readUInt64() throws(MessagePackError) -> UInt64 {
-        let (value, next) = try Self.uint64(bytes.span, position, end)
+        let (value, next) = try Self.uint64(bytes.backDeployedSpan, position, end)
         position = next
         return value
     }
@@ -220,7 +220,13 @@ public struct MessagePackReader: Sendable {
     /// Reads an integer that must fit `T`.
     @inlinable
     public mutating func readInteger<T: FixedWidthInteger>(_: T.Type = T.self) throws(MessagePackError) -> T {
-        let (value, next) = try Self.integer(T.self, bytes.span, position, end)
+        let (value, next): (T, Int)
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            (value, next) = try Self.integer(T.self, bytes.span, position, end)
+        } else {
+            let whole = bytes[...]  // ArraySlice.span back-deploys (a retain more per call)
+            (value, next) = try Self.integer(T.self, whole.span, position, end)
+        }
         position = next
         return value
     }
@@ -279,7 +285,7 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a str header and returns the range of its UTF-8 bytes (not validated).
     public mutating func readStringRange() throws(MessagePackError) -> Range<Int> {
-        let range = try Self.stringRange(bytes.span, position, end)
+        let range = try Self.stringRange(bytes.backDeployedSpan, position, end)
         position = range.upperBound
         return range
     }
@@ -315,7 +321,7 @@ public struct MessagePackReader: Sendable {
 
     /// Reads a str value as a validated Swift string.
     public mutating func readString() throws(MessagePackError) -> String {
-        let range = try Self.stringRange(bytes.span, position, end)
+        let range = try Self.stringRange(bytes.backDeployedSpan, position, end)
         guard let string = Self.string(bytes, range) else { throw .invalidUTF8(offset: position) }
         position = range.upperBound
         return string
@@ -330,12 +336,12 @@ public struct MessagePackReader: Sendable {
     /// A validated string made of `bytes[range]`, or nil if the bytes are not UTF-8.
     @inline(__always)
     static func string(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
-        UTF8Validation.string(bytes.span.extracting(range))
+        UTF8Validation.string(bytes.backDeployedSpan.extracting(range))
     }
 
     /// Reads a bin header and returns the range of its bytes.
     public mutating func readBinaryRange() throws(MessagePackError) -> Range<Int> {
-        let range = try Self.binaryRange(bytes.span, position, end)
+        let range = try Self.binaryRange(bytes.backDeployedSpan, position, end)
         position = range.upperBound
         return range
     }
@@ -397,7 +403,7 @@ public struct MessagePackReader: Sendable {
 
     /// Reads an extension value and returns its type code and the range of its data.
     public mutating func readExtensionRange() throws(MessagePackError) -> (type: Int8, data: Range<Int>) {
-        let value = try Self.extensionRange(bytes.span, position, end)
+        let value = try Self.extensionRange(bytes.backDeployedSpan, position, end)
         position = value.data.upperBound
         return value
     }
@@ -467,7 +473,7 @@ public struct MessagePackReader: Sendable {
     /// Skips one complete value (containers included), validating its structure, strings' UTF-8
     /// excepted, and its nesting depth.
     public mutating func skipValue() throws(MessagePackError) {
-        position = try Self.endOfValue(bytes.span, position, end, outerDepth: 0, maximumDepth: maximumDepth)
+        position = try Self.endOfValue(bytes.backDeployedSpan, position, end, outerDepth: 0, maximumDepth: maximumDepth)
     }
 
     /// The end of the value at `start` (nested `outerDepth` containers deep), its structure and
@@ -486,7 +492,7 @@ public struct MessagePackReader: Sendable {
         var remaining = 1
         /// `remaining` of each enclosing container, outermost first (values nested deeper than
         /// it holds are skipped by recursion).
-        var enclosing = InlineArray<24, Int>(repeating: 0)
+        var enclosing = SIMD32<Int>()  // fixed-size storage every supported OS has
         var depth = 0
         while true {
             while remaining == 0 {
@@ -518,7 +524,7 @@ public struct MessagePackReader: Sendable {
                 offset += 1 + width
             case 0x80...0x8f, 0xde, 0xdf, 0x90...0x9f, 0xdc, 0xdd:
                 guard outerDepth + depth < maximumDepth else { throw .depthLimitExceeded(limit: maximumDepth) }
-                guard depth < enclosing.count else {
+                guard depth < enclosing.scalarCount else {
                     offset = try endOfValue(
                         span,
                         offset,

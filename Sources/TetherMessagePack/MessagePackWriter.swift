@@ -103,26 +103,27 @@ public struct MessagePackWriter: Sendable {
 
     /// Writes a str value.
     public mutating func writeString(_ value: String) {
-        let utf8 = value.utf8.span
-        let length = utf8.count
-        guard length < 32 else {
-            writeStringHeader(length: length)
-            bytes.append(copying: utf8)
-            return
-        }
-        // fixstr: header and bytes in one append.
-        bytes.append(addingCapacity: 1 + length) { output in
-            output.append(0xa0 | UInt8(length))
-            unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
-                if length > 0 {
-                    unsafe utf8.withUnsafeBufferPointer { source in
-                        unsafe buffer.baseAddress!.advanced(by: initialized).initialize(
-                            from: source.baseAddress!,
-                            count: length
-                        )
+        value.withUTF8Span { utf8 in
+            let length = utf8.count
+            guard length < 32 else {
+                writeStringHeader(length: length)
+                bytes.append(copying: utf8)
+                return
+            }
+            // fixstr: header and bytes in one append.
+            bytes.append(addingCapacity: 1 + length) { output in
+                output.append(0xa0 | UInt8(length))
+                unsafe output.withUnsafeMutableBufferPointer { buffer, initialized in
+                    if length > 0 {
+                        unsafe utf8.withUnsafeBufferPointer { source in
+                            unsafe buffer.baseAddress!.advanced(by: initialized).initialize(
+                                from: source.baseAddress!,
+                                count: length
+                            )
+                        }
                     }
+                    initialized += length
                 }
-                initialized += length
             }
         }
     }

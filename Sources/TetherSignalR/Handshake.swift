@@ -27,7 +27,7 @@ public struct HandshakeRequest: Hashable, Sendable {
     public static func parse(
         _ bytes: [UInt8]
     ) throws(HubProtocolError) -> (request: HandshakeRequest, consumed: Int)? {
-        try parse(bytes.span)
+        try parse(bytes.backDeployedSpan)
     }
 
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the
@@ -89,7 +89,7 @@ public struct HandshakeResponse: Hashable, Sendable {
     public static func parse(
         _ bytes: [UInt8]
     ) throws(HubProtocolError) -> (response: HandshakeResponse, consumed: Int)? {
-        try parse(bytes.span)
+        try parse(bytes.backDeployedSpan)
     }
 
     /// Parses the first record of `bytes`: nil if no record separator has arrived yet, else the

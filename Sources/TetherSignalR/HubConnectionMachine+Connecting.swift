@@ -191,7 +191,7 @@ extension HubConnectionMachine {
             handshakeReceived.append(copying: bytes)
             let parsed: (response: HandshakeResponse, consumed: Int)?
             do {
-                parsed = try HandshakeResponse.parse(handshakeReceived.span)
+                parsed = try HandshakeResponse.parse(handshakeReceived.backDeployedSpan)
             } catch {
                 handshakeReceived = []
                 enqueue(.closeTransport(generation: generation))
@@ -217,7 +217,7 @@ extension HubConnectionMachine {
             }
             handshakeCompleted(attempt, now: now)
             let rest = Array(received[parsed.consumed...])
-            if !rest.isEmpty { processReceived(rest.span, now: now) }
+            if !rest.isEmpty { processReceived(rest.backDeployedSpan, now: now) }
         case .connected(let session):
             guard session.generation == generation else { return }
             processReceived(bytes, now: now)
@@ -228,7 +228,7 @@ extension HubConnectionMachine {
 
     /// Bytes received in one WebSocket message of `generation`.
     public mutating func receive(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
-        receive(bytes.span, generation: generation, now: now)
+        receive(bytes.backDeployedSpan, generation: generation, now: now)
     }
 
     /// Bytes received in one WebSocket message of `generation`.

@@ -47,7 +47,7 @@ public protocol HubMessageParser: Sendable {
 extension HubMessageParser {
     /// Adds received bytes.
     public mutating func append(_ bytes: [UInt8]) {
-        append(bytes.span)
+        append(bytes.backDeployedSpan)
     }
 
     /// Adds received bytes (a slice of a capture, say).

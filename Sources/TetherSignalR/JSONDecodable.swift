@@ -121,7 +121,9 @@ public struct JSONReader {
             let hint = nextKeyHint < keys.count ? nextKeyHint : 0
             let name = keys.jsonMemberNames[hint]
             let start = position
-            if name.count <= scanner.end - start, MemberIndex.equal(bytes.span, start, name.span) {
+            if name.count <= scanner.end - start,
+                MemberIndex.equal(bytes.backDeployedSpan, start, name.backDeployedSpan)
+            {
                 scanner.position = start + name.count
                 nextKeyHint = hint + 1
                 return hint
@@ -137,10 +139,11 @@ public struct JSONReader {
         let index: Int?
         if token.hasEscapes {
             let name = JSONScanner.string(bytes, token)
-            index = keys.index(of: name.utf8.span, from: 0, length: name.utf8.count, hint: nextKeyHint)
+            let hint = nextKeyHint
+            index = name.withUTF8Span { keys.index(of: $0, from: 0, length: $0.count, hint: hint) }
         } else {
             index = keys.index(
-                of: bytes.span,
+                of: bytes.backDeployedSpan,
                 from: token.contents.lowerBound,
                 length: token.contents.count,
                 hint: nextKeyHint
@@ -162,9 +165,14 @@ public struct JSONReader {
     /// The member name that is next and the offset after its colon; consumes nothing.
     mutating func memberName() throws -> (JSONStringToken, Int) {
         guard nextByte() == UInt8(ascii: "\""),
-            let (token, next) = try? JSONScanner.readString(bytes.span, position, scanner.end, validated: true)
+            let (token, next) = try? JSONScanner.readString(
+                bytes.backDeployedSpan,
+                position,
+                scanner.end,
+                validated: true
+            )
         else { throw mismatch(String.self, "a member name") }
-        let colon = JSONScanner.skipWhitespace(bytes.span, next, scanner.end)
+        let colon = JSONScanner.skipWhitespace(bytes.backDeployedSpan, next, scanner.end)
         guard colon < scanner.end, bytes[colon] == UInt8(ascii: ":") else {
             throw mismatch(String.self, "a member name")
         }
@@ -210,7 +218,7 @@ public struct JSONReader {
     @usableFromInline
     mutating func plainInteger() -> (Int64, Int)? {
         guard nextByte() != nil else { return nil }
-        return JSONScanner.plainInteger(bytes.span, position, scanner.end)
+        return JSONScanner.plainInteger(bytes.backDeployedSpan, position, scanner.end)
     }
 
     @usableFromInline

@@ -28,7 +28,7 @@ struct JSONObjectIndex {
         self.bytes = bytes
         index = MemberIndex(base: position)
         // The object was validated, so the walk only needs to find each key and value start.
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         let end = bytes.count
         var offset = JSONScanner.skipWhitespace(span, position + 1, end)
         if offset < end, span[offset] == UInt8(ascii: "}") { return }
@@ -96,17 +96,18 @@ struct JSONObjectIndex {
 
     /// The offset of the value of member `name`, or nil.
     func valueStart(_ name: String) -> Int? {
-        let utf8 = name.utf8.span
-        if let start = index.valueStart(forKey: utf8, in: bytes.span) { return start }
-        guard let overflow else { return nil }
-        if case .table(let table) = overflow { return table.byName[name] }
-        let overflowStart = overflow.start
-        var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
-        repeat {
-            guard let entry = Self.readMember(&scanner) else { return nil }
-            if JSONScanner.stringEquals(bytes, entry.key, utf8) { return entry.valueStart }
-        } while scanner.consume(UInt8(ascii: ","))
-        return nil
+        name.withUTF8Span { utf8 in
+            if let start = index.valueStart(forKey: utf8, in: bytes.backDeployedSpan) { return start }
+            guard let overflow else { return nil }
+            if case .table(let table) = overflow { return table.byName[name] }
+            let overflowStart = overflow.start
+            var scanner = JSONScanner(validated: bytes, range: overflowStart..<bytes.count)
+            repeat {
+                guard let entry = Self.readMember(&scanner) else { return nil }
+                if JSONScanner.stringEquals(bytes, entry.key, utf8) { return entry.valueStart }
+            } while scanner.consume(UInt8(ascii: ","))
+            return nil
+        }
     }
 
     /// Every member name, in order.
@@ -114,7 +115,8 @@ struct JSONObjectIndex {
         var names: [String] = []
         for position in 0..<index.count {
             let key = index.member(position).key
-            let isASCII = !ByteScanning.textClass(in: bytes.span, from: key.lowerBound, to: key.upperBound).hasNonASCII
+            let isASCII = !ByteScanning.textClass(in: bytes.backDeployedSpan, from: key.lowerBound, to: key.upperBound)
+                .hasNonASCII
             names.append(JSONScanner.string(bytes, JSONStringToken(contents: key, hasEscapes: false, isASCII: isASCII)))
         }
         if let overflow {

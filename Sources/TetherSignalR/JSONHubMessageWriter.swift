@@ -15,14 +15,14 @@ enum JSONHubMessageWriter {
     static let verbatim = PayloadWriter<Never>(
         value: { value, bytes in
             precondition(value.encoding == .json, "a MessagePack value cannot be written by the JSON hub protocol")
-            bytes.append(copying: value.storage.span.extracting(value.range))
+            bytes.append(copying: value.storage.backDeployedSpan.extracting(value.range))
         },
         arguments: { arguments, bytes in
             precondition(
                 arguments.encoding == .json,
                 "MessagePack arguments cannot be written by the JSON hub protocol"
             )
-            bytes.append(copying: arguments.storage.span.extracting(arguments.range))
+            bytes.append(copying: arguments.storage.backDeployedSpan.extracting(arguments.range))
         }
     )
 

@@ -125,7 +125,7 @@ public struct JSONHubMessageParser: HubMessageParser {
         let end = storage.count
         if let index = ByteScanning.firstIndex(
             of: JSONHubProtocol.recordSeparator,
-            in: storage.span,
+            in: storage.backDeployedSpan,
             from: buffer.start + scanned,
             to: end
         ) {

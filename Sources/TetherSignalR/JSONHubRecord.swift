@@ -51,7 +51,7 @@ enum JSONHubRecord {
     ) -> (message: HubMessage?, separator: Int)? {
         var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
         guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
-        let separator = JSONScanner.skipWhitespace(bytes.span, scanner.position, bytes.count)
+        let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, scanner.position, bytes.count)
         guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
             let message = try? message(from: fields, bytes)
         else { return nil }
@@ -137,7 +137,7 @@ enum JSONHubRecord {
         func matches(_ text: StaticString) -> Bool {
             text.utf8CodeUnitCount <= end - position
                 && MemberIndex.equal(
-                    bytes.span,
+                    bytes.backDeployedSpan,
                     position,
                     unsafe Span(_unsafeStart: text.utf8Start, count: text.utf8CodeUnitCount)
                 )
@@ -214,7 +214,8 @@ enum JSONHubRecord {
             if let token = try readStringOrNull(&scanner, kind, "target") {
                 fields.target =
                     token.hasEscapes
-                    ? JSONScanner.string(bytes, token) : targets.intern(bytes.span.extracting(token.contents))
+                    ? JSONScanner.string(bytes, token)
+                    : targets.intern(bytes.backDeployedSpan.extracting(token.contents))
             } else {
                 fields.target = nil
             }

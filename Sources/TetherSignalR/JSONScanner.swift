@@ -99,7 +99,7 @@ struct JSONScanner {
     /// Reads a string token (validating escapes, control characters and UTF-8 unless the bytes
     /// are already validated); the cursor must be at its quote.
     mutating func readString() throws(Failure) -> JSONStringToken {
-        let (token, next) = try Self.readString(bytes.span, position, end, validated: isValidated)
+        let (token, next) = try Self.readString(bytes.backDeployedSpan, position, end, validated: isValidated)
         position = next
         return token
     }
@@ -180,7 +180,7 @@ struct JSONScanner {
 
     /// The Swift string for a validated string token.
     static func string(_ bytes: [UInt8], _ token: JSONStringToken) -> String {
-        let span = bytes.span.extracting(token.contents)
+        let span = bytes.backDeployedSpan.extracting(token.contents)
         if !token.hasEscapes {
             // The bytes were validated as UTF-8 when the token was first read.
             return UTF8Validation.string(validated: span, isASCII: token.isASCII)
@@ -327,7 +327,7 @@ struct JSONScanner {
     /// (`fusedLimit`): a longer string is found first and then decoded. Nil if there is no
     /// string at `at`.
     static func readStringValue(_ bytes: [UInt8], _ at: Int, _ end: Int) -> (String, Int)? {
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         guard at < end, span[at] == UInt8(ascii: "\"") else { return nil }
         let start = at + 1
         let run = ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end)
@@ -370,13 +370,14 @@ struct JSONScanner {
     static func stringEquals(_ bytes: [UInt8], _ token: JSONStringToken, _ utf8: Span<UInt8>) -> Bool {
         if token.hasEscapes {
             let decoded = string(bytes, token)
-            let decodedUTF8 = decoded.utf8.span
-            guard decodedUTF8.count == utf8.count else { return false }
-            for index in 0..<utf8.count where decodedUTF8[index] != utf8[index] { return false }
-            return true
+            return decoded.withUTF8Span { decodedUTF8 in
+                guard decodedUTF8.count == utf8.count else { return false }
+                for index in 0..<utf8.count where decodedUTF8[index] != utf8[index] { return false }
+                return true
+            }
         }
         guard token.contents.count == utf8.count else { return false }
-        return utf8.isEmpty || MemberIndex.equal(bytes.span, token.contents.lowerBound, utf8)
+        return utf8.isEmpty || MemberIndex.equal(bytes.backDeployedSpan, token.contents.lowerBound, utf8)
     }
 
     // MARK: - Numbers and literals
@@ -384,7 +385,7 @@ struct JSONScanner {
     /// Reads a number token (RFC 8259 grammar); returns its range and whether it is an integer
     /// (no fraction, no exponent).
     mutating func readNumber() throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
-        let (range, isInteger) = try Self.readNumber(bytes.span, position, end)
+        let (range, isInteger) = try Self.readNumber(bytes.backDeployedSpan, position, end)
         position = range.upperBound
         return (range, isInteger)
     }
@@ -474,7 +475,7 @@ struct JSONScanner {
 
     /// The exact integer value of an integer number token, or nil if it does not fit `Int64`.
     static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         var index = range.lowerBound
         let negative = span[index] == UInt8(ascii: "-")
         if negative { index += 1 }
@@ -497,7 +498,7 @@ struct JSONScanner {
 
     /// The exact value of a non-negative integer number token, or nil if it does not fit `UInt64`.
     static func uint64(_ bytes: [UInt8], _ range: Range<Int>) -> UInt64? {
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         var magnitude: UInt64 = 0
         for index in range {
             let digit = UInt64(span[index] &- UInt8(ascii: "0"))
@@ -513,7 +514,7 @@ struct JSONScanner {
     /// The nearest `Double` to a number token.
     static func double(_ bytes: [UInt8], _ range: Range<Int>) -> Double? {
         if range.count <= 16, let exact = int64(bytes, range), exact.magnitude < 1 << 53 { return Double(exact) }
-        let text = unsafe bytes.span.extracting(range).withUnsafeBufferPointer {
+        let text = unsafe bytes.backDeployedSpan.extracting(range).withUnsafeBufferPointer {
             unsafe String(decoding: $0, as: UTF8.self)
         }
         return Double(text)
@@ -552,9 +553,16 @@ struct JSONScanner {
     /// Validates and skips one value (after whitespace), at most `maximumDepth` containers deep.
     mutating func skipValue() throws(Failure) {
         if isValidated {
-            position = try Self.skipValue(bytes.span, position, end, depth: 0, maximumDepth: .max, validated: true)
+            position = try Self.skipValue(
+                bytes.backDeployedSpan,
+                position,
+                end,
+                depth: 0,
+                maximumDepth: .max,
+                validated: true
+            )
         } else {
-            position = try Self.validatingSkip(bytes.span, position, end, maximumDepth: maximumDepth)
+            position = try Self.validatingSkip(bytes.backDeployedSpan, position, end, maximumDepth: maximumDepth)
         }
     }
 

@@ -47,7 +47,7 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     /// The string value at `position` of the validated `bytes`.
     static func string(in bytes: [UInt8], at position: Int) throws -> String {
         guard bytes[position] == UInt8(ascii: "\""),
-            let (token, _) = try? JSONScanner.readString(bytes.span, position, bytes.count, validated: true)
+            let (token, _) = try? JSONScanner.readString(bytes.backDeployedSpan, position, bytes.count, validated: true)
         else { throw mismatch(in: bytes, at: position, String.self, "a string") }
         return JSONScanner.string(bytes, token)
     }
@@ -69,7 +69,7 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     ) throws -> (range: Range<Int>, isInteger: Bool) {
         let first = bytes[position]
         guard first == UInt8(ascii: "-") || JSONScanner.isDigit(first),
-            let number = try? JSONScanner.readNumber(bytes.span, position, bytes.count)
+            let number = try? JSONScanner.readNumber(bytes.backDeployedSpan, position, bytes.count)
         else { throw mismatch(in: bytes, at: position, type, "a number") }
         return number
     }
@@ -97,7 +97,9 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// The integer value at `position` of the validated `bytes`, which must fit `T` exactly.
     static func integer<T: FixedWidthInteger>(_ type: T.Type, in bytes: [UInt8], at position: Int) throws -> T {
-        if let (small, _) = JSONScanner.plainInteger(bytes.span, position, bytes.count), let value = T(exactly: small) {
+        if let (small, _) = JSONScanner.plainInteger(bytes.backDeployedSpan, position, bytes.count),
+            let value = T(exactly: small)
+        {
             return value
         }
         return try integer(type, in: bytes, number: try numberRange(in: bytes, at: position, type))

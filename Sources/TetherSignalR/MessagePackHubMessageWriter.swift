@@ -77,7 +77,7 @@ enum MessagePackHubMessageWriter {
 
     static func writeValue(_ value: EncodedValue, _ writer: inout MessagePackWriter) {
         precondition(value.encoding == .messagePack, "a JSON value cannot be written by the MessagePack hub protocol")
-        writer.bytes.append(copying: value.storage.span.extracting(value.range))
+        writer.bytes.append(copying: value.storage.backDeployedSpan.extracting(value.range))
     }
 
     static func writeCall(
@@ -91,7 +91,7 @@ enum MessagePackHubMessageWriter {
             arguments.encoding == .messagePack,
             "JSON arguments cannot be written by the MessagePack hub protocol"
         )
-        writer.bytes.append(copying: arguments.storage.span.extracting(arguments.range))
+        writer.bytes.append(copying: arguments.storage.backDeployedSpan.extracting(arguments.range))
         let ids = streamIds ?? []
         writer.writeArrayHeader(count: ids.count)
         for id in ids { writer.writeString(id) }

@@ -44,14 +44,13 @@ public struct MessagePackHubProtocol: HubProtocol {
         MessagePackHubMessageWriter.write(message, &writer)
         swap(&writer.bytes, &bytes)
         let length = bytes.count - prefixOffset - reserved
-        var prefix: InlineArray<5, UInt8> = .init(repeating: 0)
-        let prefixLength = VarInt.encode(length, into: &prefix)
+        let (prefix, prefixLength) = VarInt.encodePacked(length)
         if prefixLength < reserved {
             bytes.remove(at: prefixOffset + 1)
         } else if prefixLength > reserved {
             bytes.insert(contentsOf: repeatElement(0, count: prefixLength - reserved), at: prefixOffset + reserved)
         }
-        for index in 0..<prefixLength { bytes[prefixOffset + index] = prefix[index] }
+        for index in 0..<prefixLength { bytes[prefixOffset + index] = UInt8(truncatingIfNeeded: prefix >> (8 * index)) }
     }
 }
 
@@ -67,26 +66,26 @@ package enum VarInt {
         case needMoreData
     }
 
-    /// Writes `value` into `bytes` and returns the number of bytes used.
-    package static func encode(_ value: Int, into bytes: inout InlineArray<5, UInt8>) -> Int {
+    /// The encoding of `value`, first byte in the low eight bits, and the number of bytes used.
+    package static func encodePacked(_ value: Int) -> (bytes: UInt64, count: Int) {
         precondition(value >= 0 && value <= 0x7fff_ffff, "VarInt value out of range")
         var remaining = value
+        var packed: UInt64 = 0
         var count = 0
         repeat {
-            var byte = UInt8(remaining & 0x7f)
+            var byte = UInt64(remaining & 0x7f)
             remaining >>= 7
             if remaining > 0 { byte |= 0x80 }
-            bytes[count] = byte
+            packed |= byte << (8 * count)
             count += 1
         } while remaining > 0
-        return count
+        return (packed, count)
     }
 
     /// The encoding of `value`.
     package static func encode(_ value: Int) -> [UInt8] {
-        var buffer: InlineArray<5, UInt8> = .init(repeating: 0)
-        let count = encode(value, into: &buffer)
-        return (0..<count).map { buffer[$0] }
+        let (packed, count) = encodePacked(value)
+        return (0..<count).map { UInt8(truncatingIfNeeded: packed >> (8 * $0)) }
     }
 
     /// Reads a prefix at the start of `bytes`, as C#'s `BinaryMessageParser` does.
@@ -140,7 +139,9 @@ public struct MessagePackHubMessageParser: HubMessageParser {
             // a release of the shared buffer per message.)
             let prefix: VarInt.ReadResult
             do {
-                prefix = try VarInt.read(buffer.storage.span.extracting(buffer.start..<buffer.storage.count))
+                prefix = try VarInt.read(
+                    buffer.storage.backDeployedSpan.extracting(buffer.start..<buffer.storage.count)
+                )
             } catch {
                 throw fail(error)
             }

@@ -183,12 +183,12 @@ enum MessagePackHubRecord {
         if reader.readNilIfPresent() { return nil }
         let start = reader.position
         guard let range = try? reader.readStringRange(),
-            UTF8Validation.check(reader.bytes.span.extracting(range)) != .invalid
+            UTF8Validation.check(reader.bytes.backDeployedSpan.extracting(range)) != .invalid
         else {
             reader.position = start
             throw readFailed("target", "String")
         }
-        return targets.intern(reader.bytes.span.extracting(range))
+        return targets.intern(reader.bytes.backDeployedSpan.extracting(range))
     }
 
     static func readInvocationId(

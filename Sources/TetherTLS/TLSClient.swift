@@ -173,7 +173,8 @@ public struct TLSClient: ~Copyable {
 
     /// Feeds `ciphertext` from the server (see `receive(_:)` for spans).
     public mutating func receive(_ ciphertext: [UInt8]) throws(TLSError) -> [UInt8] {
-        try receive(ciphertext.span)
+        let whole = ciphertext[...]  // ArraySlice.span back-deploys; Array.span needs the 2025 systems
+        return try receive(whole.span)
     }
 
     /// Encrypts `plaintext` (held back until the handshake ends); the records are then in

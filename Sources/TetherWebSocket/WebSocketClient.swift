@@ -147,7 +147,7 @@ public struct WebSocketClient: Sendable {
 
     /// Adds bytes received from the server.
     public mutating func receive(_ bytes: [UInt8]) {
-        receive(bytes.span)
+        receive(bytes.backDeployedSpan)
     }
 
     /// Adds bytes received from the server.
@@ -280,7 +280,7 @@ public struct WebSocketClient: Sendable {
             )
         }
         state = .open
-        decoder.append(response.remainder.span)
+        decoder.append(response.remainder.backDeployedSpan)
         return .opened
     }
 
@@ -328,7 +328,7 @@ public struct WebSocketClient: Sendable {
     private func message(_ opcode: WebSocketOpcode, _ payload: [UInt8]) throws(WebSocketError) -> Event? {
         // A message that arrives while our close is out is still delivered (RFC 6455 §7.1.1).
         if opcode == .text {
-            guard UTF8Validation.check(payload.span) != .invalid else {
+            guard UTF8Validation.check(payload.backDeployedSpan) != .invalid else {
                 throw WebSocketError(code: 1007, "A text message is not valid UTF-8.")
             }
             return .message(.text(payload))
@@ -346,7 +346,7 @@ public struct WebSocketClient: Sendable {
                 (1000...1003).contains(value) || (1007...1014).contains(value) || (3000...4999).contains(value)
             guard valid else { throw WebSocketError(code: 1002, "A close frame has the invalid code \(value).") }
             let reasonBytes = Array(payload[2...])
-            guard let text = UTF8Validation.string(reasonBytes.span) else {
+            guard let text = UTF8Validation.string(reasonBytes.backDeployedSpan) else {
                 throw WebSocketError(code: 1007, "A close reason is not valid UTF-8.")
             }
             code = value

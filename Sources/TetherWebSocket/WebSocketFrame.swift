@@ -91,7 +91,7 @@ public struct WebSocketFrameDecoder: Sendable {
 
     /// Adds received bytes.
     public mutating func append(_ bytes: [UInt8]) {
-        append(bytes.span)
+        append(bytes.backDeployedSpan)
     }
 
     /// Adds received bytes.

@@ -356,13 +356,14 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
             namespaceDeclaration(addName(XMLName("", namespace: declaration.uri, prefix: declaration.prefix)))
         }
         for attribute in attributes {
-            self.attribute(addName(attribute.name), value: attribute.value.utf8.span)
+            let name = addName(attribute.name)
+            attribute.value.withUTF8Span { self.attribute(name, value: $0) }
         }
         endHeader(of: element)
         for child in children {
             switch child {
             case .element(let element): copy(element)
-            case .text(let string): characters(string.utf8.span)
+            case .text(let string): string.withUTF8Span { characters($0) }
             }
         }
         endElement()

@@ -196,7 +196,7 @@ public enum XMLSerializer {
 
     /// Appends a single-quoted attribute value's contents, escaped.
     public static func appendAttributeValue(_ value: String, _ bytes: inout [UInt8]) {
-        appendEscaped(value.utf8.span, &bytes, attribute: true)
+        value.withUTF8Span { appendEscaped($0, &bytes, attribute: true) }
     }
 
     private static func appendEscaped(_ text: Span<UInt8>, _ bytes: inout [UInt8], attribute: Bool) {

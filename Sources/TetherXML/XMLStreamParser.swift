@@ -186,7 +186,7 @@ import TetherCore
 
     /// Adds received bytes (copied).
     public mutating func append(_ bytes: [UInt8]) {
-        append(bytes.span)
+        append(bytes.backDeployedSpan)
     }
 
     /// Adds received bytes (copied; a slice of a capture, say).

@@ -45,7 +45,7 @@ struct DecodeCommand {
         var parser = XMLStreamParser()
         do throws(XMLStreamError) {
             for start in chunks(input) {
-                parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
+                parser.append(input.backDeployedSpan.extracting(start..<min(start + max(chunkSize, 1), input.count)))
                 while let event = try parser.next() { emit(Self.line(for: event)) }
             }
         } catch {
@@ -88,7 +88,7 @@ struct DecodeCommand {
         var parser = parser
         do throws(HubProtocolError) {
             for start in chunks(input) {
-                parser.append(input.span.extracting(start..<min(start + max(chunkSize, 1), input.count)))
+                parser.append(input.backDeployedSpan.extracting(start..<min(start + max(chunkSize, 1), input.count)))
                 while let message = try parser.next() {
                     do {
                         emit(try CanonicalJSON.render(message))
@@ -116,7 +116,7 @@ struct DecodeCommand {
         do throws(HubProtocolError) {
             for start in chunks(input) {
                 pending.append(contentsOf: input[start..<min(start + max(chunkSize, 1), input.count)])
-                while let (line, consumed) = try parse(pending.span) {
+                while let (line, consumed) = try parse(pending.backDeployedSpan) {
                     emit(line)
                     pending.removeFirst(consumed)
                 }

@@ -50,7 +50,7 @@ struct SmallStringTests {
                 }
                 let offset = Int.random(in: 0...9, using: &rng)
                 let buffer = Array(repeating: UInt8(0xFF), count: offset) + text + Array(repeating: 0xFF, count: 9)
-                let slice = buffer.span.extracting(offset..<(offset + count))
+                let slice = buffer.backDeployedSpan.extracting(offset..<(offset + count))
                 Self.expectSame(UTF8Validation.string(slice), text)
                 let isASCII = text.allSatisfy { $0 < 0x80 }
                 Self.expectSame(UTF8Validation.string(validated: slice, isASCII: isASCII), text)
@@ -65,13 +65,13 @@ struct SmallStringTests {
     @Test func invalidShortInputsAreRejected() {
         for first in 0...255 {
             let one = [UInt8(first)]
-            let oneValid = (try? UTF8Span(validating: one.span)) != nil
-            let made = UTF8Validation.string(one.span)
+            let oneValid = String(validating: one, as: UTF8.self) != nil
+            let made = UTF8Validation.string(one.backDeployedSpan)
             if oneValid { Self.expectSame(made, one) } else { #expect(made == nil, "\(one)") }
             for second in 0...255 {
                 let two = [UInt8(first), UInt8(second)]
-                let made = UTF8Validation.string(two.span)
-                if (try? UTF8Span(validating: two.span)) != nil {
+                let made = UTF8Validation.string(two.backDeployedSpan)
+                if String(validating: two, as: UTF8.self) != nil {
                     #expect(made.map(Self.bits) ?? (0, 0) == Self.bits(String(decoding: two, as: UTF8.self)))
                 } else {
                     #expect(made == nil, "\(two)")
@@ -92,7 +92,7 @@ struct SmallStringTests {
     @Test func longerStringsTakeTheStandardPath() {
         for count in 16...40 {
             let text = Array(repeating: UInt8(ascii: "q"), count: count - 2) + Array("é".utf8)
-            let made = UTF8Validation.string(text.span)
+            let made = UTF8Validation.string(text.backDeployedSpan)
             #expect(made == String(decoding: text, as: UTF8.self))
         }
     }

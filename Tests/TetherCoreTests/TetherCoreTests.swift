@@ -39,7 +39,7 @@ struct ByteScanningTests {
     }
 
     static func check(_ bytes: [UInt8], _ start: Int, _ end: Int) {
-        let span = bytes.span
+        let span = bytes.backDeployedSpan
         let slice = bytes[start..<end]
         #expect(ByteScanning.firstIndex(of: 0x1E, in: span, from: start, to: end) == slice.firstIndex(of: 0x1E))
         let stop = slice.firstIndex { $0 == 0x22 || $0 == 0x5C } ?? end
@@ -59,7 +59,12 @@ struct ByteScanningTests {
 struct MemberIndexTests {
     func append(_ index: inout MemberIndex, keyStart: Int, keyLength: Int, valueStart: Int) -> Bool {
         let bytes = Array("xxIdUserIdName".utf8)
-        return index.append(keyStart: keyStart, keyLength: keyLength, valueStart: valueStart, in: bytes.span)
+        return index.append(
+            keyStart: keyStart,
+            keyLength: keyLength,
+            valueStart: valueStart,
+            in: bytes.backDeployedSpan
+        )
     }
 
     @Test func findsMembersAndRefusesWhatDoesNotFit() {
@@ -88,13 +93,13 @@ struct MemberIndexTests {
     /// end at the very end of the bytes.
     @Test func keyComparisonSeesEveryByte() {
         func find(_ key: [UInt8], _ index: MemberIndex, _ bytes: [UInt8]) -> Int? {
-            index.valueStart(forKey: key.span, in: bytes.span)
+            index.valueStart(forKey: key.backDeployedSpan, in: bytes.backDeployedSpan)
         }
         for length in 1...40 {
             let key = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
             let bytes = [UInt8(ascii: "x")] + key  // the key ends with the bytes
             var index = MemberIndex(base: 0)
-            let appended = index.append(keyStart: 1, keyLength: length, valueStart: 0, in: bytes.span)
+            let appended = index.append(keyStart: 1, keyLength: length, valueStart: 0, in: bytes.backDeployedSpan)
             #expect(appended)
             #expect(find(key, index, bytes) == 0, "length \(length)")
             for position in 1..<length {  // position 0 differs in the tag already
@@ -105,7 +110,7 @@ struct MemberIndexTests {
         }
         // A key that would run past the end of the bytes never matches.
         var index = MemberIndex(base: 0)
-        let appended = index.append(keyStart: 1, keyLength: 2, valueStart: 0, in: Array("abc".utf8).span)
+        let appended = index.append(keyStart: 1, keyLength: 2, valueStart: 0, in: Array("abc".utf8).backDeployedSpan)
         #expect(appended)
         #expect(find(Array("bc".utf8), index, Array("abc".utf8)) == 0)
         #expect(find(Array("bc".utf8), index, Array("ab".utf8)) == nil)
@@ -115,8 +120,8 @@ struct MemberIndexTests {
 struct StringInternerTests {
     @Test func sharesRecurringStringsAndStaysBounded() {
         var interner = StringInterner(capacity: 4, maximumLength: 8)
-        let first = interner.intern(Array("Send".utf8).span)
-        let second = interner.intern(Array("Send".utf8).span)
+        let first = interner.intern(Array("Send".utf8).backDeployedSpan)
+        let second = interner.intern(Array("Send".utf8).backDeployedSpan)
         #expect(first == "Send" && second == "Send")
         #expect(interner.intern(Array("a much longer name".utf8).span) == "a much longer name")
         for index in 0..<100 { #expect(interner.intern(Array("n\(index)".utf8).span) == "n\(index)") }
@@ -177,13 +182,13 @@ struct JSONTextTests {
             for fill: UInt8 in [0x22, 0x01, 0x0A] {
                 let bytes = [UInt8](repeating: fill, count: length)
                 var out: [UInt8] = [0x5B]
-                JSONText.appendString(utf8: bytes.span, to: &out)
+                JSONText.appendString(utf8: bytes.backDeployedSpan, to: &out)
                 #expect(out == [0x5B] + Self.reference(bytes), "\(fill) × \(length)")
             }
             let mixed = (0..<length).map { _ in specials.randomElement(using: &rng)! }
             var out = [UInt8](repeating: 0x20, count: Int.random(in: 0...70, using: &rng))
             let before = out
-            JSONText.appendString(utf8: mixed.span, to: &out)
+            JSONText.appendString(utf8: mixed.backDeployedSpan, to: &out)
             #expect(out == before + Self.reference(mixed), "\(mixed)")
         }
     }
@@ -217,7 +222,7 @@ struct JSONTextTests {
                     bytes[position] = special
                     if position + 3 < length { bytes[position + 3] = 0x22 }
                     var out: [UInt8] = []
-                    JSONText.appendString(utf8: bytes.span, to: &out)
+                    JSONText.appendString(utf8: bytes.backDeployedSpan, to: &out)
                     #expect(out == Self.reference(bytes), "\(special) at \(position) of \(length)")
                 }
             }

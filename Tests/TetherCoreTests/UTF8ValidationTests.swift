@@ -8,7 +8,7 @@ import TetherCore
 struct UTF8ValidationTests {
     /// The standard library's verdict.
     static func expected(_ bytes: [UInt8]) -> UTF8Validation.Outcome {
-        guard (try? UTF8Span(validating: bytes.span)) != nil else { return .invalid }
+        guard String(validating: bytes, as: UTF8.self) != nil else { return .invalid }
         return bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
     }
 
@@ -34,13 +34,13 @@ struct UTF8ValidationTests {
             let bytes = [UInt8](repeating: 0x61, count: before) + sequence + [UInt8](repeating: 0x62, count: after)
             let wanted = expected(bytes)
             for form in UTF8Validation.KernelForm.allCases {
-                let outcome = UTF8Validation.check(bytes.span, form: form)
+                let outcome = UTF8Validation.check(bytes.backDeployedSpan, form: form)
                 if outcome != wanted {
                     Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after), \(form): \(outcome)")
                     return
                 }
             }
-            if UTF8Validation.check(bytes.span) != wanted {
+            if UTF8Validation.check(bytes.backDeployedSpan) != wanted {
                 Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after)")
                 return
             }
@@ -137,7 +137,7 @@ struct UTF8ValidationTests {
                 default:
                     if !bytes.isEmpty { bytes.remove(at: Int.random(in: 0..<bytes.count, using: &rng)) }
                 }
-                let outcome = UTF8Validation.check(bytes.span)
+                let outcome = UTF8Validation.check(bytes.backDeployedSpan)
                 #expect(outcome == Self.expected(bytes), "\(bytes)")
                 #expect(UTF8Validation.check(bytes.span, form: .wide) == outcome)
                 #expect(UTF8Validation.check(bytes.span, form: .portable) == outcome)

@@ -45,7 +45,12 @@ struct KeySetTests {
                         let starts = end - before >= key.count && Array(bytes[before..<(before + key.count)]) == key
                         let readable = key.count <= 16 ? before + 16 <= bytes.count : before + 32 <= bytes.count
                         let expected = starts && key.count <= 32 && readable ? key.count : 0
-                        let length = Self.keys.encodedMessagePackKeyLength(index, in: bytes.span, at: before, end: end)
+                        let length = Self.keys.encodedMessagePackKeyLength(
+                            index,
+                            in: bytes.backDeployedSpan,
+                            at: before,
+                            end: end
+                        )
                         #expect(length == expected, "key \(index), \(name), \(before)+\(after), end \(end)")
                     }
                 }

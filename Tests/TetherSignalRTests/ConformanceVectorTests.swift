@@ -98,7 +98,7 @@ struct JSONVectorTests {
         for vector in framing.textIncomplete {
             var parser = JSONHubProtocol().makeParser()
             let bytes = Array(vector.input.utf8)
-            parser.append(bytes.span)
+            parser.append(bytes.backDeployedSpan)
             if vector.records == nil {
                 #expect(try parser.next() == nil)
                 #expect(parser.hasPartialMessage == !bytes.isEmpty)
@@ -227,7 +227,10 @@ struct FramingVectorTests {
         var bodies: [[UInt8]] = []
         var offset = 0
         while offset < bytes.count {
-            guard case .value(let length, let prefix) = try VarInt.read(bytes.span.extracting(offset..<bytes.count)),
+            guard
+                case .value(let length, let prefix) = try VarInt.read(
+                    bytes.backDeployedSpan.extracting(offset..<bytes.count)
+                ),
                 bytes.count - offset - prefix >= length
             else { return (bodies, true) }
             bodies.append(Array(bytes[(offset + prefix)..<(offset + prefix + length)]))

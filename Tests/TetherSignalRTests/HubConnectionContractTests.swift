@@ -63,7 +63,7 @@ struct HubConnectionContractTests {
             }
         }
         var parser = MessagePackHubProtocol().makeParser()
-        parser.append(sent.span)
+        parser.append(sent.backDeployedSpan)
         guard case .invocation(let call) = try parser.next() else {
             Issue.record("no invocation")
             return

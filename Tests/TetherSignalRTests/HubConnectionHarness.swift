@@ -66,7 +66,7 @@ struct HubConnectionHarness {
         case .closeTransport: return "close"
         case .send(let bytes, _, _):
             if bytes.starts(with: Array(#"{"protocol""#.utf8)) { return "send:handshake" }
-            parser.append(bytes.span)
+            parser.append(bytes.backDeployedSpan)
             guard let message = try? parser.next() else { return "send:?" }
             sent.append(message)
             switch message {
@@ -149,13 +149,13 @@ struct HubConnectionHarness {
     @discardableResult
     mutating func server(_ records: String...) -> [String] {
         let bytes = Array(records.map { $0 + "\u{1E}" }.joined().utf8)
-        machine.receive(bytes.span, generation: generation, now: now)
+        machine.receive(bytes.backDeployedSpan, generation: generation, now: now)
         return drain()
     }
 
     /// Delivers raw bytes (without draining).
     mutating func receiveRaw(_ bytes: [UInt8]) {
-        machine.receive(bytes.span, generation: generation, now: now)
+        machine.receive(bytes.backDeployedSpan, generation: generation, now: now)
     }
 
     /// Start → negotiate → transport → handshake, up to connected.

@@ -65,7 +65,7 @@ struct HubConnectionScenarioTests {
         harness.negotiate()
         harness.opened()
         let bytes = Array("{}\u{1E}{\"type\":7,\"error\":\"bye\"}\u{1E}".utf8)
-        harness.machine.receive(bytes.span, generation: harness.generation, now: harness.now)
+        harness.machine.receive(bytes.backDeployedSpan, generation: harness.generation, now: harness.now)
         #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:closed"])
         #expect(
             harness.events.last == .closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye"))

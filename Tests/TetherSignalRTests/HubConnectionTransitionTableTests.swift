@@ -212,7 +212,7 @@ struct HubConnectionTransitionTableTests {
         case "handshake response": return harness.server("{}")
         case "handshake response with a ping":
             let bytes = Array("{}\u{1E}{\"type\":6}\u{1E}".utf8)
-            harness.machine.receive(bytes.span, generation: harness.generation, now: now)
+            harness.machine.receive(bytes.backDeployedSpan, generation: harness.generation, now: now)
             return harness.drain()
         case "handshake error": return harness.server(#"{"error":"The protocol 'json' is not supported."}"#)
         case "handshake garbage": return harness.server("garbage")

@@ -72,7 +72,7 @@ struct PayloadTests {
             hubProtocol.write(message, into: &bytes)
             guard
                 case .value(let bodyLength, let prefixLength) = try VarInt.read(
-                    bytes.span.extracting(start..<bytes.count)
+                    bytes.backDeployedSpan.extracting(start..<bytes.count)
                 )
             else {
                 Issue.record("no length prefix for \(length)")

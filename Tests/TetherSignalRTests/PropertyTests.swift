@@ -136,7 +136,7 @@ struct HubProtocolPropertyTests {
             var decoded: [HubMessage] = []
             for chunk in Feeding.randomChunks.chunks(stream, seed: chunkSeed) {
                 let bytes = Array(chunk)
-                parser.append(bytes.span)
+                parser.append(bytes.backDeployedSpan)
                 while let message = try parser.next() { decoded.append(message) }
             }
             #expect(decoded == messages)
@@ -163,14 +163,14 @@ struct HubProtocolLimitTests {
     @Test func jsonMessageSizeLimitIsEnforcedWhileBuffering() throws {
         var parser = JSONHubProtocol(maximumMessageSize: 100).makeParser()
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 64)
-        parser.append(chunk.span)
+        parser.append(chunk.backDeployedSpan)
         #expect(try parser.next() == nil)
-        parser.append(chunk.span)
+        parser.append(chunk.backDeployedSpan)
         #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 100B was exceeded.")) {
             try parser.next()
         }
         // The parser stays failed and drops what it had buffered.
-        parser.append(Array(#"{"type":6}"#.utf8 + [0x1E]).span)
+        parser.append(Array(#"{"type":6}"#.utf8 + [0x1E]).backDeployedSpan)
         #expect(throws: HubProtocolError.self) { try parser.next() }
         #expect(!parser.hasPartialMessage)
     }
@@ -213,7 +213,7 @@ struct HubProtocolLimitTests {
         let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 65536)
         var failed = false
         for _ in 0..<64 {
-            parser.append(chunk.span)
+            parser.append(chunk.backDeployedSpan)
             do {
                 _ = try parser.next()
             } catch {
@@ -229,7 +229,7 @@ struct HubProtocolLimitTests {
     @Test func messagePackSizeLimitIsCheckedFromThePrefix() {
         var parser = MessagePackHubProtocol(maximumMessageSize: 1000).makeParser()
         let prefix = VarInt.encode(1001)
-        parser.append(prefix.span)
+        parser.append(prefix.backDeployedSpan)
         #expect(throws: HubProtocolError(.messageTooLarge, "The maximum message size of 1000B was exceeded.")) {
             try parser.next()
         }

@@ -64,7 +64,7 @@ func decodeAll<P: HubMessageParser>(
     var messages: [HubMessage] = []
     for chunk in feeding.chunks(bytes) {
         let copy = Array(chunk)
-        parser.append(copy.span)
+        parser.append(copy.backDeployedSpan)
         do {
             while let message = try parser.next() { messages.append(message) }
         } catch {
@@ -179,7 +179,7 @@ func messagePackMessage(_ message: HubMessage) throws -> HubMessage {
 func parseJSONRecord(_ text: String) throws -> HubMessage {
     var parser = JSONHubProtocol().makeParser()
     let bytes = Array(text.utf8) + [0x1E]
-    parser.append(bytes.span)
+    parser.append(bytes.backDeployedSpan)
     guard let message = try parser.next() else { throw HubProtocolError.incomplete }
     return message
 }

@@ -56,7 +56,7 @@ struct UnescapeTests {
 
     static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let contents = Array(text.utf8)
-        let decoded = JSONScanner.unescape(contents.span)
+        let decoded = JSONScanner.unescape(contents.backDeployedSpan)
         let expected = reference(contents)
         #expect(decoded == expected, "\(text)", sourceLocation: sourceLocation)
         #expect(Array(decoded.utf8) == Array(expected.utf8), sourceLocation: sourceLocation)

@@ -10,7 +10,7 @@ import TetherCore
 /// depth limits around the nesting and with the input cut anywhere.
 struct ValidatingSkipTests {
     static func swiftSkip(_ bytes: [UInt8], end: Int, depth: Int) -> Int? {
-        try? JSONScanner.skipValue(bytes.span, 0, end, depth: 0, maximumDepth: depth, validated: false)
+        try? JSONScanner.skipValue(bytes.backDeployedSpan, 0, end, depth: 0, maximumDepth: depth, validated: false)
     }
 
     static func cSkip(
@@ -19,7 +19,7 @@ struct ValidatingSkipTests {
         depth: Int,
         form: UTF8Validation.KernelForm? = nil
     ) -> Int? {
-        try? JSONScanner.validatingSkip(bytes.span, 0, end, maximumDepth: depth, form: form)
+        try? JSONScanner.validatingSkip(bytes.backDeployedSpan, 0, end, maximumDepth: depth, form: form)
     }
 
     /// The Swift reference, both forms of the C kernel and the one in use agree.
@@ -96,13 +96,13 @@ struct ValidatingSkipTests {
                         // scanner (Swift, a byte scan with escapes checked in place).
                         if Self.cSkip(bytes, end: bytes.count, depth: 1) == bytes.count {
                             let (reference, referenceEnd) = try JSONScanner.readString(
-                                bytes.span,
+                                bytes.backDeployedSpan,
                                 0,
                                 bytes.count,
                                 validated: false
                             )
                             let (token, tokenEnd) = try JSONScanner.readString(
-                                bytes.span,
+                                bytes.backDeployedSpan,
                                 0,
                                 bytes.count,
                                 validated: true

@@ -60,7 +60,7 @@ struct FrameTests {
             var offset = 0
             while offset < bytes.count {
                 let end = min(offset + chunk, bytes.count)
-                decoder.append(bytes.span.extracting(offset..<end))
+                decoder.append(bytes.backDeployedSpan.extracting(offset..<end))
                 offset = end
                 while let frame = try decoder.next() { frames.append(frame) }
             }
@@ -79,7 +79,7 @@ struct FrameTests {
         var largest = 0
         while offset < stream.count {
             let end = min(offset + 777, stream.count)
-            decoder.append(stream.span.extracting(offset..<end))
+            decoder.append(stream.backDeployedSpan.extracting(offset..<end))
             offset = end
             while try decoder.next() != nil { frames += 1 }
             largest = max(largest, decoder.bufferedByteCount)
@@ -107,7 +107,7 @@ struct FrameTests {
     )
     func rejectsBadFrames(_ bytes: [UInt8], _ code: Int) {
         var decoder = WebSocketFrameDecoder(maximumFrameSize: 65536)
-        decoder.append(bytes.span)
+        decoder.append(bytes.backDeployedSpan)
         #expect(throws: WebSocketError.self) { _ = try decoder.next() }
         do {
             _ = try decoder.next()

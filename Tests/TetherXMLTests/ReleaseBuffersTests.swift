@@ -27,7 +27,7 @@ struct ReleaseBuffersTests {
         var sizes = (chunks ?? [bytes.count]).makeIterator()
         while offset < bytes.count {
             let end = min(offset + (sizes.next() ?? chunks?.last ?? 1), bytes.count)
-            parser.append(bytes.span.extracting(offset..<end))
+            parser.append(bytes.backDeployedSpan.extracting(offset..<end))
             offset = end
             while let event = try parser.next() { events.append(event) }
             if parser.releaseBuffersWhileIdle() {
@@ -48,14 +48,14 @@ struct ReleaseBuffersTests {
         var parser = XMLStreamParser()
         let result3 = parser.releaseBuffersWhileIdle()
         #expect(!result3)  // before the header
-        parser.append(Array((Self.header + "<message><bo").utf8).span)
+        parser.append(Array((Self.header + "<message><bo").utf8).backDeployedSpan)
         let result4 = try parser.next()
         #expect(result4 != nil)
         let result5 = try parser.next()
         #expect(result5 == nil)
         let result6 = parser.releaseBuffersWhileIdle()
         #expect(!result6)  // inside an element
-        parser.append(Array("dy/></message></stream:stream>".utf8).span)
+        parser.append(Array("dy/></message></stream:stream>".utf8).backDeployedSpan)
         let result7 = try parser.next()
         #expect(result7 != nil)
         let result8 = try parser.next()
@@ -63,7 +63,7 @@ struct ReleaseBuffersTests {
         let result9 = parser.releaseBuffersWhileIdle()
         #expect(!result9)  // after the stream's end
         var failed = XMLStreamParser()
-        failed.append(Array((Self.header + "<a></b>").utf8).span)
+        failed.append(Array((Self.header + "<a></b>").utf8).backDeployedSpan)
         _ = try? failed.next()
         #expect(throws: XMLStreamError.self) { try failed.next() }
         let result10 = failed.releaseBuffersWhileIdle()
@@ -72,29 +72,29 @@ struct ReleaseBuffersTests {
 
     @Test func restartAndLimitsAfterRelease() throws {
         var parser = XMLStreamParser(configuration: .init(maximumElementSize: 100))
-        parser.append(Array(Self.header.utf8).span)
+        parser.append(Array(Self.header.utf8).backDeployedSpan)
         while try parser.next() != nil {}
         let result11 = parser.releaseBuffersWhileIdle()
         #expect(result11)
         // The size limit still counts from the element's start, not from the replayed header.
-        parser.append(Array("<a>\(String(repeating: "x", count: 80))</a>".utf8).span)
+        parser.append(Array("<a>\(String(repeating: "x", count: 80))</a>".utf8).backDeployedSpan)
         let element = try parser.next()
         #expect(element != nil)
         let drained = try parser.next()
         #expect(drained == nil)
         let result13 = parser.releaseBuffersWhileIdle()
         #expect(result13)
-        parser.append(Array("<a>\(String(repeating: "x", count: 120))</a>".utf8).span)
+        parser.append(Array("<a>\(String(repeating: "x", count: 120))</a>".utf8).backDeployedSpan)
         #expect(throws: XMLStreamError.self) { try parser.next() }
         // A restart while released starts a fresh stream.
         var other = XMLStreamParser()
-        other.append(Array(Self.header.utf8).span)
+        other.append(Array(Self.header.utf8).backDeployedSpan)
         while try other.next() != nil {}
         let result14 = other.releaseBuffersWhileIdle()
         #expect(result14)
         let result15 = other.restart()
         #expect(result15.isEmpty)
-        other.append(Array(Self.header.utf8).span)
+        other.append(Array(Self.header.utf8).backDeployedSpan)
         let reopened = try other.next()
         guard case .streamOpen = reopened else { return #expect(Bool(false)) }
     }

@@ -108,9 +108,9 @@ struct XMLTreeStorageTests {
             weakName = name
             var builder = XMLTreeBuilder()
             let root = builder.startElement(builder.addName(name))
-            builder.attribute(builder.addName(name), value: Array("value".utf8).span)
+            builder.attribute(builder.addName(name), value: Array("value".utf8).backDeployedSpan)
             builder.endHeader(of: root)
-            builder.characters(Array("text".utf8).span)
+            builder.characters(Array("text".utf8).backDeployedSpan)
             builder.endElement()
             element = builder.finish()
         }

@@ -18,7 +18,7 @@ func parse(
     while offset < bytes.count {
         let size = sizes.next() ?? 1
         let end = min(offset + size, bytes.count)
-        parser.append(bytes.span.extracting(offset..<end))
+        parser.append(bytes.backDeployedSpan.extracting(offset..<end))
         offset = end
         do {
             while let event = try parser.next() { events.append(event) }
@@ -168,9 +168,9 @@ struct RestrictedXMLTests {
 
     @Test func errorsAreSticky() {
         var parser = XMLStreamParser()
-        parser.append(Array((Self.open + "<!-- x -->").utf8).span)
+        parser.append(Array((Self.open + "<!-- x -->").utf8).backDeployedSpan)
         #expect(throws: XMLStreamError.self) { while try parser.next() != nil {} }
-        parser.append(Array("<message/>".utf8).span)
+        parser.append(Array("<message/>".utf8).backDeployedSpan)
         #expect(throws: XMLStreamError.self) { try parser.next() }
     }
 }
@@ -184,7 +184,7 @@ struct IncrementalDeliveryTests {
         #expect(parser.reparseDeferral != .couldNotDisable)
         var boundaries: [Int] = []
         for (index, byte) in bytes.enumerated() {
-            parser.append([byte].span)
+            parser.append([byte].backDeployedSpan)
             while try parser.next() != nil { boundaries.append(index + 1) }
         }
         let headerEnd = header.utf8.count
@@ -200,14 +200,14 @@ struct IncrementalDeliveryTests {
         let chunk = Array((success + second + "<stream:features/>").utf8)
         for split in [chunk.count, 1, 7] {
             var parser = XMLStreamParser()
-            parser.append(Array(first.utf8).span)
+            parser.append(Array(first.utf8).backDeployedSpan)
             #expect(try parser.next().map { if case .streamOpen = $0 { true } else { false } } == true)
             var offset = 0
             var successSeen = false
             var remainder: [UInt8] = []
             while offset < chunk.count {
                 let end = min(offset + split, chunk.count)
-                parser.append(chunk.span.extracting(offset..<end))
+                parser.append(chunk.backDeployedSpan.extracting(offset..<end))
                 offset = end
                 if let event = try parser.next(), case .element(let element) = event, element.localName == "success" {
                     successSeen = true
@@ -217,7 +217,7 @@ struct IncrementalDeliveryTests {
             }
             #expect(successSeen)
             #expect(remainder == Array((second + "<stream:features/>").utf8), "split \(split)")
-            parser.append(remainder.span)
+            parser.append(remainder.backDeployedSpan)
             guard case .streamOpen(let header) = try parser.next() else {
                 Issue.record("no second header")
                 continue
@@ -234,8 +234,11 @@ struct IncrementalDeliveryTests {
     @Test func restartAfterProceedReturnsTheTLSBytes() throws {
         var parser = XMLStreamParser()
         let tlsRecord: [UInt8] = [0x16, 0x03, 0x03, 0x00, 0x05, 0x01, 0x02]
-        parser.append(Array((ProsodyWireTests.header + "<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").utf8).span)
-        parser.append(tlsRecord.span)
+        parser.append(
+            Array((ProsodyWireTests.header + "<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").utf8)
+                .backDeployedSpan
+        )
+        parser.append(tlsRecord.backDeployedSpan)
         _ = try parser.next()
         guard case .element(let proceed) = try parser.next() else {
             Issue.record("no proceed")
@@ -244,7 +247,7 @@ struct IncrementalDeliveryTests {
         #expect(proceed.localName == "proceed")
         #expect(parser.restart() == tlsRecord)
         // The reset parser starts a fresh document.
-        parser.append(Array(ProsodyWireTests.header.utf8).span)
+        parser.append(Array(ProsodyWireTests.header.utf8).backDeployedSpan)
         #expect(try parser.next() != nil)
     }
 

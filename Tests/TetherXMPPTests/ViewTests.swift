@@ -1,4 +1,5 @@
 import Testing
+import TetherCore
 import TetherXML
 import TetherXMPP
 
@@ -7,7 +8,7 @@ func element(
     scope: String = "<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
 ) throws -> XElement {
     var parser = XMLStreamParser()
-    parser.append(Array((scope + text).utf8).span)
+    parser.append(Array((scope + text).utf8).backDeployedSpan)
     _ = try parser.next()
     guard case .element(let element) = try parser.next() else { throw XMLStreamError(.notWellFormed, "no element") }
     return element

@@ -133,7 +133,7 @@ extension XMPPClientMachine {
 
     /// Bytes arrived on the transport of `generation`.
     public mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
-        transportReceived(bytes.span, generation: generation, now: now)
+        transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
     }
 
     /// Bytes arrived on the transport of `generation`.

@@ -142,7 +142,7 @@ extension XMPPClientMachine {
             state = .negotiating(negotiation)
             let rest = parser.restart()
             sendStreamHeader(generation: generation, secured: negotiation.secured)
-            parser.append(rest.span)
+            parser.append(rest.backDeployedSpan)
         case .failure(let condition, let text):
             var message = "Authentication failed (\(condition))"
             if let text, !text.isEmpty { message += ": \(text)" }

@@ -46,7 +46,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 5: machine.transportClosed(generation: input, error: byte & 16 == 0 ? nil : "reset", now: now)
         case 6, 7, 8:
             let record = records[Int(byte / 16) % records.count]
-            machine.receive(record.span, generation: input, now: now)
+            machine.receive(record.backDeployedSpan, generation: input, now: now)
         case 9: _ = try? machine.invoke("Echo", arguments: .empty(.json), now: now)
         case 10: _ = try? machine.stream("Feed", arguments: .empty(.json), now: now)
         case 11: try? machine.cancelStream("1", now: now)

@@ -16,8 +16,8 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     switch selector & 7 {
     case 0: drive(JSONHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
     case 1: drive(MessagePackHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
-    case 2: _ = try? HandshakeRequest.parse(input.span)
-    case 3: _ = try? HandshakeResponse.parse(input.span)
+    case 2: _ = try? HandshakeRequest.parse(input.backDeployedSpan)
+    case 3: _ = try? HandshakeResponse.parse(input.backDeployedSpan)
     case 4: _ = try? Negotiate.parse(input)
     case 5:
         var reader = MessagePackReader(input, maximumDepth: 32)
@@ -55,7 +55,7 @@ func checkUTF8(_ input: [UInt8], from offset: Int) {
         _ = exact.initialize(fromContentsOf: bytes)
         let span = UnsafeBufferPointer(rebasing: exact[0..<bytes.count]).span
         let expected: UTF8Validation.Outcome =
-            (try? UTF8Span(validating: bytes.span)) == nil
+            String(validating: bytes, as: UTF8.self) == nil
             ? .invalid : bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
         let outcome = UTF8Validation.check(span)
         if outcome != expected { fatalError("UTF8Validation.check: \(outcome), standard library: \(expected)") }
@@ -247,7 +247,7 @@ func drive<P: HubMessageParser>(_ parser: P, _ input: [UInt8], chunk: Int) {
     var offset = 0
     while offset < input.count {
         let end = min(offset + chunk, input.count)
-        parser.append(input.span.extracting(offset..<end))
+        parser.append(input.backDeployedSpan.extracting(offset..<end))
         offset = end
         while let message = try? parser.next() {
             _ = try? CanonicalJSON.render(message)

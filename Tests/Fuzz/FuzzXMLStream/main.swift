@@ -1,5 +1,6 @@
 // libFuzzer target: the XML stream parser and the XMPP views over what it yields, fed in the
 // chunk size the first byte picks, with small limits so that they are hit.
+import TetherCore
 import TetherXML
 import TetherXMPP
 
@@ -16,7 +17,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var restarted = false
     while offset < input.count {
         let end = min(offset + chunk, input.count)
-        parser.append(input.span.extracting(offset..<end))
+        parser.append(input.backDeployedSpan.extracting(offset..<end))
         offset = end
         while true {
             guard let event = try? parser.next() else { return 0 }
@@ -29,7 +30,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                 if element.localName == "success", !restarted {
                     restarted = true
                     let rest = parser.restart()
-                    parser.append(rest.span)
+                    parser.append(rest.backDeployedSpan)
                 }
             }
         }

@@ -1,0 +1,50 @@
+// Spans of standard-library storage that the platform floor (iOS 18, macOS 15, …) lacks:
+// `String.UTF8View.span`, `String(copying: UTF8Span)` and `Array.span` came with the 2025
+// systems. These helpers take the 2025 path where it exists (always on Linux, where availability
+// checks are true) and a back-deployable one before it. `.ci/check-availability.py` keeps the
+// package at its floor (Specs/platforms.md).
+
+extension String {
+    /// Calls `body` with the string's UTF-8 bytes.
+    @inlinable
+    package func withUTF8Span<Result, Failure: Error>(
+        _ body: (Span<UInt8>) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            return try body(utf8.span)
+        }
+        var copy = self
+        let outcome: Swift.Result<Result, Failure> = copy.withUTF8 { buffer in
+            Swift.Result { () throws(Failure) -> Result in try body(unsafe buffer.span) }
+        }
+        return try outcome.get()
+    }
+
+    /// The string made of `bytes`, which the caller has validated as UTF-8 (all ASCII if
+    /// `isASCII`; false is always safe): copied without validating again where the system can.
+    @inlinable
+    package init(validatedUTF8 bytes: Span<UInt8>, isASCII: Bool) {
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            self.init(copying: unsafe UTF8Span(unchecked: bytes, isKnownASCII: isASCII))
+        } else {
+            self = unsafe bytes.withUnsafeBufferPointer { unsafe String(decoding: $0, as: UTF8.self) }
+        }
+    }
+}
+
+extension Array {
+    /// The elements as a span: `Array.span` where the system has it, else the span of the whole
+    /// array as a slice (`ArraySlice.span` back-deploys; the slice shares the array's storage,
+    /// which the array keeps alive while the span borrows it).
+    @inlinable
+    package var backDeployedSpan: Span<Element> {
+        @_lifetime(borrow self)
+        borrowing get {
+            if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                return span
+            }
+            let slice = self[...]
+            return unsafe _overrideLifetime(slice.span, borrowing: self)
+        }
+    }
+}
