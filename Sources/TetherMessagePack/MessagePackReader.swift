@@ -492,7 +492,7 @@ public struct MessagePackReader: Sendable {
         var remaining = 1
         /// `remaining` of each enclosing container, outermost first (values nested deeper than
         /// it holds are skipped by recursion).
-        var enclosing = SIMD32<Int>()  // fixed-size storage every supported OS has
+        var enclosing = SIMD16<Int>()  // fixed-size storage every supported OS has
         var depth = 0
         while true {
             while remaining == 0 {
