@@ -303,7 +303,9 @@ def main():
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         resources = list(pool.map(lambda job: build_stdlib(swiftc, lib, version, job[1], job[2], cache,
                                                             options.verbose), jobs))
-    for (name, triple, _), resource_dir in zip(jobs, resources):
+
+    def check_platform(job, resource_dir):
+        _, triple, _ = job
         stand_ins = os.path.join(cache, "stand-ins", triple)
         os.makedirs(stand_ins, exist_ok=True)
         for module in STAND_INS:
@@ -312,7 +314,12 @@ def main():
             run([swiftc, "-frontend", "-emit-module", "-module-name", module, "-parse-as-library", empty,
                  "-target", triple, "-resource-dir", resource_dir, "-sdk", os.path.join(cache, "sdk"),
                  "-O", "-disable-objc-interop", "-o", os.path.join(stand_ins, f"{module}.swiftmodule")], check=True)
-        findings, partial, failures = check(swiftc, resource_dir, triple, targets, cache, stand_ins)
+        return check(swiftc, resource_dir, triple, targets, cache, stand_ins)
+
+    # One platform per core: each type-checks the targets in dependency order.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(check_platform, jobs, resources))
+    for (name, triple, _), (findings, partial, failures) in zip(jobs, results):
         print(f"{name} ({triple}): {len(findings)} use(s) above the floor")
         for target, path, line, column, what, needs in sorted(set(findings)):
             print(f"  {path}:{line}:{column}: {what} needs {needs}")
