@@ -32,10 +32,12 @@ extension String {
     }
 }
 
-extension Array {
+extension Array where Element: BitwiseCopyable {
     /// The elements as a span: `Array.span` where the system has it, else the span of the whole
     /// array as a slice (`ArraySlice.span` back-deploys; the slice shares the array's storage,
-    /// which the array keeps alive while the span borrows it).
+    /// which the array keeps alive while the span borrows it). Only for bitwise-copyable
+    /// elements: their arrays always have native storage, whereas slicing an array lazily bridged
+    /// from an `NSArray` would copy into storage that the span would outlive.
     @inlinable
     package var backDeployedSpan: Span<Element> {
         @_lifetime(borrow self)

@@ -235,19 +235,32 @@ final class ChildProcess: @unchecked Sendable {
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 public func freeLoopbackPort() throws -> Int {
+    let (fd, port) = try boundLoopbackSocket(listening: false)
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to 127.0.0.1 on a free port (listening when `listening`), and the port.
+func boundLoopbackSocket(listening: Bool, reuseAddress: Bool = false) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestServerError("socket failed") }
-    defer { close(fd) }
+    if reuseAddress {
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
     var address = loopbackAddress(port: 0)
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0 else { throw TestServerError("bind failed") }
+    guard bound == 0, !listening || listen(fd, 16) == 0 else {
+        close(fd)
+        throw TestServerError(listening ? "bind/listen failed" : "bind failed")
+    }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 func loopbackAddress(port: Int) -> sockaddr_in {

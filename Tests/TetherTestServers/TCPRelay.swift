@@ -36,26 +36,7 @@ public final class TCPRelay: @unchecked Sendable {
     /// A relay to 127.0.0.1:`upstreamPort`, listening on a free port.
     public init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestServerError("socket failed") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = loopbackAddress(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw TestServerError("bind/listen failed")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        listener = fd
+        (listener, port) = try boundLoopbackSocket(listening: true, reuseAddress: true)
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -182,24 +163,7 @@ public final class SilentListener: @unchecked Sendable {
     private let fd: Int32
 
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestServerError("socket failed") }
-        var address = loopbackAddress(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw TestServerError("bind/listen failed")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        self.fd = fd
+        (fd, port) = try boundLoopbackSocket(listening: true)
     }
 
     deinit {
