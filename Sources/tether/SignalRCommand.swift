@@ -50,7 +50,7 @@ struct SignalRCommand: Sendable, Equatable {
     var stateful = false
     var headers: [String: String] = [:]
     var accessTokenVariable: String?
-    var reconnect = "default"
+    var reconnect = ReconnectChoice.default
     var caFile: String?
     var verbose = false
     var action: Action
@@ -95,10 +95,10 @@ struct SignalRCommand: Sendable, Equatable {
                 guard let name = value(), !name.isEmpty else { return .usageError("--access-token-env needs a name") }
                 options.accessTokenVariable = name
             case "--reconnect":
-                guard let text = value(), ["none", "default", "tiered"].contains(text) else {
-                    return .usageError("--reconnect takes none, default or tiered")
+                guard let choice = value().flatMap(ReconnectChoice.init(rawValue:)) else {
+                    return .usageError(ReconnectChoice.usage)
                 }
-                options.reconnect = text
+                options.reconnect = choice
             case "--ca-file":
                 guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
                 options.caFile = file
@@ -178,9 +178,9 @@ struct SignalRCommand: Sendable, Equatable {
         if stateful { builder = builder.withStatefulReconnect() }
         if let caFile { builder = builder.withCAFile(caFile) }
         switch reconnect {
-        case "none": break
-        case "tiered": builder = builder.withAutomaticReconnect(.tiered(repeats: false))
-        default: builder = builder.withAutomaticReconnect()
+        case .none: break
+        case .tiered: builder = builder.withAutomaticReconnect(.tiered(repeats: false))
+        case .default: builder = builder.withAutomaticReconnect()
         }
         return builder.build()
     }

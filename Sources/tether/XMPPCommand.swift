@@ -61,7 +61,7 @@ struct XMPPCommand: Sendable, Equatable {
     var pingInterval: Double = 60
     var pingTimeout: Double = 10
     var maximumMissedPings = 2
-    var reconnect = "default"
+    var reconnect = ReconnectChoice.default
     var streamManagement = true
     var verbose = false
     var action: Action
@@ -126,10 +126,10 @@ struct XMPPCommand: Sendable, Equatable {
                 }
                 options.maximumMissedPings = count
             case "--reconnect":
-                guard let text = value(), ["none", "default", "tiered"].contains(text) else {
-                    return .usageError("--reconnect takes none, default or tiered")
+                guard let choice = value().flatMap(ReconnectChoice.init(rawValue:)) else {
+                    return .usageError(ReconnectChoice.usage)
                 }
-                options.reconnect = text
+                options.reconnect = choice
             case "--no-stream-management":
                 options.streamManagement = false
             case "--verbose":
@@ -211,9 +211,9 @@ struct XMPPCommand: Sendable, Equatable {
             maximumMissed: maximumMissedPings
         )
         switch reconnect {
-        case "none": configuration.reconnectPolicy = nil
-        case "tiered": configuration.reconnectPolicy = .tiered(repeats: false)
-        default: configuration.reconnectPolicy = .exponentialBackoff()
+        case .none: configuration.reconnectPolicy = nil
+        case .tiered: configuration.reconnectPolicy = .tiered(repeats: false)
+        case .default: configuration.reconnectPolicy = .exponentialBackoff()
         }
         if !streamManagement { configuration.streamManagement = nil }
         configuration.fetchRosterOnConnect = false

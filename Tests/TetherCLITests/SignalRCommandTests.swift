@@ -17,12 +17,12 @@ struct SignalRCommandParsingTests {
         else { return #expect(Bool(false)) }
         #expect(command.url == "https://example.com/hub" && command.encoding == .messagePack && command.stateful)
         #expect(command.headers == ["X-A": "1", "X-B": "two"] && command.accessTokenVariable == "TOKEN")
-        #expect(command.reconnect == "tiered" && command.caFile == "ca.pem" && command.verbose)
+        #expect(command.reconnect == .tiered && command.caFile == "ca.pem" && command.verbose)
         #expect(command.action == .invoke(method: "Add", arguments: "[1,2]", count: 3))
         guard case .command(let stream) = SignalRCommand.parse(["--url", "ws://h/hub", "stream", "Counter"]) else {
             return #expect(Bool(false))
         }
-        #expect(stream.action == .stream(method: "Counter", arguments: "[]") && stream.reconnect == "default")
+        #expect(stream.action == .stream(method: "Counter", arguments: "[]") && stream.reconnect == .default)
         guard
             case .command(let listen) = SignalRCommand.parse([
                 "--url", "http://h/hub", "listen", "A", "B", "--count", "2", "--seconds", "1.5",
