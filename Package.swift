@@ -20,6 +20,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TetherCore", targets: ["TetherCore"]),
+        .library(name: "TetherJSON", targets: ["TetherJSON"]),
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
         .library(name: "TetherXML", targets: ["TetherXML"]),
@@ -34,10 +35,11 @@ let package = Package(
         /// Text kernels in C with portable vector types (SSE2 / NEON from one source).
         .target(name: "CTetherText"),
         .target(name: "TetherCore", dependencies: ["CTetherText"], swiftSettings: pureSettings),
+        .target(name: "TetherJSON", dependencies: ["TetherCore", "CTetherText"], swiftSettings: pureSettings),
         .target(name: "TetherMessagePack", dependencies: ["TetherCore"], swiftSettings: pureSettings),
         .target(
             name: "TetherSignalR",
-            dependencies: ["TetherCore", "TetherMessagePack", "CTetherText"],
+            dependencies: ["TetherCore", "TetherJSON", "TetherMessagePack"],
             swiftSettings: pureSettings
         ),
         /// The system Expat (Debian: libexpat1-dev).
@@ -65,7 +67,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "tether",
-            dependencies: ["TetherCore", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch"],
+            dependencies: ["TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch"],
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -73,7 +75,9 @@ let package = Package(
         .executableTarget(
             name: "TetherBench",
             dependencies: [
-                "TetherCore", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherTLS", "CExpat",
+                "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
+                "TetherTLS",
+                "CExpat",
                 "CMallocCounter", "TetherWebSocket", "TetherDispatch",
             ],
             path: "Benchmarks/TetherBench",
@@ -82,7 +86,7 @@ let package = Package(
         /// libFuzzer targets (build with `--sanitize=fuzzer`; see Tests/Fuzz/README.md).
         .executableTarget(
             name: "FuzzHubProtocols",
-            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore"],
+            dependencies: ["TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore"],
             path: "Tests/Fuzz/FuzzHubProtocols",
             swiftSettings: strictSettings
         ),
@@ -104,13 +108,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TetherJSONTests",
+            dependencies: ["TetherJSON", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TetherMessagePackTests",
             dependencies: ["TetherMessagePack", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherSignalRTests",
-            dependencies: ["TetherSignalR", "TetherMessagePack", "TetherCore", "CTetherText"],
+            dependencies: ["TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import TetherCore
+import TetherJSON
 import TetherMessagePack
 import TetherSignalR
 

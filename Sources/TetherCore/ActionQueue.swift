@@ -1,7 +1,7 @@
 /// A machine's queue of actions for its driver: inputs append, `pollAction()` takes them in
 /// order. Taken actions are moved out (no copy), the queue needs no O(n) removals, and its
 /// storage is kept between inputs unless a burst made it large (so an idle machine stays small).
-public struct ActionQueue<Action: Sendable>: Sendable {
+@_spi(TetherInternal) public struct ActionQueue<Action: Sendable>: Sendable {
     @usableFromInline var actions: [Action?] = []
     @usableFromInline var read = 0
     /// `actions.count`, kept next to the queue so that polling an empty queue (what a sweep over

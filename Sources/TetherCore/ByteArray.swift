@@ -3,7 +3,7 @@ extension Array where Element == UInt8 {
     /// space (`append(contentsOf:)` goes through the generic sequence path, several times the
     /// cost for the short strings and keys of a message).
     @inlinable
-    public mutating func append(copying span: Span<UInt8>) {
+    @_spi(TetherInternal) public mutating func append(copying span: Span<UInt8>) {
         let count = span.count
         guard count > 0 else { return }
         append(addingCapacity: count) { output in

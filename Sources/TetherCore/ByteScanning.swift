@@ -1,30 +1,31 @@
 internal import CTetherText
 
 /// Byte searches for the hot loops of the text decoders: finding a separator byte (`memchr`),
-/// or the end of a run of plain string characters (a word at a time: SWAR, eight bytes per
-/// step, which beats sixteen-byte vectors on the short runs between a JSON string's escapes).
+/// classifying a run of text, and the word-at-a-time (SWAR, eight bytes per step, which beats
+/// sixteen-byte vectors on the short runs between a JSON string's escapes) pieces the JSON
+/// scanner builds its string scans from (`TetherJSON`'s `JSONTextScanning`).
 ///
 /// Each step loads eight bytes as a little-endian word and computes a mask with the high bit of
 /// every byte that matches; the lowest set bit of the mask is exact (the borrow in the
 /// subtraction only ever propagates towards higher bytes), so its position is the answer.
-public enum ByteScanning {
-    @usableFromInline static let ones: UInt64 = 0x0101_0101_0101_0101
-    @usableFromInline static let highs: UInt64 = 0x8080_8080_8080_8080
+@_spi(TetherInternal) public enum ByteScanning {
+    @inlinable public static var ones: UInt64 { 0x0101_0101_0101_0101 }
+    @inlinable public static var highs: UInt64 { 0x8080_8080_8080_8080 }
 
     /// High bits set in the bytes of `word` that are zero (exact for the lowest one).
     @inlinable @inline(__always)
-    static func zeroMask(_ word: UInt64) -> UInt64 {
+    public static func zeroMask(_ word: UInt64) -> UInt64 {
         (word &- ones) & ~word & highs
     }
 
     /// High bits set in the bytes of `word` below `limit` (≤ 0x80; exact for the lowest one).
     @inlinable @inline(__always)
-    static func lessThanMask(_ word: UInt64, _ limit: UInt8) -> UInt64 {
+    public static func lessThanMask(_ word: UInt64, _ limit: UInt8) -> UInt64 {
         (word &- ones &* UInt64(limit)) & ~word & highs
     }
 
     @inlinable @inline(__always)
-    static func loadWord(_ span: Span<UInt8>, _ offset: Int) -> UInt64 {
+    public static func loadWord(_ span: Span<UInt8>, _ offset: Int) -> UInt64 {
         // Callers guarantee offset + 8 <= span.count.
         UInt64(
             littleEndian: unsafe span.withUnsafeBytes {
@@ -42,43 +43,6 @@ public enum ByteScanning {
             unsafe tether_find_byte(buffer.baseAddress, start, end, byte)
         }
         return index < end ? index : nil
-    }
-
-    /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
-    /// an already validated JSON string; and the bytes before it OR-ed together, whose high bits
-    /// say whether the run is ASCII (the words are loaded anyway; strings made of the run are
-    /// then marked ASCII or not).
-    @inlinable @inline(__always)
-    public static func endOfValidatedJSONText(
-        in span: Span<UInt8>,
-        from start: Int,
-        to end: Int
-    ) -> (end: Int, bytes: UInt64) {
-        precondition(start >= 0 && end <= span.count, "range outside the span")
-        var index = start
-        let quote = ones &* 0x22
-        let backslash = ones &* 0x5C
-        var seen: UInt64 = 0
-        while index + 8 <= end {
-            let word = loadWord(span, index)
-            let mask = zeroMask(word ^ quote) | zeroMask(word ^ backslash)
-            if mask != 0 {
-                // Only the bytes before the stop count.
-                return (
-                    index + mask.trailingZeroBitCount >> 3,
-                    seen | word & ((1 << UInt64(mask.trailingZeroBitCount)) &- 1)
-                )
-            }
-            seen |= word
-            index += 8
-        }
-        while index < end {
-            let byte = span[index]
-            if byte == 0x22 || byte == 0x5C { break }
-            seen |= UInt64(byte)
-            index += 1
-        }
-        return (index, seen)
     }
 
     /// Whether `span[start..<end]` has control characters (below 0x20) and whether it has bytes
@@ -109,43 +73,4 @@ public enum ByteScanning {
         return (control != 0 || tailControl, high != 0)
     }
 
-    /// The offset of the first `"` or `\` in `span[start..<end]` (or `end`), and whether the
-    /// bytes before it include control characters (below 0x20) or non-ASCII bytes: one pass for
-    /// the run of a JSON string that is being validated.
-    @inlinable @inline(__always)
-    public static func scanJSONText(
-        in span: Span<UInt8>,
-        from start: Int,
-        to end: Int
-    ) -> (end: Int, hasControlCharacters: Bool, hasNonASCII: Bool) {
-        precondition(start >= 0 && end <= span.count, "range outside the span")
-        var index = start
-        let quote = ones &* 0x22
-        let backslash = ones &* 0x5C
-        var control: UInt64 = 0
-        var high: UInt64 = 0
-        while index + 8 <= end {
-            let word = loadWord(span, index)
-            let stop = zeroMask(word ^ quote) | zeroMask(word ^ backslash)
-            if stop != 0 {
-                // Only the bytes before the stop byte count.
-                let keep = (UInt64(1) << UInt64(stop.trailingZeroBitCount)) &- 1
-                control |= lessThanMask(word, 0x20) & keep
-                high |= word & highs & keep
-                return (index + stop.trailingZeroBitCount >> 3, control != 0, high != 0)
-            }
-            control |= lessThanMask(word, 0x20)
-            high |= word & highs
-            index += 8
-        }
-        var tailControl = false
-        while index < end {
-            let byte = span[index]
-            if byte == 0x22 || byte == 0x5C { break }
-            if byte < 0x20 { tailControl = true }
-            if byte >= 0x80 { high |= 0x80 }
-            index += 1
-        }
-        return (index, control != 0 || tailControl, high != 0)
-    }
 }

@@ -61,7 +61,7 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
 
 extension Duration {
     /// The duration in whole nanoseconds, saturated to the range of `Int64`.
-    public var totalNanoseconds: Int64 {
+    @_spi(TetherInternal) public var totalNanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (fromSeconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

@@ -89,13 +89,31 @@ public struct KeySet: Sendable {
                 }
             }
             encodedKeys = messagePackNames.map(EncodedKey.init)
-            jsonMemberNames = names.map { name in
-                var bytes: [UInt8] = []
-                JSONText.appendString(name, to: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                return bytes
-            }
+            jsonMemberNames = utf8.map(Self.jsonMemberName)
             encodedJSONNames = jsonMemberNames.map(EncodedKey.init)
+        }
+
+        /// A key as a JSON member name: the string literal (quotes, `"` and `\` and control
+        /// characters escaped, short forms where JSON has them, as `JSONText` in TetherJSON writes
+        /// them: a test keeps the two in step) and the colon.
+        static func jsonMemberName(_ utf8: [UInt8]) -> [UInt8] {
+            var bytes: [UInt8] = [UInt8(ascii: "\"")]
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), byte]
+                case 0x0A: bytes += Array(#"\n"#.utf8)
+                case 0x0D: bytes += Array(#"\r"#.utf8)
+                case 0x09: bytes += Array(#"\t"#.utf8)
+                case 0x08: bytes += Array(#"\b"#.utf8)
+                case 0x0C: bytes += Array(#"\f"#.utf8)
+                case ..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                default: bytes.append(byte)
+                }
+            }
+            bytes += [UInt8(ascii: "\""), UInt8(ascii: ":")]
+            return bytes
         }
     }
 
@@ -185,7 +203,7 @@ public struct KeySet: Sendable {
         let encoded = words[index]
         guard encoded.count > 0 else {
             let encoding = encodings[index]
-            bytes.append(copying: encoding.backDeployedSpan)
+            bytes.append(contentsOf: encoding)  // longer than 32 bytes: rare
             return
         }
         let isLong = encoded.count > 16
@@ -272,7 +290,7 @@ public struct KeySet: Sendable {
         guard tables.entries[index].suffix == Self.prefix(of: bytes, from: start + 8, length: key.count - 8) else {
             return false
         }
-        return key.count <= 16 || MemberIndex.equal(bytes, start, key)
+        return key.count <= 16 || KeySet.equalBytes(bytes, at: start, key)
     }
 }
 
@@ -315,5 +333,44 @@ public struct CodingKeySet<Key: CodingKey & CaseIterable & Sendable>: Sendable {
     /// a missing key.
     public func missingKey(_ key: Key) -> DecodingError {
         .keyNotFound(key, .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'."))
+    }
+}
+
+extension KeySet {
+    /// Whether `bytes[start..<start + name.count]` equals `name` (1...255 bytes), compared a
+    /// word at a time (overlapping words at the end, no byte loop): how the readers match a key's
+    /// encoded name against their input.
+    @inlinable @inline(__always)
+    public static func equalBytes(_ bytes: Span<UInt8>, at start: Int, _ name: Span<UInt8>) -> Bool {
+        let length = name.count
+        guard start >= 0, length <= bytes.count - start else { return false }
+        return unsafe bytes.withUnsafeBytes { bytes in
+            unsafe name.withUnsafeBytes { name in
+                let left = unsafe bytes.baseAddress! + start
+                let right = name.baseAddress!
+                if length >= 8 {
+                    var offset = 0
+                    while offset + 8 < length {
+                        guard
+                            unsafe left.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                                == right.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        else { return false }
+                        offset += 8
+                    }
+                    return unsafe left.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+                        == right.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+                }
+                if length >= 4 {
+                    return unsafe left.loadUnaligned(as: UInt32.self) == right.loadUnaligned(as: UInt32.self)
+                        && left.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
+                            == right.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
+                }
+                return unsafe left.load(as: UInt8.self) == right.load(as: UInt8.self)
+                    && left.load(fromByteOffset: length / 2, as: UInt8.self)
+                        == right.load(fromByteOffset: length / 2, as: UInt8.self)
+                    && left.load(fromByteOffset: length - 1, as: UInt8.self)
+                        == right.load(fromByteOffset: length - 1, as: UInt8.self)
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@
 /// small, because `KeyedDecodingContainer` copies its container on every call. Members that do
 /// not fit (more than eight, empty keys, keys longer than 255 bytes, offsets beyond 16 MiB from
 /// `base`) are left to the decoder's fallback scan, which starts where the index stops.
-public struct MemberIndex: Sendable {
+@_spi(TetherInternal) public struct MemberIndex: Sendable {
     /// The most members an index holds.
     public static let capacity = 8
 
@@ -48,48 +48,13 @@ public struct MemberIndex: Sendable {
         var index = 0
         while index < count {
             let entry = packed[index]
-            if entry & Self.lengthAndFirstByte == tag, Self.equal(bytes, base + Int(entry & 0xFF_FFFF), name) {
+            if entry & Self.lengthAndFirstByte == tag, KeySet.equalBytes(bytes, at: base + Int(entry & 0xFF_FFFF), name)
+            {
                 return base + Int((entry >> 32) & 0xFF_FFFF)
             }
             index += 1
         }
         return nil
-    }
-
-    /// Whether `bytes[start..<start + name.count]` equals `name` (1...255 bytes), compared a
-    /// word at a time (overlapping words at the end, no byte loop).
-    @inlinable @inline(__always)
-    public static func equal(_ bytes: Span<UInt8>, _ start: Int, _ name: Span<UInt8>) -> Bool {
-        let length = name.count
-        guard start >= 0, length <= bytes.count - start else { return false }
-        return unsafe bytes.withUnsafeBytes { bytes in
-            unsafe name.withUnsafeBytes { name in
-                let left = unsafe bytes.baseAddress! + start
-                let right = name.baseAddress!
-                if length >= 8 {
-                    var offset = 0
-                    while offset + 8 < length {
-                        guard
-                            unsafe left.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                                == right.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                        else { return false }
-                        offset += 8
-                    }
-                    return unsafe left.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
-                        == right.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
-                }
-                if length >= 4 {
-                    return unsafe left.loadUnaligned(as: UInt32.self) == right.loadUnaligned(as: UInt32.self)
-                        && left.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
-                            == right.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
-                }
-                return unsafe left.load(as: UInt8.self) == right.load(as: UInt8.self)
-                    && left.load(fromByteOffset: length / 2, as: UInt8.self)
-                        == right.load(fromByteOffset: length / 2, as: UInt8.self)
-                    && left.load(fromByteOffset: length - 1, as: UInt8.self)
-                        == right.load(fromByteOffset: length - 1, as: UInt8.self)
-            }
-        }
     }
 
     /// The key range and value offset of member `index` (in insertion order).

@@ -3,7 +3,7 @@
 /// scanning the rest of the object) took time in n², and a peer's 1 MiB map kept a decoder busy
 /// for minutes. Built only for objects with more than `scanLimit` members past the index; fewer
 /// are cheaper to scan. The first member with a given key wins, as in a scan.
-public final class MemberTable: Sendable {
+@_spi(TetherInternal) public final class MemberTable: Sendable {
     /// Up to this many members past the index are found by scanning instead.
     public static let scanLimit = 16
 

@@ -5,7 +5,7 @@
 /// It is direct-mapped: each byte sequence hashes to one slot, and a newcomer replaces the slot's
 /// previous string. Memory is therefore bounded by `capacity` strings of at most `maximumLength`
 /// bytes, whatever a peer sends; longer sequences are never cached.
-public struct StringInterner: Sendable {
+@_spi(TetherInternal) public struct StringInterner: Sendable {
     /// The default number of slots.
     public static let defaultCapacity = 256
     /// The default longest byte sequence that is cached.
@@ -47,7 +47,7 @@ public struct StringInterner: Sendable {
     @inline(__always)
     private static func equals(_ string: String, _ utf8: Span<UInt8>) -> Bool {
         string.withUTF8Span { other in
-            other.count == utf8.count && (other.isEmpty || MemberIndex.equal(utf8, 0, other))
+            other.count == utf8.count && (other.isEmpty || KeySet.equalBytes(utf8, at: 0, other))
         }
     }
 

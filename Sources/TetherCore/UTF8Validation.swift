@@ -24,7 +24,7 @@ internal import CTetherText
 /// library's validator on every one- and two-byte input, every three- and four-byte sequence
 /// over the boundary values of each byte, and mutated text at every alignment; the fuzz target
 /// on every input it makes, in an allocation of exactly its size under AddressSanitizer.
-public enum UTF8Validation {
+@_spi(TetherInternal) public enum UTF8Validation {
     /// What `check` found.
     public enum Outcome: Sendable, Equatable {
         /// Valid, and every byte is ASCII.

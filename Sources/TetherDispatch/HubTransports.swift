@@ -1,5 +1,5 @@
 import Dispatch
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherSignalR
 import TetherWebSocket
 

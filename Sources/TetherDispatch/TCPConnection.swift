@@ -1,5 +1,5 @@
 import Dispatch
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,4 @@
-public import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// A type that reads itself straight from MessagePack bytes with a `MessagePackReader`, for hot
 /// paths where `Codable` is too slow.

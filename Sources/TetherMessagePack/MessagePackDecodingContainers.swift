@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The members of a map: string keys of the first members are indexed at creation
 /// (`MemberIndex`, inline), so lookups never rescan values; the rest (and integer keys) are

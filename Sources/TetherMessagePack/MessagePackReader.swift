@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// A cursor that reads MessagePack values from a byte array without copying it.
 ///

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// Appends MessagePack values to a byte array, always in the shortest encoding of each value.
 ///

@@ -1,4 +1,5 @@
 import TetherCore
+import TetherJSON
 public import TetherMessagePack
 
 /// Renders hub messages, handshakes and payload values as compact, canonical JSON text, whatever

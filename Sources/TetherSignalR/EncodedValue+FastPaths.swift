@@ -1,3 +1,4 @@
+public import TetherJSON
 public import TetherMessagePack
 
 // The fast paths for types that read and write themselves (`JSONDecodable`,

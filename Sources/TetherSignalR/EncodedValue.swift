@@ -1,3 +1,4 @@
+import TetherJSON
 public import TetherMessagePack
 
 /// The wire encoding of a hub protocol's values.
@@ -102,7 +103,7 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// The JSON value at `range.lowerBound` of `storage` decoded through `Codable`.
     @usableFromInline @inline(__always)
     static func decodeJSON<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
-        try JSONValueDecoder(bytes: storage, position: range.lowerBound).decode(type)
+        try JSONValueDecoding.decode(type, from: storage, at: range.lowerBound)
     }
 
     /// The MessagePack value at `range.lowerBound` of `storage` decoded through `Codable`.

@@ -1,4 +1,5 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
+import TetherJSON
 
 /// The first message a client sends: which hub protocol and version it speaks.
 public struct HandshakeRequest: Hashable, Sendable {

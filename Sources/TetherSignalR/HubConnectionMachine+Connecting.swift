@@ -1,4 +1,4 @@
-public import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 extension HubConnectionMachine {
     // MARK: - Access token, negotiate, transport, handshake

@@ -1,4 +1,4 @@
-public import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// The client side of a SignalR connection as a pure state machine (sans-IO), on the shared
 /// machine contract (`Specs/machine-contract.md`).

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// How a transport must carry a hub protocol's messages (TransportProtocols.md "transfer format").
 public enum TransferFormat: Hashable, Sendable {

@@ -1,4 +1,5 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
+import TetherJSON
 
 /// Writing hub messages as compact JSON in the C# `JsonHubProtocol` property order. Payload
 /// values are written by a `PayloadWriter`: the hub protocol copies JSON payloads as they are,

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The `json` hub protocol: each message is one JSON object followed by the record separator
 /// 0x1E (HubProtocol.md "JSON Encoding").

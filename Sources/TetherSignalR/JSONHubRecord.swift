@@ -1,4 +1,5 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
+import TetherJSON
 
 /// Parsing one JSON record (the bytes between separators) into a hub message.
 enum JSONHubRecord {
@@ -136,9 +137,9 @@ enum JSONHubRecord {
         guard position + 1 < end else { return nil }
         func matches(_ text: StaticString) -> Bool {
             text.utf8CodeUnitCount <= end - position
-                && MemberIndex.equal(
+                && KeySet.equalBytes(
                     bytes.backDeployedSpan,
-                    position,
+                    at: position,
                     unsafe Span(_unsafeStart: text.utf8Start, count: text.utf8CodeUnitCount)
                 )
         }

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherMessagePack
 
 /// Writing hub messages in the layout of C#'s `MessagePackHubProtocolWorker`.

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherMessagePack
 
 /// The `messagepack` hub protocol: each message is a MessagePack array prefixed by its length as

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherMessagePack
 
 /// Parsing one MessagePack frame body into a hub message, as C#'s worker does: fields are read in

@@ -1,3 +1,4 @@
+import TetherJSON
 /// A transport the server offers in its negotiate response.
 public struct AvailableTransport: Hashable, Sendable {
     /// The transport's name: `WebSockets`, `ServerSentEvents` or `LongPolling`.

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// Why an HTTP response cannot be read.
 public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {

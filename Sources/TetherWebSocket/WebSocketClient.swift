@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The client side of a WebSocket connection (RFC 6455) as a sans-IO value: the opening
 /// handshake, masked frames out, frames in (any split), fragmented messages, UTF-8 validation of

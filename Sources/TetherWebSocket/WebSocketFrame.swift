@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// Why a WebSocket connection fails: the close code to send (RFC 6455 §7.4.1) and a description.
 public struct WebSocketError: Error, Hashable, Sendable, CustomStringConvertible {

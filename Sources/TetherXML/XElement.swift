@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// A child of an element: a nested element or a run of text.
 public enum XNode: Hashable, Sendable {

@@ -1,4 +1,4 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The namespace bindings in force where an element is written: the default namespace and the
 /// prefixes declared by its ancestors (for stanzas, those of the stream header).

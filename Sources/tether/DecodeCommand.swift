@@ -1,4 +1,5 @@
 import TetherCore
+import TetherJSON
 import TetherSignalR
 import TetherXML
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import TetherCore
 import TetherDispatch
+import TetherJSON
 import TetherSignalR
 
 /// `tether signalr`: connects with `HubConnection` and invokes, streams or listens, printing

@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherDispatch
+import TetherJSON
 import TetherXML
 import TetherXMPP
 

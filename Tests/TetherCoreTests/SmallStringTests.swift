@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TetherCore
+@_spi(TetherInternal) @testable import TetherCore
 
 /// Strings of up to fifteen bytes are built in their inline form (`SmallString`): each must be
 /// the very value the standard library would make — same bits, so every `String` operation sees

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The vectorised validator must give the standard library's verdict on every input: the
 /// boundary cases of every rule at every position relative to the sixteen-byte blocks, and

@@ -3,6 +3,7 @@ import Testing
 import TetherCore
 import TetherMessagePack
 
+@testable import TetherJSON
 @testable import TetherSignalR
 
 extension Decodable {

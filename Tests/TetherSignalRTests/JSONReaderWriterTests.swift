@@ -1,6 +1,7 @@
 import Testing
 import TetherCore
 
+@testable import TetherJSON
 @testable import TetherSignalR
 
 /// `JSONReader` and `JSONWriter`, the JSON fast path's cursor and writer.

@@ -1,7 +1,8 @@
 import Testing
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 import TetherMessagePack
 
+@testable import TetherJSON
 @testable import TetherSignalR
 
 /// Arguments, results and items stay encoded and decode on demand into app types.

@@ -1,7 +1,8 @@
 import CTetherText
 import Testing
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
+@testable import TetherJSON
 @testable import TetherSignalR
 
 /// The C validating skip (`tether_json_skip_value`, behind `JSONScanner.skipValue` for input not

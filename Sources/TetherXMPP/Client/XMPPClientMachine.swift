@@ -1,4 +1,4 @@
-public import TetherCore
+@_spi(TetherInternal) public import TetherCore
 public import TetherXML
 
 /// The client side of an XMPP connection (RFC 6120/6121 c2s) as a pure state machine (sans-IO).

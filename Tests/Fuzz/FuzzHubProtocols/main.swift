@@ -1,7 +1,8 @@
 // libFuzzer target: every decoder that reads SignalR bytes from a peer. The first input byte
 // picks the decoder and the chunk size, so that splits are exercised too. Any input must give
 // messages or a typed error, never a crash or a hang.
-import TetherCore
+@_spi(TetherInternal) import TetherCore
+import TetherJSON
 import TetherMessagePack
 import TetherSignalR
 

@@ -1,3 +1,5 @@
+@_spi(TetherInternal) import TetherCore
+
 /// Writing JSON text (RFC 8259) into byte buffers: string escaping and number formatting shared by
 /// the SignalR JSON hub protocol, its handshake and the `tether` CLI.
 public enum JSONText {

@@ -1,8 +1,8 @@
 internal import CTetherText
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The kinds of JSON tokens, named as System.Text.Json names them in its error texts.
-enum JSONTokenKind: String {
+public enum JSONTokenKind: String {
     case object = "StartObject"
     case array = "Array"
     case string = "String"
@@ -13,9 +13,9 @@ enum JSONTokenKind: String {
 }
 
 /// A string token: the range of its raw contents (between the quotes) and whether it has escapes.
-struct JSONStringToken {
-    var contents: Range<Int>
-    var hasEscapes: Bool
+public struct JSONStringToken {
+    public var contents: Range<Int>
+    public var hasEscapes: Bool
     /// Whether every byte of the contents is ASCII (false when unknown), so that the `String`
     /// made of them is marked ASCII: otherwise its UTF-16 count and offsets take a pass over it.
     var isASCII = false
@@ -24,18 +24,20 @@ struct JSONStringToken {
 /// Low-level JSON (RFC 8259) scanning over a byte array: validate and skip values, read strings
 /// and numbers. Positions are offsets into `bytes`; `end` bounds every read. Failures are
 /// reported as `JSONScanner.Failure` and turned into protocol errors by the callers.
-@usableFromInline
-struct JSONScanner {
-    struct Failure: Error {}
+public struct JSONScanner {
+    public struct Failure: Error {
+        public init() {}
+    }
 
-    @usableFromInline let bytes: [UInt8]
-    @usableFromInline var position: Int
-    @usableFromInline let end: Int
-    let maximumDepth: Int
+    public let bytes: [UInt8]
+    public var position: Int
+    public let end: Int
+    @usableFromInline let maximumDepth: Int
     /// Whether the bytes were validated before, so that strings only need their end found.
-    let isValidated: Bool
+    @usableFromInline let isValidated: Bool
 
-    init(_ bytes: [UInt8], range: Range<Int>, maximumDepth: Int) {
+    @inlinable
+    public init(_ bytes: [UInt8], range: Range<Int>, maximumDepth: Int) {
         self.bytes = bytes
         self.position = range.lowerBound
         self.end = range.upperBound
@@ -44,7 +46,8 @@ struct JSONScanner {
     }
 
     /// A scanner over bytes that an earlier scan validated (no depth limit, fast string skips).
-    init(validated bytes: [UInt8], range: Range<Int>) {
+    @inlinable
+    public init(validated bytes: [UInt8], range: Range<Int>) {
         self.bytes = bytes
         self.position = range.lowerBound
         self.end = range.upperBound
@@ -64,14 +67,14 @@ struct JSONScanner {
 
     /// The next non-whitespace byte, or nil at the end (does not consume it).
     @inlinable @inline(__always)
-    mutating func peek() -> UInt8? {
+    public mutating func peek() -> UInt8? {
         skipWhitespace()
         return position < end ? bytes[position] : nil
     }
 
     /// Consumes `byte` if it is next (after whitespace).
-    @inline(__always)
-    mutating func consume(_ byte: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    public mutating func consume(_ byte: UInt8) -> Bool {
         if peek() == byte {
             position += 1
             return true
@@ -80,7 +83,8 @@ struct JSONScanner {
     }
 
     /// The kind of the next token, or nil if the next byte cannot start a value.
-    mutating func peekKind() -> JSONTokenKind? {
+    @inlinable
+    public mutating func peekKind() -> JSONTokenKind? {
         guard let byte = peek() else { return nil }
         return switch byte {
         case UInt8(ascii: "{"): .object
@@ -98,7 +102,7 @@ struct JSONScanner {
 
     /// Reads a string token (validating escapes, control characters and UTF-8 unless the bytes
     /// are already validated); the cursor must be at its quote.
-    mutating func readString() throws(Failure) -> JSONStringToken {
+    public mutating func readString() throws(Failure) -> JSONStringToken {
         let (token, next) = try Self.readString(bytes.backDeployedSpan, position, end, validated: isValidated)
         position = next
         return token
@@ -119,7 +123,7 @@ struct JSONScanner {
         if validated {
             // Plain text a word at a time (most strings end in this first run); from a first
             // escape on, the rest in C, 64 bytes per step with the escapes found by bit scans.
-            let run = ByteScanning.endOfValidatedJSONText(in: span, from: index, to: end)
+            let run = JSONTextScanning.endOfValidatedJSONText(in: span, from: index, to: end)
             index = run.end
             isASCII = run.bytes & 0x8080_8080_8080_8080 == 0
             guard index < end else { throw Failure() }
@@ -138,7 +142,7 @@ struct JSONScanner {
             // (an error) and non-ASCII bytes (then checked as UTF-8).
             var hasNonASCII = false
             while true {
-                let run = ByteScanning.scanJSONText(in: span, from: index, to: end)
+                let run = JSONTextScanning.scanJSONText(in: span, from: index, to: end)
                 guard !run.hasControlCharacters, run.end < end else { throw Failure() }
                 hasNonASCII = hasNonASCII || run.hasNonASCII
                 index = run.end
@@ -179,7 +183,7 @@ struct JSONScanner {
     }
 
     /// The Swift string for a validated string token.
-    static func string(_ bytes: [UInt8], _ token: JSONStringToken) -> String {
+    public static func string(_ bytes: [UInt8], _ token: JSONStringToken) -> String {
         let span = bytes.backDeployedSpan.extracting(token.contents)
         if !token.hasEscapes {
             // The bytes were validated as UTF-8 when the token was first read.
@@ -330,7 +334,7 @@ struct JSONScanner {
         let span = bytes.backDeployedSpan
         guard at < end, span[at] == UInt8(ascii: "\"") else { return nil }
         let start = at + 1
-        let run = ByteScanning.endOfValidatedJSONText(in: span, from: start, to: end)
+        let run = JSONTextScanning.endOfValidatedJSONText(in: span, from: start, to: end)
         guard run.end < end else { return nil }
         if span[run.end] == UInt8(ascii: "\"") {
             let isASCII = run.bytes & 0x8080_8080_8080_8080 == 0
@@ -367,7 +371,7 @@ struct JSONScanner {
     }
 
     /// Whether a validated string token's contents equal `utf8` (escapes decoded when present).
-    static func stringEquals(_ bytes: [UInt8], _ token: JSONStringToken, _ utf8: Span<UInt8>) -> Bool {
+    public static func stringEquals(_ bytes: [UInt8], _ token: JSONStringToken, _ utf8: Span<UInt8>) -> Bool {
         if token.hasEscapes {
             let decoded = string(bytes, token)
             return decoded.withUTF8Span { decodedUTF8 in
@@ -377,14 +381,14 @@ struct JSONScanner {
             }
         }
         guard token.contents.count == utf8.count else { return false }
-        return utf8.isEmpty || MemberIndex.equal(bytes.backDeployedSpan, token.contents.lowerBound, utf8)
+        return utf8.isEmpty || KeySet.equalBytes(bytes.backDeployedSpan, at: token.contents.lowerBound, utf8)
     }
 
     // MARK: - Numbers and literals
 
     /// Reads a number token (RFC 8259 grammar); returns its range and whether it is an integer
     /// (no fraction, no exponent).
-    mutating func readNumber() throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
+    public mutating func readNumber() throws(Failure) -> (range: Range<Int>, isInteger: Bool) {
         let (range, isInteger) = try Self.readNumber(bytes.backDeployedSpan, position, end)
         position = range.upperBound
         return (range, isInteger)
@@ -474,7 +478,7 @@ struct JSONScanner {
     static let powersOfTen: [Int64] = [1, 10, 100, 1000, 10000, 100_000, 1_000_000, 10_000_000, 100_000_000]
 
     /// The exact integer value of an integer number token, or nil if it does not fit `Int64`.
-    static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
+    public static func int64(_ bytes: [UInt8], _ range: Range<Int>) -> Int64? {
         let span = bytes.backDeployedSpan
         var index = range.lowerBound
         let negative = span[index] == UInt8(ascii: "-")
@@ -521,7 +525,7 @@ struct JSONScanner {
     }
 
     /// Consumes the literal `word` (`true`, `false`, `null`).
-    mutating func readLiteral(_ word: StaticString) throws(Failure) {
+    public mutating func readLiteral(_ word: StaticString) throws(Failure) {
         let length = word.utf8CodeUnitCount
         guard end - position >= length else { throw Failure() }
         var offset = 0
@@ -535,7 +539,7 @@ struct JSONScanner {
 
     /// Whether the token starting the next value is well-formed (only its first token: a
     /// container's opening bracket always is), like a streaming reader's first `Read()`.
-    func firstTokenIsValid() -> Bool {
+    public func firstTokenIsValid() -> Bool {
         var copy = self
         guard let kind = copy.peekKind() else { return false }
         switch kind {
@@ -551,7 +555,7 @@ struct JSONScanner {
     // MARK: - Whole values
 
     /// Validates and skips one value (after whitespace), at most `maximumDepth` containers deep.
-    mutating func skipValue() throws(Failure) {
+    public mutating func skipValue() throws(Failure) {
         if isValidated {
             position = try Self.skipValue(
                 bytes.backDeployedSpan,
@@ -615,7 +619,7 @@ struct JSONScanner {
     }
 
     @inline(__always)
-    static func skipWhitespace(_ span: Span<UInt8>, _ index: Int, _ end: Int) -> Int {
+    public static func skipWhitespace(_ span: Span<UInt8>, _ index: Int, _ end: Int) -> Int {
         var index = index
         while index < end, isWhitespace(span[index]) { index += 1 }
         return index
@@ -713,7 +717,7 @@ struct JSONScanner {
 
     /// Validates an array (cursor at `[`) and returns its element count; elements are checked
     /// with the depth limit counted from the array's elements.
-    mutating func skipArrayCountingElements() throws(Failure) -> Int {
+    public mutating func skipArrayCountingElements() throws(Failure) -> Int {
         guard consume(UInt8(ascii: "[")) else { throw Failure() }
         if consume(UInt8(ascii: "]")) { return 0 }
         var count = 0

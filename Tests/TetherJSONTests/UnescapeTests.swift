@@ -1,7 +1,7 @@
 import Testing
 import TetherCore
 
-@testable import TetherSignalR
+@testable import TetherJSON
 
 /// `JSONScanner.unescape` (runs copied a word at a time) against a plain byte-by-byte
 /// reference: every escape at every position around word and 64-byte boundaries, surrogate

@@ -1,7 +1,7 @@
 import Testing
 import TetherCore
 
-@testable import TetherSignalR
+@testable import TetherJSON
 
 /// `JSONScanner.plainInteger` (eight digits at a time where eight bytes can be read, then one at
 /// a time) against a plain reading of the same text: every digit count, signs, what may follow,

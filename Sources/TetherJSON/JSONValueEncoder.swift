@@ -6,9 +6,9 @@ import TetherCore
 ///
 /// Containers must be used in the usual nested order: once a sibling value has been encoded
 /// after a nested container, writing to that nested container again is a programming error.
-struct JSONValueEncoding {
+package enum JSONValueEncoding {
     /// Appends the JSON encoding of `value` to `bytes`.
-    static func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
+    package static func encode(_ value: some Encodable, into bytes: inout [UInt8]) throws {
         let sink = JSONEncodingSink.make()
         swap(&sink.state.bytes, &bytes)
         defer { swap(&sink.state.bytes, &bytes) }

@@ -1,4 +1,4 @@
-public import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// A type that reads itself straight from JSON with a `JSONReader`, for hot paths where `Codable`
 /// is too slow: the JSON counterpart of `MessagePackDecodable`.
@@ -51,7 +51,7 @@ public struct JSONReader {
 
     /// A reader at the start of the validated value at `position` of `bytes`, which ends by
     /// `end`.
-    @usableFromInline init(bytes: [UInt8], position: Int, end: Int) {
+    @inlinable package init(bytes: [UInt8], position: Int, end: Int) {
         scanner = JSONScanner(validated: bytes, range: position..<end)
     }
 
@@ -122,7 +122,7 @@ public struct JSONReader {
             let name = keys.jsonMemberNames[hint]
             let start = position
             if name.count <= scanner.end - start,
-                MemberIndex.equal(bytes.backDeployedSpan, start, name.backDeployedSpan)
+                KeySet.equalBytes(bytes.backDeployedSpan, at: start, name.backDeployedSpan)
             {
                 scanner.position = start + name.count
                 nextKeyHint = hint + 1

@@ -1,10 +1,10 @@
-import TetherCore
+@_spi(TetherInternal) import TetherCore
 
 /// The members of an object: the first members (with unescaped keys) are indexed at creation
 /// (`MemberIndex`, inline), so lookups never rescan values; the rest are found by a scan that
 /// starts where the index stops, or, for large objects, in a `MemberTable`. Not generic, so its
 /// code is compiled once and specialized, whatever `CodingKey` type looks it up.
-struct JSONObjectIndex {
+@_spi(TetherInternal) public struct JSONObjectIndex {
     let bytes: [UInt8]
     var index: MemberIndex
     /// The members that are not indexed, if any: where the first starts (found by a scan), or,

@@ -188,7 +188,7 @@ public struct JSONWriter {
 
     /// Appends `value`'s JSON, written by its `encode(json:)`, to `bytes`. Precondition: it writes
     /// exactly one complete value.
-    static func encode(_ value: some JSONEncodable, into bytes: inout [UInt8]) throws {
+    package static func encode(_ value: some JSONEncodable, into bytes: inout [UInt8]) throws {
         var writer = JSONWriter()
         swap(&writer.bytes, &bytes)
         defer { swap(&writer.bytes, &bytes) }

@@ -1,5 +1,15 @@
 import TetherCore
 
+/// Decodes `Decodable` values from validated JSON values (syntax, UTF-8 and depth checked when
+/// their message was parsed).
+package enum JSONValueDecoding {
+    /// The value of type `type` in the validated JSON value that starts at `position` of `bytes`
+    /// (no leading whitespace); a `DecodingError` if it does not fit the type.
+    package static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], at position: Int) throws -> T {
+        try JSONValueDecoder(bytes: bytes, position: position).decode(type)
+    }
+}
+
 /// The `Decoder` over one validated JSON value (two words, so it fits an existential's inline
 /// buffer and costs no allocation). Objects are keyed containers, arrays unkeyed containers.
 ///
