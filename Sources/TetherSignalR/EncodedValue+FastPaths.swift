@@ -9,9 +9,17 @@ public import TetherMessagePack
 extension EncodedValue {
     /// The JSON value at `range` of `storage` read by `T.init(json:)`.
     @inlinable @inline(__always)
-    static func decodeJSON<T: JSONDecodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
-        var reader = JSONReader(bytes: storage, position: range.lowerBound, end: range.upperBound)
-        return try T(json: &reader)
+    static func decodeJSON<T: JSONDecodable>(
+        _ type: T.Type,
+        _ storage: [UInt8],
+        _ range: Range<Int>
+    ) throws(DecodingError) -> T {
+        do {
+            var reader = JSONReader(bytes: storage, position: range.lowerBound, end: range.upperBound)
+            return try T(json: &reader)
+        } catch {
+            throw decodingError(error, decoding: type)
+        }
     }
 
     /// The MessagePack value at `range` of `storage` read by `T.init(messagePack:)`.
@@ -20,14 +28,18 @@ extension EncodedValue {
         _ type: T.Type,
         _ storage: [UInt8],
         _ range: Range<Int>
-    ) throws -> T {
-        try MessagePackDecoder.decodeValidated(type, from: storage, range: range)
+    ) throws(DecodingError) -> T {
+        do {
+            return try MessagePackDecoder.decodeValidated(type, from: storage, range: range)
+        } catch {
+            throw decodingError(error, decoding: type)
+        }
     }
 
     /// Decodes the value as a `T`: a MessagePack value with `T.init(messagePack:)`, a JSON value
     /// with `T.init(from:)`.
     @inlinable
-    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
+    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
         case .messagePack: try Self.decodeMessagePack(type, storage, range)
@@ -37,7 +49,7 @@ extension EncodedValue {
     /// Decodes the value as a `T`: a JSON value with `T.init(json:)`, a MessagePack value with
     /// `T.init(from:)`.
     @inlinable
-    public func decode<T: JSONDecodable>(_ type: T.Type = T.self) throws -> T {
+    public func decode<T: JSONDecodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
         case .messagePack: try Self.decodeMessagePack(type, storage, range)
@@ -47,7 +59,7 @@ extension EncodedValue {
     /// Decodes the value as a `T`: a JSON value with `T.init(json:)`, a MessagePack value with
     /// `T.init(messagePack:)`.
     @inlinable
-    public func decode<T: JSONDecodable & MessagePackDecodable>(_ type: T.Type = T.self) throws -> T {
+    public func decode<T: JSONDecodable & MessagePackDecodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
         case .messagePack: try Self.decodeMessagePack(type, storage, range)
@@ -92,7 +104,7 @@ extension EncodedArguments {
     /// Decodes the argument at `index` as a `T`: MessagePack with `T.init(messagePack:)`, JSON
     /// with `T.init(from:)`. Precondition: `index < count`.
     @inlinable
-    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+    public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
         case .json: return try EncodedValue.decodeJSON(type, storage, argument)
@@ -103,7 +115,7 @@ extension EncodedArguments {
     /// Decodes the argument at `index` as a `T`: JSON with `T.init(json:)`, MessagePack with
     /// `T.init(from:)`. Precondition: `index < count`.
     @inlinable
-    public func decode<T: JSONDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+    public func decode<T: JSONDecodable>(_ type: T.Type = T.self, at index: Int) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
         case .json: return try EncodedValue.decodeJSON(type, storage, argument)
@@ -114,7 +126,10 @@ extension EncodedArguments {
     /// Decodes the argument at `index` as a `T`: JSON with `T.init(json:)`, MessagePack with
     /// `T.init(messagePack:)`. Precondition: `index < count`.
     @inlinable
-    public func decode<T: JSONDecodable & MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+    public func decode<T: JSONDecodable & MessagePackDecodable>(
+        _ type: T.Type = T.self,
+        at index: Int
+    ) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
         case .json: return try EncodedValue.decodeJSON(type, storage, argument)

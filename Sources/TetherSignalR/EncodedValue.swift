@@ -93,23 +93,55 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// Decodes the value as a `T` through `Codable`. (A `T` that is `JSONDecodable` or
     /// `MessagePackDecodable` takes the overloads in EncodedValue+FastPaths.swift instead, which
     /// read it with its own `init` for that encoding.)
-    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
         case .messagePack: try Self.decodeMessagePack(type, storage, range)
         }
     }
 
+    /// What `decode` throws for an error from decoding: a `DecodingError` as it is, any other
+    /// error (one a type's own `init(from:)`, `init(json:)` or `init(messagePack:)` threw) as
+    /// `DecodingError.dataCorrupted` with that error as its `underlyingError`. The text names
+    /// only the type, never the error's contents.
+    @usableFromInline
+    static func decodingError(_ error: any Error, decoding type: Any.Type) -> DecodingError {
+        if let error = error as? DecodingError { return error }
+        let context = DecodingError.Context(
+            codingPath: [],
+            debugDescription: "The initializer of \(type) threw an error that is not a DecodingError "
+                + "(its underlyingError).",
+            underlyingError: error
+        )
+        return .dataCorrupted(context)
+    }
+
     /// The JSON value at `range.lowerBound` of `storage` decoded through `Codable`.
     @usableFromInline @inline(__always)
-    static func decodeJSON<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
-        try JSONValueDecoding.decode(type, from: storage, at: range.lowerBound)
+    static func decodeJSON<T: Decodable>(
+        _ type: T.Type,
+        _ storage: [UInt8],
+        _ range: Range<Int>
+    ) throws(DecodingError) -> T {
+        do {
+            return try JSONValueDecoding.decode(type, from: storage, at: range.lowerBound)
+        } catch {
+            throw decodingError(error, decoding: type)
+        }
     }
 
     /// The MessagePack value at `range.lowerBound` of `storage` decoded through `Codable`.
     @usableFromInline @inline(__always)
-    static func decodeMessagePack<T: Decodable>(_ type: T.Type, _ storage: [UInt8], _ range: Range<Int>) throws -> T {
-        try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+    static func decodeMessagePack<T: Decodable>(
+        _ type: T.Type,
+        _ storage: [UInt8],
+        _ range: Range<Int>
+    ) throws(DecodingError) -> T {
+        do {
+            return try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+        } catch {
+            throw decodingError(error, decoding: type)
+        }
     }
 
     /// Whether the value is JSON `null` / MessagePack nil.
@@ -308,7 +340,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
 
     /// Decodes the argument at `index` as a `T` through `Codable` (see `EncodedValue.decode(_:)`
     /// for the fast-path overloads). Precondition: `index < count`.
-    public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
+    public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
         case .json: return try EncodedValue.decodeJSON(type, storage, argument)
