@@ -83,23 +83,84 @@ let package = Package(
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
         ),
-        /// libFuzzer targets (build with `--sanitize=fuzzer`; see Tests/Fuzz/README.md).
+        /// libFuzzer targets, one per decoder and per machine (build with `--sanitize=fuzzer`; run them all
+        /// with Tests/Fuzz/run.sh; see Tests/Fuzz/README.md), and the checks they share.
+        .target(
+            name: "FuzzSupport",
+            dependencies: ["TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzSupport",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
-            name: "FuzzHubProtocols",
-            dependencies: ["TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore"],
-            path: "Tests/Fuzz/FuzzHubProtocols",
+            name: "FuzzJSONHubProtocol",
+            dependencies: ["FuzzSupport", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzJSONHubProtocol",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzMessagePackHubProtocol",
+            dependencies: ["FuzzSupport", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzMessagePackHubProtocol",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzJSONValue",
+            dependencies: ["FuzzSupport", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzJSONValue",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzMessagePackValue",
+            dependencies: ["FuzzSupport", "TetherMessagePack", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzMessagePackValue",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzHandshakeNegotiate",
+            dependencies: ["FuzzSupport", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzHandshakeNegotiate",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "FuzzXMLStream",
-            dependencies: ["TetherCore", "TetherXML", "TetherXMPP"],
+            dependencies: ["FuzzSupport", "TetherCore", "TetherXML", "TetherXMPP"],
             path: "Tests/Fuzz/FuzzXMLStream",
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "FuzzSCRAM",
+            dependencies: ["FuzzSupport", "TetherCore", "TetherTLS", "TetherXMPP"],
+            path: "Tests/Fuzz/FuzzSCRAM",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzWebSocket",
+            dependencies: ["FuzzSupport", "TetherWebSocket"],
+            path: "Tests/Fuzz/FuzzWebSocket",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzHTTPResponse",
+            dependencies: ["FuzzSupport", "TetherWebSocket"],
+            path: "Tests/Fuzz/FuzzHTTPResponse",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzTLSRecords",
+            dependencies: ["FuzzSupport", "TetherTLS"],
+            path: "Tests/Fuzz/FuzzTLSRecords",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "FuzzHubConnection",
-            dependencies: ["TetherSignalR", "TetherCore"],
+            dependencies: ["FuzzSupport", "TetherSignalR", "TetherCore"],
             path: "Tests/Fuzz/FuzzHubConnection",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzXMPPClient",
+            dependencies: ["FuzzSupport", "TetherCore", "TetherTLS", "TetherXML", "TetherXMPP"],
+            path: "Tests/Fuzz/FuzzXMPPClient",
             swiftSettings: strictSettings
         ),
         .testTarget(

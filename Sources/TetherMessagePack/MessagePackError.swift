@@ -65,6 +65,13 @@ public struct MessagePackError: Error, Hashable, Sendable, CustomStringConvertib
         MessagePackError(.invalidTimestamp, offset: offset)
     }
 
+    /// The same error with its offset counted from `start` instead: for an error inside a value
+    /// that a larger buffer holds at `start`, so that its text does not depend on what else the
+    /// buffer held.
+    public func offset(from start: Int) -> MessagePackError {
+        MessagePackError(kind, offset: offset.map { $0 - start }, expected: expected, found: found, limit: limit)
+    }
+
     /// The text.
     public var message: String {
         let at = offset.map { " (offset \($0))" } ?? ""

@@ -25,6 +25,8 @@ enum MessagePackHubRecord {
         _ reader: inout MessagePackReader,
         targets: inout StringInterner
     ) throws(HubProtocolError) -> HubMessage? {
+        // Offsets in error texts count from the message's first byte.
+        let start = reader.position
         guard let count = try? reader.readArrayHeader() else {
             throw .invalid("Reading array length for 'elementCount' failed.")
         }
@@ -38,7 +40,7 @@ enum MessagePackHubRecord {
             let id = try readString(&reader, "invocationId")
             let target = try readTarget(&reader, &targets)
             guard let target, !target.isEmpty else { throw .invalid("Null or empty target for Invocation message.") }
-            let arguments = try readArguments(&reader)
+            let arguments = try readArguments(&reader, messageStart: start)
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .invocation(
@@ -53,7 +55,7 @@ enum MessagePackHubRecord {
         case 2:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamItem")
-            let item = try readValue(&reader, "item")
+            let item = try readValue(&reader, "item", messageStart: start)
             try skipExtraElements(&reader, count, read: 4)
             return .streamItem(StreamItemMessage(invocationId: id, item: item, headers: headers))
         case 3:
@@ -71,7 +73,7 @@ enum MessagePackHubRecord {
                 result = .void
                 read = 4
             case 3:
-                result = .value(try readValue(&reader, "argument"))
+                result = .value(try readValue(&reader, "argument", messageStart: start))
                 read = 5
             default:
                 throw .invalid("Invalid invocation result kind.")
@@ -85,7 +87,7 @@ enum MessagePackHubRecord {
             guard let target, !target.isEmpty else {
                 throw .invalid("Null or empty target for StreamInvocation message.")
             }
-            let arguments = try readArguments(&reader)
+            let arguments = try readArguments(&reader, messageStart: start)
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .streamInvocation(
@@ -201,7 +203,10 @@ enum MessagePackHubRecord {
         return id
     }
 
-    static func readArguments(_ reader: inout MessagePackReader) throws(HubProtocolError) -> EncodedArguments {
+    static func readArguments(
+        _ reader: inout MessagePackReader,
+        messageStart: Int
+    ) throws(HubProtocolError) -> EncodedArguments {
         let start = reader.position
         guard let count = try? reader.readArrayHeader() else {
             throw .invalid("Reading array length for 'arguments' failed.")
@@ -210,7 +215,7 @@ enum MessagePackHubRecord {
             do {
                 try reader.skipValue()
             } catch {
-                throw .invalid("Reading 'arguments' failed: \(error.description)")
+                throw .invalid("Reading 'arguments' failed: \(error.offset(from: messageStart).description)")
             }
         }
         return EncodedArguments(
@@ -221,12 +226,16 @@ enum MessagePackHubRecord {
         )
     }
 
-    static func readValue(_ reader: inout MessagePackReader, _ field: String) throws(HubProtocolError) -> EncodedValue {
+    static func readValue(
+        _ reader: inout MessagePackReader,
+        _ field: String,
+        messageStart: Int
+    ) throws(HubProtocolError) -> EncodedValue {
         let start = reader.position
         do {
             try reader.skipValue()
         } catch {
-            throw .invalid("Reading '\(field)' failed: \(error.description)")
+            throw .invalid("Reading '\(field)' failed: \(error.offset(from: messageStart).description)")
         }
         return EncodedValue(encoding: .messagePack, storage: reader.bytes, range: start..<reader.position)
     }

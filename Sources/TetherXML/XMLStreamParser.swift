@@ -214,7 +214,7 @@ import CExpat
             let status: XML_Status
             if unsafe state.pointee.suspended {
                 status = unsafe XML_ResumeParser(parser)
-            } else if unsafe !state.pointee.pending.isEmpty {
+            } else if unsafe state.pointee.canFeed {
                 status = unsafe Self.feedPending(parser, state)
             } else {
                 return nil

@@ -48,6 +48,12 @@ import TetherCore
         !pending.isEmpty || suspended || totalFed > lastBoundary
     }
 
+    /// Whether there are bytes to feed Expat: the stream's first two bytes go in together, so
+    /// that `takePending` judges its opening the same however the reads were cut.
+    var canFeed: Bool {
+        totalFed > 0 ? !pending.isEmpty : pending.count >= 2
+    }
+
     /// Inside the stream, between top-level elements, with nothing buffered or waiting.
     var isIdle: Bool {
         failure == nil && event == nil && depth == 1 && !hasPendingBytes
@@ -94,10 +100,14 @@ import TetherCore
         swap(&chunk, &pending)
         pending.removeAll(keepingCapacity: true)
         chunkStart = totalFed
-        if totalFed == 0, let first = chunk.first, first == 0xEF || first == 0xFE || first == 0xFF || first == 0 {
-            // A UTF-8 stream starts with '<' or whitespace; these start byte-order marks or
-            // UTF-16/32 text.
-            fail(.init(.unsupportedEncoding, "the stream does not start as UTF-8 text (byte-order mark?)"))
+        // A UTF-8 stream starts with '<' or whitespace. A first byte 0xEF, 0xFE or 0xFF starts a
+        // byte-order mark; a zero byte in either of the first two makes Expat take the stream for
+        // UTF-16 whatever encoding it was told. Both are refused (`canFeed` holds the first byte
+        // back until the second arrives, so this sees both at once).
+        if totalFed == 0, chunk.count >= 2,
+            chunk[0] == 0xEF || chunk[0] == 0xFE || chunk[0] == 0xFF || chunk[0] == 0 || chunk[1] == 0
+        {
+            fail(.init(.unsupportedEncoding, "the stream does not start as UTF-8 text (byte-order mark or UTF-16?)"))
             return false
         }
         totalFed += chunk.count
@@ -117,8 +127,10 @@ import TetherCore
             fail(XMLStreamParser.error(for: unsafe XML_GetErrorCode(parser)))
         }
         // Bound what the parser holds: the current element (or the bytes since the last
-        // element, such as an unfinished start tag) must stay within the size limit.
-        if failure == nil, totalFed - lastBoundary > configuration.maximumElementSize {
+        // element, such as an unfinished start tag) must stay within the size limit. Only once
+        // Expat has consumed the whole chunk: when it suspended at an element's end, the bytes
+        // after that are not parsed yet (a read holding many small elements is not one large one).
+        if failure == nil, !suspended, totalFed - lastBoundary > configuration.maximumElementSize {
             tooLarge()
         }
     }

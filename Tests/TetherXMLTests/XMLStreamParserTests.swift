@@ -437,3 +437,32 @@ extension LimitTests {
         #expect(parse(Array(fits.utf8), configuration: configuration).error == nil)
     }
 }
+
+extension LimitTests {
+    /// One read that holds many small elements is not one large element: found by the
+    /// FuzzXMLStream target (a stream fed whole failed with "element larger than 2048 bytes"
+    /// while every split of it parsed).
+    @Test func manySmallElementsInOneReadFitTheSizeLimit() {
+        let configuration = XMLStreamParser.Configuration(maximumElementSize: 256)
+        let stanzas = (0..<40).map { "<message id='m\($0)'><body>hello \($0)</body></message>" }
+        let result = parseAllWays(Self.open + stanzas.joined(), configuration: configuration)
+        #expect(result.error == nil)
+        #expect(result.events.count == 41)
+        // An element over the limit still fails, read whole or in pieces.
+        let large = Self.open + "<message><body>" + String(repeating: "x", count: 300) + "</body></message>"
+        #expect(parseAllWays(large, configuration: configuration).error?.condition == .policyViolation)
+    }
+}
+
+/// Inputs FuzzXMLStream found.
+struct FuzzFoundXMLTests {
+    /// A zero byte second made Expat read the stream as UTF-16 when it arrived in one read, and
+    /// fail on the zero when it arrived byte by byte: refused the same way now.
+    @Test func aZeroAmongTheFirstTwoBytesIsRefusedHoweverItArrives() {
+        for text in [" \u{0} v", "<\u{0}", "\u{0}<"] {
+            let result = parseAllWays(text)
+            #expect(result.error?.condition == .unsupportedEncoding, "\(Array(text.utf8))")
+            #expect(result.events.isEmpty)
+        }
+    }
+}

@@ -1,6 +1,11 @@
 // libFuzzer target: the connection machine under arbitrary input sequences. Each input byte is
 // an operation (start, stop, negotiate responses, transport events, server records, timers,
-// app commands, late replies and stale upload streams); the machine must never crash, and never send after it reported `closed`.
+// app commands, late replies and stale upload streams). Invariants: no crash; no bytes after
+// `closed`, none on a stale transport; every blocking invocation and every stream the app
+// started ends exactly once (a completion, or the stream's end), by the end of a stop at the
+// latest; no timer at or before the present once due timers have run; a bounded number of
+// actions per input (no busy loop).
+import FuzzSupport
 import TetherCore
 import TetherSignalR
 
@@ -35,6 +40,36 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var closed = false
     // The generation the driver would hold; a byte's high bit feeds input from a stale one.
     var generation = TransportGeneration(0)
+    var pending: Set<String> = []
+    var ended: Set<String> = []
+    func drain() {
+        var count = 0
+        while let action = machine.pollAction() {
+            count += 1
+            require(count < 10_000, "more than 10,000 actions for one input")
+            switch action {
+            case .event(.closed): closed = true
+            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+                closed = false
+                generation = next
+            case .send(_, _, let on):
+                require(!closed, "bytes sent after closed")
+                require(on == machine.currentGeneration || on == generation, "bytes sent on a stale transport")
+            case .event(.completion(let id, _)), .event(.streamCompleted(let id, _)):
+                if pending.remove(id) != nil {
+                    ended.insert(id)
+                } else {
+                    require(!ended.contains(id), "invocation \(id) ended twice")
+                }
+            default: break
+            }
+        }
+        if let due = machine.pollTimeout(), due <= now {
+            machine.handleTimeout(now: now)
+            drain()
+            if let next = machine.pollTimeout() { require(next > now, "a timer at or before the present") }
+        }
+    }
     for byte in bytes.dropFirst() {
         let input = byte & 0x80 == 0 ? generation : TransportGeneration(generation.value &- 1)
         switch byte % 20 {
@@ -47,9 +82,9 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 6, 7, 8:
             let record = records[Int(byte / 16) % records.count]
             machine.receive(record.backDeployedSpan, generation: input, now: now)
-        case 9: _ = try? machine.invoke("Echo", arguments: .empty(.json), now: now)
-        case 10: _ = try? machine.stream("Feed", arguments: .empty(.json), now: now)
-        case 11: try? machine.cancelStream("1", now: now)
+        case 9: if let id = try? machine.invoke("Echo", arguments: .empty(.json), now: now) { pending.insert(id) }
+        case 10: if let id = try? machine.stream("Feed", arguments: .empty(.json), now: now) { pending.insert(id) }
+        case 11: try? machine.cancelStream("1", now: now)  // a stream ends with streamCompleted; others: no-op
         case 12: try? machine.send("Log", arguments: .empty(.json), now: now)
         case 13: try? machine.reply(to: "s", result: .void, now: now)
         case 14:
@@ -63,18 +98,15 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             now = now + .seconds(Int64(byte / 16) * 3)
             machine.handleTimeout(now: now)
         }
-        while let action = machine.pollAction() {
-            switch action {
-            case .event(.closed): closed = true
-            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
-                closed = false
-                generation = next
-            case .send(_, _, let on):
-                precondition(!closed, "bytes sent after closed")
-                precondition(on == machine.currentGeneration || on == generation, "bytes sent on a stale transport")
-            default: break
-            }
-        }
+        drain()
     }
+    machine.stop(now: now)
+    drain()
+    for _ in 0..<4 {
+        now = now + .seconds(30)
+        machine.handleTimeout(now: now)
+        drain()
+    }
+    require(pending.isEmpty, "invocations never ended: \(pending.sorted())")
     return 0
 }

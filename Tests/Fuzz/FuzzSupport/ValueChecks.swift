@@ -1,55 +1,15 @@
-// libFuzzer target: every decoder that reads SignalR bytes from a peer. The first input byte
-// picks the decoder and the chunk size, so that splits are exercised too. Any input must give
-// messages or a typed error, never a crash or a hang.
+// The value checks two targets share: UTF-8 validation and the JSON kernels against their
+// references, and the fast paths against Codable on the same value.
 @_spi(TetherInternal) import TetherCore
 import TetherJSON
 import TetherMessagePack
-import TetherSignalR
-
-@c(LLVMFuzzerTestOneInput)
-func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    guard size > 0 else { return 0 }
-    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    let selector = bytes[0]
-    let input = Array(bytes.dropFirst())
-    let chunk = Int(selector >> 3) + 1
-    checkUTF8(input, from: chunk % 17)
-    switch selector & 7 {
-    case 0: drive(JSONHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
-    case 1: drive(MessagePackHubProtocol(maximumMessageSize: 4096).makeParser(), input, chunk: chunk)
-    case 2: _ = try? HandshakeRequest.parse(input.backDeployedSpan)
-    case 3: _ = try? HandshakeResponse.parse(input.backDeployedSpan)
-    case 4: _ = try? Negotiate.parse(input)
-    case 5:
-        var reader = MessagePackReader(input, maximumDepth: 32)
-        if let value = try? reader.readValue() {
-            var out: [UInt8] = []
-            _ = try? CanonicalJSON.appendMessagePack(value, to: &out)
-        }
-    case 6:
-        checkJSONKernels(input, cut: chunk)
-        if let value = try? EncodedValue(json: input) {
-            _ = try? value.decode([String: Int].self)
-            _ = try? value.decode([String].self)
-            _ = try? CanonicalJSON.render(value)
-            agree(value)
-        }
-    default:
-        if let value = try? EncodedValue(messagePack: input) {
-            _ = try? value.decode([String: Int].self)
-            _ = try? value.decode([Double].self)
-            _ = try? CanonicalJSON.render(value)
-            agree(value)
-        }
-    }
-    return 0
-}
+public import TetherSignalR
 
 /// The vectorised UTF-8 check must give the standard library's verdict on every input (and on
 /// its tail from `offset`, to move the block boundaries), and build the same string. The bytes
 /// are checked in an allocation of exactly their size, so that AddressSanitizer reports any
 /// read past the end.
-func checkUTF8(_ input: [UInt8], from offset: Int) {
+public func checkUTF8(_ input: [UInt8], from offset: Int) {
     for bytes in [input, Array(input[min(offset, input.count)...])] {
         let exact = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
         defer { exact.deallocate() }
@@ -85,7 +45,7 @@ func checkUTF8(_ input: [UInt8], from offset: Int) {
 /// The C JSON kernels (validating skip, validated string scan) must agree with the Swift
 /// reference on every input, read from an allocation of exactly its size (AddressSanitizer
 /// reports any read past the end).
-func checkJSONKernels(_ input: [UInt8], cut: Int) {
+public func checkJSONKernels(_ input: [UInt8], cut: Int) {
     let exact = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(input.count, 1))
     defer { exact.deallocate() }
     _ = exact.initialize(fromContentsOf: input)
@@ -103,7 +63,7 @@ func bits(_ string: String?) -> (UInt64, UInt64) {
 
 /// The fast path and Codable must agree on every value: the same result, or both an error; and
 /// what the fast path writes must read back the same and equal what Codable writes.
-func agree(_ value: EncodedValue) {
+public func agree(_ value: EncodedValue) {
     let fast = try? value.decode(Probe.self)
     let codable = try? viaCodable(value, Probe.self)
     if fast != codable { fatalError("fast path \(String(describing: fast)) != Codable \(String(describing: codable))") }
@@ -241,20 +201,4 @@ struct ViaCodable<T: Codable>: Codable {
 /// Decodes through Codable (code generic over `Decodable` takes that path).
 func viaCodable<T: Decodable>(_ value: EncodedValue, _ type: T.Type) throws -> T {
     try value.decode(type)
-}
-
-func drive<P: HubMessageParser>(_ parser: P, _ input: [UInt8], chunk: Int) {
-    var parser = parser
-    var offset = 0
-    while offset < input.count {
-        let end = min(offset + chunk, input.count)
-        parser.append(input.backDeployedSpan.extracting(offset..<end))
-        offset = end
-        while let message = try? parser.next() {
-            _ = try? CanonicalJSON.render(message)
-            if case .invocation(let invocation) = message {
-                for argument in invocation.arguments { _ = try? argument.decode([String: String].self) }
-            }
-        }
-    }
 }

@@ -1,0 +1,61 @@
+public import TetherSignalR
+
+/// What a parser made of a byte stream: the messages in order, then the error that stopped it
+/// (if any).
+public struct ParseOutcome: Equatable {
+    public var messages: [HubMessage] = []
+    public var error: HubProtocolError?
+}
+
+/// Feeds `pieces` to a fresh parser of `hubProtocol`, pulling every message after each piece,
+/// until the first error.
+public func parse<P: HubProtocol>(_ hubProtocol: P, _ pieces: [ArraySlice<UInt8>]) -> ParseOutcome {
+    var parser = hubProtocol.makeParser()
+    var outcome = ParseOutcome()
+    for piece in pieces {
+        parser.append(piece)
+        do {
+            while let message = try parser.next() { outcome.messages.append(message) }
+        } catch {
+            outcome.error = error
+            // A failed parser stays failed, with the same error.
+            do {
+                _ = try parser.next()
+                require(false, "a failed parser returned a message")
+            } catch let again {
+                require(again == error, "a failed parser changed its error: \(error) then \(again)")
+            }
+            return outcome
+        }
+    }
+    return outcome
+}
+
+/// The invariants of a hub protocol on one input: any split of the stream gives the same
+/// messages and the same error as the whole stream; every message it yields is written back
+/// as one record that parses to a message written with the very same bytes (encode(decode(x))
+/// is stable); rendering and decoding payloads never crash.
+public func checkHubProtocol<P: HubProtocol>(_ hubProtocol: P, _ input: [UInt8], seed: UInt8) {
+    let whole = parse(hubProtocol, [input[...]])
+    let split = parse(hubProtocol, chunks(of: input, seed: seed))
+    require(
+        whole == split,
+        "a split of the stream parsed differently (seed \(seed)): whole \(whole.messages.count) messages, "
+            + "error \(String(describing: whole.error)); split \(split.messages.count) messages, "
+            + "error \(String(describing: split.error))"
+    )
+    for message in whole.messages {
+        var written: [UInt8] = []
+        hubProtocol.write(message, into: &written)
+        let reparsed = parse(hubProtocol, [written[...]])
+        require(reparsed.error == nil, "a written message does not parse: \(String(describing: reparsed.error))")
+        require(reparsed.messages.count == 1, "a written message parsed as \(reparsed.messages.count) messages")
+        var rewritten: [UInt8] = []
+        hubProtocol.write(reparsed.messages[0], into: &rewritten)
+        require(rewritten == written, "writing a parsed message is not stable")
+        _ = try? CanonicalJSON.render(message)
+        if case .invocation(let invocation) = message {
+            for argument in invocation.arguments { _ = try? argument.decode([String: String].self) }
+        }
+    }
+}

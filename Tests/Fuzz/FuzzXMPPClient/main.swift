@@ -1,0 +1,193 @@
+// libFuzzer target: XMPPClientMachine driven by fuzz-chosen sequences of inputs. Each input
+// byte is an operation: app commands (start, stop, reconnect now, send a message, send an iq,
+// ask for an acknowledgement), transport events (connected, closed, TLS failed), server bytes
+// (a menu of the stanzas a server sends, a reply to the last iq the client sent, or raw bytes
+// taken from the input), time passing, and any of these on a stale transport generation.
+//
+// Invariants: no bytes after the machine reported `closed` (until it connects again), none on
+// a transport other than the one open (from its connect action to its close action); every iq the app sent ends exactly once (a
+// response, an error, a time-out or not delivered), by the end of a stop at the latest; the
+// machine never asks for a timer at or before the present once its due timers have run; the
+// stanzas it keeps for stream management stay within `maximumQueuedStanzas`; at most a bounded
+// number of actions per input (no busy loop).
+import FuzzSupport
+import TetherCore
+import TetherTLS
+import TetherXML
+import TetherXMPP
+
+let header =
+    "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s1' from='example.com' version='1.0'>"
+let menu: [String] = [
+    header,
+    "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+    "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>",
+    "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>",
+    "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/><sm xmlns='urn:xmpp:sm:3'/></stream:features>",
+    "<enabled xmlns='urn:xmpp:sm:3' id='sm-1' resume='true' max='60'/>",
+    "<r xmlns='urn:xmpp:sm:3'/>",
+    "<a xmlns='urn:xmpp:sm:3' h='1'/>",
+    "<a xmlns='urn:xmpp:sm:3' h='7'/>",
+    "<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='0'/>",
+    "<failed xmlns='urn:xmpp:sm:3'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>",
+    "<message from='bob@example.com/x' type='chat'><body>hi</body></message>",
+    "<presence from='bob@example.com/x'/>",
+    "<presence from='carol@example.com' type='subscribe'/>",
+    "<iq type='get' id='q1' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>",
+    "<iq type='get' id='q2' from='example.com'><query xmlns='jabber:iq:version'/></iq>",
+    "<stream:error><conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>",
+    "<stream:error><see-other-host xmlns='urn:ietf:params:xml:ns:xmpp-streams'>other.example.com:5222</see-other-host></stream:error>",
+    "</stream:stream>",
+    "<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>",
+].map { $0 }
+
+/// The id of the last `<iq` the client sent, taken from its bytes.
+func lastIQID(in text: [UInt8]) -> String? {
+    let open = Array("<iq ".utf8)
+    guard text.count >= open.count else { return nil }
+    guard
+        let start = (0...(text.count - open.count)).reversed().first(where: {
+            text[$0..<($0 + open.count)].elementsEqual(open)
+        })
+    else { return nil }
+    let rest = text[(start + open.count)...]
+    guard let tagEnd = rest.firstIndex(of: UInt8(ascii: ">")) else { return nil }
+    let tag = rest[..<tagEnd]
+    for quote in [UInt8(ascii: "'"), UInt8(ascii: "\"")] {
+        let key = Array("id=".utf8) + [quote]
+        guard tag.count >= key.count,
+            let at = (tag.startIndex...(tag.endIndex - key.count)).first(where: {
+                tag[$0..<($0 + key.count)].elementsEqual(key)
+            })
+        else { continue }
+        let value = tag[(at + key.count)...]
+        if let end = value.firstIndex(of: quote) { return String(decoding: value[..<end], as: UTF8.self) }
+    }
+    return nil
+}
+
+@c(LLVMFuzzerTestOneInput)
+func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    var input = FuzzInput(data, size)
+    let flags = input.byte()
+    let configuration = XMPPClientMachine.Configuration(
+        jid: JID("alice@example.com/phone")!,
+        password: "secret",
+        endpoint: Endpoint(host: "127.0.0.1", port: 5222),
+        tls: flags & 1 == 0 ? .disabled : .required,
+        allowPlainOnCleartext: true,
+        streamManagement: flags & 2 == 0 ? .init() : nil,
+        reconnectPolicy: flags & 4 == 0 ? .fixed(.seconds(2)) : nil,
+        fetchRosterOnConnect: flags & 8 == 0,
+        initialPresence: nil,
+        iqTimeout: .seconds(5),
+        maximumQueuedStanzas: 8,
+        parserLimits: .init(maximumElementSize: 4096, maximumDepth: 8, maximumAttributes: 8, maximumElements: 64)
+    )
+    var machine = XMPPClientMachine(
+        configuration: configuration,
+        hashProvider: OpenSSLHashProvider(),
+        randomSeed: UInt64(flags),
+        makeNonce: { "fuzznonce" }
+    )
+    var now = Instant.zero
+    var generation = TransportGeneration(0)
+    // The transport the driver holds open: from the connect action to the close action.
+    var live: TransportGeneration?
+    var closed = true
+    var sentText: [UInt8] = []
+    var pendingIQs: Set<String> = []
+    var endedIQs: Set<String> = []
+
+    func drain() {
+        var count = 0
+        while let action = machine.pollAction() {
+            count += 1
+            require(count < 10_000, "more than 10,000 actions for one input")
+            switch action {
+            case .connect(_, let next, _):
+                require(next > generation, "a connect action reused generation \(next)")
+                generation = next
+                live = next
+                closed = false
+            case .close(let on):
+                if on == live { live = nil }
+            case .send(let bytes, let on, _):
+                require(!closed, "bytes sent after closed")
+                require(on == live, "bytes sent on generation \(on), which is not open")
+                sentText += bytes
+                if sentText.count > 1 << 16 { sentText = Array(sentText.suffix(4096)) }
+            case .event(.closed):
+                closed = true
+            case .event(.iqResponse(let id, _)):
+                require(!endedIQs.contains(id), "iq \(id) ended twice")
+                if pendingIQs.remove(id) != nil { endedIQs.insert(id) }
+            default: break
+            }
+        }
+        // The driver runs due timers; after that none may be due.
+        if let due = machine.pollTimeout(), due <= now {
+            machine.handleTimeout(now: now)
+            drain()
+            if let next = machine.pollTimeout() {
+                require(next > now, "a timer at or before the present after handling timers")
+            }
+        }
+        require(
+            machine.unacknowledgedCount <= configuration.maximumQueuedStanzas,
+            "stream management queue over its limit"
+        )
+    }
+
+    machine.start(now: now)
+    drain()
+    while !input.isAtEnd {
+        let operation = input.byte()
+        let target = operation & 0x80 == 0 ? generation : TransportGeneration(generation.value &- 1)
+        switch operation % 16 {
+        case 0: if machine.stateName == .idle { machine.start(now: now) }  // start's precondition
+        case 1: machine.stop(now: now)
+        case 2: machine.reconnectNow(now: now)
+        case 3: machine.transportConnected(generation: target, now: now)
+        case 4: machine.transportClosed(generation: target, error: operation & 16 == 0 ? nil : "reset", now: now)
+        case 5: machine.tlsFailed(generation: target, reason: "handshake", now: now)
+        case 6: machine.tlsEstablished(generation: target, now: now)
+        case 7, 8, 9:
+            let text = menu[Int(operation >> 2) % menu.count]
+            machine.transportReceived(Array(text.utf8), generation: target, now: now)
+        case 10:
+            // A reply to the last iq the client sent (bind, session, roster, ping, the app's).
+            if let id = lastIQID(in: sentText) {
+                let reply =
+                    operation & 16 == 0
+                    ? "<iq type='result' id='\(id)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/phone</jid></bind></iq>"
+                    : "<iq type='error' id='\(id)'><error type='cancel'><conflict xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+                machine.transportReceived(Array(reply.utf8), generation: target, now: now)
+            }
+        case 11:
+            let raw = input.take(Int(input.byte() % 64))
+            machine.transportReceived(raw, generation: target, now: now)
+        case 12:
+            _ = try? machine.send(XMPPMessage(to: JID("bob@example.com"), body: "m"), now: now)
+        case 13:
+            if let id = try? machine.send(XMPPIQ.get(XElement(XMLName("ping", namespace: "urn:xmpp:ping"))), now: now) {
+                pendingIQs.insert(id)
+            }
+        case 14: machine.requestAcknowledgement(now: now)
+        default:
+            now = now + .milliseconds(Int64(input.number() % 20_000))
+            machine.handleTimeout(now: now)
+        }
+        drain()
+    }
+    // Stopping ends whatever is still pending.
+    machine.stop(now: now)
+    drain()
+    for _ in 0..<4 {
+        now = now + .seconds(10)
+        machine.handleTimeout(now: now)
+        drain()
+    }
+    require(pendingIQs.isEmpty, "iqs never ended: \(pendingIQs.sorted())")
+    return 0
+}
