@@ -330,7 +330,7 @@ extension HubConnectionMachine {
                 switch link!.heartbeat.check(now: now) {
                 case .receiveTimedOut, .probesExhausted:
                     enqueue(.closeTransport(generation: session.generation))
-                    connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now, resumable: false)
+                    connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now)
                     continue
                 case .keepAlive, .probeUnanswered:
                     send(.ping, on: session.generation, now: now)

@@ -1,0 +1,651 @@
+import TetherCore
+import TetherSignalR
+
+/// A deterministic network simulation: the real `HubConnectionMachine` against a scripted
+/// SignalR hub (negotiate, handshake, Echo, numbered Notify invocations, pings, and the server
+/// side of stateful reconnect) over a virtual network with seeded latency, cuts, stalls (a
+/// half-open link that silently drops everything) and server restarts, on a virtual clock.
+///
+/// Everything comes from the scenario's seed: a failing seed replays exactly with
+/// `HubSimulation(scenario).run()`.
+struct HubSimulation {
+    struct Scenario: CustomStringConvertible, Sendable {
+        enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+
+        var seed: UInt64
+        var stateful: Bool
+        var faults: [Fault]
+        /// Virtual time the app runs for.
+        var duration: Duration = .seconds(300)
+
+        var description: String {
+            "HubSimulation(.init(seed: \(seed), stateful: \(stateful), faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))])).run()"
+        }
+    }
+
+    /// The client's configuration in every scenario.
+    static let keepAlive = Duration.seconds(2)
+    static let serverTimeout = Duration.seconds(8)
+    static let handshakeTimeout = Duration.seconds(15)
+    static let reconnectDelays: [Duration] = [.zero, .seconds(2), .seconds(5), .seconds(10)]
+    /// The server's ping interval and how long it keeps a detached stateful connection.
+    static let serverKeepAlive = Duration.seconds(3)
+    static let holdTime = Duration.seconds(30)
+
+    let scenario: Scenario
+    var now = Instant.zero
+    var random: SeededRandomNumberGenerator
+    var machine: HubConnectionMachine
+    var hub = Hub()
+    var queue = EventQueue()
+    /// What went wrong, with the virtual time.
+    var failures: [String] = []
+    /// The last things that happened (machine events, faults, hub decisions), for a failure's
+    /// report.
+    var trace: [String] = []
+    /// Timer rounds at the same instant in a row (a machine that keeps re-arming a due timer
+    /// would spin).
+    var timerRoundsNow = 0
+
+    // What the app saw.
+    var notifySegments: [[Int]] = [[]]
+    var pendingInvocations: [String: Int] = [:]
+    var endedInvocations: Set<String> = []
+    var erroredInvocations = 0
+    var completedInvocations = 0
+    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] = []
+    var connectAttempts: [Instant] = []
+    var closedEvents = 0
+    var sessionsLost = 0
+    var nextArgument = 0
+    /// Set once the app stops at the end of the run.
+    var isOver = false
+    /// When each link stalled, to check how soon the client noticed.
+    var stalledAt: [TransportGeneration: Instant] = [:]
+    var transportsClosedAt: [TransportGeneration: Instant] = [:]
+    /// When the machine was first connected over each transport (handshake or resume done).
+    var connectedSince: [TransportGeneration: Instant] = [:]
+
+    init(_ scenario: Scenario) {
+        self.scenario = scenario
+        random = SeededRandomNumberGenerator(seed: scenario.seed)
+        var configuration = HubConnectionMachine.Configuration(url: "http://hub.test/chat")
+        configuration.keepAliveInterval = Self.keepAlive
+        configuration.serverTimeout = Self.serverTimeout
+        configuration.handshakeTimeout = Self.handshakeTimeout
+        configuration.reconnectPolicy = .delays(Self.reconnectDelays)
+        configuration.statefulReconnect = scenario.stateful
+        configuration.handledTargets = ["Notify"]
+        machine = HubConnectionMachine(
+            configuration: configuration,
+            hubProtocol: .json(JSONHubProtocol()),
+            randomSeed: scenario.seed
+        )
+        hub.allowsStatefulReconnect = scenario.stateful
+    }
+
+    // MARK: - Running
+
+    /// Runs the scenario and returns what broke (empty when every invariant held).
+    mutating func run() -> [String] {
+        machine.start(now: now)
+        drain()
+        schedule(after: .milliseconds(500), .appInvoke)
+        schedule(after: .seconds(1), .serverNotify)
+        schedule(after: .seconds(1), .serverTick)
+        for fault in scenario.faults {
+            // Each fault strikes a few times, at seeded moments.
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let at = Duration.milliseconds(Int64.random(in: 5_000...280_000, using: &random))
+                queue.push(Instant.zero + at, .fault(fault))
+            }
+        }
+        let end = Instant.zero + scenario.duration
+        while let next = nextTime(), next <= end {
+            step(at: next)
+        }
+        // The app stops; whatever is pending must end.
+        now = end
+        isOver = true
+        machine.stop(now: now)
+        drain()
+        let settle = now + .seconds(20)
+        while let next = nextTime(), next <= settle {
+            step(at: next)
+        }
+        checkEnd()
+        return failures.isEmpty ? [] : failures + ["trace:"] + trace
+    }
+
+    func nextTime() -> Instant? {
+        switch (queue.earliest, machine.pollTimeout()) {
+        case (let event?, let timer?): min(event, timer)
+        case (let event?, nil): event
+        case (nil, let timer?): timer
+        case (nil, nil): nil
+        }
+    }
+
+    mutating func step(at time: Instant) {
+        now = max(now, time)
+        if let timer = machine.pollTimeout(), timer <= now, queue.earliest.map({ timer <= $0 }) ?? true {
+            machine.handleTimeout(now: now)
+            drain()
+            if let again = machine.pollTimeout(), again < now {
+                fail("the machine asked for a timer at \(again), before the present")
+            }
+            timerRoundsNow += 1
+            if timerRoundsNow > 10 { fail("the machine's timers fired more than 10 times at one instant") }
+            return
+        }
+        guard let event = queue.pop() else { return }
+        timerRoundsNow = 0
+        handle(event)
+    }
+
+    mutating func fail(_ text: String) {
+        if failures.count < 10 { failures.append("t=\(now): \(text)") }
+    }
+
+    mutating func note(_ text: String) {
+        trace.append("t=\(now): \(text)")
+        if trace.count > 60 { trace.removeFirst(trace.count - 60) }
+    }
+
+    mutating func schedule(after delay: Duration, _ event: Event) {
+        queue.push(now + delay, event)
+    }
+
+    /// A link's one-way latency.
+    mutating func latency() -> Duration {
+        .milliseconds(Int64.random(in: 1...40, using: &random))
+    }
+
+    // MARK: - Events
+
+    enum Event {
+        case clientReceive(TransportGeneration, [UInt8])
+        case clientTransportOpened(TransportGeneration)
+        case clientTransportClosed(TransportGeneration, String?)
+        case clientNegotiate(TransportGeneration, status: Int?, body: [UInt8])
+        case serverOpen(TransportGeneration, token: String)
+        case serverReceive(TransportGeneration, [UInt8])
+        case serverClosed(TransportGeneration)
+        case serverNotify
+        case serverTick
+        case serverUp
+        case appInvoke
+        case appStart
+        case fault(Scenario.Fault)
+    }
+
+    mutating func handle(_ event: Event) {
+        switch event {
+        case .clientReceive(let generation, let bytes):
+            machine.receive(bytes, generation: generation, now: now)
+        case .clientTransportOpened(let generation):
+            machine.transportOpened(generation: generation, now: now)
+        case .clientTransportClosed(let generation, let error):
+            machine.transportClosed(generation: generation, error: error, now: now)
+        case .clientNegotiate(let generation, let status, let body):
+            if let status {
+                machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
+            } else {
+                machine.negotiateFailed("connection refused", generation: generation, now: now)
+            }
+        case .serverOpen(let generation, let token):
+            serverOpen(generation, token: token)
+        case .serverReceive(let generation, let bytes):
+            serverReceive(generation, bytes)
+        case .serverClosed(let generation):
+            hub.detach(generation, now: now)
+        case .serverNotify:
+            serverNotify()
+            schedule(after: .milliseconds(Int64.random(in: 500...2_500, using: &random)), .serverNotify)
+        case .serverTick:
+            serverTick()
+            schedule(after: .seconds(1), .serverTick)
+        case .serverUp:
+            hub.isUp = true
+        case .appInvoke:
+            appInvoke()
+            schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appInvoke)
+        case .appStart:
+            if machine.stateName == .disconnected { machine.start(now: now) }
+        case .fault(let fault):
+            inject(fault)
+        }
+        drain()
+    }
+
+    /// Carries out the machine's actions (at most 1,000 per input: no busy loop).
+    mutating func drain() {
+        var count = 0
+        while let action = machine.pollAction() {
+            count += 1
+            if count > 1_000 {
+                fail("more than 1,000 actions for one input")
+                return
+            }
+            perform(action)
+        }
+        if machine.stateName == .connected, let generation = machine.currentGeneration,
+            connectedSince[generation] == nil
+        {
+            connectedSince[generation] = now
+        }
+    }
+
+    mutating func perform(_ action: HubConnectionMachine.Action) {
+        switch action {
+        case .fetchAccessToken(let generation):
+            machine.accessTokenFetched(nil, generation: generation, now: now)
+        case .sendNegotiate(_, _, let generation):
+            connectAttempts.append(now)
+            let round = latency() + latency()
+            if hub.isUp {
+                let (token, body) = hub.negotiate(now: now)
+                _ = token
+                schedule(after: round, .clientNegotiate(generation, status: 200, body: body))
+            } else {
+                schedule(after: round, .clientNegotiate(generation, status: nil, body: []))
+            }
+        case .openTransport(let url, _, let generation):
+            let token = url.split(separator: "id=").last.map(String.init) ?? ""
+            schedule(after: latency(), .serverOpen(generation, token: token))
+        case .send(let bytes, _, let generation):
+            guard let link = hub.links[generation], link.isOpen, !link.isStalled else { return }
+            let at = link.nextToServer(now + latency())
+            hub.links[generation]!.lastToServer = at
+            queue.push(at, .serverReceive(generation, bytes))
+        case .closeTransport(let generation):
+            transportsClosedAt[generation] = now
+            if let link = hub.links[generation], link.isOpen {
+                hub.links[generation]!.isOpen = false
+                if !link.isStalled { schedule(after: latency(), .serverClosed(generation)) }
+            }
+        case .event(let event):
+            if case .invocation = event {} else if case .completion = event {} else { note("event \(event)") }
+            observe(event)
+        }
+    }
+
+    mutating func observe(_ event: HubConnectionMachine.Event) {
+        switch event {
+        case .connected, .reconnected:
+            if !notifySegments[notifySegments.count - 1].isEmpty { notifySegments.append([]) }
+        case .reconnecting(_, let attempt, let delay):
+            reconnecting.append((now, attempt, delay))
+            let expected = attempt - 1 < Self.reconnectDelays.count ? Self.reconnectDelays[attempt - 1] : nil
+            if delay != expected {
+                fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
+            }
+        case .closed:
+            closedEvents += 1
+            notifySegments.append([])
+            // The app starts again a little later (as a user would, or the app returning to the
+            // foreground), unless the run is over.
+            if !isOver { schedule(after: .seconds(3), .appStart) }
+        case .invocation(let message, _):
+            guard message.target == "Notify", let value = try? message.arguments.decode(Int.self, at: 0) else {
+                return fail("an unexpected invocation \(message.target)")
+            }
+            notifySegments[notifySegments.count - 1].append(value)
+        case .completion(let id, let result):
+            guard let argument = pendingInvocations.removeValue(forKey: id) else {
+                return fail(
+                    endedInvocations.contains(id) ? "invocation \(id) ended twice" : "a completion for unknown \(id)"
+                )
+            }
+            endedInvocations.insert(id)
+            switch result {
+            case .value(let value):
+                completedInvocations += 1
+                if (try? value.decode(Int.self)) != argument { fail("Echo \(id) returned \(value), not \(argument)") }
+            case .error:
+                // Those still pending when the app stops at the end fail: that is no loss.
+                if !isOver { erroredInvocations += 1 }
+            case .void:
+                fail("Echo \(id) returned nothing")
+            }
+        default:
+            break
+        }
+    }
+
+    mutating func appInvoke() {
+        guard machine.stateName == .connected || machine.stateName == .resuming else { return }
+        let argument = nextArgument
+        nextArgument += 1
+        guard let arguments = try? EncodedArguments(encoding: .json, argument),
+            let id = try? machine.invoke("Echo", arguments: arguments, now: now)
+        else { return }
+        pendingInvocations[id] = argument
+    }
+
+    // MARK: - Faults
+
+    mutating func inject(_ fault: Scenario.Fault) {
+        let live = hub.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
+        note("fault \(fault) on \(live)")
+        switch fault {
+        case .cut:
+            for generation in live {
+                hub.links[generation]!.isOpen = false
+                schedule(after: latency(), .clientTransportClosed(generation, "connection reset"))
+                schedule(after: latency(), .serverClosed(generation))
+            }
+        case .stall:
+            for generation in live {
+                hub.links[generation]!.isStalled = true
+                stalledAt[generation] = now
+            }
+        case .restart:
+            if hub.isUp { sessionsLost += hub.sessions.count }
+            hub.restart()
+            for generation in live {
+                hub.links[generation]!.isOpen = false
+                schedule(after: latency(), .clientTransportClosed(generation, "connection reset"))
+            }
+            schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
+        }
+    }
+
+    // MARK: - Checks at the end
+
+    mutating func checkEnd() {
+        if !pendingInvocations.isEmpty {
+            fail("invocations never ended: \(pendingInvocations.keys.sorted())")
+        }
+        // Within one connection, Notify values arrive in order, each once, from the first.
+        for segment in notifySegments where !segment.isEmpty {
+            if segment != Array(segment[0]..<(segment[0] + segment.count)) {
+                fail("Notify values out of order, lost or repeated within a connection: \(segment.prefix(40))")
+            }
+            if scenario.stateful, segment[0] != 0 {
+                fail("a stateful connection's first Notify was \(segment[0])")
+            }
+        }
+        // Stateful reconnect hides cuts and stalls: no message is lost, the connection is one
+        // connection until the server loses it (a restart), and no Echo fails.
+        if scenario.stateful, !scenario.faults.contains(.restart) {
+            if notifySegments.filter({ !$0.isEmpty }).count > 1 {
+                fail("a stateful connection was replaced without the server losing it")
+            }
+            if erroredInvocations > 0 { fail("\(erroredInvocations) Echo invocations failed under stateful reconnect") }
+        }
+        // Each reconnect attempt starts exactly when its event said.
+        for (at, attempt, delay) in reconnecting {
+            if !connectAttempts.contains(at + delay) {
+                fail("reconnect attempt \(attempt) announced at \(at) for \(delay) later did not start then")
+            }
+        }
+        // A stalled link is given up within the server timeout of its last receipt (which may
+        // be a message already on its way when the link stalled: up to one latency later).
+        for (generation, stalled) in stalledAt {
+            guard let closed = transportsClosedAt[generation] else {
+                fail("stalled link \(generation) was never closed")
+                continue
+            }
+            // Connected, the heartbeat's server timeout is the bound; before that (a handshake,
+            // a resume), the handshake timeout.
+            let connected = connectedSince[generation].map { $0 <= stalled } ?? false
+            let bound = connected ? Self.serverTimeout : Self.handshakeTimeout
+            if closed > stalled + bound + .milliseconds(40) {
+                fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(bound))")
+            }
+        }
+        if completedInvocations == 0 { fail("no Echo invocation completed at all") }
+    }
+}
+
+// MARK: - The virtual network's event queue
+
+extension HubSimulation {
+    /// Events by time, in insertion order among equal times.
+    struct EventQueue {
+        private var items: [(at: Instant, order: Int, event: Event)] = []
+        private var counter = 0
+
+        var earliest: Instant? { items.first?.at }
+
+        mutating func push(_ at: Instant, _ event: Event) {
+            counter += 1
+            let index = items.firstIndex { $0.at > at } ?? items.count
+            items.insert((at, counter, event), at: index)
+        }
+
+        mutating func pop() -> Event? {
+            items.isEmpty ? nil : items.removeFirst().event
+        }
+    }
+}
+
+// MARK: - The scripted hub
+
+extension HubSimulation {
+    /// One WebSocket between the client and the hub.
+    struct Link {
+        var token: String
+        var isOpen = true
+        /// Half-open: everything sent either way is lost, and neither side is told.
+        var isStalled = false
+        /// The latest delivery time in each direction (links deliver in order).
+        var lastToServer = Instant.zero
+        var lastToClient = Instant.zero
+
+        func nextToServer(_ at: Instant) -> Instant { max(at, lastToServer) }
+    }
+
+    /// A connection on the hub's side: what stateful reconnect keeps across WebSockets.
+    struct Session {
+        var token: String
+        var stateful: Bool
+        var attached: TransportGeneration?
+        var detachedAt: Instant?
+        var handshaken = false
+        var parser = JSONHubProtocol().makeParser()
+        var waitingForSequence = false
+        var total: Int64 = 0
+        var buffer: [(id: Int64, bytes: [UInt8])] = []
+        var currentReceiving: Int64 = 1
+        var latestReceived: Int64 = 0
+        var lastAcked: Int64 = 0
+        var notifyCounter = 0
+        var lastSent = Instant.zero
+        var lastReceived = Instant.zero
+    }
+
+    struct Hub {
+        var allowsStatefulReconnect = false
+        var isUp = true
+        var sessions: [String: Session] = [:]
+        var links: [TransportGeneration: Link] = [:]
+        var connections = 0
+        /// The most recent session: the one Notify goes to.
+        var current: String?
+
+        mutating func negotiate(now: Instant) -> (String, [UInt8]) {
+            connections += 1
+            let token = "token-\(connections)"
+            sessions[token] = Session(token: token, stateful: allowsStatefulReconnect)
+            current = token
+            let body =
+                #"{"negotiateVersion":1,"connectionId":"conn-\#(connections)","connectionToken":"\#(token)","#
+                + #""availableTransports":[{"transport":"WebSockets","transferFormats":["Text","Binary"]}]"#
+                + (allowsStatefulReconnect ? #","useStatefulReconnect":true}"# : "}")
+            return (token, Array(body.utf8))
+        }
+
+        mutating func detach(_ generation: TransportGeneration, now: Instant) {
+            guard let token = links[generation]?.token, sessions[token]?.attached == generation else { return }
+            sessions[token]!.attached = nil
+            sessions[token]!.detachedAt = now
+            if !sessions[token]!.stateful { sessions[token] = nil }
+        }
+
+        mutating func restart() {
+            isUp = false
+            sessions.removeAll()
+            current = nil
+        }
+    }
+
+    mutating func serverOpen(_ generation: TransportGeneration, token: String) {
+        guard hub.isUp, var session = hub.sessions[token], !session.handshaken || session.stateful else {
+            schedule(after: latency(), .clientTransportClosed(generation, "404 Not Found"))
+            return
+        }
+        if let old = session.attached {
+            // A new WebSocket for the connection replaces the old one (stalled, say).
+            hub.links[old]?.isOpen = false
+        }
+        note(
+            "hub: \(generation) opens \(token)\(session.handshaken ? " (resume)" : ""), replacing \(String(describing: session.attached))"
+        )
+        hub.links[generation] = Link(token: token)
+        session.attached = generation
+        session.detachedAt = nil
+        session.lastReceived = now
+        session.parser = JSONHubProtocol().makeParser()
+        let resuming = session.handshaken
+        session.waitingForSequence = resuming
+        hub.sessions[token] = session
+        // The client learns the WebSocket is open before any message on it arrives.
+        let opened = now + latency()
+        hub.links[generation]!.lastToClient = opened
+        queue.push(opened, .clientTransportOpened(generation))
+        if resuming {
+            // Sequence(the first unacknowledged id, or the next one), then the replay.
+            let first = hub.sessions[token]!.buffer.first?.id ?? hub.sessions[token]!.total + 1
+            serverSend(.sequence(sequenceId: first), token: token, trackable: false)
+            for (_, bytes) in hub.sessions[token]!.buffer { serverWrite(bytes, token: token) }
+        }
+    }
+
+    mutating func serverReceive(_ generation: TransportGeneration, _ bytes: [UInt8]) {
+        guard let token = hub.links[generation]?.token, var session = hub.sessions[token],
+            session.attached == generation
+        else { return }
+        session.lastReceived = now
+        var input = bytes[...]
+        if !session.handshaken {
+            guard let (request, consumed) = try? HandshakeRequest.parse(Array(input)) else {
+                return fail("the hub could not read the handshake")
+            }
+            if request.version != (session.stateful ? 2 : 1) {
+                fail("handshake version \(request.version) on a \(session.stateful ? "stateful" : "plain") connection")
+            }
+            input = input.dropFirst(consumed)
+            session.handshaken = true
+            hub.sessions[token] = session
+            serverWrite(Array("{}\u{1E}".utf8), token: token)
+            session = hub.sessions[token]!
+        }
+        session.parser.append(input)
+        var messages: [HubMessage] = []
+        do {
+            while let message = try session.parser.next() { messages.append(message) }
+        } catch {
+            fail("the hub could not parse the client's bytes: \(error)")
+        }
+        hub.sessions[token] = session
+        for message in messages { serverHandle(message, token: token) }
+    }
+
+    mutating func serverHandle(_ message: HubMessage, token: String) {
+        guard var session = hub.sessions[token] else { return }
+        switch message {
+        case .ping, .close:
+            return
+        case .ack(let id):
+            session.buffer.removeAll { $0.id <= id }
+            hub.sessions[token] = session
+            return
+        case .sequence(let id):
+            if id > session.currentReceiving {
+                fail("the client's Sequence \(id) is beyond the \(session.currentReceiving - 1) messages received")
+            }
+            note(
+                "hub: client's Sequence \(id) (received \(session.currentReceiving - 1), latest \(session.latestReceived))"
+            )
+            session.currentReceiving = id
+            session.waitingForSequence = false
+            hub.sessions[token] = session
+            return
+        default:
+            break
+        }
+        if session.stateful {
+            if session.waitingForSequence { return }
+            let id = session.currentReceiving
+            session.currentReceiving += 1
+            hub.sessions[token] = session
+            if id <= session.latestReceived { return }  // a duplicate from the replay
+            hub.sessions[token]!.latestReceived = id
+        }
+        guard case .invocation(let invocation) = message else { return }
+        guard invocation.target == "Echo", let id = invocation.invocationId,
+            let argument = invocation.arguments.first(where: { _ in true })
+        else { return fail("an unexpected call \(invocation.target)") }
+        serverSend(
+            .completion(CompletionMessage(invocationId: id, result: .value(argument))),
+            token: token,
+            trackable: true
+        )
+    }
+
+    /// Sends a message on `token`'s connection: numbered and kept until acknowledged when the
+    /// connection is stateful and the message trackable; lost when nothing carries it.
+    mutating func serverSend(_ message: HubMessage, token: String, trackable: Bool) {
+        guard var session = hub.sessions[token] else { return }
+        var bytes: [UInt8] = []
+        JSONHubProtocol().write(message, into: &bytes)
+        if session.stateful && trackable {
+            session.total += 1
+            session.buffer.append((session.total, bytes))
+            hub.sessions[token] = session
+        }
+        serverWrite(bytes, token: token)
+    }
+
+    mutating func serverWrite(_ bytes: [UInt8], token: String) {
+        guard let generation = hub.sessions[token]?.attached, let link = hub.links[generation], link.isOpen,
+            !link.isStalled
+        else { return }
+        let at = max(now + latency(), link.lastToClient)
+        hub.links[generation]!.lastToClient = at
+        hub.sessions[token]!.lastSent = now
+        queue.push(at, .clientReceive(generation, bytes))
+    }
+
+    mutating func serverNotify() {
+        guard let token = hub.current, let session = hub.sessions[token], session.handshaken else { return }
+        let value = session.notifyCounter
+        hub.sessions[token]!.notifyCounter += 1
+        let arguments = try! EncodedArguments(encoding: .json, value)
+        serverSend(
+            .invocation(InvocationMessage(target: "Notify", arguments: arguments)),
+            token: token,
+            trackable: true
+        )
+    }
+
+    mutating func serverTick() {
+        for token in hub.sessions.keys.sorted() {
+            guard let session = hub.sessions[token] else { continue }
+            if let detached = session.detachedAt {
+                if now - detached > Self.holdTime { hub.sessions[token] = nil }
+                continue
+            }
+            guard session.attached != nil, session.handshaken else { continue }
+            if session.stateful, !session.waitingForSequence, session.latestReceived > session.lastAcked {
+                hub.sessions[token]!.lastAcked = session.latestReceived
+                serverSend(.ack(sequenceId: session.latestReceived), token: token, trackable: false)
+            }
+            if now - session.lastSent >= Self.serverKeepAlive {
+                serverSend(.ping, token: token, trackable: false)
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+import TetherCore
+
+/// The connection machine against a scripted hub on a simulated network (`HubSimulation`), over
+/// many seeds per scenario. A failure names the scenario to replay. More seeds:
+/// `TETHER_SIMULATION_SEEDS=5000 swift test --filter HubSimulationTests`.
+struct HubSimulationTests {
+    typealias Scenario = HubSimulation.Scenario
+
+    static let seeds: Int = {
+        // Tests may read the environment (library modules do not).
+        var count = 200
+        if let text = ProcessInfo.processInfo.environment["TETHER_SIMULATION_SEEDS"], let value = Int(text), value > 0 {
+            count = value
+        }
+        return count
+    }()
+
+    static let scenarios: [(name: String, stateful: Bool, faults: [Scenario.Fault])] = [
+        ("stateful, cuts and stalls", true, [.cut, .stall]),
+        ("stateful, server restarts", true, [.cut, .restart]),
+        ("plain, cuts and stalls", false, [.cut, .stall]),
+        ("plain, server restarts", false, [.stall, .restart]),
+    ]
+
+    @Test(arguments: 0..<4)
+    func invariantsHoldForEverySeed(_ index: Int) {
+        let (name, stateful, faults) = Self.scenarios[index]
+        for seed in 1...UInt64(Self.seeds) {
+            let scenario = Scenario(seed: seed, stateful: stateful, faults: faults)
+            var simulation = HubSimulation(scenario)
+            let failures = simulation.run()
+            if !failures.isEmpty {
+                Issue.record(Comment(rawValue: "\(name): replay with \(scenario)\n" + failures.joined(separator: "\n")))
+                return
+            }
+        }
+    }
+}
