@@ -38,3 +38,15 @@ struct HubSimulationTests {
         }
     }
 }
+
+extension HubSimulationTests {
+    /// The scenarios do what they say: traffic both ways, resumptions without new connections.
+    @Test func theSimulationExercisesTheProtocol() {
+        var simulation = HubSimulation(.init(seed: 1, stateful: true, faults: [.cut, .stall]))
+        #expect(simulation.run().isEmpty)
+        #expect(simulation.completedInvocations > 50)
+        #expect(simulation.notifySegments.joined().count > 50)
+        #expect(simulation.reconnecting.isEmpty)
+        #expect(simulation.hub.links.count > 3)  // the cuts and stalls were resumed on new WebSockets
+    }
+}

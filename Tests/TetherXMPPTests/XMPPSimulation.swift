@@ -1,0 +1,626 @@
+import TetherCore
+import TetherTLS
+import TetherXML
+import TetherXMPP
+
+/// A deterministic network simulation: the real `XMPPClientMachine` against a scripted XMPP
+/// server (stream negotiation with PLAIN, bind, XEP-0198 stream management with resumption on
+/// the server's side, XEP-0199 pings, numbered chat messages both ways) over a virtual network
+/// with seeded latency, cuts, stalls (a half-open link that silently drops everything) and
+/// server restarts, on a virtual clock. A failing seed replays exactly with
+/// `XMPPSimulation(scenario).run()`.
+final class XMPPSimulation {
+    struct Scenario: CustomStringConvertible, Sendable {
+        enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+
+        var seed: UInt64
+        var streamManagement: Bool
+        var faults: [Fault]
+        var duration: Duration = .seconds(300)
+
+        var description: String {
+            "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
+                + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))])).run()"
+        }
+    }
+
+    static let pingInterval = Duration.seconds(5)
+    static let pingTimeout = Duration.seconds(2)
+    static let maximumMissed = 2
+    static let connectTimeout = Duration.seconds(10)
+    static let reconnectDelays: [Duration] = [.zero, .seconds(2), .seconds(5), .seconds(10)]
+    /// How long the server keeps a detached stream-management session for resumption.
+    static let holdTime = Duration.seconds(60)
+
+    let scenario: Scenario
+    var now = Instant.zero
+    var random: SeededRandomNumberGenerator
+    var machine: XMPPClientMachine
+    var server = Server()
+    var queue = EventQueue()
+    var failures: [String] = []
+    var trace: [String] = []
+    var timerRoundsNow = 0
+    var isOver = false
+
+    // What the app saw and did.
+    var incomingSegments: [[Int]] = [[]]
+    var sentBodies = 0
+    var reportedUnacknowledged: Set<Int> = []
+    var pendingIQs: Set<String> = []
+    var endedIQs: Set<String> = []
+    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] = []
+    var connectAttempts: [Instant] = []
+    var resumeFailures = 0
+    var resumptions = 0
+    var stalledAt: [TransportGeneration: Instant] = [:]
+    var closedAt: [TransportGeneration: Instant] = [:]
+    var onlineSince: [TransportGeneration: Instant] = [:]
+
+    init(_ scenario: Scenario) {
+        self.scenario = scenario
+        random = SeededRandomNumberGenerator(seed: scenario.seed)
+        let configuration = XMPPClientMachine.Configuration(
+            jid: JID("alice@example.com")!,
+            password: "secret",
+            endpoint: Endpoint(host: "xmpp.test", port: 5222),
+            tls: .disabled,
+            resource: "sim",
+            mechanisms: [.plain],
+            allowPlainOnCleartext: true,
+            autoPing: .init(interval: Self.pingInterval, timeout: Self.pingTimeout, maximumMissed: Self.maximumMissed),
+            streamManagement: scenario.streamManagement ? .init() : nil,
+            reconnectPolicy: .delays(Self.reconnectDelays),
+            fetchRosterOnConnect: false,
+            initialPresence: nil,
+            connectTimeout: Self.connectTimeout,
+            iqTimeout: .seconds(20),
+            releaseBuffersAfterIdle: nil
+        )
+        machine = XMPPClientMachine(
+            configuration: configuration,
+            hashProvider: OpenSSLHashProvider(),
+            randomSeed: scenario.seed,
+            makeNonce: { "simulation-nonce" }
+        )
+    }
+
+    // MARK: - Running
+
+    func run() -> [String] {
+        machine.start(now: now)
+        drain()
+        schedule(after: .milliseconds(700), .appSend)
+        schedule(after: .seconds(1), .serverMessage)
+        schedule(after: .seconds(1), .serverTick)
+        for fault in scenario.faults {
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                queue.push(
+                    Instant.zero + .milliseconds(Int64.random(in: 5_000...280_000, using: &random)),
+                    .fault(fault)
+                )
+            }
+        }
+        let end = Instant.zero + scenario.duration
+        while let next = nextTime(), next <= end { step(at: next) }
+        now = end
+        isOver = true
+        machine.stop(now: now)
+        drain()
+        let settle = now + .seconds(30)
+        while let next = nextTime(), next <= settle { step(at: next) }
+        checkEnd()
+        return failures.isEmpty ? [] : failures + ["trace:"] + trace
+    }
+
+    func nextTime() -> Instant? {
+        switch (queue.earliest, machine.pollTimeout()) {
+        case (let event?, let timer?): min(event, timer)
+        case (let event?, nil): event
+        case (nil, let timer?): timer
+        case (nil, nil): nil
+        }
+    }
+
+    func step(at time: Instant) {
+        now = max(now, time)
+        if let timer = machine.pollTimeout(), timer <= now, queue.earliest.map({ timer <= $0 }) ?? true {
+            machine.handleTimeout(now: now)
+            drain()
+            if let again = machine.pollTimeout(), again < now { fail("a timer at \(again), before the present") }
+            timerRoundsNow += 1
+            if timerRoundsNow > 10 { fail("the machine's timers fired more than 10 times at one instant") }
+            return
+        }
+        guard let event = queue.pop() else { return }
+        timerRoundsNow = 0
+        handle(event)
+    }
+
+    func fail(_ text: String) {
+        if failures.count < 10 { failures.append("t=\(now): \(text)") }
+    }
+
+    func note(_ text: String) {
+        trace.append("t=\(now): \(text)")
+        if trace.count > 60 { trace.removeFirst(trace.count - 60) }
+    }
+
+    func schedule(after delay: Duration, _ event: Event) {
+        queue.push(now + delay, event)
+    }
+
+    func latency() -> Duration {
+        .milliseconds(Int64.random(in: 1...40, using: &random))
+    }
+
+    // MARK: - Events
+
+    enum Event {
+        case clientConnected(TransportGeneration)
+        case clientReceive(TransportGeneration, [UInt8])
+        case clientClosed(TransportGeneration, String?)
+        case serverReceive(TransportGeneration, [UInt8])
+        case serverClosed(TransportGeneration)
+        case serverMessage
+        case serverTick
+        case serverUp
+        case appSend
+        case appStart
+        case fault(Scenario.Fault)
+    }
+
+    func handle(_ event: Event) {
+        switch event {
+        case .clientConnected(let generation):
+            machine.transportConnected(generation: generation, now: now)
+        case .clientReceive(let generation, let bytes):
+            machine.transportReceived(bytes, generation: generation, now: now)
+        case .clientClosed(let generation, let error):
+            machine.transportClosed(generation: generation, error: error, now: now)
+        case .serverReceive(let generation, let bytes):
+            serverReceive(generation, bytes)
+        case .serverClosed(let generation):
+            server.detach(generation, now: now)
+        case .serverMessage:
+            serverMessage()
+            schedule(after: .milliseconds(Int64.random(in: 500...2_500, using: &random)), .serverMessage)
+        case .serverTick:
+            serverTick()
+            schedule(after: .seconds(1), .serverTick)
+        case .serverUp:
+            server.isUp = true
+        case .appSend:
+            appSend()
+            schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appSend)
+        case .appStart:
+            if machine.stateName == .idle { machine.start(now: now) }
+        case .fault(let fault):
+            inject(fault)
+        }
+        drain()
+    }
+
+    func drain() {
+        var count = 0
+        while let action = machine.pollAction() {
+            count += 1
+            if count > 1_000 { return fail("more than 1,000 actions for one input") }
+            perform(action)
+        }
+        if machine.stateName == .online, let generation = machine.currentGeneration, onlineSince[generation] == nil {
+            onlineSince[generation] = now
+        }
+    }
+
+    func perform(_ action: XMPPClientMachine.Action) {
+        switch action {
+        case .connect(_, let generation, _):
+            connectAttempts.append(now)
+            if server.isUp {
+                server.links[generation] = Link()
+                let at = now + latency()
+                server.links[generation]!.lastToClient = at
+                queue.push(at, .clientConnected(generation))
+            } else {
+                schedule(after: latency(), .clientClosed(generation, "connection refused"))
+            }
+        case .send(let bytes, let generation, _):
+            guard let link = server.links[generation], link.isOpen, !link.isStalled else { return }
+            let at = max(now + latency(), link.lastToServer)
+            server.links[generation]!.lastToServer = at
+            queue.push(at, .serverReceive(generation, bytes))
+        case .startTLS:
+            fail("a STARTTLS with TLS disabled")
+        case .close(let generation):
+            closedAt[generation] = now
+            if let link = server.links[generation], link.isOpen {
+                server.links[generation]!.isOpen = false
+                if !link.isStalled { schedule(after: latency(), .serverClosed(generation)) }
+            }
+        case .event(let event):
+            observe(event)
+        }
+    }
+
+    func observe(_ event: XMPPClientMachine.Event) {
+        switch event {
+        case .message(let message):
+            guard let body = message.body, let value = Int(body) else { return fail("a message without a number") }
+            incomingSegments[incomingSegments.count - 1].append(value)
+        case .connected:
+            note("event connected")
+            if !incomingSegments[incomingSegments.count - 1].isEmpty { incomingSegments.append([]) }
+        case .resumed:
+            note("event resumed")
+            resumptions += 1
+        case .resumeFailed:
+            note("event resumeFailed")
+            resumeFailures += 1
+        case .unacknowledgedStanzas(let stanzas):
+            for stanza in stanzas {
+                if let body = stanza.firstChild("body", namespace: "jabber:client")?.text, let value = Int(body) {
+                    reportedUnacknowledged.insert(value)
+                }
+            }
+        case .iqResponse(let id, _):
+            if pendingIQs.remove(id) != nil {
+                endedIQs.insert(id)
+            } else if endedIQs.contains(id) {
+                fail("iq \(id) ended twice")
+            }
+        case .reconnecting(let attempt, let delay):
+            note("event reconnecting \(attempt) \(delay)")
+            reconnecting.append((now, attempt, delay))
+            let expected = attempt - 1 < Self.reconnectDelays.count ? Self.reconnectDelays[attempt - 1] : nil
+            if delay != expected {
+                fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
+            }
+        case .closed(let error):
+            note("event closed \(String(describing: error))")
+            incomingSegments.append([])
+            if !isOver { schedule(after: .seconds(3), .appStart) }
+        case .disconnected(let error):
+            note("event disconnected \(String(describing: error))")
+        default:
+            break
+        }
+    }
+
+    /// The app sends a numbered chat message, and now and then pings the server.
+    func appSend() {
+        guard machine.stateName != .idle, machine.stateName != .closing else { return }
+        let message = XMPPMessage(to: JID("bob@example.com"), body: String(sentBodies))
+        if (try? machine.send(message, now: now)) != nil { sentBodies += 1 }
+        if Bool.random(using: &random),
+            let id = try? machine.send(XMPPIQ.get(XElement(XMLName("ping", namespace: "urn:xmpp:ping"))), now: now)
+        {
+            pendingIQs.insert(id)
+        }
+    }
+
+    func inject(_ fault: Scenario.Fault) {
+        let live = server.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
+        note("fault \(fault) on \(live)")
+        switch fault {
+        case .cut:
+            for generation in live {
+                server.links[generation]!.isOpen = false
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+                schedule(after: latency(), .serverClosed(generation))
+            }
+        case .stall:
+            for generation in live {
+                server.links[generation]!.isStalled = true
+                stalledAt[generation] = now
+            }
+        case .restart:
+            server.restart()
+            for generation in live {
+                server.links[generation]!.isOpen = false
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+            }
+            schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
+        }
+    }
+
+    // MARK: - Checks at the end
+
+    func checkEnd() {
+        if !pendingIQs.isEmpty { fail("iqs never ended: \(pendingIQs.sorted())") }
+        // Server → client: within one session, in order, each once, from the first.
+        for segment in incomingSegments where !segment.isEmpty {
+            if segment != Array(segment[0]..<(segment[0] + segment.count)) {
+                fail("server messages out of order, lost or repeated within a session: \(segment.prefix(40))")
+            }
+            if scenario.streamManagement, segment[0] != 0 { fail("a session's first server message was \(segment[0])") }
+        }
+        // Client → server: never twice; with stream management every message arrives or is
+        // handed back to the app (`unacknowledgedStanzas`).
+        let received = server.received
+        if Set(received).count != received.count { fail("the server got a message twice: \(received.suffix(40))") }
+        if scenario.streamManagement {
+            let missing = Set(0..<sentBodies).subtracting(received).subtracting(reportedUnacknowledged)
+            if !missing.isEmpty { fail("messages lost without a report: \(missing.sorted().prefix(20))") }
+            if !scenario.faults.contains(.restart) {
+                if incomingSegments.filter({ !$0.isEmpty }).count > 1 {
+                    fail("a new session although the server kept the old one")
+                }
+                if resumeFailures > 0 {
+                    fail("\(resumeFailures) resumptions failed although the server kept the session")
+                }
+            }
+        }
+        for (at, attempt, delay) in reconnecting where !connectAttempts.contains(at + delay) {
+            fail("reconnect attempt \(attempt) announced at \(at) for \(delay) later did not start then")
+        }
+        // A dead link is noticed within interval + maximumMissed × timeout of its last byte once
+        // online; before that, within the connect timeout.
+        for (generation, stalled) in stalledAt {
+            guard let closed = closedAt[generation] else {
+                fail("stalled link \(generation) was never closed")
+                continue
+            }
+            let online = onlineSince[generation].map { $0 <= stalled } ?? false
+            let bound =
+                online ? Self.pingInterval + Self.pingTimeout * Self.maximumMissed : Self.connectTimeout
+            if closed > stalled + bound + .milliseconds(40) {
+                fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(bound))")
+            }
+        }
+        if server.received.isEmpty { fail("the server received no message at all") }
+    }
+}
+
+// MARK: - The event queue
+
+extension XMPPSimulation {
+    struct EventQueue {
+        private var items: [(at: Instant, event: Event)] = []
+
+        var earliest: Instant? { items.first?.at }
+
+        mutating func push(_ at: Instant, _ event: Event) {
+            let index = items.firstIndex { $0.at > at } ?? items.count
+            items.insert((at, event), at: index)
+        }
+
+        mutating func pop() -> Event? {
+            items.isEmpty ? nil : items.removeFirst().event
+        }
+    }
+}
+
+// MARK: - The scripted server
+
+extension XMPPSimulation {
+    struct Link {
+        var isOpen = true
+        var isStalled = false
+        var lastToServer = Instant.zero
+        var lastToClient = Instant.zero
+        /// The server's parser of what the client sends (a reference: the parser is not copyable).
+        var parser = ParserBox()
+        var authenticated = false
+        var bound = false
+        /// The stream-management session the link carries.
+        var session: String?
+    }
+
+    final class ParserBox {
+        var value = XMLStreamParser()
+    }
+
+    /// A XEP-0198 session on the server's side.
+    struct Session {
+        var id: String
+        var attached: TransportGeneration?
+        var detachedAt: Instant?
+        /// Stanzas received from the client (`h` the server reports).
+        var inbound: UInt32 = 0
+        /// Stanzas sent to the client and the ones not yet acknowledged.
+        var outbound: UInt32 = 0
+        var unacknowledged: [(number: UInt32, bytes: [UInt8])] = []
+        var nextMessage = 0
+    }
+
+    struct Server {
+        var isUp = true
+        var links: [TransportGeneration: Link] = [:]
+        var sessions: [String: Session] = [:]
+        var count = 0
+        /// The link new server messages go to (the latest bound one).
+        var current: TransportGeneration?
+        /// Messages without stream management: numbered per link.
+        var plainCounters: [TransportGeneration: Int] = [:]
+        /// Bodies of the client's chat messages, in arrival order.
+        var received: [Int] = []
+
+        mutating func detach(_ generation: TransportGeneration, now: Instant) {
+            guard let id = links[generation]?.session, sessions[id]?.attached == generation else { return }
+            sessions[id]!.attached = nil
+            sessions[id]!.detachedAt = now
+        }
+
+        mutating func restart() {
+            isUp = false
+            sessions.removeAll()
+            current = nil
+        }
+    }
+
+    static let header =
+        "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s' from='example.com' version='1.0'>"
+
+    func serverWrite(_ text: String, on generation: TransportGeneration) {
+        serverWrite(Array(text.utf8), on: generation)
+    }
+
+    func serverWrite(_ bytes: [UInt8], on generation: TransportGeneration) {
+        guard let link = server.links[generation], link.isOpen, !link.isStalled else { return }
+        let at = max(now + latency(), link.lastToClient)
+        server.links[generation]!.lastToClient = at
+        queue.push(at, .clientReceive(generation, bytes))
+    }
+
+    /// Sends a stanza on the link's session (counted and kept until acknowledged with stream
+    /// management).
+    func serverSendStanza(_ text: String, on generation: TransportGeneration) {
+        let bytes = Array(text.utf8)
+        if let id = server.links[generation]?.session, server.sessions[id] != nil {
+            server.sessions[id]!.outbound &+= 1
+            server.sessions[id]!.unacknowledged.append((server.sessions[id]!.outbound, bytes))
+        }
+        serverWrite(bytes, on: generation)
+    }
+
+    func serverReceive(_ generation: TransportGeneration, _ bytes: [UInt8]) {
+        guard server.links[generation]?.isOpen == true else { return }
+        server.links[generation]!.parser.value.append(bytes)
+        while true {
+            let event: XMLStreamEvent?
+            do {
+                event = try server.links[generation]!.parser.value.next()
+            } catch {
+                return fail("the server could not parse the client's stream: \(error)")
+            }
+            guard let event else { return }
+            switch event {
+            case .streamOpen:
+                let link = server.links[generation]!
+                let features =
+                    link.authenticated
+                    ? "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/>"
+                        + (scenario.streamManagement ? "<sm xmlns='urn:xmpp:sm:3'/>" : "") + "</stream:features>"
+                    : "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>"
+                serverWrite(Self.header + features, on: generation)
+            case .streamClose:
+                serverWrite("</stream:stream>", on: generation)
+                server.detach(generation, now: now)
+                server.links[generation]!.isOpen = false
+                schedule(after: latency(), .clientClosed(generation, nil))
+                return
+            case .element(let element):
+                serverHandle(element, on: generation)
+                if element.localName == "auth" {
+                    // The client opens a new stream after <success/>.
+                    let parser = server.links[generation]!.parser
+                    let rest = parser.value.restart()
+                    parser.value.append(rest)
+                }
+            }
+        }
+    }
+
+    func serverHandle(_ element: XElement, on generation: TransportGeneration) {
+        let sm = "urn:xmpp:sm:3"
+        switch (element.localName, element.namespace) {
+        case ("auth", _):
+            server.links[generation]!.authenticated = true
+            serverWrite("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>", on: generation)
+        case ("enable", sm):
+            server.count += 1
+            let id = "sm-\(server.count)"
+            server.sessions[id] = Session(id: id, attached: generation)
+            server.links[generation]!.session = id
+            serverWrite("<enabled xmlns='urn:xmpp:sm:3' id='\(id)' resume='true'/>", on: generation)
+        case ("resume", sm):
+            guard let id = element.attribute("previd"), var session = server.sessions[id],
+                let h = element.attribute("h").flatMap(UInt32.init)
+            else {
+                note("server: resume refused")
+                return serverWrite(
+                    "<failed xmlns='urn:xmpp:sm:3'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>",
+                    on: generation
+                )
+            }
+            if let old = session.attached { server.links[old]?.isOpen = false }
+            session.unacknowledged.removeAll { Int32(bitPattern: $0.number &- h) <= 0 }
+            session.attached = generation
+            session.detachedAt = nil
+            server.sessions[id] = session
+            server.links[generation]!.session = id
+            server.links[generation]!.bound = true
+            server.current = generation
+            note("server: resumed \(id) on \(generation), client h \(h), resending \(session.unacknowledged.count)")
+            serverWrite("<resumed xmlns='urn:xmpp:sm:3' previd='\(id)' h='\(session.inbound)'/>", on: generation)
+            for (_, bytes) in session.unacknowledged { serverWrite(bytes, on: generation) }
+        case ("r", sm):
+            let h = server.links[generation]?.session.flatMap { server.sessions[$0]?.inbound } ?? 0
+            serverWrite("<a xmlns='urn:xmpp:sm:3' h='\(h)'/>", on: generation)
+        case ("a", sm):
+            guard let id = server.links[generation]?.session, let h = element.attribute("h").flatMap(UInt32.init) else {
+                return
+            }
+            server.sessions[id]?.unacknowledged.removeAll { Int32(bitPattern: $0.number &- h) <= 0 }
+        case ("iq", _), ("message", _), ("presence", _):
+            if let id = server.links[generation]?.session { server.sessions[id]?.inbound &+= 1 }
+            serverStanza(element, on: generation)
+        default:
+            fail("the server got an unexpected <\(element.localName)>")
+        }
+    }
+
+    func serverStanza(_ element: XElement, on generation: TransportGeneration) {
+        let id = element.attribute("id") ?? ""
+        switch element.localName {
+        case "iq":
+            if element.firstChild("bind", namespace: "urn:ietf:params:xml:ns:xmpp-bind") != nil {
+                server.links[generation]!.bound = true
+                server.current = generation
+                server.plainCounters[generation] = 0
+                serverSendStanza(
+                    "<iq type='result' id='\(id)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/sim</jid></bind></iq>",
+                    on: generation
+                )
+            } else if element.attribute("type") == "get" || element.attribute("type") == "set" {
+                serverSendStanza("<iq type='result' id='\(id)' to='alice@example.com/sim'/>", on: generation)
+            }
+        case "message":
+            if let body = element.firstChild("body", namespace: "jabber:client")?.text, let value = Int(body) {
+                server.received.append(value)
+            }
+        default:
+            break
+        }
+    }
+
+    /// A numbered chat message to the client, on its current stream.
+    func serverMessage() {
+        guard let generation = server.current, let link = server.links[generation], link.bound else { return }
+        // With stream management the messages start once the session is enabled.
+        if scenario.streamManagement, link.session == nil { return }
+        let value: Int
+        if let id = link.session, server.sessions[id] != nil {
+            value = server.sessions[id]!.nextMessage
+            server.sessions[id]!.nextMessage += 1
+            // Detached: kept for the resumption (sent now only if a link carries it).
+            if server.sessions[id]!.attached != generation {
+                server.sessions[id]!.outbound &+= 1
+                let text =
+                    "<message from='bob@example.com/x' to='alice@example.com/sim' type='chat'><body>\(value)</body></message>"
+                server.sessions[id]!.unacknowledged.append((server.sessions[id]!.outbound, Array(text.utf8)))
+                return
+            }
+        } else {
+            guard link.isOpen else { return }
+            value = server.plainCounters[generation, default: 0]
+            server.plainCounters[generation] = value + 1
+        }
+        serverSendStanza(
+            "<message from='bob@example.com/x' to='alice@example.com/sim' type='chat'><body>\(value)</body></message>",
+            on: generation
+        )
+    }
+
+    func serverTick() {
+        for id in server.sessions.keys.sorted() {
+            guard let session = server.sessions[id] else { continue }
+            if let detached = session.detachedAt, now - detached > Self.holdTime {
+                server.sessions[id] = nil
+            } else if let generation = session.attached, !session.unacknowledged.isEmpty {
+                serverWrite("<r xmlns='urn:xmpp:sm:3'/>", on: generation)
+            }
+        }
+    }
+}
