@@ -78,7 +78,7 @@ let package = Package(
                 "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
                 "TetherTLS",
                 "CExpat",
-                "CMallocCounter", "TetherWebSocket", "TetherDispatch",
+                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSimulation",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
@@ -180,7 +180,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherSignalRTests",
-            dependencies: ["TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText"],
+            dependencies: [
+                "TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText", "TetherSimulation",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -190,7 +192,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherXMPPTests",
-            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS"],
+            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation"],
             swiftSettings: strictSettings
         ),
         /// Real servers for the tests: a throw-away prosody or aiosignalr hub on 127.0.0.1, a byte
@@ -200,6 +202,14 @@ let package = Package(
             dependencies: [],
             path: "Tests/TetherTestServers",
             exclude: ["Resources"],
+            swiftSettings: strictSettings
+        ),
+        /// Deterministic network simulations: the machines against scripted servers on a virtual
+        /// network and clock (the tests' seeds, the benchmark's soak).
+        .target(
+            name: "TetherSimulation",
+            dependencies: ["TetherCore", "TetherSignalR", "TetherTLS", "TetherXML", "TetherXMPP"],
+            path: "Tests/TetherSimulation",
             swiftSettings: strictSettings
         ),
         .testTarget(

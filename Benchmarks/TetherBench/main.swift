@@ -19,11 +19,14 @@ struct Options {
     var corpusDirectory: String?
     /// `--chart FILE.svg`: also draw the run.
     var chartPath: String?
+    /// `--soak [MINUTES]`: the simulated soak instead of the benchmarks.
+    var soakMinutes: Int?
 
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
                             [--portable-kernels]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
+               tether-bench --soak [MINUTES]
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
@@ -39,6 +42,11 @@ struct Options {
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
                          (Benchmarks/signalr-latency.sh compares them with pysignalr's)
+          --soak [MINUTES]
+                         instead of the benchmarks: both connection machines and all codecs on a
+                         simulated network for MINUTES virtual minutes (default 60) with cuts and
+                         stalls every few minutes; fails unless every invariant held and memory and
+                         open descriptors at the end equal those after the first minute
         """
 
     init?(_ arguments: [String]) {
@@ -73,6 +81,14 @@ struct Options {
                 guard let value else { return nil }
                 chartPath = value
                 index += 2
+            case "--soak":
+                if let value, let minutes = Int(value), minutes > 0 {
+                    soakMinutes = minutes
+                    index += 2
+                } else {
+                    soakMinutes = 60
+                    index += 1
+                }
             case "--echo-latency":
                 guard let value else { return nil }
                 echoLatencyURL = value
@@ -152,6 +168,10 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
 }
 
 if options.portableKernels { TextKernels.allowsWideVectors = false }
+
+if let minutes = options.soakMinutes {
+    exit(Soak.run(minutes: minutes) ? 0 : 1)
+}
 
 if let url = options.echoLatencyURL {
     do {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import TetherCore
 
+@testable import TetherSimulation
+
 /// The connection machine against a scripted hub on a simulated network (`HubSimulation`), over
 /// many seeds per scenario. A failure names the scenario to replay. More seeds:
 /// `TETHER_SIMULATION_SEEDS=5000 swift test --filter HubSimulationTests`.
@@ -28,7 +30,8 @@ struct HubSimulationTests {
     func invariantsHoldForEverySeed(_ index: Int) {
         let (name, stateful, faults) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
-            let scenario = Scenario(seed: seed, stateful: stateful, faults: faults)
+            // Odd seeds speak JSON, even ones MessagePack.
+            let scenario = Scenario(seed: seed, stateful: stateful, faults: faults, messagePack: seed % 2 == 0)
             var simulation = HubSimulation(scenario)
             let failures = simulation.run()
             if !failures.isEmpty {

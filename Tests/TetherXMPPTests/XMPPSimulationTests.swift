@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import TetherSimulation
+
 /// The XMPP client machine against a scripted server on a simulated network
 /// (`XMPPSimulation`), over many seeds per scenario. A failure names the scenario to replay.
 /// More seeds: `TETHER_SIMULATION_SEEDS=5000 swift test --filter XMPPSimulationTests`.

@@ -9,19 +9,61 @@ import TetherXMPP
 /// with seeded latency, cuts, stalls (a half-open link that silently drops everything) and
 /// server restarts, on a virtual clock. A failing seed replays exactly with
 /// `XMPPSimulation(scenario).run()`.
-final class XMPPSimulation {
-    struct Scenario: CustomStringConvertible, Sendable {
-        enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+public final class XMPPSimulation {
+    public struct Scenario: CustomStringConvertible, Sendable {
+        public enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
 
-        var seed: UInt64
-        var streamManagement: Bool
-        var faults: [Fault]
-        var duration: Duration = .seconds(300)
+        public var seed: UInt64
+        public var streamManagement: Bool
+        public var faults: [Fault]
+        public var duration: Duration
+        /// How often each fault strikes on average (nil: one to three times in the first five
+        /// minutes).
+        public var faultInterval: Duration?
 
-        var description: String {
-            "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
-                + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))])).run()"
+        public init(
+            seed: UInt64,
+            streamManagement: Bool,
+            faults: [Fault],
+            duration: Duration = .seconds(300),
+            faultInterval: Duration? = nil
+        ) {
+            self.seed = seed
+            self.streamManagement = streamManagement
+            self.faults = faults
+            self.duration = duration
+            self.faultInterval = faultInterval
         }
+
+        public var description: String {
+            "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
+                + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], duration: \(duration), "
+                + "faultInterval: \(String(describing: faultInterval)))).run()"
+        }
+    }
+
+    /// What a run did, in numbers.
+    public struct Summary: Sendable, CustomStringConvertible {
+        public var messagesSent: Int
+        public var messagesReceivedByServer: Int
+        public var messagesReceivedByClient: Int
+        public var resumptions: Int
+        public var connections: Int
+
+        public var description: String {
+            "\(messagesSent) messages sent (\(messagesReceivedByServer) received by the server), "
+                + "\(messagesReceivedByClient) received, \(resumptions) resumptions, \(connections) TCP connections"
+        }
+    }
+
+    public var summary: Summary {
+        Summary(
+            messagesSent: sentBodies,
+            messagesReceivedByServer: server.received.count,
+            messagesReceivedByClient: incomingSegments.joined().count,
+            resumptions: resumptions,
+            connections: server.connectionsOpened
+        )
     }
 
     static let pingInterval = Duration.seconds(5)
@@ -42,6 +84,10 @@ final class XMPPSimulation {
     var trace: [String] = []
     var timerRoundsNow = 0
     var isOver = false
+    /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
+    /// samples memory there.
+    public var onMinute: ((Int) -> Void)?
+    var nextMinute = 1
 
     // What the app saw and did.
     var incomingSegments: [[Int]] = [[]]
@@ -57,7 +103,7 @@ final class XMPPSimulation {
     var closedAt: [TransportGeneration: Instant] = [:]
     var onlineSince: [TransportGeneration: Instant] = [:]
 
-    init(_ scenario: Scenario) {
+    public init(_ scenario: Scenario) {
         self.scenario = scenario
         random = SeededRandomNumberGenerator(seed: scenario.seed)
         let configuration = XMPPClientMachine.Configuration(
@@ -87,13 +133,23 @@ final class XMPPSimulation {
 
     // MARK: - Running
 
-    func run() -> [String] {
+    public func run() -> [String] {
         machine.start(now: now)
         drain()
         schedule(after: .milliseconds(700), .appSend)
         schedule(after: .seconds(1), .serverMessage)
         schedule(after: .seconds(1), .serverTick)
         for fault in scenario.faults {
+            if let interval = scenario.faultInterval {
+                var at = Instant.zero
+                let spread = interval.components.seconds * 500  // half the interval, in milliseconds
+                while true {
+                    at = at + interval + .milliseconds(Int64.random(in: -spread...spread, using: &random))
+                    guard at < Instant.zero + scenario.duration else { break }
+                    queue.push(at, .fault(fault))
+                }
+                continue
+            }
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 queue.push(
                     Instant.zero + .milliseconds(Int64.random(in: 5_000...280_000, using: &random)),
@@ -102,7 +158,10 @@ final class XMPPSimulation {
             }
         }
         let end = Instant.zero + scenario.duration
-        while let next = nextTime(), next <= end { step(at: next) }
+        while let next = nextTime(), next <= end {
+            step(at: next)
+            minutePassed()
+        }
         now = end
         isOver = true
         machine.stop(now: now)
@@ -111,6 +170,13 @@ final class XMPPSimulation {
         while let next = nextTime(), next <= settle { step(at: next) }
         checkEnd()
         return failures.isEmpty ? [] : failures + ["trace:"] + trace
+    }
+
+    func minutePassed() {
+        while now >= Instant.zero + .seconds(60 * Int64(nextMinute)) {
+            onMinute?(nextMinute)
+            nextMinute += 1
+        }
     }
 
     func nextTime() -> Instant? {
@@ -219,6 +285,7 @@ final class XMPPSimulation {
             connectAttempts.append(now)
             if server.isUp {
                 server.links[generation] = Link()
+                server.connectionsOpened += 1
                 let at = now + latency()
                 server.links[generation]!.lastToClient = at
                 queue.push(at, .clientConnected(generation))
@@ -427,6 +494,7 @@ extension XMPPSimulation {
     struct Server {
         var isUp = true
         var links: [TransportGeneration: Link] = [:]
+        var connectionsOpened = 0
         var sessions: [String: Session] = [:]
         var count = 0
         /// The link new server messages go to (the latest bound one).
@@ -614,6 +682,10 @@ extension XMPPSimulation {
     }
 
     func serverTick() {
+        // Closed connections no session is attached to any more are gone (their parsers with
+        // them).
+        let attached = Set(server.sessions.values.compactMap(\.attached))
+        server.links = server.links.filter { $0.value.isOpen || attached.contains($0.key) }
         for id in server.sessions.keys.sorted() {
             guard let session = server.sessions[id] else { continue }
             if let detached = session.detachedAt, now - detached > Self.holdTime {

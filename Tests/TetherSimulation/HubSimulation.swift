@@ -8,19 +8,65 @@ import TetherSignalR
 ///
 /// Everything comes from the scenario's seed: a failing seed replays exactly with
 /// `HubSimulation(scenario).run()`.
-struct HubSimulation {
-    struct Scenario: CustomStringConvertible, Sendable {
-        enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+public struct HubSimulation {
+    public struct Scenario: CustomStringConvertible, Sendable {
+        public enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
 
-        var seed: UInt64
-        var stateful: Bool
-        var faults: [Fault]
+        public var seed: UInt64
+        public var stateful: Bool
+        public var faults: [Fault]
         /// Virtual time the app runs for.
-        var duration: Duration = .seconds(300)
+        public var duration: Duration
+        /// The MessagePack hub protocol instead of JSON.
+        public var messagePack: Bool
+        /// How often each fault strikes on average (nil: one to three times in the first five
+        /// minutes).
+        public var faultInterval: Duration?
 
-        var description: String {
-            "HubSimulation(.init(seed: \(seed), stateful: \(stateful), faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))])).run()"
+        public init(
+            seed: UInt64,
+            stateful: Bool,
+            faults: [Fault],
+            duration: Duration = .seconds(300),
+            messagePack: Bool = false,
+            faultInterval: Duration? = nil
+        ) {
+            self.seed = seed
+            self.stateful = stateful
+            self.faults = faults
+            self.duration = duration
+            self.messagePack = messagePack
+            self.faultInterval = faultInterval
         }
+
+        public var description: String {
+            "HubSimulation(.init(seed: \(seed), stateful: \(stateful), faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], "
+                + "duration: \(duration), messagePack: \(messagePack), faultInterval: \(String(describing: faultInterval)))).run()"
+        }
+    }
+
+    /// What a run did, in numbers.
+    public struct Summary: Sendable, CustomStringConvertible {
+        public var notificationsReceived: Int
+        public var invocationsCompleted: Int
+        public var invocationsFailed: Int
+        public var connections: Int
+        public var webSockets: Int
+
+        public var description: String {
+            "\(notificationsReceived) notifications, \(invocationsCompleted) invocations completed "
+                + "(\(invocationsFailed) failed), \(connections) connections, \(webSockets) WebSockets"
+        }
+    }
+
+    public var summary: Summary {
+        Summary(
+            notificationsReceived: notifySegments.joined().count,
+            invocationsCompleted: completedInvocations,
+            invocationsFailed: erroredInvocations,
+            connections: hub.connections,
+            webSockets: hub.links.count
+        )
     }
 
     /// The client's configuration in every scenario.
@@ -60,13 +106,17 @@ struct HubSimulation {
     var nextArgument = 0
     /// Set once the app stops at the end of the run.
     var isOver = false
+    /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
+    /// samples memory there.
+    public var onMinute: ((Int) -> Void)?
+    var nextMinute = 1
     /// When each link stalled, to check how soon the client noticed.
     var stalledAt: [TransportGeneration: Instant] = [:]
     var transportsClosedAt: [TransportGeneration: Instant] = [:]
     /// When the machine was first connected over each transport (handshake or resume done).
     var connectedSince: [TransportGeneration: Instant] = [:]
 
-    init(_ scenario: Scenario) {
+    public init(_ scenario: Scenario) {
         self.scenario = scenario
         random = SeededRandomNumberGenerator(seed: scenario.seed)
         var configuration = HubConnectionMachine.Configuration(url: "http://hub.test/chat")
@@ -78,22 +128,38 @@ struct HubSimulation {
         configuration.handledTargets = ["Notify"]
         machine = HubConnectionMachine(
             configuration: configuration,
-            hubProtocol: .json(JSONHubProtocol()),
+            hubProtocol: Self.hubProtocol(scenario),
             randomSeed: scenario.seed
         )
         hub.allowsStatefulReconnect = scenario.stateful
+        hub.hubProtocol = Self.hubProtocol(scenario)
+    }
+
+    static func hubProtocol(_ scenario: Scenario) -> AnyHubProtocol {
+        scenario.messagePack ? .messagePack(MessagePackHubProtocol()) : .json(JSONHubProtocol())
     }
 
     // MARK: - Running
 
     /// Runs the scenario and returns what broke (empty when every invariant held).
-    mutating func run() -> [String] {
+    public mutating func run() -> [String] {
         machine.start(now: now)
         drain()
         schedule(after: .milliseconds(500), .appInvoke)
         schedule(after: .seconds(1), .serverNotify)
         schedule(after: .seconds(1), .serverTick)
         for fault in scenario.faults {
+            if let interval = scenario.faultInterval {
+                // Throughout the run, about every `interval`.
+                var at = Instant.zero
+                let spread = interval.components.seconds * 500  // half the interval, in milliseconds
+                while true {
+                    at = at + interval + .milliseconds(Int64.random(in: -spread...spread, using: &random))
+                    guard at < Instant.zero + scenario.duration else { break }
+                    queue.push(at, .fault(fault))
+                }
+                continue
+            }
             // Each fault strikes a few times, at seeded moments.
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let at = Duration.milliseconds(Int64.random(in: 5_000...280_000, using: &random))
@@ -103,6 +169,7 @@ struct HubSimulation {
         let end = Instant.zero + scenario.duration
         while let next = nextTime(), next <= end {
             step(at: next)
+            minutePassed()
         }
         // The app stops; whatever is pending must end.
         now = end
@@ -115,6 +182,13 @@ struct HubSimulation {
         }
         checkEnd()
         return failures.isEmpty ? [] : failures + ["trace:"] + trace
+    }
+
+    mutating func minutePassed() {
+        while now >= Instant.zero + .seconds(60 * Int64(nextMinute)) {
+            onMinute?(nextMinute)
+            nextMinute += 1
+        }
     }
 
     func nextTime() -> Instant? {
@@ -317,7 +391,7 @@ struct HubSimulation {
         guard machine.stateName == .connected || machine.stateName == .resuming else { return }
         let argument = nextArgument
         nextArgument += 1
-        guard let arguments = try? EncodedArguments(encoding: .json, argument),
+        guard let arguments = try? EncodedArguments(encoding: hub.hubProtocol.valueEncoding, argument),
             let id = try? machine.invoke("Echo", arguments: arguments, now: now)
         else { return }
         pendingInvocations[id] = argument
@@ -444,7 +518,7 @@ extension HubSimulation {
         var attached: TransportGeneration?
         var detachedAt: Instant?
         var handshaken = false
-        var parser = JSONHubProtocol().makeParser()
+        var parser: AnyHubMessageParser
         var waitingForSequence = false
         var total: Int64 = 0
         var buffer: [(id: Int64, bytes: [UInt8])] = []
@@ -458,6 +532,7 @@ extension HubSimulation {
 
     struct Hub {
         var allowsStatefulReconnect = false
+        var hubProtocol = AnyHubProtocol.json(JSONHubProtocol())
         var isUp = true
         var sessions: [String: Session] = [:]
         var links: [TransportGeneration: Link] = [:]
@@ -468,7 +543,7 @@ extension HubSimulation {
         mutating func negotiate(now: Instant) -> (String, [UInt8]) {
             connections += 1
             let token = "token-\(connections)"
-            sessions[token] = Session(token: token, stateful: allowsStatefulReconnect)
+            sessions[token] = Session(token: token, stateful: allowsStatefulReconnect, parser: hubProtocol.makeParser())
             current = token
             let body =
                 #"{"negotiateVersion":1,"connectionId":"conn-\#(connections)","connectionToken":"\#(token)","#
@@ -507,7 +582,7 @@ extension HubSimulation {
         session.attached = generation
         session.detachedAt = nil
         session.lastReceived = now
-        session.parser = JSONHubProtocol().makeParser()
+        session.parser = hub.hubProtocol.makeParser()
         let resuming = session.handshaken
         session.waitingForSequence = resuming
         hub.sessions[token] = session
@@ -600,7 +675,7 @@ extension HubSimulation {
     mutating func serverSend(_ message: HubMessage, token: String, trackable: Bool) {
         guard var session = hub.sessions[token] else { return }
         var bytes: [UInt8] = []
-        JSONHubProtocol().write(message, into: &bytes)
+        hub.hubProtocol.write(message, into: &bytes)
         if session.stateful && trackable {
             session.total += 1
             session.buffer.append((session.total, bytes))
@@ -623,7 +698,7 @@ extension HubSimulation {
         guard let token = hub.current, let session = hub.sessions[token], session.handshaken else { return }
         let value = session.notifyCounter
         hub.sessions[token]!.notifyCounter += 1
-        let arguments = try! EncodedArguments(encoding: .json, value)
+        let arguments = try! EncodedArguments(encoding: hub.hubProtocol.valueEncoding, value)
         serverSend(
             .invocation(InvocationMessage(target: "Notify", arguments: arguments)),
             token: token,
