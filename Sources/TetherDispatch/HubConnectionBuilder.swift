@@ -19,6 +19,8 @@ public struct HubConnectionBuilder: Sendable {
     public var configuration: HubConnection.Configuration
     /// The hub protocol so far (JSON by default).
     public var hubProtocol: AnyHubProtocol = .json(JSONHubProtocol())
+    /// Set by `withMaximumMessageSize`: applied to the hub protocol as well when building.
+    private var maximumMessageSize: Int?
     /// The driver options so far.
     public var options = HubConnection.Options()
     /// The access-token provider, if any.
@@ -144,6 +146,17 @@ public struct HubConnectionBuilder: Sendable {
         }
     }
 
+    /// The largest message accepted from the hub (the WebSocket message and each hub message in
+    /// it; default 1 MiB). A larger one ends the connection with an error rather than growing
+    /// memory without bound.
+    public func withMaximumMessageSize(_ bytes: Int) -> Self {
+        precondition(bytes > 0, "the maximum message size must be positive")
+        return with {
+            $0.options.maximumMessageSize = bytes
+            $0.maximumMessageSize = bytes
+        }
+    }
+
     /// A copy with `change` made.
     private func with(_ change: (inout Self) -> Void) -> Self {
         var copy = self
@@ -153,7 +166,18 @@ public struct HubConnectionBuilder: Sendable {
 
     /// The connection (not started).
     public func build() -> HubConnection {
-        HubConnection(
+        var hubProtocol = hubProtocol
+        if let maximumMessageSize {
+            switch hubProtocol {
+            case .json(var json):
+                json.maximumMessageSize = maximumMessageSize
+                hubProtocol = .json(json)
+            case .messagePack(var messagePack):
+                messagePack.maximumMessageSize = maximumMessageSize
+                hubProtocol = .messagePack(messagePack)
+            }
+        }
+        return HubConnection(
             configuration: configuration,
             hubProtocol: hubProtocol,
             options: options,

@@ -174,6 +174,8 @@ extension HubConnectionMachine {
             timers.cancel(.handshake)
             link!.parser = hubProtocol.makeParser()
             link!.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
+            link!.resumedAt = now
+            link!.receivedAtResume = stateful.latestReceived
             state = .connected(session)
             armLivenessTimers()
         case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting,
@@ -383,13 +385,26 @@ extension HubConnectionMachine {
     ) {
         timers.cancel(.liveness)
         timers.cancel(.ack)
-        if resumable, allowReconnect, link?.stateful != nil {
+        if resumable, allowReconnect, let stateful = link?.stateful {
+            // A resumed transport lost again within a handshake timeout with nothing new received
+            // counts as a failed resume: the retry delays apply, and when they are used up the
+            // connection is lost (a replayed message the client cannot take would otherwise
+            // loop).
+            let quick = link!.resumedAt.map { now - $0 < configuration.handshakeTimeout } ?? false
+            link!.quickLosses = quick && stateful.latestReceived == link!.receivedAtResume ? link!.quickLosses + 1 : 0
+            link!.resumedAt = nil
+            if link!.quickLosses > configuration.resumeRetryDelays.count {
+                link!.stateful = nil
+                return connectionLost(session, error: error, allowReconnect: true, now: now, resumable: false)
+            }
             // Stateful reconnect: reopen the same connection on a new transport; nothing pending
             // fails.
             link!.stateful!.transportLost()
             var resuming = session
             resuming.generation = makeGeneration()
-            openResumedTransport(resuming, attempt: 1, now: now)
+            guard link!.quickLosses > 0 else { return openResumedTransport(resuming, attempt: 1, now: now) }
+            state = .resuming(resuming, .waiting(attempt: link!.quickLosses))
+            timers.set(.resume, at: now + configuration.resumeRetryDelays[link!.quickLosses - 1])
             return
         }
         failPending()

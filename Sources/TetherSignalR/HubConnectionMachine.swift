@@ -236,6 +236,13 @@ public struct HubConnectionMachine {
         /// Server→client invocations awaiting the app's reply.
         var serverInvocations: Set<String> = []
         var stateful: StatefulReconnectBuffer?
+        /// Stateful reconnect: when the last resume completed, what had been received by then,
+        /// and how many resumed transports in a row were lost again at once with nothing new
+        /// received (a message the client cannot take, replayed on every resume, would otherwise
+        /// make an endless loop of reconnects).
+        var resumedAt: Instant?
+        var receivedAtResume: Int64 = 0
+        var quickLosses = 0
         /// Keep-alive pings after send silence and the server timeout after receive silence.
         var heartbeat: Heartbeat
     }

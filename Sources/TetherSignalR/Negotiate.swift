@@ -1,4 +1,5 @@
 import TetherJSON
+
 /// A transport the server offers in its negotiate response.
 public struct AvailableTransport: Hashable, Sendable {
     /// The transport's name: `WebSockets`, `ServerSentEvents` or `LongPolling`.

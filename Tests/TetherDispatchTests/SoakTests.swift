@@ -90,6 +90,7 @@ struct SoakTests {
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
             .withStatefulReconnect()
+            .withMaximumMessageSize(64 << 20)  // room for `Tallied`'s list after a long soak
             .withLogging(.none)
             .build()
         try await connection.start()

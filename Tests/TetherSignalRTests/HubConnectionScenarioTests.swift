@@ -710,3 +710,42 @@ extension HubConnectionMachine.Event {
         return nil
     }
 }
+
+extension HubConnectionScenarioTests {
+    /// A resumed WebSocket that is lost again at once with nothing new received (a message the
+    /// client cannot take, replayed on every resume, say) is a failed resume: the retry delays
+    /// apply, and once they are used up the connection is lost instead of looping. Found by the
+    /// real-time soak: a result over the message size limit made an endless loop of resumes.
+    @Test func resumesThatFailAtOnceDoNotLoop() {
+        var harness = HubConnectionHarness { $0.statefulReconnect = true }
+        harness.connect(stateful: true)
+        harness.server(#"{"type":1,"target":"Notify","arguments":[]}"#)  // progress: one message
+        #expect(harness.closed() == ["open"])
+        #expect(harness.opened() == ["send:sequence"])
+        // Lost at once, four times: each waits the next retry delay (0.5, 1, 2, 4 s) first.
+        for delay in [500, 1_000, 2_000, 4_000] as [Int64] {
+            #expect(harness.closed() == [])
+            #expect(harness.machine.stateName == .resuming)
+            #expect(harness.advance(by: .milliseconds(delay - 1)) == [])
+            #expect(harness.advance(by: .milliseconds(1)) == ["open"])
+            #expect(harness.opened() == ["send:sequence"])
+        }
+        // The fifth: the connection is lost (no policy: closed).
+        let names = harness.closed()
+        #expect(names.last == "event:closed")
+        #expect(harness.machine.stateName == .disconnected)
+    }
+
+    /// A resumed WebSocket that works for a while, or brings something new, resets the count.
+    @Test func resumesWithProgressAreNotCounted() {
+        var harness = HubConnectionHarness { $0.statefulReconnect = true }
+        harness.connect(stateful: true)
+        for round in 0..<10 {
+            #expect(harness.closed() == ["open"])
+            #expect(harness.opened() == ["send:sequence"])
+            // The server resumes after what the client had, and sends one new message.
+            harness.server(#"{"type":9,"sequenceId":\#(round + 1)}"#, #"{"type":1,"target":"Notify","arguments":[]}"#)
+        }
+        #expect(harness.machine.stateName == .connected)
+    }
+}
