@@ -10,7 +10,7 @@ import TetherSignalR
 /// `HubSimulation(scenario).run()`.
 public struct HubSimulation {
     public struct Scenario: CustomStringConvertible, Sendable {
-        public enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+        public typealias Fault = SimulatedFault
 
         public var seed: UInt64
         public var stateful: Bool
@@ -83,12 +83,9 @@ public struct HubSimulation {
     var random: SeededRandomNumberGenerator
     var machine: HubConnectionMachine
     var hub = Hub()
-    var queue = EventQueue()
-    /// What went wrong, with the virtual time.
-    var failures: [String] = []
-    /// The last things that happened (machine events, faults, hub decisions), for a failure's
-    /// report.
-    var trace: [String] = []
+    var queue = EventQueue<Event>()
+    /// What went wrong and what happened last.
+    var log = SimulationLog()
     /// Timer rounds at the same instant in a row (a machine that keeps re-arming a due timer
     /// would spin).
     var timerRoundsNow = 0
@@ -148,23 +145,13 @@ public struct HubSimulation {
         schedule(after: .milliseconds(500), .appInvoke)
         schedule(after: .seconds(1), .serverNotify)
         schedule(after: .seconds(1), .serverTick)
-        for fault in scenario.faults {
-            if let interval = scenario.faultInterval {
-                // Throughout the run, about every `interval`.
-                var at = Instant.zero
-                let spread = interval.components.seconds * 500  // half the interval, in milliseconds
-                while true {
-                    at = at + interval + .milliseconds(Int64.random(in: -spread...spread, using: &random))
-                    guard at < Instant.zero + scenario.duration else { break }
-                    queue.push(at, .fault(fault))
-                }
-                continue
-            }
-            // Each fault strikes a few times, at seeded moments.
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let at = Duration.milliseconds(Int64.random(in: 5_000...280_000, using: &random))
-                queue.push(Instant.zero + at, .fault(fault))
-            }
+        for (at, fault) in faultTimes(
+            scenario.faults,
+            interval: scenario.faultInterval,
+            duration: scenario.duration,
+            using: &random
+        ) {
+            queue.push(at, .fault(fault))
         }
         let end = Instant.zero + scenario.duration
         while let next = nextTime(), next <= end {
@@ -181,7 +168,7 @@ public struct HubSimulation {
             step(at: next)
         }
         checkEnd()
-        return failures.isEmpty ? [] : failures + ["trace:"] + trace
+        return log.report
     }
 
     mutating func minutePassed() {
@@ -218,12 +205,11 @@ public struct HubSimulation {
     }
 
     mutating func fail(_ text: String) {
-        if failures.count < 10 { failures.append("t=\(now): \(text)") }
+        log.fail(text, at: now)
     }
 
     mutating func note(_ text: String) {
-        trace.append("t=\(now): \(text)")
-        if trace.count > 60 { trace.removeFirst(trace.count - 60) }
+        log.note(text, at: now)
     }
 
     mutating func schedule(after delay: Duration, _ event: Event) {
@@ -232,7 +218,7 @@ public struct HubSimulation {
 
     /// A link's one-way latency.
     mutating func latency() -> Duration {
-        .milliseconds(Int64.random(in: 1...40, using: &random))
+        simulatedLatency(using: &random)
     }
 
     // MARK: - Events
@@ -470,28 +456,6 @@ public struct HubSimulation {
             }
         }
         if completedInvocations == 0 { fail("no Echo invocation completed at all") }
-    }
-}
-
-// MARK: - The virtual network's event queue
-
-extension HubSimulation {
-    /// Events by time, in insertion order among equal times.
-    struct EventQueue {
-        private var items: [(at: Instant, order: Int, event: Event)] = []
-        private var counter = 0
-
-        var earliest: Instant? { items.first?.at }
-
-        mutating func push(_ at: Instant, _ event: Event) {
-            counter += 1
-            let index = items.firstIndex { $0.at > at } ?? items.count
-            items.insert((at, counter, event), at: index)
-        }
-
-        mutating func pop() -> Event? {
-            items.isEmpty ? nil : items.removeFirst().event
-        }
     }
 }
 

@@ -11,7 +11,7 @@ import TetherXMPP
 /// `XMPPSimulation(scenario).run()`.
 public final class XMPPSimulation {
     public struct Scenario: CustomStringConvertible, Sendable {
-        public enum Fault: String, CaseIterable, Sendable { case cut, stall, restart }
+        public typealias Fault = SimulatedFault
 
         public var seed: UInt64
         public var streamManagement: Bool
@@ -79,9 +79,8 @@ public final class XMPPSimulation {
     var random: SeededRandomNumberGenerator
     var machine: XMPPClientMachine
     var server = Server()
-    var queue = EventQueue()
-    var failures: [String] = []
-    var trace: [String] = []
+    var queue = EventQueue<Event>()
+    var log = SimulationLog()
     var timerRoundsNow = 0
     var isOver = false
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
@@ -139,23 +138,13 @@ public final class XMPPSimulation {
         schedule(after: .milliseconds(700), .appSend)
         schedule(after: .seconds(1), .serverMessage)
         schedule(after: .seconds(1), .serverTick)
-        for fault in scenario.faults {
-            if let interval = scenario.faultInterval {
-                var at = Instant.zero
-                let spread = interval.components.seconds * 500  // half the interval, in milliseconds
-                while true {
-                    at = at + interval + .milliseconds(Int64.random(in: -spread...spread, using: &random))
-                    guard at < Instant.zero + scenario.duration else { break }
-                    queue.push(at, .fault(fault))
-                }
-                continue
-            }
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                queue.push(
-                    Instant.zero + .milliseconds(Int64.random(in: 5_000...280_000, using: &random)),
-                    .fault(fault)
-                )
-            }
+        for (at, fault) in faultTimes(
+            scenario.faults,
+            interval: scenario.faultInterval,
+            duration: scenario.duration,
+            using: &random
+        ) {
+            queue.push(at, .fault(fault))
         }
         let end = Instant.zero + scenario.duration
         while let next = nextTime(), next <= end {
@@ -169,7 +158,7 @@ public final class XMPPSimulation {
         let settle = now + .seconds(30)
         while let next = nextTime(), next <= settle { step(at: next) }
         checkEnd()
-        return failures.isEmpty ? [] : failures + ["trace:"] + trace
+        return log.report
     }
 
     func minutePassed() {
@@ -204,12 +193,11 @@ public final class XMPPSimulation {
     }
 
     func fail(_ text: String) {
-        if failures.count < 10 { failures.append("t=\(now): \(text)") }
+        log.fail(text, at: now)
     }
 
     func note(_ text: String) {
-        trace.append("t=\(now): \(text)")
-        if trace.count > 60 { trace.removeFirst(trace.count - 60) }
+        log.note(text, at: now)
     }
 
     func schedule(after delay: Duration, _ event: Event) {
@@ -217,7 +205,7 @@ public final class XMPPSimulation {
     }
 
     func latency() -> Duration {
-        .milliseconds(Int64.random(in: 1...40, using: &random))
+        simulatedLatency(using: &random)
     }
 
     // MARK: - Events
@@ -436,25 +424,6 @@ public final class XMPPSimulation {
             }
         }
         if server.received.isEmpty { fail("the server received no message at all") }
-    }
-}
-
-// MARK: - The event queue
-
-extension XMPPSimulation {
-    struct EventQueue {
-        private var items: [(at: Instant, event: Event)] = []
-
-        var earliest: Instant? { items.first?.at }
-
-        mutating func push(_ at: Instant, _ event: Event) {
-            let index = items.firstIndex { $0.at > at } ?? items.count
-            items.insert((at, event), at: index)
-        }
-
-        mutating func pop() -> Event? {
-            items.isEmpty ? nil : items.removeFirst().event
-        }
     }
 }
 
