@@ -425,3 +425,20 @@ final class LogRecorder: Sendable {
         await recorder.wait(timeout: timeout, condition)
     }
 }
+
+extension HubConnectionTests {
+    /// `withMaximumMessageSize` bounds what the hub may send: a result over the limit ends the
+    /// connection with an error (the call fails, nothing hangs); a small one still arrives.
+    @Test func maximumMessageSizeBoundsWhatTheHubSends() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let connection = HubConnectionBuilder(url: server.url).withMaximumMessageSize(200).withLogging(.none).build()
+        try await connection.start()
+        let small: String = try await connection.invoke("Echo", "fits")
+        #expect(small == "fits")
+        await #expect(throws: HubConnectionError.self) {
+            let _: String = try await connection.invoke("Echo", String(repeating: "x", count: 400))
+        }
+        await connection.stop()
+    }
+}
