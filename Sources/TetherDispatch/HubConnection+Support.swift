@@ -17,7 +17,7 @@ extension HubConnection {
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
-    /// One `invoke` call, for cancelling it from its task. Used only on the runner's queue.
+    /// One `invoke` or `send` call, for cancelling it from its task. Used only on the runner's queue.
     final class Call: @unchecked Sendable {
         /// Its invocation id, once sent.
         var invocationId: String?

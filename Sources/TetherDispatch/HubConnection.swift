@@ -341,7 +341,8 @@ public final class HubConnection: Sendable {
     }
 
     /// Calls `method` without waiting for it (a non-blocking invocation); returns once the message
-    /// is handed to the transport.
+    /// is handed to the transport. While the stateful-reconnect buffer is full it waits for room;
+    /// cancelling the calling task then throws `canceled` at once, and the message is not sent.
     public func send<each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument
@@ -368,8 +369,16 @@ public final class HubConnection: Sendable {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) {
-        let result: Result<Void, HubConnectionError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.send(method, arguments: arguments, upload: upload, continuation) }
+        let call = Call()
+        let runner = runner
+        let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async {
+                    runner.send(method, arguments: arguments, upload: upload, call: call, continuation)
+                }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancel(call) }
         }
         try result.get()
     }

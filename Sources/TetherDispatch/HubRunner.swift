@@ -170,8 +170,8 @@ final class HubRunner: @unchecked Sendable {
         )
     }
 
-    /// The task awaiting `call` was cancelled: it fails at once with `canceled`. An invocation
-    /// already sent is not cancelled on the server (SignalR has no such message for invocations,
+    /// The task awaiting `call` (an invocation, or a send waiting for room) was cancelled: it
+    /// fails at once with `canceled`. An invocation already sent is not cancelled on the server (SignalR has no such message for invocations,
     /// as with the official clients); its completion, when it comes, is dropped.
     func cancel(_ call: HubConnection.Call) {
         call.isCanceled = true
@@ -182,13 +182,16 @@ final class HubRunner: @unchecked Sendable {
         }
     }
 
-    /// Sends (no completion); `continuation` learns whether it was sent.
+    /// Sends (no completion); `continuation` learns whether it was sent (unless `call` is
+    /// cancelled while it waits for room).
     func send(
         _ target: String,
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
+        call: HubConnection.Call,
         _ continuation: CheckedContinuation<Result<Void, HubConnectionError>, Never>
     ) {
+        guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         submit(
             { [self] (machine, now) throws(HubConnectionError) in
                 let streamIds = try upload.map { _ throws(HubConnectionError) in
@@ -198,6 +201,7 @@ final class HubRunner: @unchecked Sendable {
                 if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
                 continuation.resume(returning: .success(()))
             },
+            call: call,
             fail: { continuation.resume(returning: .failure($0)) }
         )
     }

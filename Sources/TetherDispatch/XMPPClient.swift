@@ -220,10 +220,17 @@ public final class XMPPClient: Sendable {
 
     /// Returns once every stanza sent so far is acknowledged by the server (stream management),
     /// or, without it, written to the socket; asks the server for an acknowledgement at once.
-    /// Throws when the client stops first.
+    /// Throws when the client stops first, or `canceled` at once when the calling task is
+    /// cancelled.
     public func flush() async throws(XMPPClientError) {
-        let result: Result<Void, XMPPClientError> = await withCheckedContinuation { continuation in
-            runner.queue.async { [runner] in runner.flush(continuation) }
+        let call = Call()
+        let runner = runner
+        let result: Result<Void, XMPPClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                runner.queue.async { runner.flush(call: call, continuation) }
+            }
+        } onCancel: {
+            runner.queue.async { runner.cancelFlush(call) }
         }
         try result.get()
     }
@@ -261,7 +268,8 @@ public final class XMPPClient: Sendable {
 }
 
 extension XMPPClient {
-    /// One `request` call, for cancelling it from its task. Used only on the runner's queue.
+    /// One `request` or `flush` call, for cancelling it from its task. Used only on the runner's
+    /// queue.
     final class Call: @unchecked Sendable {
         /// The iq's id, once sent.
         var id: String?

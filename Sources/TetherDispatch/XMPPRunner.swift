@@ -25,11 +25,17 @@ final class XMPPRunner: @unchecked Sendable {
     private var isShutDown = false
 
     var handler: (queue: DispatchQueue, body: @Sendable (XMPPClient.Event) -> Void)?
+    /// A task awaiting `flush()`.
+    private struct FlushWaiter {
+        let call: XMPPClient.Call
+        let continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>
+    }
+
     private var streams: [Int: AsyncStream<XMPPClient.Event>.Continuation] = [:]
     private var nextStream = 0
     private var connectWaiters: [CheckedContinuation<Result<JID, XMPPClientError>, Never>] = []
     private var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
-    private var flushWaiters: [CheckedContinuation<Result<Void, XMPPClientError>, Never>] = []
+    private var flushWaiters: [FlushWaiter] = []
     private var requestWaiters: [String: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>] = [:]
     /// Requests whose task was cancelled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []
@@ -140,10 +146,25 @@ final class XMPPRunner: @unchecked Sendable {
         waiter.resume(returning: .failure(.canceledByTask))
     }
 
-    func flush(_ continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>) {
+    func flush(call: XMPPClient.Call, _ continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>) {
+        guard !call.isCanceled else {
+            return continuation.resume(
+                returning: .failure(XMPPClientError(.canceled, "The flush's task was cancelled."))
+            )
+        }
         machine.requestAcknowledgement(now: now())
-        flushWaiters.append(continuation)
+        flushWaiters.append(FlushWaiter(call: call, continuation: continuation))
         drive()
+    }
+
+    /// The task awaiting a flush was cancelled: that flush throws `canceled` at once (what was sent
+    /// stays queued for acknowledgement).
+    func cancelFlush(_ call: XMPPClient.Call) {
+        call.isCanceled = true
+        guard let index = flushWaiters.firstIndex(where: { $0.call === call }) else { return }
+        flushWaiters.remove(at: index).continuation.resume(
+            returning: .failure(XMPPClientError(.canceled, "The flush's task was cancelled."))
+        )
     }
 
     func addStream(_ continuation: AsyncStream<XMPPClient.Event>.Continuation) {
@@ -270,7 +291,7 @@ final class XMPPRunner: @unchecked Sendable {
             resumeConnectWaiters(.failure(failure))
             for waiter in disconnectWaiters { waiter.resume() }
             disconnectWaiters.removeAll()
-            for waiter in flushWaiters { waiter.resume(returning: .failure(failure)) }
+            for waiter in flushWaiters { waiter.continuation.resume(returning: .failure(failure)) }
             flushWaiters.removeAll()
         case .resumeFailed, .streamManagementEnabled, .disconnected, .connectAttemptFailed, .reconnecting, .message,
             .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster, .rosterPush, .unacknowledgedStanzas:
@@ -288,7 +309,7 @@ final class XMPPRunner: @unchecked Sendable {
             connections.values.allSatisfy({ $0.pendingWriteCount == 0 }),
             machine.stateName == .online || machine.stateName == .idle
         else { return }
-        for waiter in flushWaiters { waiter.resume(returning: .success(())) }
+        for waiter in flushWaiters { waiter.continuation.resume(returning: .success(())) }
         flushWaiters.removeAll()
     }
 

@@ -97,7 +97,11 @@ struct CommandLineTests {
 }
 
 /// `tether xmpp` against a real prosody.
-@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)")
+)
 struct XMPPCommandServerTests {
     static func common(_ user: String, _ server: ProsodyServer) -> [String] {
         ["xmpp", "--jid", "\(user)@localhost", "--host", "127.0.0.1", "--port", "\(server.port)", "--tls", "disabled"]

@@ -293,6 +293,39 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
+    /// A send waiting for room in a full stateful-reconnect buffer (the link stalled, so no ack
+    /// comes) throws `canceled` at once when its task is cancelled, and is not sent afterwards.
+    @Test func sendWaitingForRoomCancelledByItsTask() async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
+            .withStatefulReconnect(bufferSize: 1_000)
+            .withLogging(.none)
+            .build()
+        try await connection.start()
+        relay.stallAll()
+        let text = String(repeating: "x", count: 200)
+        let sending = Task { () throws -> Int in
+            var sent = 0
+            while sent < 100 {
+                try await connection.send("Echo", text)
+                sent += 1
+            }
+            return sent
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelledAt = ContinuousClock.now
+        sending.cancel()
+        do {
+            let sent = try await sending.value
+            Issue.record("all \(sent) sends went out through a full buffer")
+        } catch {
+            #expect((error as? HubConnectionError)?.kind == .canceled, "\(error)")
+        }
+        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        await connection.stop()
+    }
+
     @Test func skippingNegotiation() async throws {
         let server = try startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)

@@ -5,20 +5,28 @@ import TetherDispatch
 import TetherTestServers
 import TetherXMPP
 
-/// A real-time soak: steady traffic through `XMPPClient` (two users on a real prosody, stream
-/// management on) and `HubConnection` (a real aiosignalr hub, stateful reconnect on), each
-/// through a relay that cuts every link on a schedule. It reports the messages sent, received,
-/// lost and duplicated; lost and duplicated must be 0.
-///
-/// The two run side by side. In `swift test` they run for 10 s with a cut every 3 s; `Tests/Soak/run.sh` runs it for 10
-/// minutes with a cut every 30 s (`TETHER_SOAK_SECONDS`, `TETHER_SOAK_CUT_SECONDS`).
-struct SoakTests {
+/// The soak's run time and cut interval, from the environment.
+enum SoakSettings {
     static func setting(_ name: String, default value: Int) -> Int {
         ProcessInfo.processInfo.environment[name].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } ?? value
     }
 
     static let seconds = setting("TETHER_SOAK_SECONDS", default: 10)
     static let cutEvery = setting("TETHER_SOAK_CUT_SECONDS", default: 3)
+}
+
+/// A real-time soak: steady traffic through `XMPPClient` (two users on a real prosody, stream
+/// management on) and `HubConnection` (a real aiosignalr hub, stateful reconnect on), each
+/// through a relay that cuts every link on a schedule. It reports the messages sent, received,
+/// lost and duplicated; lost and duplicated must be 0.
+///
+/// The two run side by side. In `swift test` they run for 10 s with a cut every 3 s; `Tests/Soak/run.sh` runs it for 10
+/// minutes with a cut every 30 s (`TETHER_SOAK_SECONDS`, `TETHER_SOAK_CUT_SECONDS`). Each test may
+/// take its run time plus two minutes.
+@Suite(.timeLimit(.minutes(SoakSettings.seconds / 60 + 2)))
+struct SoakTests {
+    static let seconds = SoakSettings.seconds
+    static let cutEvery = SoakSettings.cutEvery
 
     struct Tally: CustomStringConvertible {
         var name: String

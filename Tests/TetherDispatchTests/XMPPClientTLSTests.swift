@@ -9,7 +9,11 @@ import TetherXMPP
 /// the server and by the client) and direct TLS, verified against the CA file; a wrong host name
 /// and an unknown CA fail with a typed error and no retry; a server without STARTTLS is refused
 /// when TLS is required (no downgrade).
-@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)")
+)
 struct XMPPClientTLSTests {
     static let certificates = try! TestCertificates()
 

@@ -10,7 +10,11 @@ import TetherXMPP
 /// `XMPPClient` against a real prosody on 127.0.0.1 (started and stopped by each test), through
 /// a byte relay where a test cuts or stalls the link. Serialized: the timing tests must not
 /// share the two cores with other servers.
-@Suite(.serialized, .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)"))
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)")
+)
 struct XMPPClientTests {
     @Test func scramSHA1Login() async throws {
         let server = try startedProsody(authentication: "internal_hashed")
@@ -186,6 +190,31 @@ struct XMPPClientTests {
         #expect(!aliceEvents.events.contains { if case .unacknowledgedStanzas = $0 { true } else { false } })
         await alice.disconnect()
         await bob.disconnect()
+    }
+
+    /// A flush waiting for an acknowledgement that cannot come (the link stalled) throws
+    /// `canceled` at once when its task is cancelled.
+    @Test func flushCancelledByItsTask() async throws {
+        let server = try startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let client = XMPPClient(testConfiguration("alice", port: relay.port))
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        relay.stallAll()
+        try await client.send(XMPPMessage(to: JID("bob@localhost"), body: "never acknowledged"))
+        let flushing = Task { try await client.flush() }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelledAt = ContinuousClock.now
+        flushing.cancel()
+        do {
+            try await flushing.value
+            Issue.record("a flush through a stalled link returned")
+        } catch {
+            #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+        }
+        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        await client.disconnect()
     }
 
     /// A stalled link (nothing forwarded, nothing closed) is noticed by auto-ping within

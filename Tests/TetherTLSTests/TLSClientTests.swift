@@ -58,7 +58,10 @@ final class TLSTestServer {
     }
 }
 
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command"))
+@Suite(
+    .timeLimit(.minutes(2)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command")
+)
 struct TLSClientTests {
     static let certificates = try! TestCertificates()
 
