@@ -341,6 +341,13 @@ public struct HubConnectionMachine {
         }
     }
 
+    /// Stateful reconnect: the bytes of sent messages the server has not acknowledged yet (kept
+    /// for replay after a reconnect; 0 without stateful reconnect). New messages wait while it is
+    /// at `statefulReconnectBufferSize` or more, so it exceeds that by one message at most.
+    public var unacknowledgedBytes: Int {
+        link?.stateful?.bufferedBytes ?? 0
+    }
+
     /// The generation whose input the machine accepts now, if any.
     public var currentGeneration: TransportGeneration? {
         switch state {

@@ -553,7 +553,14 @@ struct HubConnectionStatefulReconnectTests {
         #expect(refusal?.kind == .sendBufferFull)
         harness.drain()
         #expect(sent > 1 && sent < 10)
-        #expect(harness.server(#"{"type":8,"sequenceId":\#(sent)}"#) == ["event:sendbufferavailable"])
+        // Full: at the limit or past it by the last message at most.
+        let full = harness.machine.unacknowledgedBytes
+        #expect(full >= 200 && full < 200 + full / sent + 1, "\(full) bytes buffered")
+        // One message acknowledged makes room (the messages are all the same size).
+        #expect(harness.server(#"{"type":8,"sequenceId":1}"#) == ["event:sendbufferavailable"])
+        #expect(harness.machine.unacknowledgedBytes == full - full / sent)
+        #expect(harness.server(#"{"type":8,"sequenceId":\#(sent)}"#).isEmpty)
+        #expect(harness.machine.unacknowledgedBytes == 0)
         // The refused call used no invocation id: ids stay consecutive.
         let next = try harness.machine.invoke("Echo", arguments: jsonArguments(), now: harness.now)
         #expect(next == String(sent))

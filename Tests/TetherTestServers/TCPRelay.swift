@@ -9,147 +9,182 @@ import Foundation
 /// A byte-level TCP relay on 127.0.0.1 between a client under test and a real server, which a
 /// test can cut (both sides closed at once, as when a network drops and the kernel reports it)
 /// or stall (nothing forwarded any more and nothing closed: a half-open link, as when a phone
-/// changes networks). Connections made after a cut or stall are relayed normally.
-public final class TCPRelay: @unchecked Sendable {
-    // Shared state is guarded by `lock`; each relayed pair runs on its own thread.
+/// changes networks). Connections made after a cut or stall are relayed normally. Releasing the
+/// relay stops it (its threads hold only its inner state).
+public final class TCPRelay: Sendable {
     public let port: Int
-    private let upstreamPort: Int
-    private let listener: Int32
-    private let lock = NSLock()
-    private var pairs: [Pair] = []
-    private var stopped = false
-    private var accepted = 0
-
-    private final class Pair: @unchecked Sendable {
-        // Flags guarded by the relay's lock.
-        let client: Int32
-        let server: Int32
-        var stalled = false
-        var closed = false
-
-        init(client: Int32, server: Int32) {
-            self.client = client
-            self.server = server
-        }
-    }
+    private let core: Core
 
     /// A relay to 127.0.0.1:`upstreamPort`, listening on a free port.
     public init(upstreamPort: Int) throws {
-        self.upstreamPort = upstreamPort
-        (listener, port) = try boundLoopbackSocket(listening: true, reuseAddress: true)
-        Thread.detachNewThread { [self] in acceptLoop() }
+        let (listener, port) = try boundLoopbackSocket(listening: true, reuseAddress: true)
+        self.port = port
+        core = Core(listener: listener, upstreamPort: upstreamPort)
+        Thread.detachNewThread { [core] in core.acceptLoop() }
     }
 
     deinit {
-        stop()
+        core.stop()
     }
 
     /// How many client connections were accepted so far.
-    public var acceptedCount: Int {
-        lock.withLock { accepted }
-    }
+    public var acceptedCount: Int { core.acceptedCount }
 
     /// Closes every relayed connection now (both sides).
-    public func cutAll() {
-        let current = lock.withLock {
-            let current = pairs
-            pairs.removeAll()
-            for pair in current { pair.closed = true }
-            return current
-        }
-        for pair in current {
-            shutdown(pair.client, Int32(SHUT_RDWR))
-            shutdown(pair.server, Int32(SHUT_RDWR))
-        }
-    }
+    public func cutAll() { core.cutAll() }
 
     /// Stops forwarding on every current connection without closing anything.
-    public func stallAll() {
-        lock.withLock {
-            for pair in pairs { pair.stalled = true }
-        }
-    }
+    public func stallAll() { core.stallAll() }
 
     /// Stops accepting and closes everything.
-    public func stop() {
-        let shouldClose = lock.withLock {
-            let first = !stopped
-            stopped = true
-            return first
-        }
-        guard shouldClose else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        cutAll()
-    }
+    public func stop() { core.stop() }
 
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if lock.withLock({ stopped }) { return }
-                if errno == EINTR { continue }
-                return
+    /// The relay's state and threads.
+    ///
+    /// Descriptors are shut down and closed only under `lock`, and a pair leaves `pairs` when its
+    /// pump closes it; the accept loop alone closes the listener. A descriptor number, once closed,
+    /// may be reused at once by another socket of the test process (another test's connection),
+    /// which a late `shutdown` or `accept` on the old number would hit.
+    private final class Core: @unchecked Sendable {
+        // Shared state is guarded by `lock`; each relayed pair runs on its own thread.
+        private let listener: Int32
+        private let upstreamPort: Int
+        private let lock = NSLock()
+        private var pairs: [Pair] = []
+        private var stopped = false
+        private var listenerClosed = false
+        private var accepted = 0
+
+        private final class Pair: @unchecked Sendable {
+            // Flags guarded by the relay's lock.
+            let client: Int32
+            let server: Int32
+            var stalled = false
+            var closed = false
+
+            init(client: Int32, server: Int32) {
+                self.client = client
+                self.server = server
             }
-            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = loopbackAddress(port: upstreamPort)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            guard connected else {
-                close(client)
-                close(server)
-                continue
-            }
-            let pair = Pair(client: client, server: server)
+        }
+
+        init(listener: Int32, upstreamPort: Int) {
+            self.listener = listener
+            self.upstreamPort = upstreamPort
+        }
+
+        var acceptedCount: Int {
+            lock.withLock { accepted }
+        }
+
+        func cutAll() {
             lock.withLock {
-                accepted += 1
-                pairs.append(pair)
-            }
-            Thread.detachNewThread { [self] in pump(pair) }
-        }
-    }
-
-    /// Forwards both ways until either side ends or the pair is cut; forwards nothing while
-    /// stalled.
-    private func pump(_ pair: Pair) {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        defer {
-            close(pair.client)
-            close(pair.server)
-        }
-        while true {
-            let (stalled, closed) = lock.withLock { (pair.stalled, pair.closed) }
-            if closed { return }
-            if stalled {
-                usleep(20_000)
-                continue
-            }
-            var fds = [
-                pollfd(fd: pair.client, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: pair.server, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = poll(&fds, 2, 50)
-            if ready <= 0 { continue }
-            for (index, entry) in fds.enumerated() where entry.revents != 0 {
-                let from = index == 0 ? pair.client : pair.server
-                let to = index == 0 ? pair.server : pair.client
-                let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
-                if count <= 0 {
-                    lock.withLock { pair.closed = true }
+                for pair in pairs {
+                    pair.closed = true
                     shutdown(pair.client, Int32(SHUT_RDWR))
                     shutdown(pair.server, Int32(SHUT_RDWR))
+                }
+                pairs.removeAll()
+            }
+        }
+
+        func stallAll() {
+            lock.withLock {
+                for pair in pairs { pair.stalled = true }
+            }
+        }
+
+        func stop() {
+            lock.withLock {
+                guard !stopped else { return }
+                stopped = true
+                // Wakes the accept loop, which then closes the listener.
+                if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            }
+            cutAll()
+        }
+
+        func acceptLoop() {
+            defer {
+                lock.withLock {
+                    listenerClosed = true
+                    close(listener)
+                }
+            }
+            while true {
+                let client = accept(listener, nil, nil)
+                if client < 0 {
+                    if lock.withLock({ stopped }) { return }
+                    if errno == EINTR { continue }
                     return
                 }
-                var offset = 0
-                while offset < count {
-                    let written = buffer.withUnsafeBytes {
-                        send(to, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+                let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = loopbackAddress(port: upstreamPort)
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
                     }
-                    if written <= 0 { break }
-                    offset += written
+                }
+                guard connected else {
+                    close(client)
+                    close(server)
+                    continue
+                }
+                let pair = Pair(client: client, server: server)
+                let isStopped = lock.withLock {
+                    accepted += 1
+                    if !stopped { pairs.append(pair) }
+                    return stopped
+                }
+                if isStopped {
+                    close(client)
+                    close(server)
+                    return
+                }
+                Thread.detachNewThread { [self] in pump(pair) }
+            }
+        }
+
+        /// Forwards both ways until either side ends or the pair is cut; forwards nothing while
+        /// stalled.
+        private func pump(_ pair: Pair) {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            defer {
+                lock.withLock {
+                    pair.closed = true
+                    pairs.removeAll { $0 === pair }
+                    close(pair.client)
+                    close(pair.server)
+                }
+            }
+            while true {
+                let (stalled, closed) = lock.withLock { (pair.stalled, pair.closed) }
+                if closed { return }
+                if stalled {
+                    usleep(20_000)
+                    continue
+                }
+                var fds = [
+                    pollfd(fd: pair.client, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: pair.server, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&fds, 2, 50)
+                if ready <= 0 { continue }
+                for (index, entry) in fds.enumerated() where entry.revents != 0 {
+                    let from = index == 0 ? pair.client : pair.server
+                    let to = index == 0 ? pair.server : pair.client
+                    let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    // One side ended (or failed): the deferred close ends the other.
+                    if count <= 0 { return }
+                    var offset = 0
+                    while offset < count {
+                        let written = buffer.withUnsafeBytes {
+                            send(to, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+                        }
+                        if written <= 0 { break }
+                        offset += written
+                    }
                 }
             }
         }

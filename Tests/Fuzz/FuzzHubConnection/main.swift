@@ -3,8 +3,8 @@
 // app commands, late replies and stale upload streams). Invariants: no crash; no bytes after
 // `closed`, none on a stale transport; every blocking invocation and every stream the app
 // started ends exactly once (a completion, or the stream's end), by the end of a stop at the
-// latest; no timer at or before the present once due timers have run; a bounded number of
-// actions per input (no busy loop).
+// latest; no timer at or before the present once due timers have run; the stateful-reconnect
+// buffer within its limit plus one message; a bounded number of actions per input (no busy loop).
 import FuzzSupport
 import TetherCore
 import TetherSignalR
@@ -26,11 +26,17 @@ let negotiate = Array(
 func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // Small enough that a few messages fill it, so that back-pressure is exercised.
+    let bufferSize = 40 + Int(bytes[0] >> 2) * 8
+    // Every message the commands below make is far shorter (messages buffered while resuming are
+    // not seen in a send action until replayed, so the bound is fixed rather than observed).
+    let largestMessage = 256
     var machine = HubConnectionMachine(
         configuration: .init(
             url: "http://h/hub",
             reconnectPolicy: bytes[0] & 1 == 0 ? .signalRDefault : nil,
             statefulReconnect: bytes[0] & 2 == 0,
+            statefulReconnectBufferSize: bufferSize,
             handledTargets: ["Notify"]
         ),
         hubProtocol: .json(JSONHubProtocol()),
@@ -64,6 +70,10 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             default: break
             }
         }
+        require(
+            machine.unacknowledgedBytes < bufferSize + largestMessage,
+            "stateful buffer over its limit: \(machine.unacknowledgedBytes) bytes"
+        )
         if let due = machine.pollTimeout(), due <= now {
             machine.handleTimeout(now: now)
             drain()
