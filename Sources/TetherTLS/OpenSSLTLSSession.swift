@@ -1,15 +1,27 @@
+import Synchronization
 public import TetherCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `TLSClient` as a `TLSSession`, the drivers' TLS on Linux.
 public final class OpenSSLTLSSession: TLSSession {
     private var client: TLSClient
 
-    /// Makes sessions with OpenSSL (system trust store, TLS 1.2 and 1.3).
+    /// Makes sessions with OpenSSL (system trust store, TLS 1.2 and 1.3). The sessions share
+    /// one `TLSContext` per extra CA file (the trust store is loaded once, not on every
+    /// connection); a CA file that changed on disk is read again.
     public static let factory: TLSSessionFactory = { configuration in
-        try OpenSSLTLSSession(configuration)
+        try OpenSSLTLSSession(
+            configuration,
+            context: sharedContext(trusting: configuration.additionalTrustedCertificates)
+        )
     }
 
-    /// A session for `configuration`.
+    /// A session for `configuration`, with a context of its own.
     public init(_ configuration: TLSSessionConfiguration) throws(TLSError) {
         client = try TLSClient(
             configuration: .init(
@@ -17,6 +29,39 @@ public final class OpenSSLTLSSession: TLSSession {
                 additionalTrustedCertificates: configuration.additionalTrustedCertificates
             )
         )
+    }
+
+    /// A session for `configuration` with `context`'s trust and versions (its
+    /// `additionalTrustedCertificates` is then not used).
+    public init(_ configuration: TLSSessionConfiguration, context: TLSContext) throws(TLSError) {
+        client = try TLSClient(serverName: configuration.serverName, context: context)
+    }
+
+    /// The shared contexts, by CA file: the file's modification time and size when read, and the context.
+    private static let contexts = Mutex<[String?: (stamp: [Int], context: TLSContext)]>([:])
+
+    /// The shared context trusting the system's store and `file`, made on first use (and again
+    /// when the file changed).
+    static func sharedContext(trusting file: String?) throws(TLSError) -> TLSContext {
+        let stamp = file.map(Self.stamp) ?? []
+        if let entry = contexts.withLock({ $0[file] }), entry.stamp == stamp { return entry.context }
+        // Made outside the lock: loading the trust store takes milliseconds. Two threads may
+        // both make one; the last stored wins, and both work.
+        let context = try TLSContext(additionalTrustedCertificates: file)
+        contexts.withLock { $0[file] = (stamp, context) }
+        return context
+    }
+
+    /// The file's modification time and size (empty when it cannot be read: then the context is
+    /// made, and fails, each time).
+    private static func stamp(_ path: String) -> [Int] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return [] }
+        #if canImport(Darwin)
+            return [info.st_mtimespec.tv_sec, info.st_mtimespec.tv_nsec, Int(info.st_size)]
+        #else
+            return [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
+        #endif
     }
 
     public var isEstablished: Bool { client.isEstablished }

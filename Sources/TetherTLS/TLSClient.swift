@@ -82,7 +82,8 @@ public struct TLSClient: ~Copyable {
         }
     }
 
-    private let context: OpaquePointer
+    /// Shared settings (trust, versions): kept alive as long as the session.
+    private let context: TLSContext
     private let ssl: OpaquePointer
     private let incoming: OpaquePointer
     private let outgoing: OpaquePointer
@@ -93,51 +94,44 @@ public struct TLSClient: ~Copyable {
     public private(set) var peerClosed = false
     private var failed = false
 
-    /// A session for `configuration` (the handshake starts with `start()`).
+    /// A session for `configuration`, with a context of its own (which loads the trust store:
+    /// for many sessions, make one `TLSContext` and use `init(serverName:context:)`). The
+    /// handshake starts with `start()`.
     public init(configuration: Configuration) throws(TLSError) {
+        try self.init(
+            serverName: configuration.serverName,
+            context: TLSContext(
+                additionalTrustedCertificates: configuration.additionalTrustedCertificates,
+                minimumVersion: configuration.minimumVersion,
+                maximumVersion: configuration.maximumVersion
+            )
+        )
+    }
+
+    /// A session to `serverName` (a DNS name, sent as SNI and verified against the certificate,
+    /// or an IP address, matched against its IP entries) with `context`'s trust and versions.
+    /// The handshake starts with `start()`.
+    public init(serverName: String, context: TLSContext) throws(TLSError) {
         ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw TLSError(.configuration, Self.openSSLErrors("SSL_CTX_new failed"))
+        guard let ssl = SSL_new(context.pointer) else {
+            throw TLSError(.configuration, Self.openSSLErrors("SSL_new failed"))
         }
-        func fail(_ message: String) -> TLSError {
-            let error = TLSError(.configuration, Self.openSSLErrors(message))
-            SSL_CTX_free(context)
-            return error
-        }
-        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw fail("cannot load the system's trust store") }
-        if let file = configuration.additionalTrustedCertificates {
-            guard SSL_CTX_load_verify_file(context, file) == 1 else {
-                throw fail("cannot load the CA certificates in \(file)")
-            }
-        }
-        guard tether_ssl_ctx_set_min_version(context, configuration.minimumVersion.openSSL) == 1 else {
-            throw fail("cannot set the minimum TLS version")
-        }
-        if let maximum = configuration.maximumVersion {
-            guard tether_ssl_ctx_set_max_version(context, maximum.openSSL) == 1 else {
-                throw fail("cannot set the maximum TLS version")
-            }
-        }
-        guard let ssl = SSL_new(context) else { throw fail("SSL_new failed") }
         guard let incoming = BIO_new(BIO_s_mem()), let outgoing = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
-            throw fail("BIO_new failed")
+            throw TLSError(.configuration, Self.openSSLErrors("BIO_new failed"))
         }
         SSL_set_bio(ssl, incoming, outgoing)  // the SSL object owns both BIOs now
         SSL_set_connect_state(ssl)
-        let name = configuration.serverName
-        let isAddress = Self.isIPAddress(name)
-        var named = true
-        if isAddress {
-            // No SNI for addresses (RFC 6066 §3); the certificate's IP entries must match.
-            named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1
-        } else {
-            named = tether_ssl_set_server_name(ssl, name) == 1 && SSL_set1_host(ssl, name) == 1
-        }
+        let named =
+            if Self.isIPAddress(serverName) {
+                // No SNI for addresses (RFC 6066 §3); the certificate's IP entries must match.
+                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1
+            } else {
+                tether_ssl_set_server_name(ssl, serverName) == 1 && SSL_set1_host(ssl, serverName) == 1
+            }
         guard named else {
             SSL_free(ssl)
-            throw fail("the server name '\(name)' cannot be used")
+            throw TLSError(.configuration, Self.openSSLErrors("the server name '\(serverName)' cannot be used"))
         }
         self.context = context
         self.ssl = ssl
@@ -147,7 +141,6 @@ public struct TLSClient: ~Copyable {
 
     deinit {
         SSL_free(ssl)
-        SSL_CTX_free(context)
     }
 
     /// Starts the handshake; the ClientHello is then in `takeOutput()`.
@@ -286,5 +279,57 @@ public struct TLSClient: ~Copyable {
 
     static func isIPAddress(_ name: String) -> Bool {
         name.contains(":") || (!name.isEmpty && name.allSatisfy { $0.isNumber || $0 == "." } && name.contains("."))
+    }
+}
+
+/// What TLS sessions share: the trusted certificates (the system's trust store, plus an extra CA
+/// file when given) and the protocol versions; an OpenSSL `SSL_CTX`.
+///
+/// Making one loads and parses the whole system trust store (milliseconds of CPU and a few
+/// hundred kilobytes), so a context is made once and used for every session with the same
+/// settings: each connection and reconnect. A context is immutable once made and may be used
+/// from any thread (OpenSSL allows concurrent `SSL_new` on a context that is no longer changed).
+/// The CA file is read when the context is made; make a new context to pick up a changed file.
+public final class TLSContext: @unchecked Sendable {
+    // Sendable: the SSL_CTX is fully configured in `init` and never changed afterwards.
+    let pointer: OpaquePointer
+
+    /// A context trusting the system's trust store and `additionalTrustedCertificates` (a PEM
+    /// file of CA certificates, for a private CA), accepting TLS `minimumVersion` (default 1.2)
+    /// up to `maximumVersion` (nil: the highest OpenSSL has, TLS 1.3).
+    public init(
+        additionalTrustedCertificates: String? = nil,
+        minimumVersion: TLSClient.Configuration.Version = .tls12,
+        maximumVersion: TLSClient.Configuration.Version? = nil
+    ) throws(TLSError) {
+        ERR_clear_error()
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSError(.configuration, TLSClient.openSSLErrors("SSL_CTX_new failed"))
+        }
+        func fail(_ message: String) -> TLSError {
+            let error = TLSError(.configuration, TLSClient.openSSLErrors(message))
+            SSL_CTX_free(context)
+            return error
+        }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw fail("cannot load the system's trust store") }
+        if let file = additionalTrustedCertificates {
+            guard SSL_CTX_load_verify_file(context, file) == 1 else {
+                throw fail("cannot load the CA certificates in \(file)")
+            }
+        }
+        guard tether_ssl_ctx_set_min_version(context, minimumVersion.openSSL) == 1 else {
+            throw fail("cannot set the minimum TLS version")
+        }
+        if let maximumVersion {
+            guard tether_ssl_ctx_set_max_version(context, maximumVersion.openSSL) == 1 else {
+                throw fail("cannot set the maximum TLS version")
+            }
+        }
+        pointer = context
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
     }
 }

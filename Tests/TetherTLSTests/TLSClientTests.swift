@@ -1,8 +1,10 @@
 import COpenSSL
 import Foundation
+import Synchronization
 import Testing
-import TetherTLS
 import TetherTestServers
+
+@testable import TetherTLS
 
 /// The server side of a TLS session over memory BIOs (OpenSSL itself, as the peer of
 /// `TLSClient` in these tests).
@@ -195,6 +197,52 @@ struct TLSClientTests {
         try client.start()
         _ = client.takeOutput()
         #expect(throws: TLSError.self) { _ = try client.receive(Array("<stream:stream xmlns='jabber:client'>".utf8)) }
+    }
+
+    /// One context, many sessions at once on several threads, each verifying its own name.
+    @Test func oneContextServesManySessionsAtOnce() throws {
+        let context = try TLSContext(additionalTrustedCertificates: Self.certificates.caCertificate)
+        let outcomes = Mutex<[Int: TLSError.Kind?]>([:])
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            // Odd sessions ask for a name the certificate is not for.
+            let name = index % 2 == 0 ? "localhost" : "example.com"
+            let server = TLSTestServer(
+                certificate: Self.certificates.serverCertificate,
+                key: Self.certificates.serverKey
+            )
+            do {
+                var client = try TLSClient(serverName: name, context: context)
+                let error = Self.handshake(&client, server)
+                outcomes.withLock { $0[index] = .some(error?.kind) }
+            } catch {
+                outcomes.withLock { $0[index] = .some((error as? TLSError)?.kind) }
+            }
+        }
+        let results = outcomes.withLock { $0 }
+        for index in 0..<8 {
+            #expect(results[index] == .some(index % 2 == 0 ? nil : .certificateRejected), "session \(index)")
+        }
+    }
+
+    /// The driver's factory loads a trust setting once and shares it; a CA file changed on disk
+    /// is read again.
+    @Test func theFactorySharesAContextUntilTheCAFileChanges() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tether-ca-\(UUID().uuidString).pem")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let authority = try Data(contentsOf: URL(fileURLWithPath: Self.certificates.caCertificate))
+        try authority.write(to: file)
+        let first = try OpenSSLTLSSession.sharedContext(trusting: file.path)
+        #expect(try OpenSSLTLSSession.sharedContext(trusting: file.path) === first)
+        #expect(try OpenSSLTLSSession.sharedContext(trusting: nil) === OpenSSLTLSSession.sharedContext(trusting: nil))
+        try (authority + authority).write(to: file)
+        let second = try OpenSSLTLSSession.sharedContext(trusting: file.path)
+        #expect(second !== first)
+        // Sessions from the factory verify with it.
+        var client = try TLSClient(serverName: "localhost", context: second)
+        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        #expect(Self.handshake(&client, server) == nil)
+        try FileManager.default.removeItem(at: file)
+        #expect(throws: TLSError.self) { try OpenSSLTLSSession.sharedContext(trusting: file.path) }
     }
 
     @Test func aMissingCAFileIsAConfigurationError() {
