@@ -1,0 +1,8 @@
+// swift-tools-version:6.0
+// The reduced program behind Tests/Sanitizers/tsan-suppressions.txt (run by ../continuation-fast-path.sh).
+import PackageDescription
+
+let package = Package(
+    name: "ContinuationFastPath",
+    targets: [.executableTarget(name: "ContinuationFastPath")]
+)
