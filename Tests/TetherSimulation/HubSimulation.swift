@@ -79,16 +79,11 @@ public struct HubSimulation {
     static let holdTime = Duration.seconds(30)
 
     let scenario: Scenario
-    var now = Instant.zero
+    var time = VirtualTime<Event>()
+    var now: Instant { time.now }
     var random: SeededRandomNumberGenerator
     var machine: HubConnectionMachine
     var hub = Hub()
-    var queue = EventQueue<Event>()
-    /// What went wrong and what happened last.
-    var log = SimulationLog()
-    /// Timer rounds at the same instant in a row (a machine that keeps re-arming a due timer
-    /// would spin).
-    var timerRoundsNow = 0
 
     // What the app saw.
     var notifySegments: [[Int]] = [[]]
@@ -106,7 +101,6 @@ public struct HubSimulation {
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
     /// samples memory there.
     public var onMinute: ((Int) -> Void)?
-    var nextMinute = 1
     /// When each link stalled, to check how soon the client noticed.
     var stalledAt: [TransportGeneration: Instant] = [:]
     var transportsClosedAt: [TransportGeneration: Instant] = [:]
@@ -151,69 +145,45 @@ public struct HubSimulation {
             duration: scenario.duration,
             using: &random
         ) {
-            queue.push(at, .fault(fault))
+            time.schedule(at: at, .fault(fault))
         }
         let end = Instant.zero + scenario.duration
-        while let next = nextTime(), next <= end {
-            step(at: next)
-            minutePassed()
-        }
+        runSteps(until: end, countingMinutes: true)
         // The app stops; whatever is pending must end.
-        now = end
+        time.advance(to: end)
         isOver = true
         machine.stop(now: now)
         drain()
-        let settle = now + .seconds(20)
-        while let next = nextTime(), next <= settle {
-            step(at: next)
-        }
+        runSteps(until: now + .seconds(20))
         checkEnd()
-        return log.report
+        return time.log.report
     }
 
-    mutating func minutePassed() {
-        while now >= Instant.zero + .seconds(60 * Int64(nextMinute)) {
-            onMinute?(nextMinute)
-            nextMinute += 1
-        }
-    }
-
-    func nextTime() -> Instant? {
-        switch (queue.earliest, machine.pollTimeout()) {
-        case (let event?, let timer?): min(event, timer)
-        case (let event?, nil): event
-        case (nil, let timer?): timer
-        case (nil, nil): nil
-        }
-    }
-
-    mutating func step(at time: Instant) {
-        now = max(now, time)
-        if let timer = machine.pollTimeout(), timer <= now, queue.earliest.map({ timer <= $0 }) ?? true {
-            machine.handleTimeout(now: now)
-            drain()
-            if let again = machine.pollTimeout(), again < now {
-                fail("the machine asked for a timer at \(again), before the present")
+    /// Runs the machine's timers and the events due by `end`.
+    mutating func runSteps(until end: Instant, countingMinutes: Bool = false) {
+        while let step = time.next(until: end, machineTimer: machine.pollTimeout()) {
+            switch step {
+            case .timers:
+                machine.handleTimeout(now: now)
+                drain()
+                time.timersRan(nextTimer: machine.pollTimeout())
+            case .event(let event):
+                handle(event)
             }
-            timerRoundsNow += 1
-            if timerRoundsNow > 10 { fail("the machine's timers fired more than 10 times at one instant") }
-            return
+            if countingMinutes { time.reportMinutes(to: onMinute) }
         }
-        guard let event = queue.pop() else { return }
-        timerRoundsNow = 0
-        handle(event)
     }
 
     mutating func fail(_ text: String) {
-        log.fail(text, at: now)
+        time.fail(text)
     }
 
     mutating func note(_ text: String) {
-        log.note(text, at: now)
+        time.note(text)
     }
 
     mutating func schedule(after delay: Duration, _ event: Event) {
-        queue.push(now + delay, event)
+        time.schedule(after: delay, event)
     }
 
     /// A link's one-way latency.
@@ -317,7 +287,7 @@ public struct HubSimulation {
             guard let link = hub.links[generation], link.isOpen, !link.isStalled else { return }
             let at = link.nextToServer(now + latency())
             hub.links[generation]!.lastToServer = at
-            queue.push(at, .serverReceive(generation, bytes))
+            time.schedule(at: at, .serverReceive(generation, bytes))
         case .closeTransport(let generation):
             transportsClosedAt[generation] = now
             if let link = hub.links[generation], link.isOpen {
@@ -553,7 +523,7 @@ extension HubSimulation {
         // The client learns the WebSocket is open before any message on it arrives.
         let opened = now + latency()
         hub.links[generation]!.lastToClient = opened
-        queue.push(opened, .clientTransportOpened(generation))
+        time.schedule(at: opened, .clientTransportOpened(generation))
         if resuming {
             // Sequence(the first unacknowledged id, or the next one), then the replay.
             let first = hub.sessions[token]!.buffer.first?.id ?? hub.sessions[token]!.total + 1
@@ -655,7 +625,7 @@ extension HubSimulation {
         let at = max(now + latency(), link.lastToClient)
         hub.links[generation]!.lastToClient = at
         hub.sessions[token]!.lastSent = now
-        queue.push(at, .clientReceive(generation, bytes))
+        time.schedule(at: at, .clientReceive(generation, bytes))
     }
 
     mutating func serverNotify() {

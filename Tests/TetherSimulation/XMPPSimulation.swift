@@ -75,18 +75,15 @@ public final class XMPPSimulation {
     static let holdTime = Duration.seconds(60)
 
     let scenario: Scenario
-    var now = Instant.zero
+    var time = VirtualTime<Event>()
+    var now: Instant { time.now }
     var random: SeededRandomNumberGenerator
     var machine: XMPPClientMachine
     var server = Server()
-    var queue = EventQueue<Event>()
-    var log = SimulationLog()
-    var timerRoundsNow = 0
     var isOver = false
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
     /// samples memory there.
     public var onMinute: ((Int) -> Void)?
-    var nextMinute = 1
 
     // What the app saw and did.
     var incomingSegments: [[Int]] = [[]]
@@ -144,64 +141,45 @@ public final class XMPPSimulation {
             duration: scenario.duration,
             using: &random
         ) {
-            queue.push(at, .fault(fault))
+            time.schedule(at: at, .fault(fault))
         }
         let end = Instant.zero + scenario.duration
-        while let next = nextTime(), next <= end {
-            step(at: next)
-            minutePassed()
-        }
-        now = end
+        runSteps(until: end, countingMinutes: true)
+        // The app stops; whatever is pending must end.
+        time.advance(to: end)
         isOver = true
         machine.stop(now: now)
         drain()
-        let settle = now + .seconds(30)
-        while let next = nextTime(), next <= settle { step(at: next) }
+        runSteps(until: now + .seconds(30))
         checkEnd()
-        return log.report
+        return time.log.report
     }
 
-    func minutePassed() {
-        while now >= Instant.zero + .seconds(60 * Int64(nextMinute)) {
-            onMinute?(nextMinute)
-            nextMinute += 1
+    /// Runs the machine's timers and the events due by `end`.
+    func runSteps(until end: Instant, countingMinutes: Bool = false) {
+        while let step = time.next(until: end, machineTimer: machine.pollTimeout()) {
+            switch step {
+            case .timers:
+                machine.handleTimeout(now: now)
+                drain()
+                time.timersRan(nextTimer: machine.pollTimeout())
+            case .event(let event):
+                handle(event)
+            }
+            if countingMinutes { time.reportMinutes(to: onMinute) }
         }
-    }
-
-    func nextTime() -> Instant? {
-        switch (queue.earliest, machine.pollTimeout()) {
-        case (let event?, let timer?): min(event, timer)
-        case (let event?, nil): event
-        case (nil, let timer?): timer
-        case (nil, nil): nil
-        }
-    }
-
-    func step(at time: Instant) {
-        now = max(now, time)
-        if let timer = machine.pollTimeout(), timer <= now, queue.earliest.map({ timer <= $0 }) ?? true {
-            machine.handleTimeout(now: now)
-            drain()
-            if let again = machine.pollTimeout(), again < now { fail("a timer at \(again), before the present") }
-            timerRoundsNow += 1
-            if timerRoundsNow > 10 { fail("the machine's timers fired more than 10 times at one instant") }
-            return
-        }
-        guard let event = queue.pop() else { return }
-        timerRoundsNow = 0
-        handle(event)
     }
 
     func fail(_ text: String) {
-        log.fail(text, at: now)
+        time.fail(text)
     }
 
     func note(_ text: String) {
-        log.note(text, at: now)
+        time.note(text)
     }
 
     func schedule(after delay: Duration, _ event: Event) {
-        queue.push(now + delay, event)
+        time.schedule(after: delay, event)
     }
 
     func latency() -> Duration {
@@ -276,7 +254,7 @@ public final class XMPPSimulation {
                 server.connectionsOpened += 1
                 let at = now + latency()
                 server.links[generation]!.lastToClient = at
-                queue.push(at, .clientConnected(generation))
+                time.schedule(at: at, .clientConnected(generation))
             } else {
                 schedule(after: latency(), .clientClosed(generation, "connection refused"))
             }
@@ -284,7 +262,7 @@ public final class XMPPSimulation {
             guard let link = server.links[generation], link.isOpen, !link.isStalled else { return }
             let at = max(now + latency(), link.lastToServer)
             server.links[generation]!.lastToServer = at
-            queue.push(at, .serverReceive(generation, bytes))
+            time.schedule(at: at, .serverReceive(generation, bytes))
         case .startTLS:
             fail("a STARTTLS with TLS disabled")
         case .close(let generation):
@@ -497,7 +475,7 @@ extension XMPPSimulation {
         guard let link = server.links[generation], link.isOpen, !link.isStalled else { return }
         let at = max(now + latency(), link.lastToClient)
         server.links[generation]!.lastToClient = at
-        queue.push(at, .clientReceive(generation, bytes))
+        time.schedule(at: at, .clientReceive(generation, bytes))
     }
 
     /// Sends a stanza on the link's session (counted and kept until acknowledged with stream
