@@ -140,7 +140,7 @@ public final class HubConnection: Sendable {
     public func start() async throws(HubConnectionError) {
         let runner = runner
         let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async { runner.start(continuation) }
             }
         } onCancel: {
@@ -152,21 +152,21 @@ public final class HubConnection: Sendable {
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
     /// Pending invocations fail with `canceled`.
     public func stop() async {
-        await withCheckedContinuation { continuation in
+        await awaitHandoff { continuation in
             runner.queue.async { [runner] in runner.stop(continuation) }
         }
     }
 
     /// The state now.
     public func state() async -> HubConnectionMachine.StateName {
-        await withCheckedContinuation { continuation in
+        await awaitHandoff { continuation in
             runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
         }
     }
 
     /// The current connection id (nil unless connected after a negotiation).
     public func connectionId() async -> String? {
-        await withCheckedContinuation { continuation in
+        await awaitHandoff { continuation in
             runner.queue.async { [runner] in continuation.resume(returning: runner.machine.connectionId) }
         }
     }
@@ -321,7 +321,7 @@ public final class HubConnection: Sendable {
         let call = Call()
         let runner = runner
         let result: Swift.Result<CompletionResult, HubConnectionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async {
                     runner.invoke(method, arguments: arguments, upload: upload, call: call, continuation)
                 }
@@ -372,7 +372,7 @@ public final class HubConnection: Sendable {
         let call = Call()
         let runner = runner
         let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async {
                     runner.send(method, arguments: arguments, upload: upload, call: call, continuation)
                 }

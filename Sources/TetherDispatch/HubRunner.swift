@@ -33,9 +33,9 @@ final class HubRunner: @unchecked Sendable {
     private var nextStreamKey = 0
 
     // Waiters.
-    private var startWaiters: [CheckedContinuation<Result<Void, HubConnectionError>, Never>] = []
-    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    private var completionWaiters: [String: CheckedContinuation<Result<CompletionResult, HubConnectionError>, Never>] =
+    private var startWaiters: [Handoff<Result<Void, HubConnectionError>>] = []
+    private var stopWaiters: [Handoff<Void>] = []
+    private var completionWaiters: [String: Handoff<Result<CompletionResult, HubConnectionError>>] =
         [:]
     private var streamSinks: [String: HubConnection.StreamSink] = [:]
     /// Commands refused with `sendBufferFull`, retried in order at `sendBufferAvailable`.
@@ -76,7 +76,7 @@ final class HubRunner: @unchecked Sendable {
 
     // MARK: - Commands (on `queue`)
 
-    func start(_ continuation: CheckedContinuation<Result<Void, HubConnectionError>, Never>) {
+    func start(_ continuation: Handoff<Result<Void, HubConnectionError>>) {
         switch machine.stateName {
         case .connected:
             return continuation.resume(returning: .success(()))
@@ -104,7 +104,7 @@ final class HubRunner: @unchecked Sendable {
         drive()
     }
 
-    func stop(_ continuation: CheckedContinuation<Void, Never>) {
+    func stop(_ continuation: Handoff<Void>) {
         guard machine.stateName != .disconnected else { return continuation.resume() }
         stopWaiters.append(continuation)
         log.info("Stopping the connection.")
@@ -152,7 +152,7 @@ final class HubRunner: @unchecked Sendable {
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
         call: HubConnection.Call,
-        _ continuation: CheckedContinuation<Result<CompletionResult, HubConnectionError>, Never>
+        _ continuation: Handoff<Result<CompletionResult, HubConnectionError>>
     ) {
         guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         submit(
@@ -189,7 +189,7 @@ final class HubRunner: @unchecked Sendable {
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
         call: HubConnection.Call,
-        _ continuation: CheckedContinuation<Result<Void, HubConnectionError>, Never>
+        _ continuation: Handoff<Result<Void, HubConnectionError>>
     ) {
         guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         submit(
@@ -234,7 +234,7 @@ final class HubRunner: @unchecked Sendable {
     private func startUpload(_ upload: HubConnection.UploadPump, streamId: String) {
         let send: HubConnection.UploadPump.Send = { [weak self] item in
             guard let self else { return .failure(HubConnectionError(.notConnected, "The connection was released.")) }
-            return await withCheckedContinuation { continuation in
+            return await awaitHandoff { continuation in
                 self.queue.async {
                     self.submit(
                         { (machine, now) throws(HubConnectionError) in

@@ -131,7 +131,7 @@ public final class XMPPClient: Sendable {
     public func connect() async throws(XMPPClientError) -> JID {
         let runner = runner
         let result: Result<JID, XMPPClientError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async { runner.connect(continuation) }
             }
         } onCancel: {
@@ -143,7 +143,7 @@ public final class XMPPClient: Sendable {
     /// Disconnects on purpose (a clean close; no reconnect) and returns once the client is
     /// stopped. Stanzas the server never acknowledged come in an `unacknowledgedStanzas` event.
     public func disconnect() async {
-        await withCheckedContinuation { continuation in
+        await awaitHandoff { continuation in
             runner.queue.async { [runner] in runner.disconnect(continuation) }
         }
     }
@@ -188,7 +188,7 @@ public final class XMPPClient: Sendable {
         let call = Call()
         let runner = runner
         let result: Result<XMPPIQ, XMPPClientError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async { runner.request(iq, timeout: timeout, call: call, continuation) }
             }
         } onCancel: {
@@ -226,7 +226,7 @@ public final class XMPPClient: Sendable {
         let call = Call()
         let runner = runner
         let result: Result<Void, XMPPClientError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await awaitHandoff { continuation in
                 runner.queue.async { runner.flush(call: call, continuation) }
             }
         } onCancel: {
@@ -238,7 +238,7 @@ public final class XMPPClient: Sendable {
     private func perform<Result: Sendable>(
         _ body: @escaping @Sendable (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Result
     ) async throws(XMPPClientError) -> Result {
-        let result: Swift.Result<Result, XMPPClientError> = await withCheckedContinuation { continuation in
+        let result: Swift.Result<Result, XMPPClientError> = await awaitHandoff { continuation in
             runner.queue.async { [runner] in continuation.resume(returning: runner.perform(body)) }
         }
         return try result.get()
@@ -261,7 +261,7 @@ public final class XMPPClient: Sendable {
 
     /// The machine's state now.
     public func state() async -> XMPPClientMachine.StateName {
-        await withCheckedContinuation { continuation in
+        await awaitHandoff { continuation in
             runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
         }
     }

@@ -28,15 +28,15 @@ final class XMPPRunner: @unchecked Sendable {
     /// A task awaiting `flush()`.
     private struct FlushWaiter {
         let call: XMPPClient.Call
-        let continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>
+        let continuation: Handoff<Result<Void, XMPPClientError>>
     }
 
     private var streams: [Int: AsyncStream<XMPPClient.Event>.Continuation] = [:]
     private var nextStream = 0
-    private var connectWaiters: [CheckedContinuation<Result<JID, XMPPClientError>, Never>] = []
-    private var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+    private var connectWaiters: [Handoff<Result<JID, XMPPClientError>>] = []
+    private var disconnectWaiters: [Handoff<Void>] = []
     private var flushWaiters: [FlushWaiter] = []
-    private var requestWaiters: [String: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>] = [:]
+    private var requestWaiters: [String: Handoff<Result<XMPPIQ, XMPPClientError>>] = [:]
     /// Requests whose task was cancelled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []
 
@@ -61,7 +61,7 @@ final class XMPPRunner: @unchecked Sendable {
 
     // MARK: - Commands (on `queue`)
 
-    func connect(_ continuation: CheckedContinuation<Result<JID, XMPPClientError>, Never>) {
+    func connect(_ continuation: Handoff<Result<JID, XMPPClientError>>) {
         if !hasTLS && (requestedTLS == .required || requestedTLS == .direct) {
             return continuation.resume(
                 returning: .failure(
@@ -95,7 +95,7 @@ final class XMPPRunner: @unchecked Sendable {
         drive()
     }
 
-    func disconnect(_ continuation: CheckedContinuation<Void, Never>) {
+    func disconnect(_ continuation: Handoff<Void>) {
         guard machine.stateName != .idle else { return continuation.resume() }
         disconnectWaiters.append(continuation)
         machine.stop(now: now())
@@ -124,7 +124,7 @@ final class XMPPRunner: @unchecked Sendable {
         _ iq: XMPPIQ,
         timeout: Duration?,
         call: XMPPClient.Call,
-        _ continuation: CheckedContinuation<Result<XMPPIQ, XMPPClientError>, Never>
+        _ continuation: Handoff<Result<XMPPIQ, XMPPClientError>>
     ) {
         guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
         do throws(XMPPClientError) {
@@ -146,7 +146,7 @@ final class XMPPRunner: @unchecked Sendable {
         waiter.resume(returning: .failure(.canceledByTask))
     }
 
-    func flush(call: XMPPClient.Call, _ continuation: CheckedContinuation<Result<Void, XMPPClientError>, Never>) {
+    func flush(call: XMPPClient.Call, _ continuation: Handoff<Result<Void, XMPPClientError>>) {
         guard !call.isCanceled else {
             return continuation.resume(
                 returning: .failure(XMPPClientError(.canceled, "The flush's task was cancelled."))

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Shows why Tests/Sanitizers/tsan-suppressions.txt holds its one entry: builds the reduced program
-# in ContinuationFastPath/ under ThreadSanitizer and runs it both ways. With this toolchain's
+# Shows why the driver hands values to tasks through Handoff (Sources/TetherDispatch/Handoff.swift)
+# rather than a bare continuation: builds the reduced program in ContinuationFastPath/ under
+# ThreadSanitizer and runs it both ways. With this toolchain's
 # runtime, a continuation resumed before its task awaits gives a ThreadSanitizer report (the
 # runtime's fast path makes no TSan acquire), and one resumed after gives none. Prints which holds;
 # exits 0 either way (informational), 1 only if the program fails to build or run.
@@ -13,7 +14,7 @@ suspended=$(count)
 resumed_first=$(count --resume-first)
 echo "continuation fast path: $suspended report(s) when the task suspends first, $resumed_first when the resume comes first"
 if [ "$suspended" -eq 0 ] && [ "$resumed_first" -gt 0 ]; then
-    echo "the runtime still misses the TSan edge on the fast path: the suppression is needed"
+    echo "the runtime still misses the TSan edge on the fast path: the driver needs Handoff"
 elif [ "$resumed_first" -eq 0 ]; then
-    echo "the fast path no longer yields a report: try removing the suppression in tsan-suppressions.txt"
+    echo "the fast path no longer yields a report: Handoff could go back to a bare continuation"
 fi

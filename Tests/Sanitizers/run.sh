@@ -8,7 +8,7 @@
 #   Tests/Sanitizers/run.sh [thread|address]...     (default: both)
 #
 # LeakSanitizer is off: XCTest's XCTMain keeps 144 bytes for the life of the process.
-# Suppressions: Tests/Sanitizers/tsan-suppressions.txt (each one explained there).
+# Suppressions: Tests/Sanitizers/tsan-suppressions.txt (none now; each one explained there).
 set -eu
 cd "$(dirname "$0")/../.."
 filter="TetherDispatchTests|TetherTLSTests"

@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// The reduced program behind Tests/Sanitizers/tsan-suppressions.txt (run by ../continuation-fast-path.sh).
+// The reduced program behind the driver's Handoff (run by ../continuation-fast-path.sh).
 import PackageDescription
 
 let package = Package(
