@@ -171,8 +171,9 @@ final class HubRunner: @unchecked Sendable {
     }
 
     /// The task awaiting `call` (an invocation, or a send waiting for room) was cancelled: it
-    /// fails at once with `canceled`. An invocation already sent is not cancelled on the server (SignalR has no such message for invocations,
-    /// as with the official clients); its completion, when it comes, is dropped.
+    /// fails at once with `canceled`. An invocation already sent is not cancelled on the server
+    /// (SignalR has no such message for invocations, as with the official clients); its
+    /// completion, when it comes, is dropped.
     func cancel(_ call: HubConnection.Call) {
         call.isCanceled = true
         if let id = call.invocationId {
