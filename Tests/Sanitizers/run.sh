@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the tests that drive real servers (the Dispatch driver against prosody and aiosignalr, the
-# TLS client against a throw-away CA) under ThreadSanitizer and AddressSanitizer, each in its own
+# Runs the tests that drive real servers (the Dispatch driver and the `tether` CLI against prosody
+# and aiosignalr, the TLS client against a throw-away CA) under ThreadSanitizer and
+# AddressSanitizer, each in its own
 # build directory (.build/tsan, .build/asan), one test at a time (several at once under the
 # sanitizers' slowdown on two cores made timing-sensitive expectations flaky). Fails on a test
 # failure or on any report.
@@ -11,7 +12,7 @@
 # Suppressions: Tests/Sanitizers/tsan-suppressions.txt (none now; each one explained there).
 set -eu
 cd "$(dirname "$0")/../.."
-filter="TetherDispatchTests|TetherTLSTests"
+filter="TetherDispatchTests|TetherTLSTests|TetherCLITests"
 failed=""
 for sanitizer in ${*:-thread address}; do
     case $sanitizer in
