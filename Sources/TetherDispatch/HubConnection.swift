@@ -38,7 +38,9 @@ public final class HubConnection: Sendable {
         /// Where handlers and lifecycle callbacks run unless a queue is given when they are
         /// registered (nil: a serial queue of the connection's own).
         public var callbackQueue: DispatchQueue?
-        /// The timeout of each TCP connect (per resolved address; default 10 s).
+        /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
+        /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
+        /// swallows the connect costs 250 ms, not this timeout.
         public var connectTimeout: Duration
         /// How long the negotiate request may take, connect included (default 30 s).
         public var negotiateTimeout: Duration

@@ -46,6 +46,22 @@ struct SocketAddress: Sendable {
         return result.isEmpty ? .failure("no addresses") : .success(result)
     }
 
+    /// `addresses` with the families alternating, starting with the first address's family and
+    /// otherwise in the resolver's order (RFC 8305 §4), so that a family that does not work costs
+    /// one attempt delay, not one per address.
+    static func interleavingFamilies(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        guard let first = addresses.first else { return [] }
+        let preferred = addresses.filter { $0.family == first.family }
+        let others = addresses.filter { $0.family != first.family }
+        var result: [SocketAddress] = []
+        result.reserveCapacity(addresses.count)
+        for index in 0..<max(preferred.count, others.count) {
+            if index < preferred.count { result.append(preferred[index]) }
+            if index < others.count { result.append(others[index]) }
+        }
+        return result
+    }
+
     /// A non-blocking, close-on-exec stream socket of this family with TCP_NODELAY (and no
     /// SIGPIPE on Darwin); -1 on failure.
     func makeSocket() -> Int32 {

@@ -11,8 +11,12 @@ import Dispatch
 
 /// One non-blocking TCP connection driven by Dispatch sources, for the runners.
 ///
-/// It resolves the host (getaddrinfo, on a global queue because it blocks), tries the addresses
-/// in the resolver's order (IPv6 and IPv4), each with its own connect timeout, then reads with a
+/// It resolves the host (getaddrinfo, on a global queue because it blocks) and connects as RFC
+/// 8305 (Happy Eyeballs) says: the addresses in the resolver's order with the families
+/// interleaved, a new attempt every `attemptDelay` (250 ms) while earlier ones are still under way,
+/// or at once when one fails; the first to connect wins and the others are dropped. Each attempt
+/// has its own connect timeout. So an address that swallows the connect (a broken IPv6 route, a
+/// dead host) delays the connection by 250 ms, not by the timeout. Then it reads with a
 /// `DispatchSourceRead` and writes directly, buffering what the kernel does not take and
 /// finishing it from a `DispatchSourceWrite`. Every event is delivered on `queue`, never from
 /// inside a call into the connection, so a runner never re-enters its machine. After `close()`
@@ -30,19 +34,32 @@ final class TCPConnection: @unchecked Sendable {
         case closed(String?)
     }
 
+    /// RFC 8305's "Connection Attempt Delay" (its recommended value).
+    static let defaultAttemptDelay = Duration.milliseconds(250)
+
+    /// A connect under way: its socket, the source that says when it completes, its timeout.
+    private struct Attempt {
+        let source: any DispatchSourceWrite
+        let timer: any DispatchSourceTimer
+    }
+
     private let queue: DispatchQueue
     private let endpoint: Endpoint
     private let connectTimeout: Duration
+    private let attemptDelay: Duration
     private var onEvent: ((Event) -> Void)?
 
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
     private var lastError = "no address"
+    /// The connects under way, by socket.
+    private var attempts: [Int32: Attempt] = [:]
+    /// Starts the next attempt if none has connected by then.
+    private var attemptDelayTimer: (any DispatchSourceTimer)?
     private var socket: Int32 = -1
     private var readSource: (any DispatchSourceRead)?
     private var writeSource: (any DispatchSourceWrite)?
     private var writeSourceRunning = false
-    private var connectTimer: (any DispatchSourceTimer)?
     private var isConnected = false
     private var isClosed = false
     /// Closed by the owner, but still writing what was queued (see `close(afterFlushing:)`).
@@ -59,12 +76,14 @@ final class TCPConnection: @unchecked Sendable {
         endpoint: Endpoint,
         queue: DispatchQueue,
         connectTimeout: Duration,
+        attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
         readBufferSize: Int,
         onEvent: @escaping (Event) -> Void
     ) {
         self.endpoint = endpoint
         self.queue = queue
         self.connectTimeout = connectTimeout
+        self.attemptDelay = attemptDelay
         self.onEvent = onEvent
         readBuffer = [UInt8](repeating: 0, count: max(readBufferSize, 512))
     }
@@ -76,16 +95,19 @@ final class TCPConnection: @unchecked Sendable {
         DispatchQueue.global().async { [self] in
             let result = SocketAddress.resolve(host: host, port: port)
             queue.async { [self] in
-                guard !isClosed else { return }
                 switch result {
-                case .success(let addresses):
-                    self.addresses = addresses
-                    connectNext()
-                case .failure(let message):
-                    fail("cannot resolve \(host): \(message)")
+                case .success(let addresses): connect(to: addresses)
+                case .failure(let message): fail("cannot resolve \(host): \(message)")
                 }
             }
         }
+    }
+
+    /// Connects to `addresses` (already resolved; on `queue`).
+    func connect(to addresses: [SocketAddress]) {
+        guard !isClosed else { return }
+        self.addresses = SocketAddress.interleavingFamilies(addresses)
+        startNextAttempt()
     }
 
     /// Writes `bytes` (queued behind anything not yet written).
@@ -127,78 +149,95 @@ final class TCPConnection: @unchecked Sendable {
 
     // MARK: - Connecting
 
-    private func connectNext() {
-        guard nextAddress < addresses.count else {
-            return fail("cannot connect to \(endpoint): \(lastError)")
-        }
-        let address = addresses[nextAddress]
-        nextAddress += 1
-        let fd = address.makeSocket()
-        guard fd >= 0 else {
-            lastError = Self.errorText(errno)
-            return connectNext()
-        }
-        socket = fd
-        let status = address.withSockaddr { systemConnect(fd, $0, $1) }
-        if status == 0 {
-            return connected()
-        }
-        guard errno == EINPROGRESS else {
-            lastError = Self.errorText(errno)
-            closeSocket()
-            return connectNext()
-        }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [weak self] in self?.connectFinished() }
-        writeSource = source
-        writeSourceRunning = true
-        source.resume()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(connectTimeout.totalNanoseconds)))
-        timer.setEventHandler { [weak self] in self?.connectTimedOut() }
-        connectTimer = timer
-        timer.resume()
-    }
-
-    private func connectFinished() {
-        guard !isClosed, !isConnected else { return }
-        var error: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length)
-        if error == 0 {
-            stopConnectAttempt(closingSocket: false)
-            connected()
-        } else {
-            lastError = Self.errorText(error)
-            stopConnectAttempt(closingSocket: true)
-            connectNext()
-        }
-    }
-
-    private func connectTimedOut() {
-        guard !isClosed, !isConnected else { return }
-        lastError = "timed out after \(connectTimeout)"
-        stopConnectAttempt(closingSocket: true)
-        connectNext()
-    }
-
-    /// Ends the wait for a connect; with `closingSocket`, the socket is closed once its source's
-    /// cancellation has completed (Dispatch's rule: never close a descriptor a source still
-    /// watches, or a new socket reusing its number could be unregistered by the old source).
-    private func stopConnectAttempt(closingSocket: Bool) {
-        connectTimer?.cancel()
-        connectTimer = nil
-        let fd = socket
-        if closingSocket { socket = -1 }
-        guard let source = writeSource else {
-            if closingSocket, fd >= 0 { _ = systemClose(fd) }
+    /// Starts a connect to the next address (and arms the attempt delay for the one after), or,
+    /// with no address left and none under way, fails.
+    private func startNextAttempt() {
+        attemptDelayTimer?.cancel()
+        attemptDelayTimer = nil
+        while nextAddress < addresses.count {
+            let address = addresses[nextAddress]
+            nextAddress += 1
+            let fd = address.makeSocket()
+            guard fd >= 0 else {
+                lastError = Self.errorText(errno)
+                continue
+            }
+            if address.withSockaddr({ systemConnect(fd, $0, $1) }) == 0 {
+                return won(fd)
+            }
+            guard errno == EINPROGRESS else {
+                lastError = Self.errorText(errno)
+                _ = systemClose(fd)
+                continue
+            }
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [weak self] in self?.attemptFinished(fd) }
+            let timer = after(connectTimeout) { [weak self] in self?.attemptTimedOut(fd) }
+            attempts[fd] = Attempt(source: source, timer: timer)
+            source.resume()
+            if nextAddress < addresses.count {
+                attemptDelayTimer = after(attemptDelay) { [weak self] in self?.startNextAttempt() }
+            }
             return
         }
-        if closingSocket { source.setCancelHandler { _ = systemClose(fd) } }
-        if !writeSourceRunning { source.resume() }
-        source.cancel()
-        writeSource = nil
-        writeSourceRunning = false
+        if attempts.isEmpty {
+            fail("cannot connect to \(endpoint): \(lastError)")
+        }
+    }
+
+    /// A one-shot timer on `queue`, started.
+    private func after(_ delay: Duration, _ body: @escaping () -> Void) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(delay.totalNanoseconds)))
+        timer.setEventHandler(handler: body)
+        timer.resume()
+        return timer
+    }
+
+    private func attemptFinished(_ fd: Int32) {
+        guard !isClosed, !isConnected, attempts[fd] != nil else { return }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        if error == 0 {
+            endAttempt(fd, closingSocket: false)
+            won(fd)
+        } else {
+            lastError = Self.errorText(error)
+            endAttempt(fd, closingSocket: true)
+            startNextAttempt()
+        }
+    }
+
+    private func attemptTimedOut(_ fd: Int32) {
+        guard !isClosed, !isConnected, attempts[fd] != nil else { return }
+        lastError = "timed out after \(connectTimeout)"
+        endAttempt(fd, closingSocket: true)
+        startNextAttempt()
+    }
+
+    /// `fd` connected: the other attempts are dropped and it becomes the connection.
+    private func won(_ fd: Int32) {
+        endAllAttempts()
+        socket = fd
+        connected()
+    }
+
+    /// Ends the wait for the connect on `fd`; with `closingSocket`, the socket is closed once its
+    /// source's cancellation has completed (Dispatch's rule: never close a descriptor a source
+    /// still watches, or a new socket reusing its number could be unregistered by the old source).
+    private func endAttempt(_ fd: Int32, closingSocket: Bool) {
+        guard let attempt = attempts.removeValue(forKey: fd) else { return }
+        attempt.timer.cancel()
+        if closingSocket { attempt.source.setCancelHandler { _ = systemClose(fd) } }
+        attempt.source.cancel()
+    }
+
+    /// Drops every attempt under way (closing its socket) and the attempt delay.
+    private func endAllAttempts() {
+        attemptDelayTimer?.cancel()
+        attemptDelayTimer = nil
+        for fd in Array(attempts.keys) { endAttempt(fd, closingSocket: true) }
     }
 
     private func connected() {
@@ -284,8 +323,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     private func tearDown() {
-        connectTimer?.cancel()
-        connectTimer = nil
+        endAllAttempts()
         // The descriptor is closed once both sources are cancelled (Dispatch's rule).
         let fd = socket
         socket = -1
@@ -308,11 +346,6 @@ final class TCPConnection: @unchecked Sendable {
             source.setCancelHandler { remaining.done() }
             source.cancel()
         }
-    }
-
-    private func closeSocket() {
-        if socket >= 0 { _ = systemClose(socket) }
-        socket = -1
     }
 
     static func errorText(_ code: Int32) -> String {

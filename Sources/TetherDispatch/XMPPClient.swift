@@ -42,8 +42,10 @@ public final class XMPPClient: Sendable {
 
     /// Driver settings beyond the protocol.
     public struct Options: Sendable {
-        /// The timeout of each TCP connect (per resolved address; default 10 s). The machine's
-        /// `connectTimeout` bounds the whole attempt.
+        /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
+        /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
+        /// swallows the connect costs 250 ms, not this timeout. The machine's `connectTimeout`
+        /// bounds the whole attempt.
         public var tcpConnectTimeout: Duration
         /// The most bytes read from the socket at once (default 64 KiB).
         public var readBufferSize: Int

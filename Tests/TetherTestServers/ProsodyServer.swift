@@ -240,8 +240,13 @@ public func freeLoopbackPort() throws -> Int {
     return port
 }
 
-/// A TCP socket bound to 127.0.0.1 on a free port (listening when `listening`), and the port.
-func boundLoopbackSocket(listening: Bool, reuseAddress: Bool = false) throws -> (fd: Int32, port: Int) {
+/// A TCP socket bound to 127.0.0.1 on a free port (listening when `listening`, with `backlog`),
+/// and the port.
+public func boundLoopbackSocket(
+    listening: Bool,
+    backlog: Int32 = 16,
+    reuseAddress: Bool = false
+) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestServerError("socket failed") }
     if reuseAddress {
@@ -252,7 +257,7 @@ func boundLoopbackSocket(listening: Bool, reuseAddress: Bool = false) throws -> 
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0, !listening || listen(fd, 16) == 0 else {
+    guard bound == 0, !listening || listen(fd, backlog) == 0 else {
         close(fd)
         throw TestServerError(listening ? "bind/listen failed" : "bind failed")
     }

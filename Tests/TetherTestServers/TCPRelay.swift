@@ -205,3 +205,34 @@ public final class SilentListener: @unchecked Sendable {
         close(fd)
     }
 }
+
+/// A port on 127.0.0.1 where a connect never completes: a listener with a zero backlog whose
+/// queue is already full, so the kernel drops further SYNs (as with a dead host or a broken route,
+/// where the connect hangs until its timeout rather than being refused).
+public final class SwallowingListener: @unchecked Sendable {
+    public let port: Int
+    private let fd: Int32
+    private let filler: Int32
+
+    public init() throws {
+        (fd, port) = try boundLoopbackSocket(listening: true, backlog: 0)
+        // The one connection a zero backlog queues (completed by the kernel, never accepted).
+        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var target = loopbackAddress(port: port)
+        let connected = withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(filler)
+            close(fd)
+            throw TestServerError("cannot fill the listener's queue")
+        }
+    }
+
+    deinit {
+        close(filler)
+        close(fd)
+    }
+}

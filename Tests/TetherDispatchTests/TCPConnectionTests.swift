@@ -1,0 +1,139 @@
+import Dispatch
+import Foundation
+import Testing
+import TetherCore
+import TetherTestServers
+
+@testable import TetherDispatch
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `TCPConnection`'s connecting (RFC 8305, Happy Eyeballs) on loopback: an address that
+/// swallows the connect, one that refuses it, one that accepts.
+@Suite(.timeLimit(.minutes(1)))
+struct TCPConnectionTests {
+    /// The events of one connection, with the time each came.
+    final class Recorder: @unchecked Sendable {
+        // `events` is guarded by `lock`.
+        private let lock = NSLock()
+        private var events: [(time: ContinuousClock.Instant, event: String)] = []
+
+        func record(_ event: TCPConnection.Event) {
+            let text =
+                switch event {
+                case .connected: "connected"
+                case .received: "received"
+                case .drained: "drained"
+                case .closed(let error): "closed: \(error ?? "end")"
+                }
+            lock.withLock { events.append((ContinuousClock.now, text)) }
+        }
+
+        /// How many events came.
+        var count: Int { lock.withLock { events.count } }
+
+        /// The first event, once there is one (or nil after `timeout`).
+        func first(timeout: Duration = .seconds(20)) async -> (time: ContinuousClock.Instant, event: String)? {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if let first = lock.withLock({ events.first }) { return first }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return nil
+        }
+    }
+
+    static func address(_ port: Int) throws -> SocketAddress {
+        guard case .success(let addresses) = SocketAddress.resolve(host: "127.0.0.1", port: port) else {
+            throw TestServerError("cannot resolve 127.0.0.1")
+        }
+        return addresses[0]
+    }
+
+    /// A port nothing listens on (connects are refused at once).
+    static func refusingPort() throws -> Int {
+        try freeLoopbackPort()
+    }
+
+    static func connect(
+        _ addresses: [SocketAddress],
+        connectTimeout: Duration = .seconds(10),
+        attemptDelay: Duration = TCPConnection.defaultAttemptDelay
+    ) -> (TCPConnection, Recorder, ContinuousClock.Instant) {
+        let queue = DispatchQueue(label: "tether.test-tcp")
+        let recorder = Recorder()
+        let connection = TCPConnection(
+            endpoint: Endpoint(host: "test.invalid", port: 1),
+            queue: queue,
+            connectTimeout: connectTimeout,
+            attemptDelay: attemptDelay,
+            readBufferSize: 4096
+        ) { recorder.record($0) }
+        let start = ContinuousClock.now
+        queue.async { connection.connect(to: addresses) }
+        return (connection, recorder, start)
+    }
+
+    @Test func anAddressThatSwallowsTheConnectCostsOneAttemptDelay() async throws {
+        let swallowing = try SwallowingListener()
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        let (connection, recorder, start) = Self.connect([try Self.address(swallowing.port), try Self.address(port)])
+        let first = await recorder.first()
+        #expect(first?.event == "connected")
+        let elapsed = (first?.time ?? start) - start
+        // The second address is tried 250 ms after the first, not after its 10 s timeout.
+        #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(3), "connected after \(elapsed)")
+        connection.close()
+    }
+
+    @Test func aRefusedAddressIsFollowedAtOnce() async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        // A long attempt delay: only the refusal can start the second attempt early.
+        let (connection, recorder, start) = Self.connect(
+            [try Self.address(Self.refusingPort()), try Self.address(port)],
+            attemptDelay: .seconds(5)
+        )
+        let first = await recorder.first()
+        #expect(first?.event == "connected")
+        let elapsed = (first?.time ?? start) - start
+        #expect(elapsed < .seconds(2), "connected after \(elapsed)")
+        connection.close()
+    }
+
+    @Test func everyAddressFailingEndsOnceWithTheLastError() async throws {
+        let swallowing = try SwallowingListener()
+        let (connection, recorder, start) = Self.connect(
+            [try Self.address(swallowing.port), try Self.address(Self.refusingPort())],
+            connectTimeout: .milliseconds(600)
+        )
+        let first = await recorder.first()
+        // The refused address fails at 250 ms; the swallowed one times out at 600 ms.
+        #expect(
+            first?.event.hasPrefix("closed: cannot connect to test.invalid:1: timed out") == true,
+            "\(String(describing: first))"
+        )
+        let elapsed = (first?.time ?? start) - start
+        #expect(elapsed >= .milliseconds(550) && elapsed < .seconds(3), "failed after \(elapsed)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(recorder.count == 1)
+        connection.close()
+    }
+
+    @Test func familiesAreInterleaved() {
+        func address(_ family: Int32, _ tag: UInt8) -> SocketAddress { SocketAddress(family: family, bytes: [tag]) }
+        let six = Int32(AF_INET6)
+        let four = Int32(AF_INET)
+        let ordered = SocketAddress.interleavingFamilies([
+            address(six, 1), address(six, 2), address(six, 3), address(four, 4), address(four, 5),
+        ])
+        #expect(ordered.map(\.bytes) == [[1], [4], [2], [5], [3]])
+        #expect(SocketAddress.interleavingFamilies([address(four, 1), address(four, 2)]).map(\.bytes) == [[1], [2]])
+        #expect(SocketAddress.interleavingFamilies([]).isEmpty)
+    }
+}
