@@ -37,7 +37,8 @@ final class TCPConnection: @unchecked Sendable {
     /// RFC 8305's "Connection Attempt Delay" (its recommended value).
     static let defaultAttemptDelay = Duration.milliseconds(250)
 
-    /// A connect under way: its socket, the source that says when it completes, its timeout.
+    /// A connect under way (kept by its socket): the source that says when it completes, and its
+    /// timeout.
     private struct Attempt {
         let source: any DispatchSourceWrite
         let timer: any DispatchSourceTimer
