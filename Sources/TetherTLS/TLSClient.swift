@@ -43,7 +43,8 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
 /// The server's certificate is verified by default against the system's trust store (and an
 /// extra CA file when configured), for the configured server name (SNI and host-name
 /// verification; an IP address is matched against the certificate's IP entries). Plaintext sent
-/// before the handshake ends waits inside and goes out once it has. TLS 1.2 and 1.3.
+/// before the handshake ends waits inside and goes out once it has. TLS 1.2 and 1.3. Sessions
+/// made with `init(serverName:context:)` share one `TLSContext` (the trust store loaded once).
 public struct TLSClient: ~Copyable {
     /// What to connect to and what to trust.
     public struct Configuration: Sendable, Hashable {
