@@ -155,6 +155,7 @@ final class TCPConnection: @unchecked Sendable {
     private func startNextAttempt() {
         attemptDelayTimer?.cancel()
         attemptDelayTimer = nil
+        guard !isClosed, !isConnected else { return }
         while nextAddress < addresses.count {
             let address = addresses[nextAddress]
             nextAddress += 1

@@ -276,15 +276,26 @@ func loopbackAddress(port: Int) -> sockaddr_in {
     return address
 }
 
-/// Whether something accepts TCP connections on 127.0.0.1:`port`.
-func canConnect(port: Int) -> Bool {
+/// A blocking TCP socket connected to 127.0.0.1:`port`, or nil when the connect fails.
+func connectedLoopbackSocket(port: Int) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
+    guard fd >= 0 else { return nil }
     var address = loopbackAddress(port: port)
-    return withUnsafePointer(to: &address) {
+    let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
         }
     }
+    guard connected else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+func canConnect(port: Int) -> Bool {
+    guard let fd = connectedLoopbackSocket(port: port) else { return false }
+    close(fd)
+    return true
 }

@@ -118,16 +118,8 @@ public final class TCPRelay: Sendable {
                     if errno == EINTR { continue }
                     return
                 }
-                let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = loopbackAddress(port: upstreamPort)
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                    }
-                }
-                guard connected else {
+                guard let server = connectedLoopbackSocket(port: upstreamPort) else {
                     close(client)
-                    close(server)
                     continue
                 }
                 let pair = Pair(client: client, server: server)
@@ -217,18 +209,11 @@ public final class SwallowingListener: @unchecked Sendable {
     public init() throws {
         (fd, port) = try boundLoopbackSocket(listening: true, backlog: 0)
         // The one connection a zero backlog queues (completed by the kernel, never accepted).
-        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var target = loopbackAddress(port: port)
-        let connected = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else {
-            close(filler)
+        guard let filler = connectedLoopbackSocket(port: port) else {
             close(fd)
             throw TestServerError("cannot fill the listener's queue")
         }
+        self.filler = filler
     }
 
     deinit {
