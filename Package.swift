@@ -1,7 +1,7 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-/// Settings every Swift target shares (DESIGN.md § Style).
+/// Settings every Swift target shares (Specs/conventions.md).
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -224,6 +224,15 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherDispatchTests",
+            dependencies: [
+                "TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherSignalR", "TetherCore",
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// The README's Swift blocks, compiled (`Examples/`, checked equal to the README), and its two
+        /// client examples run against prosody and aiosignalr.
+        .testTarget(
+            name: "TetherReadmeTests",
             dependencies: [
                 "TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherSignalR", "TetherCore",
             ],

@@ -211,10 +211,9 @@ struct ViaCodable<T: Codable>: Codable {
     }
 }
 
-/// The deterministic benchmark corpus, generated in Swift with the shape of
-/// `../shared/bench/gen_corpus.py` (same word lists, mix and field distributions; the exact bytes
-/// differ because the random generator does): SignalR messages as a JSON hub-protocol stream and
-/// as a MessagePack hub-protocol stream.
+/// The deterministic benchmark corpus (its shape: `Benchmarks/README.md`, "The corpus"): SignalR
+/// messages as a JSON hub-protocol stream and as a MessagePack hub-protocol stream, the same
+/// messages in both.
 ///
 /// Mix by message count: 70 % Invocation (one ParamData argument, half of them with an id),
 /// 10 % Completion with a ParamData result, 10 % StreamItem with a ParamData item, 10 % Ping;

@@ -3,15 +3,31 @@ import TetherCore
 import TetherSignalR
 import TetherXML
 
-/// `tether-bench --corpus DIR`: the corpus read from the files `../shared/bench/gen_corpus.py`
-/// writes (`signalr.json.bin`, `signalr.msgpack.bin`, `xmpp.xml`), so that other libraries can be
-/// measured on the very same bytes. The messages' shapes and payloads (for the encode rows) and
-/// the counts are read back from the files with Tether's own decoders.
+/// The corpus as files (`signalr.json.bin`, `signalr.msgpack.bin`, `xmpp.xml`; the format is in
+/// `Benchmarks/README.md`): `tether-bench --write-corpus DIR` writes the generated one, and
+/// `tether-bench --corpus DIR` reads such files (from this or another generator), so that other
+/// libraries can be measured on the very same bytes. The messages' shapes and payloads (for the
+/// encode rows) and the counts are read back from the files with Tether's own decoders.
 enum CorpusFiles {
+    /// Writes the generated corpus (each stream about `targetBytes` long) to `directory`.
+    static func write(to directory: String, targetBytes: Int) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let signalR = SignalRCorpus(targetBytes: targetBytes)
+        let xmpp = XMPPCorpus(targetBytes: targetBytes)
+        for (name, bytes) in [
+            ("signalr.json.bin", signalR.json), ("signalr.msgpack.bin", signalR.messagePack), ("xmpp.xml", xmpp.stream),
+        ] {
+            let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+            guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+                throw BenchError("cannot write \(path)")
+            }
+        }
+    }
+
     static func read(_ directory: String, _ name: String) throws -> [UInt8] {
         let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw BenchError("cannot read \(path) (make it with ../shared/bench/gen_corpus.py --out \(directory))")
+            throw BenchError("cannot read \(path) (make it with tether-bench --write-corpus \(directory))")
         }
         return [UInt8](data)
     }

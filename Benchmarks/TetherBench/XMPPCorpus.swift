@@ -1,8 +1,8 @@
 import TetherCore
 
-/// The XMPP benchmark corpus: one client stream (header, features, stanzas, footer) generated in
-/// Swift with the shape of `../shared/bench/gen_corpus.py`: 60 % `<message>`, 25 % `<presence>`,
-/// 5 % roster results of 50 items, 10 % pings, with the same word lists and escapes.
+/// The XMPP benchmark corpus: one client stream (header, features, stanzas, footer): 60 %
+/// `<message>`, 25 % `<presence>`, 5 % roster results of 50 items, 10 % pings, with escapes and
+/// non-ASCII text (`Benchmarks/README.md`, "The corpus").
 struct XMPPCorpus {
     var stream: [UInt8] = []
     var stanzaCount = 0

@@ -15,8 +15,10 @@ struct Options {
     var echoEncoding = ValueEncoding.json
     /// `--portable-kernels`: the 16-byte text kernels even where 64-byte ones could run.
     var portableKernels = false
-    /// `--corpus DIR`: read the corpus files of `../shared/bench/gen_corpus.py` instead.
+    /// `--corpus DIR`: read the corpus files (`Benchmarks/README.md`) instead of generating them.
     var corpusDirectory: String?
+    /// `--write-corpus DIR`: write the generated corpus files there instead of benchmarking.
+    var writeCorpusDirectory: String?
     /// `--chart FILE.svg`: also draw the run.
     var chartPath: String?
     /// `--soak [MINUTES]`: the simulated soak instead of the benchmarks.
@@ -25,6 +27,7 @@ struct Options {
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
                             [--portable-kernels]
+               tether-bench --write-corpus DIR [--size MIB]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
                tether-bench --soak [MINUTES]
 
@@ -33,7 +36,11 @@ struct Options {
           --passes N     timed passes per benchmark; the fastest counts (default 3)
           --csv          print CSV instead of a table
           --corpus DIR   read signalr.json.bin, signalr.msgpack.bin and xmpp.xml from DIR (as
-                         ../shared/bench/gen_corpus.py writes them) instead of generating the corpus
+                         --write-corpus writes them, or another generator of the same format; see
+                         Benchmarks/README.md) instead of generating the corpus
+          --write-corpus DIR
+                         instead of the benchmarks: write the generated corpus (--size MIB per
+                         stream) as those three files to DIR, for other libraries and fuzz seeds
           --chart FILE   also write the results as an SVG bar chart to FILE
           --portable-kernels
                          use the portable 16-byte text kernels even where the 64-byte AVX-512BW
@@ -76,6 +83,10 @@ struct Options {
             case "--corpus":
                 guard let value else { return nil }
                 corpusDirectory = value
+                index += 2
+            case "--write-corpus":
+                guard let value else { return nil }
+                writeCorpusDirectory = value
                 index += 2
             case "--chart":
                 guard let value else { return nil }
@@ -171,6 +182,16 @@ if options.portableKernels { TextKernels.allowsWideVectors = false }
 
 if let minutes = options.soakMinutes {
     exit(Soak.run(minutes: minutes) ? 0 : 1)
+}
+
+if let directory = options.writeCorpusDirectory {
+    do {
+        try CorpusFiles.write(to: directory, targetBytes: Int(options.sizeMiB * 1_048_576))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
 }
 
 if let url = options.echoLatencyURL {

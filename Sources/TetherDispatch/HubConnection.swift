@@ -54,9 +54,11 @@ public final class HubConnection: Sendable {
         public var tlsSessionFactory: TLSSessionFactory?
         /// Seeds the reconnect jitter (nil: random).
         public var randomSeed: UInt64?
-        /// The least severe level logged (default `warning`).
+        /// The least severe level logged (default `none`: a connection is silent unless the app
+        /// asks for its log).
         public var logLevel: LogLevel
-        /// Where log lines go (default: standard error). Access tokens never reach it.
+        /// Where log lines go (default: standard error, once `logLevel` asks for something).
+        /// Access tokens never reach it.
         public var logHandler: @Sendable (LogLevel, String) -> Void
 
         /// Options.
@@ -68,7 +70,7 @@ public final class HubConnection: Sendable {
             caFile: String? = nil,
             tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
             randomSeed: UInt64? = nil,
-            logLevel: LogLevel = .warning,
+            logLevel: LogLevel = .none,
             logHandler: @escaping @Sendable (LogLevel, String) -> Void = HubConnection.logToStandardError
         ) {
             self.callbackQueue = callbackQueue

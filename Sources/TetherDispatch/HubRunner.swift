@@ -140,6 +140,7 @@ final class HubRunner: @unchecked Sendable {
             try command(&machine, now())
         } catch  where error.kind == .sendBufferFull {
             blockedCommands.append(BlockedCommand(run: command, fail: fail, call: call))
+            log.debug("The stateful-reconnect buffer is full: a command waits for room.")
         } catch {
             fail(error)
         }

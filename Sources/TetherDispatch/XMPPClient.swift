@@ -49,8 +49,9 @@ public final class XMPPClient: Sendable {
         public var tcpConnectTimeout: Duration
         /// The most bytes read from the socket at once (default 64 KiB).
         public var readBufferSize: Int
-        /// Called (on the connection's queue) with the XML traffic, for debugging. SASL
-        /// messages are replaced by a placeholder; nothing else is redacted.
+        /// Called (on the connection's queue) with the XML traffic, for debugging. The content of
+        /// SASL messages (the credentials) is replaced by a placeholder, their tags and the
+        /// mechanism are kept; nothing else is redacted.
         public var trafficLog: (@Sendable (Traffic) -> Void)?
         /// Seeds reconnect jitter and ids (nil: random).
         public var randomSeed: UInt64?
@@ -90,6 +91,17 @@ public final class XMPPClient: Sendable {
         public var direction: Direction
         /// The text (credentials replaced by a placeholder).
         public var text: String
+
+        /// A SASL element as the log shows it: its start and end tags (the mechanism
+        /// included), its content, which carries the credentials, replaced by a placeholder.
+        static func hidingCredentials(_ bytes: [UInt8]) -> String {
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let startTagEnd = text.firstIndex(of: ">"), let endTagStart = text.lastIndex(of: "<"),
+                startTagEnd < endTagStart
+            else { return "[\(bytes.count) bytes of SASL credentials not shown]" }
+            let hidden = text.utf8.distance(from: text.index(after: startTagEnd), to: endTagStart)
+            return text[...startTagEnd] + "[\(hidden) bytes of SASL credentials not shown]" + text[endTagStart...]
+        }
     }
 
     let runner: XMPPRunner

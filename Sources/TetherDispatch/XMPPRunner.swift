@@ -215,7 +215,7 @@ final class XMPPRunner: @unchecked Sendable {
                         XMPPClient.Traffic(
                             direction: .sent,
                             text: containsCredentials
-                                ? "[\(bytes.count) bytes of SASL credentials not shown]"
+                                ? XMPPClient.Traffic.hidingCredentials(bytes)
                                 : String(decoding: bytes, as: UTF8.self)
                         )
                     )

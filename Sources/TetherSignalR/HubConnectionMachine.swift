@@ -31,7 +31,7 @@
 /// `resuming` (stateful reconnect: the WebSocket of the same connection is being reopened).
 ///
 /// Rules: `Specs/signalr/hub-connection.md` (the transition table the tests walk) and
-/// `shared/specs/signalr.md` §§4–10.
+/// `Specs/signalr/README.md` (the wire layer's decisions).
 public struct HubConnectionMachine {
     /// What the app configures. Every limit has the official clients' default.
     public struct Configuration: Sendable {

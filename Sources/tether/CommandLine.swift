@@ -4,8 +4,32 @@ let decodeUsage = """
     usage: tether decode --format FORMAT [--chunk N] [FILE]
 
     Decodes captured SignalR or XMPP traffic from FILE (or standard input) and prints one line of
-    compact JSON per message (XMPP: per stream event). FORMAT is one of: \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", ")).
+    compact JSON per message (XMPP: per stream event). FORMAT is one of:
+      \(DecodeCommand.Format.allCases.map(\.rawValue).joined(separator: ", "))
     --chunk N feeds the decoder N bytes at a time (default 65536); the output is the same for any N.
+
+    SignalR messages print with the JSON hub protocol's property names in canonical order (type,
+    headers if not empty, invocationId if present, target, arguments, streamIds if present, item,
+    result, error, allowReconnect if true, sequenceId); a void Completion has neither result nor
+    error; "result":null is kept; unknown message types print nothing. MessagePack values map to
+    JSON: binary as a base64 string, an extension as {"ext":TYPE,"data":"BASE64"}, a timestamp as
+    {"timestamp":SECONDS,"nanoseconds":N}, NaN and infinities as the strings "NaN", "Infinity",
+    "-Infinity", a map key that is not a string as its JSON text (keys that are maps or arrays
+    nest at most four levels deep). Handshakes print {"protocol":…,"version":…}, or {} or
+    {"error":…}. A capture of what a hub sent starts with the handshake response: decode that part
+    with signalr-handshake-response.
+
+    XMPP prints {"event":"stream-open","name":"{NS}local","attributes":{…}}, then
+    {"event":"element","xml":"…"} per top-level element (a standalone serialisation) and
+    {"event":"stream-close"}. Input that simply ends, even inside an element, exits 0 after the
+    last complete element.
+
+    On the first error it prints {"error":"TEXT"} (XMPP: {"event":"error","condition":…}) and exits
+    1; a partial SignalR message at the end of the input is the error "Message is incomplete.".
+
+    Example:
+      printf '{"type":1,"target":"Send","arguments":[1]}\\x1e' | tether decode --format signalr-json
+      {"type":1,"target":"Send","arguments":[1]}
     """
 
 /// Parses `arguments` (without the program name) into a decode command and an optional path.

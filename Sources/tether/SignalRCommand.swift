@@ -32,6 +32,18 @@ struct SignalRCommand: Sendable, Equatable {
         (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
         system's. --verbose logs the connection's steps and traffic to standard error.
+
+        JSON_ARRAY_OF_ARGS is a JSON array of the arguments (re-encoded for --protocol messagepack);
+        values print as compact JSON whatever the protocol. Exit status: 0 done; 1 the connection
+        could not be made or closed first (the error on standard error), or a hub error; 2 a usage
+        error (bad JSON arguments included).
+
+        Example:
+          tether signalr --url http://127.0.0.1:5000/hub --protocol messagepack invoke Add '[2, 3]' --count 2
+          {"event":"connected"}
+          {"result":5}
+          {"result":5}
+          {"event":"closed"}
         """
 
     enum Action: Equatable, Sendable {

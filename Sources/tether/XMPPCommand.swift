@@ -36,6 +36,20 @@ struct XMPPCommand: Sendable, Equatable {
         and F (--ca-file, a PEM file). Defaults: ping every 60 s with a 10 s timeout, 2 missed
         pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
         60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop), stream management on.
+
+        Output, one JSON object per line: {"event":"connected","jid":…}, {"event":"disconnected",
+        "reason":…} (null after a clean close), {"event":"reconnecting","attempt":…,"delay_ms":…},
+        {"event":"resumed"}, {"event":"resume-failed"}, {"event":"message","from":…,"id":…,
+        "body":…}, {"event":"pong","rtt_ms":…} (an error reply is an answer too),
+        {"event":"roster","items":[{"jid":…,"name":…,"subscription":…},…]}.
+        Exit status: 0 done; 1 an error (on standard error), for example no connection; 2 wrong
+        credentials (at once, whatever the reconnect policy) or a usage error.
+
+        Example:
+          TETHER_PASSWORD=alicepass tether xmpp --jid alice@localhost --host 127.0.0.1 --ca-file ca.pem ping
+          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma"}
+          {"event":"pong","rtt_ms":1.581888}
+          {"event":"disconnected","reason":null}
         """
 
     enum Action: Equatable, Sendable {

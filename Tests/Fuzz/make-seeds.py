@@ -2,8 +2,8 @@
 """Writes the fuzz targets' seed corpora into Tests/Fuzz/Seeds/TARGET/ (committed).
 
 Sources: the conformance vectors in Specs/signalr/*.json (messages, streams, errors, handshakes,
-negotiate bodies, framing), records cut from a small corpus of ../shared/bench/gen_corpus.py (the
-benchmark's generator; pass its output directory, made with `gen_corpus.py --mib 0.02`), and
+negotiate bodies, framing), records cut from a small corpus of the benchmark's generator (pass its
+output directory, made with `swift run -c release tether-bench --write-corpus DIR --size 0.02`), and
 hand-written inputs for the targets no vector covers (WebSocket frames, HTTP responses, SCRAM
 server messages, TLS records, XMPP streams, machine operation sequences).
 

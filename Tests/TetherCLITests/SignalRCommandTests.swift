@@ -67,7 +67,7 @@ struct SignalRCommandParsingTests {
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .enabled(if: SignalRHubServer.isInstalled, "aiosignalr is not installed (.ci/run makes .build/venv-aiosignalr)")
+    .realServers(.aiosignalr)
 )
 struct SignalRCommandServerTests {
     @Test(arguments: ["json", "messagepack"])
@@ -104,17 +104,15 @@ struct SignalRCommandServerTests {
     @Test func listenPrintsServerCalls() async throws {
         let server = try SignalRHubServer()
         try server.start()
-        let listen = Task {
-            await tether([
-                "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
-            ])
-        }
-        try await Task.sleep(for: .milliseconds(1500))
+        let listen = RunningTether([
+            "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
+        ])
+        #expect(await listen.printed(#"{"event":"connected"}"#))
         for text in ["one", "two"] {
             let sent = await tether(["signalr", "--url", server.url, "invoke", "Broadcast", "[\"\(text)\"]"])
             #expect(sent.status == 0, "\(sent.errors)")
         }
-        let result = await listen.value
+        let result = await listen.result
         #expect(result.status == 0, "\(result.errors)")
         #expect(
             result.output == [

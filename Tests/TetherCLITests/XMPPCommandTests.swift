@@ -19,6 +19,30 @@ final class Lines: @unchecked Sendable {
     }
 }
 
+/// `tether ARGUMENTS` running in process: its output can be watched while it runs.
+struct RunningTether: Sendable {
+    let output = Lines()
+    let errors = Lines()
+    let status: Task<Int32, Never>
+
+    init(_ arguments: [String], environment: [String: String] = [:]) {
+        let (output, errors) = (output, errors)
+        status = Task {
+            await runCommandLine(arguments, environment: environment, output: output.sink, errorOutput: errors.sink)
+        }
+    }
+
+    /// Waits until a line of standard output starts with `prefix`; true if one did.
+    func printed(_ prefix: String) async -> Bool {
+        await eventually { output.all.contains { $0.hasPrefix(prefix) } }
+    }
+
+    /// Waits for the end; the status, standard output and error lines.
+    var result: (status: Int32, output: [String], errors: [String]) {
+        get async { (await status.value, output.all, errors.all) }
+    }
+}
+
 /// Runs `tether ARGUMENTS` in process; returns the status, standard output and error lines.
 func tether(
     _ arguments: [String],
@@ -100,7 +124,7 @@ struct CommandLineTests {
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)")
+    .realServers(.prosody, .opensslCommand)
 )
 struct XMPPCommandServerTests {
     static func common(_ user: String, _ server: ProsodyServer) -> [String] {
@@ -110,14 +134,12 @@ struct XMPPCommandServerTests {
     @Test func sendAndListen() async throws {
         let server = try ProsodyServer()
         try server.start()
-        let listen = Task {
-            await tether(
-                Self.common("bob", server) + ["--resource", "cli", "listen", "--count", "3", "--seconds", "20"],
-                environment: ["TETHER_PASSWORD": "bobpass"]
-            )
-        }
-        // Bob is online once his presence is in: give the listener a moment to log in.
-        try await Task.sleep(for: .milliseconds(700))
+        let listen = RunningTether(
+            Self.common("bob", server) + ["--resource", "cli", "listen", "--count", "3", "--seconds", "20"],
+            environment: ["TETHER_PASSWORD": "bobpass"]
+        )
+        // Bob is online (bound, his presence sent) before Alice logs in.
+        #expect(await listen.printed(#"{"event":"connected","jid":"bob@localhost/cli"}"#))
         let send = await tether(
             Self.common("alice", server) + ["--verbose", "send", "bob@localhost/cli", "hi", "--count", "3"],
             environment: ["TETHER_PASSWORD": "alicepass"]
@@ -129,7 +151,7 @@ struct XMPPCommandServerTests {
         #expect(send.errors.contains { $0.hasPrefix("SEND: <?xml") })
         #expect(send.errors.contains { $0.contains("SASL credentials not shown") })
         #expect(!send.errors.joined().contains("alicepass"))
-        let received = await listen.value
+        let received = await listen.result
         #expect(received.status == 0, "\(received.errors)")
         let messages = received.output.filter { $0.contains(#""event":"message""#) }
         #expect(messages.count == 3)

@@ -61,6 +61,11 @@ extension XMPPClient.Event {
         if case .disconnected = self { return true }
         return false
     }
+    /// The error of a `disconnected` event.
+    var disconnectError: XMPPClientError? {
+        if case .disconnected(let error) = self { return error }
+        return nil
+    }
 }
 
 /// A client configuration for an account of a test prosody, reached at 127.0.0.1:`port`.

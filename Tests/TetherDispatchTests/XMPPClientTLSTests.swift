@@ -12,10 +12,9 @@ import TetherXMPP
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .enabled(if: ProsodyServer.isInstalled, "prosody is not installed (.ci/run installs it)")
+    .realServers(.prosody, .opensslCommand)
 )
 struct XMPPClientTLSTests {
-    static let certificates = try! TestCertificates()
 
     static func configuration(
         _ server: ProsodyServer,
@@ -31,12 +30,13 @@ struct XMPPClientTLSTests {
     }
 
     @Test func startTLSRequiredByBothSides() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates, requireEncryption: true)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates, requireEncryption: true)
         try server.start()
         let log = TrafficLog()
         let client = XMPPClient(
             Self.configuration(server, tls: .required),
-            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
         #expect(jid.bare == JID("alice@localhost"))
@@ -51,14 +51,15 @@ struct XMPPClientTLSTests {
     }
 
     @Test func optionalUsesStartTLSWhenOffered() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let log = TrafficLog()
         var configuration = Self.configuration(server, tls: .optional)
         configuration.mechanisms = SASLMechanism.allCases
         let client = XMPPClient(
             configuration,
-            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
         try await client.connect()
         #expect(log.entries.contains { $0.direction == .sent && $0.text.hasPrefix("<starttls") })
@@ -66,12 +67,13 @@ struct XMPPClientTLSTests {
     }
 
     @Test func directTLS() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let log = TrafficLog()
         let client = XMPPClient(
             Self.configuration(server, tls: .direct),
-            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
         #expect(jid.bare == JID("alice@localhost"))
@@ -83,7 +85,8 @@ struct XMPPClientTLSTests {
     }
 
     @Test func unknownCAIsRejectedWithoutRetrying() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
         try server.start()
         for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
             let client = XMPPClient(Self.configuration(server, tls: tls))  // no CA file
@@ -104,7 +107,8 @@ struct XMPPClientTLSTests {
     }
 
     @Test func wrongHostNameIsRejected() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
         try server.start()
         // The server serves `misnamed.test` with a CA-signed certificate for `other.test`: the
         // chain is trusted, the name is not, and the client's own check must refuse it (over
@@ -112,7 +116,7 @@ struct XMPPClientTLSTests {
         for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
             let client = XMPPClient(
                 Self.configuration(server, tls: tls, domain: "misnamed.test"),
-                options: .init(caFile: Self.certificates.caCertificate)
+                options: .init(caFile: certificates.caCertificate)
             )
             do {
                 try await client.connect()
@@ -127,13 +131,14 @@ struct XMPPClientTLSTests {
     /// The TLS layer is the app's choice (`Options.tlsSessionFactory`); without one, required and
     /// direct TLS refuse to connect, and optional TLS runs in cleartext.
     @Test func pluggableTLSLayer() async throws {
-        let server = try ProsodyServer(certificates: Self.certificates)
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let names = SessionNames()
         let plugged = XMPPClient(
             Self.configuration(server, tls: .required),
             options: .init(
-                caFile: Self.certificates.caCertificate,
+                caFile: certificates.caCertificate,
                 tlsSessionFactory: { configuration in
                     names.append(configuration.serverName)
                     return try defaultTLSSessionFactory!(configuration)
@@ -156,12 +161,13 @@ struct XMPPClientTLSTests {
 
     /// TLS required, a server that does not offer STARTTLS: refused, not downgraded.
     @Test func noDowngrade() async throws {
+        let certificates = try TestCertificates.shared()
         let server = try ProsodyServer()  // no certificates: no STARTTLS
         try server.start()
         let log = TrafficLog()
         let client = XMPPClient(
             Self.configuration(server, tls: .required),
-            options: .init(trafficLog: { log.append($0) }, caFile: Self.certificates.caCertificate)
+            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
         do {
             try await client.connect()

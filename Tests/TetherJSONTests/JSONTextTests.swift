@@ -1,5 +1,6 @@
 import Testing
 @_spi(TetherInternal) import TetherCore
+
 @testable import TetherJSON
 
 /// The byte scans the JSON scanner is built of (`ByteScanning` in TetherCore, `JSONTextScanning`

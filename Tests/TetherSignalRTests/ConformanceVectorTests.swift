@@ -5,8 +5,8 @@ import TetherMessagePack
 
 @testable import TetherSignalR
 
-/// Every test vector of ../shared/specs/signalr.md §12, read from the data files in
-/// Specs/signalr/ and run whole, byte by byte and in random chunks, with trailing bytes.
+/// Every conformance vector of the hub protocols (`Specs/signalr/README.md`), read from the data
+/// files in Specs/signalr/ and run whole, byte by byte and in random chunks, with trailing bytes.
 struct JSONVectorTests {
     struct Message: Decodable, CustomTestStringConvertible {
         var vector: Int

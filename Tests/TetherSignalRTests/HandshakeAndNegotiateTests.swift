@@ -137,7 +137,7 @@ struct NegotiateVectorTests {
             #expect(response.useStatefulReconnect == vector.useStatefulReconnect)
         }
         let first = try Negotiate.parse(Array(Self.file.responses[0].body.utf8))
-        guard case .connect(let response) = first else { return }
+        let response = try #require(first.connectResponse)
         #expect(response.transport(named: "ServerSentEvents")?.supports(.binary) == false)
         #expect(response.transport(named: "WebSockets")?.supports(.binary) == true)
     }

@@ -11,13 +11,13 @@ struct HubConnectionScenarioTests {
         var harness = HubConnectionHarness()
         harness.connect()
         #expect(harness.transcript == ["negotiate", "open", "send:handshake", "event:connected", "send:ping"])
-        guard case .sendNegotiate(let url, let headers, _) = harness.actions[0] else { return }
+        let (url, headers) = try #require(harness.actions[0].negotiateRequest)
         #expect(url == "http://127.0.0.1:5099/hub/negotiate?negotiateVersion=1")
         #expect(headers["Authorization"] == "Bearer secret-token")
-        guard case .openTransport(let wsURL, let wsHeaders, _) = harness.actions[1] else { return }
+        let (wsURL, wsHeaders) = try #require(harness.actions[1].transportRequest)
         #expect(wsURL == "ws://127.0.0.1:5099/hub?id=token-1")
         #expect(wsHeaders["Authorization"] == "Bearer secret-token")
-        guard case .send(let handshake, let format, _) = harness.actions[2] else { return }
+        let (handshake, format) = try #require(harness.actions[2].sentBytes)
         #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}")
         #expect(format == .text)
         #expect(harness.machine.connectionId == "conn-1")
@@ -116,7 +116,7 @@ struct HubConnectionScenarioTests {
         #expect(harness.advance(by: .seconds(1)) == ["send:ping"])
     }
 
-    @Test func serverTimeoutClosesWithTheSpecText() {
+    @Test func serverTimeoutClosesWithTheSpecText() throws {
         var harness = HubConnectionHarness()
         harness.connect()
         harness.advance(by: .seconds(20))
@@ -130,12 +130,12 @@ struct HubConnectionScenarioTests {
         )
     }
 
-    @Test func negotiateRedirectsV0AndLimits() {
+    @Test func negotiateRedirectsV0AndLimits() throws {
         var harness = HubConnectionHarness()
         harness.machine.start(now: harness.now)
         harness.drain()
         harness.negotiate(body: Array(#"{"url":"https://other.example/chat?x=1","accessToken":"redirect-token"}"#.utf8))
-        guard case .sendNegotiate(let url, let headers, _) = harness.actions.last else { return }
+        let (url, headers) = try #require(harness.actions.last?.negotiateRequest)
         #expect(url == "https://other.example/chat/negotiate?x=1&negotiateVersion=1")
         #expect(headers["Authorization"] == "Bearer redirect-token")
         harness.negotiate(
@@ -144,7 +144,7 @@ struct HubConnectionScenarioTests {
                     .utf8
             )
         )
-        guard case .openTransport(let wsURL, _, _) = harness.actions.last else { return }
+        let wsURL = try #require(harness.actions.last?.transportRequest).url
         #expect(wsURL == "wss://other.example/chat?x=1&id=v0-id")
 
         var looping = HubConnectionHarness()
@@ -179,11 +179,11 @@ struct HubConnectionScenarioTests {
         }
     }
 
-    @Test func skipNegotiation() {
+    @Test func skipNegotiation() throws {
         var harness = HubConnectionHarness { $0.skipNegotiation = true }
         harness.connect()
         #expect(harness.transcript == ["open", "send:handshake", "event:connected", "send:ping"])
-        guard case .openTransport(let url, _, _) = harness.actions.first else { return }
+        let url = try #require(harness.actions.first?.transportRequest).url
         #expect(url == "ws://127.0.0.1:5099/hub")
         #expect(harness.machine.connectionId == nil)
     }
@@ -215,7 +215,7 @@ struct HubConnectionScenarioTests {
         )
         // A non-blocking call of an unknown method is reported, never dropped without trace.
         #expect(harness.server(#"{"type":1,"target":"Unknown","arguments":[]}"#) == ["event:unhandledinvocation"])
-        guard case .unhandledInvocation(let unknown) = harness.events.last else { return }
+        let unknown = try #require(harness.events.last?.unhandledInvocation)
         #expect(unknown.target == "Unknown" && unknown.invocationId == nil)
     }
 
@@ -498,11 +498,11 @@ struct HubConnectionStatefulReconnectTests {
         var harness = HubConnectionHarness { $0.statefulReconnect = true }
         harness.machine.start(now: harness.now)
         harness.drain()
-        guard case .sendNegotiate(let url, _, _) = harness.actions.last else { return }
+        let url = try #require(harness.actions.last?.negotiateRequest).url
         #expect(url.hasSuffix("negotiateVersion=1&useStatefulReconnect=true"))
         harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         harness.opened()
-        guard case .send(let handshake, _, _) = harness.actions.last else { return }
+        let handshake = try #require(harness.actions.last?.sentBytes).bytes
         #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":2}\u{1E}")
         harness.server("{}")
         _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""a""#), now: harness.now)
@@ -514,7 +514,7 @@ struct HubConnectionStatefulReconnectTests {
         #expect(harness.sentMessages.last == .ack(sequenceId: 2))
         // Transport lost without Close: reopen the same connection, no negotiate, no handshake.
         #expect(harness.closed() == ["open"])
-        guard case .openTransport(let again, _, _) = harness.actions.last else { return }
+        let again = try #require(harness.actions.last?.transportRequest).url
         #expect(again == "ws://127.0.0.1:5099/hub?id=token-1")
         // Nothing was acknowledged by the server: Sequence(1) (oldest unacked), then the replay.
         #expect(harness.opened() == ["send:sequence", "send:invocation", "send:invocation"])

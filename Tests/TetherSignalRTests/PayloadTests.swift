@@ -34,7 +34,7 @@ struct PayloadTests {
             ? decodeAll(JSONHubProtocol().makeParser(), bytes, .byteByByte).messages
             : decodeAll(MessagePackHubProtocol().makeParser(), bytes, .byteByByte).messages
         #expect(decoded == [message])
-        guard case .invocation(let invocation) = decoded.first else { return }
+        let invocation = try #require(decoded.first?.invocation)
         #expect(invocation.arguments.count == 3)
         #expect(try invocation.arguments.decode(ParamData.self, at: 0) == Self.sample)
         #expect(try invocation.arguments.decode(String.self, at: 1) == "second")
@@ -120,7 +120,7 @@ struct PayloadTests {
         var written: [UInt8] = []
         JSONHubProtocol().write(message, into: &written)
         #expect(String(decoding: written.dropLast(), as: UTF8.self) == text)
-        guard case .invocation(let invocation) = message else { return }
+        let invocation = try #require(message.invocation)
         #expect(try invocation.arguments.decode(Int64.self, at: 0) == 9_007_199_254_740_993)
         #expect(try invocation.arguments.decode(UInt64.self, at: 1) == UInt64.max)
         #expect(try invocation.arguments.decode(Int64.self, at: 2) == Int64.min)
@@ -139,7 +139,7 @@ struct PayloadTests {
         MessagePackHubProtocol().write(packed, into: &bytes)
         let decoded = decodeAll(MessagePackHubProtocol().makeParser(), bytes, .whole).messages
         #expect(decoded == [packed])
-        guard case .invocation(let back) = decoded.first else { return }
+        let back = try #require(decoded.first?.invocation)
         #expect(try back.arguments.decode(UInt64.self, at: 0) == UInt64.max)
         #expect(try back.arguments.decode(Int64.self, at: 1) == Int64.min)
     }

@@ -183,3 +183,44 @@ func parseJSONRecord(_ text: String) throws -> HubMessage {
     guard let message = try parser.next() else { throw HubProtocolError.incomplete }
     return message
 }
+
+// The payloads of single cases, for `try #require(action.negotiateRequest)` instead of a
+// `guard case` that could end a test silently.
+
+extension HubConnectionMachine.Action {
+    /// The URL and headers of a `sendNegotiate`.
+    var negotiateRequest: (url: String, headers: [String: String])? {
+        if case .sendNegotiate(let url, let headers, _) = self { (url, headers) } else { nil }
+    }
+
+    /// The URL and headers of an `openTransport`.
+    var transportRequest: (url: String, headers: [String: String])? {
+        if case .openTransport(let url, let headers, _) = self { (url, headers) } else { nil }
+    }
+
+    /// The bytes and format of a `send`.
+    var sentBytes: (bytes: [UInt8], format: TransferFormat)? {
+        if case .send(let bytes, let format, _) = self { (bytes, format) } else { nil }
+    }
+}
+
+extension HubConnectionMachine.Event {
+    /// The message of an `unhandledInvocation`.
+    var unhandledInvocation: InvocationMessage? {
+        if case .unhandledInvocation(let message) = self { message } else { nil }
+    }
+}
+
+extension HubMessage {
+    /// The message of an `invocation`.
+    var invocation: InvocationMessage? {
+        if case .invocation(let message) = self { message } else { nil }
+    }
+}
+
+extension NegotiateOutcome {
+    /// The response of a `connect` outcome.
+    var connectResponse: NegotiateResponse? {
+        if case .connect(let response) = self { response } else { nil }
+    }
+}

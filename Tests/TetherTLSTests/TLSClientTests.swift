@@ -62,10 +62,9 @@ final class TLSTestServer {
 
 @Suite(
     .timeLimit(.minutes(2)),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command")
+    .realServers(.opensslCommand)
 )
 struct TLSClientTests {
-    static let certificates = try! TestCertificates()
 
     /// Runs the handshake between `client` and `server`, handing bytes across in `chunk`-byte
     /// pieces; returns the client's error, if any.
@@ -101,14 +100,18 @@ struct TLSClientTests {
         return handshake(&client, server, chunk: chunk, serverReceived: &ignored)
     }
 
-    static func configuration(_ name: String = "localhost", trusting: Bool = true) -> TLSClient.Configuration {
-        .init(serverName: name, additionalTrustedCertificates: trusting ? certificates.caCertificate : nil)
+    static func configuration(_ name: String = "localhost", trusting: Bool = true) throws -> TLSClient.Configuration {
+        .init(
+            serverName: name,
+            additionalTrustedCertificates: trusting ? try TestCertificates.shared().caCertificate : nil
+        )
     }
 
     @Test(arguments: [Int.max, 1, 7, 100])
     func handshakeAndDataBothWays(_ chunk: Int) throws {
-        var client = try TLSClient(configuration: Self.configuration())
-        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration())
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         // Plaintext sent before the handshake ends waits for it.
         try client.send(Array("early".utf8))
         var early: [UInt8] = []
@@ -140,10 +143,11 @@ struct TLSClientTests {
     }
 
     @Test func tls12() throws {
-        var client = try TLSClient(configuration: Self.configuration())
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration())
         let server = TLSTestServer(
-            certificate: Self.certificates.serverCertificate,
-            key: Self.certificates.serverKey,
+            certificate: certificates.serverCertificate,
+            key: certificates.serverKey,
             maximumVersion: TLS1_2_VERSION
         )
         #expect(Self.handshake(&client, server) == nil)
@@ -152,17 +156,19 @@ struct TLSClientTests {
     }
 
     @Test func anIPAddressIsVerifiedAgainstTheCertificatesAddresses() throws {
-        var client = try TLSClient(configuration: Self.configuration("127.0.0.1"))
-        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration("127.0.0.1"))
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         #expect(Self.handshake(&client, server) == nil)
-        var wrong = try TLSClient(configuration: Self.configuration("127.0.0.2"))
-        let other = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        var wrong = try TLSClient(configuration: try Self.configuration("127.0.0.2"))
+        let other = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         #expect(Self.handshake(&wrong, other)?.kind == .certificateRejected)
     }
 
     @Test func unknownCAIsRejected() throws {
-        var client = try TLSClient(configuration: Self.configuration(trusting: false))
-        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration(trusting: false))
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         let error = Self.handshake(&client, server)
         #expect(error?.kind == .certificateRejected)
         #expect(
@@ -176,24 +182,26 @@ struct TLSClientTests {
     }
 
     @Test func selfSignedIsRejected() throws {
-        var client = try TLSClient(configuration: Self.configuration())
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration())
         let server = TLSTestServer(
-            certificate: Self.certificates.selfSignedCertificate,
-            key: Self.certificates.selfSignedKey
+            certificate: certificates.selfSignedCertificate,
+            key: certificates.selfSignedKey
         )
         #expect(Self.handshake(&client, server)?.kind == .certificateRejected)
     }
 
     @Test func wrongHostNameIsRejected() throws {
-        var client = try TLSClient(configuration: Self.configuration("example.com"))
-        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration("example.com"))
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         let error = Self.handshake(&client, server)
         #expect(error?.kind == .certificateRejected)
         #expect(error?.message.contains("hostname mismatch") == true, "\(String(describing: error))")
     }
 
     @Test func garbageFromTheServerFailsTheHandshake() throws {
-        var client = try TLSClient(configuration: Self.configuration())
+        var client = try TLSClient(configuration: try Self.configuration())
         try client.start()
         _ = client.takeOutput()
         #expect(throws: TLSError.self) { _ = try client.receive(Array("<stream:stream xmlns='jabber:client'>".utf8)) }
@@ -201,14 +209,15 @@ struct TLSClientTests {
 
     /// One context, many sessions at once on several threads, each verifying its own name.
     @Test func oneContextServesManySessionsAtOnce() throws {
-        let context = try TLSContext(additionalTrustedCertificates: Self.certificates.caCertificate)
+        let certificates = try TestCertificates.shared()
+        let context = try TLSContext(additionalTrustedCertificates: certificates.caCertificate)
         let outcomes = Mutex<[Int: TLSError.Kind?]>([:])
         DispatchQueue.concurrentPerform(iterations: 8) { index in
             // Odd sessions ask for a name the certificate is not for.
             let name = index % 2 == 0 ? "localhost" : "example.com"
             let server = TLSTestServer(
-                certificate: Self.certificates.serverCertificate,
-                key: Self.certificates.serverKey
+                certificate: certificates.serverCertificate,
+                key: certificates.serverKey
             )
             do {
                 var client = try TLSClient(serverName: name, context: context)
@@ -227,9 +236,10 @@ struct TLSClientTests {
     /// The driver's factory loads a trust setting once and shares it; a CA file changed on disk
     /// is read again.
     @Test func theFactorySharesAContextUntilTheCAFileChanges() throws {
+        let certificates = try TestCertificates.shared()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tether-ca-\(UUID().uuidString).pem")
         defer { try? FileManager.default.removeItem(at: file) }
-        let authority = try Data(contentsOf: URL(fileURLWithPath: Self.certificates.caCertificate))
+        let authority = try Data(contentsOf: URL(fileURLWithPath: certificates.caCertificate))
         try authority.write(to: file)
         let first = try OpenSSLTLSSession.sharedContext(trusting: file.path)
         #expect(try OpenSSLTLSSession.sharedContext(trusting: file.path) === first)
@@ -239,7 +249,7 @@ struct TLSClientTests {
         #expect(second !== first)
         // Sessions from the factory verify with it.
         var client = try TLSClient(serverName: "localhost", context: second)
-        let server = TLSTestServer(certificate: Self.certificates.serverCertificate, key: Self.certificates.serverKey)
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         #expect(Self.handshake(&client, server) == nil)
         try FileManager.default.removeItem(at: file)
         #expect(throws: TLSError.self) { try OpenSSLTLSSession.sharedContext(trusting: file.path) }

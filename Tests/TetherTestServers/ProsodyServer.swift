@@ -17,7 +17,7 @@ public struct TestServerError: Error, CustomStringConvertible {
 
 /// A throw-away prosody (Debian 12's 0.12) on 127.0.0.1 for one test: its own data directory,
 /// a free port, the given accounts; started by `start()`, stopped by `stop()` (or when released).
-/// The recipe is `shared/specs/xmpp.md` §13.2: loopback only, no s2s, no HTTP, plain
+/// The recipe (`Specs/testing.md`): loopback only, no s2s, no HTTP, plain
 /// authentication allowed on the cleartext stream (for the PLAIN tests), stream management and
 /// ping modules on.
 public final class ProsodyServer: @unchecked Sendable {
@@ -47,6 +47,7 @@ public final class ProsodyServer: @unchecked Sendable {
         requireEncryption: Bool = false,
         extraConfiguration: String = ""
     ) throws {
+        guard RealServer.prosody.isInstalled else { throw TestServerError(RealServer.prosody.missingText) }
         port = try freeLoopbackPort()
         directTLSPort = certificates == nil ? nil : try freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-prosody-\(UUID().uuidString)")

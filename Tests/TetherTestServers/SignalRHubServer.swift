@@ -8,7 +8,9 @@ import Foundation
 /// The hub (method names match case-insensitively): `Echo(text) -> text`, `Add(a, b) -> a + b`,
 /// `Counter(n)` streams 0..<n, `Fail(text)` raises a HubException with `text`,
 /// `AskClient(question)` returns what the client's `Answer(question)` client result returned,
-/// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group`,
+/// `NotifyMe(text)` sends `Notify(text)` to the caller, `AddToGroup(group) -> group` (a group
+/// name, or `{"PlatUserId": N}` for the group `user-N`, refused for a negative N),
+/// `PushSaasMessage(N, message)` sends `ReciveSaasMessage(message)` to the group `user-N`,
 /// `SendToGroup(group, text)` sends `Notify(text)` to the group, `Broadcast(text)` sends
 /// `Notify(text)` to everyone, `SumStream(stream) -> sum`,
 /// `Delay(seconds) -> "done"` answers late, `Tally(n) -> n` records `n` and `Tallied() -> [n]` returns the record. Stateful reconnect is
@@ -44,6 +46,7 @@ public final class SignalRHubServer: @unchecked Sendable {
 
     /// A server on a free port (not started).
     public init() throws {
+        guard RealServer.aiosignalr.isInstalled else { throw TestServerError(RealServer.aiosignalr.missingText) }
         port = try freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-signalr-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -17,8 +17,19 @@ public final class TestCertificates: Sendable {
     public var selfSignedCertificate: String { directory.appendingPathComponent("self.crt").path }
     public var selfSignedKey: String { directory.appendingPathComponent("self.key").path }
 
-    /// Makes the CA and the certificates (P-256 keys, valid for 30 days).
+    /// One set for the whole test process, made on first use (throws what `init()` threw).
+    public static func shared() throws -> TestCertificates {
+        try sharedResult.get()
+    }
+
+    private static let sharedResult = Result { try TestCertificates() }
+
+    /// Makes the CA and the certificates (P-256 keys, valid for 30 days); throws, naming how to
+    /// install it, when the `openssl` command is missing.
     public init() throws {
+        guard RealServer.opensslCommand.isInstalled else {
+            throw TestServerError(RealServer.opensslCommand.missingText)
+        }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-certs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let d = directory.path

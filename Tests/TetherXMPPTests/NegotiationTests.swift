@@ -78,7 +78,7 @@ struct NegotiationTests {
         #expect(harness.state == .openingStream)
     }
 
-    @Test func aWrongServerSignatureIsFatal() {
+    @Test func aWrongServerSignatureIsFatal() throws {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA1] }
         harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
@@ -93,29 +93,29 @@ struct NegotiationTests {
                 "send:abort", "send:footer", "close", "event:attemptfailed", "event:closed",
             ]
         )
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .serverAuthenticationFailed && error.isFatal)
         // No reconnect is scheduled.
         #expect(harness.timeout == nil)
     }
 
-    @Test func successWithoutSignatureIsRejected() {
+    @Test func successWithoutSignatureIsRejected() throws {
         let harness = XMPPClientHarness { $0.mechanisms = [.scramSHA1] }
         harness.open(XMPPClientHarness.mechanisms(["SCRAM-SHA-1"]))
         let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
         harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
         harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .serverAuthenticationFailed)
     }
 
-    @Test func authenticationFailureStopsWithoutRetrying() {
+    @Test func authenticationFailureStopsWithoutRetrying() throws {
         let harness = XMPPClientHarness()
         harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server(
             "<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/><text xml:lang='en'>Unable to authorize you with the authentication credentials you&apos;ve sent.</text></failure>"
         )
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .authenticationFailed)
         #expect(error.saslCondition == "not-authorized")
         #expect(
@@ -135,11 +135,11 @@ struct NegotiationTests {
         #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(1)))
     }
 
-    @Test func plainIsRefusedOnCleartextUnlessAllowed() {
+    @Test func plainIsRefusedOnCleartextUnlessAllowed() throws {
         let harness = XMPPClientHarness { $0.allowPlainOnCleartext = false }
         harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         #expect(!harness.sent.contains { $0.text.contains("<auth") })
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .noAcceptableMechanism)
         #expect(error.message.contains("allowPlainOnCleartext"))
     }
@@ -211,17 +211,17 @@ struct NegotiationTests {
         #expect(fromJID.sent.contains { $0.text.contains("<resource>desk</resource>") })
     }
 
-    @Test func bindFailureIsFatal() {
+    @Test func bindFailureIsFatal() throws {
         let harness = XMPPClientHarness()
         harness.authenticate(XMPPClientHarness.boundFeatures)
         harness.server(
             "<iq type='error' id='\(harness.lastSentID)'><error type='cancel'><not-allowed xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
         )
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .bindFailed && error.stanzaError?.condition == .notAllowed)
     }
 
-    @Test func sessionOnlyWhenRequired() {
+    @Test func sessionOnlyWhenRequired() throws {
         let harness = XMPPClientHarness()
         harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
@@ -240,7 +240,7 @@ struct NegotiationTests {
         #expect(!harness.sent.contains { $0.text.contains("<enable") })
     }
 
-    @Test func startTLSWhenOffered() {
+    @Test func startTLSWhenOffered() throws {
         let harness = XMPPClientHarness { $0.tls = .optional }
         harness.start()
         harness.connected()
@@ -264,11 +264,11 @@ struct NegotiationTests {
         #expect(harness.lastSent.contains("mechanism='PLAIN'"))
     }
 
-    @Test func tlsPolicies() {
+    @Test func tlsPolicies() throws {
         // Required, not offered.
         let required = XMPPClientHarness { $0.tls = .required }
         required.open(XMPPClientHarness.mechanisms(["PLAIN"]))
-        guard let error = closedError(required.events) else { return }
+        let error = try closedError(required.events)
         #expect(error.kind == .tlsUnavailable && error.isFatal)
         // Required by the server, disabled here.
         let disabled = XMPPClientHarness { $0.tls = .disabled }
@@ -278,7 +278,7 @@ struct NegotiationTests {
             XMPPClientHarness.serverHeader
                 + "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls></stream:features>"
         )
-        guard let other = closedError(disabled.events) else { return }
+        let other = try closedError(disabled.events)
         #expect(other.kind == .tlsUnavailable)
         // Offered but not required, disabled here: cleartext goes on.
         let cleartext = XMPPClientHarness { $0.tls = .disabled }
@@ -298,11 +298,11 @@ struct NegotiationTests {
                 + "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>"
         )
         refused.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
-        guard let failed = closedError(refused.events) else { return }
+        let failed = try closedError(refused.events)
         #expect(failed.kind == .tlsUnavailable)
     }
 
-    @Test func directTLS() {
+    @Test func directTLS() throws {
         let harness = XMPPClientHarness {
             $0.tls = .direct
             $0.allowPlainOnCleartext = false
@@ -322,12 +322,12 @@ struct NegotiationTests {
             now: harness.now
         )
         harness.drain()
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .tlsFailed && error.isFatal)
         #expect(error.message == "TLS failed: certificate verify failed: hostname mismatch")
     }
 
-    @Test func unknownRequiredFeatureFails() {
+    @Test func unknownRequiredFeatureFails() throws {
         let harness = XMPPClientHarness()
         harness.start()
         harness.connected()
@@ -335,7 +335,7 @@ struct NegotiationTests {
             XMPPClientHarness.serverHeader
                 + "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms><frob xmlns='urn:example:frob'><required/></frob></stream:features>"
         )
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .unsupportedRequiredFeature)
         #expect(error.message.contains("urn:example:frob"))
     }
@@ -376,7 +376,7 @@ struct NegotiationTests {
         #expect(error.streamError?.condition.rawValue == condition)
     }
 
-    @Test func streamErrorsDuringNegotiation() {
+    @Test func streamErrorsDuringNegotiation() throws {
         let harness = XMPPClientHarness()
         harness.start()
         harness.connected()
@@ -384,7 +384,7 @@ struct NegotiationTests {
             XMPPClientHarness.serverHeader
                 + "<stream:error><host-unknown xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error></stream:stream>"
         )
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .streamError && error.streamError?.condition == .hostUnknown && error.isFatal)
     }
 

@@ -50,13 +50,13 @@ struct ReconnectTests {
 
     /// The back-off restarts only once a stream is online again, not when a TCP connection
     /// merely opens (a server that accepts and drops cannot reset it).
-    @Test func backOffResetsOnlyWhenOnline() {
+    @Test func backOffResetsOnlyWhenOnline() throws {
         let harness = XMPPClientHarness { $0.reconnectPolicy = Self.tiered }
         harness.login()
         harness.transportClosed()
         for attempt in 1...6 {
             #expect(harness.events.last.map { if case .reconnecting(attempt, _) = $0 { true } else { false } } == true)
-            guard case .reconnecting(_, let delay) = harness.events.last else { return }
+            let delay = try #require(harness.events.last?.reconnectDelay)
             harness.advance(by: delay)
             harness.connected()
             harness.transportClosed()
@@ -70,7 +70,7 @@ struct ReconnectTests {
     }
 
     @Test(arguments: ["conflict", "not-authorized", "host-unknown"])
-    func fatalStreamErrorsStop(_ condition: String) {
+    func fatalStreamErrorsStop(_ condition: String) throws {
         let harness = XMPPClientHarness()
         harness.login()
         harness.server(
@@ -78,7 +78,7 @@ struct ReconnectTests {
         )
         #expect(harness.state == .idle)
         #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:disconnected", "event:closed"])
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .streamError && error.streamError?.condition.rawValue == condition)
         #expect(error.message.contains("Replaced by new connection"))
     }
@@ -120,12 +120,12 @@ struct ReconnectTests {
         #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:disconnected", "event:reconnecting"])
     }
 
-    @Test func withoutPolicyTheMachineStops() {
+    @Test func withoutPolicyTheMachineStops() throws {
         let harness = XMPPClientHarness { $0.reconnectPolicy = nil }
         harness.login()
         harness.transportClosed()
         #expect(harness.state == .idle)
-        guard let error = closedError(harness.events) else { return }
+        let error = try closedError(harness.events)
         #expect(error.kind == .connectionLost)
     }
 

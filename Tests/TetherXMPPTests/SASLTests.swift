@@ -236,7 +236,7 @@ struct SASLPrepTests {
     }
 
     @Test func plainMessage() {
-        // shared/specs/xmpp.md §3: alice/alicepass.
+        // RFC 4616 PLAIN: NUL authcid NUL passwd, base64 (Specs/xmpp/sasl.md): alice/alicepass.
         let expected = "AGFsaWNlAGFsaWNlcGFzcw=="
         #expect(Base64.encode([0] + Array("alice".utf8) + [0] + Array("alicepass".utf8)) == expected)
     }

@@ -263,15 +263,21 @@ func saslPayload(_ text: String) -> String {
 }
 
 /// The error of the last event when it is `closed(error)`; records an issue otherwise.
-func closedError(_ events: [Machine.Event], sourceLocation: SourceLocation = #_sourceLocation) -> XMPPClientError? {
-    guard case .closed(let error?) = events.last else {
-        Issue.record(
-            "the last event is not closed(error): \(String(describing: events.last))",
-            sourceLocation: sourceLocation
-        )
-        return nil
+func closedError(_ events: [Machine.Event], sourceLocation: SourceLocation = #_sourceLocation) throws -> XMPPClientError
+{
+    let error: XMPPClientError? = if case .closed(let error?) = events.last { error } else { nil }
+    return try #require(
+        error,
+        "the last event is not closed(error): \(String(describing: events.last))",
+        sourceLocation: sourceLocation
+    )
+}
+
+extension Machine.Event {
+    /// The delay of a `reconnecting` event.
+    var reconnectDelay: Duration? {
+        if case .reconnecting(_, let delay) = self { delay } else { nil }
     }
-    return error
 }
 
 /// Records an issue (returns Void, for `guard … else { return fail("…") }`).

@@ -39,9 +39,20 @@ class TestHub(Hub):
     async def notifyme(self, text: str) -> None:
         await self.clients.caller.send("Notify", text)
 
-    async def addtogroup(self, group: str) -> str:
+    async def addtogroup(self, group) -> str:
+        # A group name, or (as the README's app sends) {"PlatUserId": N} for the group "user-N";
+        # a negative PlatUserId is refused, so that a test sees a failed join.
+        if isinstance(group, dict):
+            user = group.get("PlatUserId")
+            if not isinstance(user, int) or user < 0:
+                raise HubException("No such user: %r" % (user,))
+            group = "user-%d" % user
         await self.groups.add(group)
         return group
+
+    async def pushsaasmessage(self, user: int, message: dict) -> None:
+        # What the README app's backend does: ReciveSaasMessage(ParamData) to the user's group.
+        await self.clients.group("user-%d" % user).send("ReciveSaasMessage", message)
 
     async def sendtogroup(self, group: str, text: str) -> None:
         await self.clients.group(group).send("Notify", text)

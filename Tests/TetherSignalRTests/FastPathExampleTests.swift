@@ -4,7 +4,7 @@ import TetherJSON
 import TetherMessagePack
 import TetherSignalR
 
-/// The README's fast-path example (as swift-format lays it out), so that it keeps compiling and
+/// The fast-path example of `Specs/fast-paths.md` (as swift-format lays it out), so that it keeps compiling and
 /// working.
 struct ChatMessage: Codable, Equatable {
     var id: Int
@@ -47,7 +47,7 @@ extension ChatMessage: MessagePackDecodable, JSONDecodable {  // keep Codable as
     }
 }
 
-struct ReadmeFastPathExampleTests {
+struct FastPathExampleTests {
     @Test(arguments: [ValueEncoding.json, .messagePack])
     func theExampleReadsWhatCodableWrites(_ encoding: ValueEncoding) throws {
         let message = ChatMessage(id: 7, text: "héllo")

@@ -1,0 +1,31 @@
+import Testing
+import TetherXMPP
+
+@testable import TetherDispatch
+
+/// What the clients do before the app configures anything: say nothing, and never show
+/// credentials when asked to show their traffic.
+struct DriverDefaultsTests {
+    @Test func clientsAreSilentUnlessAsked() {
+        #expect(HubConnection.Options().logLevel == .none)
+        #expect(HubConnectionBuilder(url: "http://127.0.0.1:1/hub").options.logLevel == .none)
+        #expect(XMPPClient.Options().trafficLog == nil)
+    }
+
+    /// The traffic log keeps a SASL element's tags (the mechanism shows) and hides its content.
+    @Test(arguments: [
+        (
+            "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='SCRAM-SHA-256'>biwsbj1hbGljZSxyPWFiYw==</auth>",
+            "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='SCRAM-SHA-256'>"
+                + "[24 bytes of SASL credentials not shown]</auth>"
+        ),
+        (
+            "<response xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>Yz1iaXdzLHI9YWJj</response>",
+            "<response xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>[16 bytes of SASL credentials not shown]</response>"
+        ),
+        ("garbage without tags", "[20 bytes of SASL credentials not shown]"),
+    ])
+    func saslContentIsHidden(element: String, logged: String) {
+        #expect(XMPPClient.Traffic.hidingCredentials(Array(element.utf8)) == logged)
+    }
+}

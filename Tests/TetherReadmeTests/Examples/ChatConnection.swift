@@ -1,0 +1,52 @@
+import Dispatch  // DispatchQueue.main
+import TetherCore  // Secret, Endpoint
+import TetherDispatch  // XMPPClient
+import TetherXMPP  // JID, XMPPMessage, XMPPClientError
+
+/// The app's chat connection: online after login, pinging every 20 s, reconnecting on its own.
+final class ChatConnection: Sendable {
+    let client: XMPPClient
+
+    /// `server`: nil connects to the JID's domain; `options`: for example a private CA's file.
+    init(jid: JID, password: Secret, server: Endpoint? = nil, options: XMPPClient.Options = .init()) {
+        var configuration = XMPPClient.Configuration(jid: jid, password: password, endpoint: server)
+        configuration.autoPing = .init(interval: .seconds(20), timeout: .seconds(10), maximumMissed: 2)
+        configuration.reconnectPolicy = .tiered(repeats: false)  // 5×3 s, 5×9 s, 5×15 s, then wait
+        client = XMPPClient(configuration, options: options)
+        client.setEventHandler(queue: .main) { event in
+            switch event {
+            case .connected(let jid): ui.show("online as \(jid)")  // a new session: join rooms here
+            case .resumed: ui.show("online")  // stream management resumed it: nothing lost
+            case .disconnected(let error): ui.show("offline: \(error?.message ?? "closed")")
+            case .reconnecting(let attempt, let delay): ui.show("retry \(attempt) in \(delay)")
+            case .suspended: ui.show("offline; tap to retry")  // reconnectNow() tries again
+            case .message(let message):
+                if let body = message.body { ui.show("\(message.from?.description ?? "server"): \(body)") }
+            case .roster(let roster): ui.show("\(roster.items.count) contacts")
+            case .unacknowledgedStanzas(let stanzas): outbox.keep(stanzas)  // never dropped silently
+            default: break
+            }
+        }
+    }
+
+    func logIn() async {
+        do {
+            try await client.connect()  // online, or the error that stopped it
+        } catch {
+            switch error.kind {
+            case .authenticationFailed: ui.show("wrong password")
+            case .tlsFailed: ui.show("the server's certificate was refused")
+            default: ui.show("cannot connect: \(error.message)")
+            }
+        }
+    }
+
+    func send(_ text: String, to contact: JID) async throws(XMPPClientError) {
+        try await client.send(XMPPMessage(to: contact, body: text))  // queued while offline
+    }
+
+    /// The user tapped "retry", the app came to the foreground, or the network is back.
+    func retry() {
+        client.reconnectNow()
+    }
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The test command: sets up everything the tests need, then runs the whole suite.
+#
+#   Tests/run.sh [ARGUMENTS FOR swift test]...       (for example --filter XMPPClientTests)
+#
+# On a fresh Debian 12 machine with the Swift toolchain it installs, when run as root, the Debian
+# packages the build and the real-server tests need (Expat and OpenSSL for the build; prosody,
+# the openssl command and python3-venv for the servers the tests start on 127.0.0.1); it makes the
+# Python virtual environment .build/venv-aiosignalr with aiosignalr 0.1.1 (PyPI), the SignalR hub
+# the tests start; then it runs `swift test` and ends with a line saying how many real-server
+# suites ran and how many were skipped.
+#
+# Not root: missing packages are named with the command that installs them, and the suites that
+# need them fail saying the same. A machine without the servers (a laptop without prosody) can
+# skip every real-server suite on purpose with TETHER_SKIP_REAL_SERVERS=1; nothing is skipped
+# otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# pkg-config, libexpat1-dev, libssl-dev: the build (Expat for XML, OpenSSL 3 for SCRAM and TLS).
+# prosody (+ lua-unbound, which silences its DNS warning): the real XMPP server. openssl: the
+# throw-away CA and certificates of the TLS tests. python3, python3-venv: aiosignalr's environment.
+packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound python3 python3-venv)
+
+if command -v dpkg-query >/dev/null 2>&1; then
+    missing=()
+    for package in "${packages[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$package")
+        fi
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        if [ "$(id -u)" -eq 0 ]; then
+            echo "Tests/run.sh: installing ${missing[*]}"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -q
+            apt-get install -y -q --no-install-recommends "${missing[@]}"
+            # The Debian package starts a system-wide prosody; the tests start their own.
+            if command -v systemctl >/dev/null 2>&1; then systemctl stop prosody >/dev/null 2>&1 || true; fi
+        else
+            echo "Tests/run.sh: missing Debian packages: ${missing[*]}" >&2
+            echo "  install them with: sudo apt-get install ${missing[*]}" >&2
+            echo "  (or run this script as root; TETHER_SKIP_REAL_SERVERS=1 skips the real-server suites)" >&2
+        fi
+    fi
+else
+    echo "Tests/run.sh: not a Debian system; install Expat, OpenSSL 3, prosody and python3 yourself" >&2
+fi
+
+# aiosignalr 0.1.1 in the virtual environment the SignalR tests look for.
+venv=.build/venv-aiosignalr
+if command -v python3 >/dev/null 2>&1; then
+    if [ ! -x "$venv/bin/python" ]; then
+        mkdir -p .build
+        python3 -m venv "$venv" || echo "Tests/run.sh: cannot make $venv (python3-venv missing?)" >&2
+    fi
+    if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c \
+        'import importlib.metadata as m, sys; sys.exit(m.version("aiosignalr") != "0.1.1")' 2>/dev/null; then
+        "$venv/bin/pip" install --quiet --disable-pip-version-check aiosignalr==0.1.1
+    fi
+fi
+
+# Each real-server suite writes "ran NAME" or "skipped NAME" here (Tests/TetherTestServers).
+report=$(mktemp "${TMPDIR:-/tmp}/tether-real-servers.XXXXXX")
+trap 'rm -f "$report"' EXIT
+status=0
+TETHER_REAL_SERVER_REPORT="$report" swift test "$@" || status=$?
+
+ran=$(grep -c '^ran ' "$report" || true)
+skipped=$(grep '^skipped ' "$report" | cut -d' ' -f2- | sort -u | paste -sd, - || true)
+skipped_count=$(grep -c '^skipped ' "$report" || true)
+echo "real-server suites: $ran ran, $skipped_count skipped${skipped:+ ($skipped)}"
+exit "$status"
