@@ -42,9 +42,9 @@ struct HubConnectionBenchmarks {
             now: .zero
         )
         drain(&machine)
-        machine.transportOpened(generation: generation, now: .zero)
+        machine.transportConnected(generation: generation, now: .zero)
         let response = Array("{}\u{1E}".utf8)
-        machine.receive(response.backDeployedSpan, generation: generation, now: .zero)
+        machine.transportReceived(response.backDeployedSpan, generation: generation, now: .zero)
         drain(&machine)
         return machine
     }
@@ -151,7 +151,7 @@ struct HubConnectionBenchmarks {
                 var offset = 0
                 while offset < stream.count {
                     let end = min(offset + 65536, stream.count)
-                    machine.receive(
+                    machine.transportReceived(
                         stream.backDeployedSpan.extracting(offset..<end),
                         generation: generation,
                         now: .zero

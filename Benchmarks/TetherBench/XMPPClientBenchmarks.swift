@@ -63,13 +63,13 @@ struct XMPPClientBenchmarks {
         func drain(_ machine: inout Machine) {
             while let action = machine.pollAction() {
                 switch action {
-                case .connect(_, let next, _): generation = next
+                case .openTransport(_, let next, _): generation = next
                 case .send(let bytes, _, _):
                     let text = String(decoding: bytes, as: UTF8.self)
                     if text.contains("urn:ietf:params:xml:ns:xmpp-bind"), let range = text.range(of: "id='") {
                         bindID = String(text[range.upperBound...].prefix { $0 != "'" })
                     }
-                case .startTLS, .close, .event: break
+                case .startTLS, .closeTransport, .event: break
                 }
             }
         }
@@ -101,7 +101,7 @@ struct XMPPClientBenchmarks {
             now: .zero
         )
         drain(&machine)
-        precondition(machine.stateName == .online, "the scripted negotiation did not end online")
+        precondition(machine.stateName == .connected, "the scripted negotiation did not end online")
         return machine
     }
 
@@ -256,7 +256,7 @@ struct XMPPClientBenchmarks {
                         now: .zero
                     )
                 }
-                precondition(machine.stateName == .online, "the machine left the stream")
+                precondition(machine.stateName == .connected, "the machine left the stream")
                 return checksum
             }
             var measured = try measureAlternating(

@@ -102,6 +102,9 @@ public final class HubConnection: Sendable {
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
         /// Reconnected: a new connection (re-join groups here).
         case reconnected(connectionId: String?)
+        /// The reconnect policy gave up (with the last attempt's error): `reconnectNow()` (or
+        /// `start()`) connects again, `stop()` ends it. Nothing is retried meanwhile.
+        case suspended(HubConnectionError?)
         /// Closed for good (nil after `stop()`). Only a connection that connected closes: a
         /// failed `start()` throws instead.
         case closed(HubConnectionError?)
@@ -151,6 +154,14 @@ public final class HubConnection: Sendable {
             runner.queue.async { runner.cancelStart() }
         }
         try result.get()
+    }
+
+    /// Connect again now: the hook for "the user tapped retry", "the app came to the foreground"
+    /// and "the network is back" (see `HubConnectionMachine.reconnectNow(now:)`). After the
+    /// reconnect policy gave up or while waiting for its next delay: a new attempt at once, the
+    /// back-off reset; an attempt under way is abandoned for a fresh one; connected: nothing.
+    public func reconnectNow() {
+        runner.queue.async { [runner] in runner.reconnectNow() }
     }
 
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
@@ -203,6 +214,14 @@ public final class HubConnection: Sendable {
     public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
         onLifecycle(queue: queue) { event in
             if case .reconnected(let connectionId) = event { handler(connectionId) }
+        }
+    }
+
+    /// Calls `handler` when the reconnect policy gives up (with the last attempt's error): the
+    /// place to offer "retry", which calls `reconnectNow()`.
+    public func onSuspended(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
+        onLifecycle(queue: queue) { event in
+            if case .suspended(let error) = event { handler(error) }
         }
     }
 

@@ -9,7 +9,7 @@ public import TetherSignalR
 ///     .withHeader("X-Client", "phone")
 ///     .withAccessTokenProvider { await tokens.current() }
 ///     .withHubProtocol(.messagePack)
-///     .withAutomaticReconnect()                       // 0, 2, 10, 30 s, then closed
+///     .withAutomaticReconnect()                       // 0, 2, 10, 30 s, then suspended
 ///     .withStatefulReconnect()
 ///     .withLogging(.information) { level, line in logger.log(level, line) }
 ///     .build()
@@ -74,7 +74,8 @@ public struct HubConnectionBuilder: Sendable {
     }
 
     /// Reconnects automatically after a lost connection, as `policy` says (default: the
-    /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s).
+    /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s). When the
+    /// policy gives up the connection is suspended (`onSuspended`) until `reconnectNow()`.
     public func withAutomaticReconnect(_ policy: ReconnectPolicy = .signalRDefault) -> Self {
         with {
             $0.configuration.reconnectPolicy = policy

@@ -78,7 +78,8 @@ final class HubRunner: @unchecked Sendable {
 
     func start(_ continuation: Handoff<Result<Void, HubConnectionError>>) {
         switch machine.stateName {
-        case .connected:
+        case .connected, .resuming:
+            // Resuming under stateful reconnect is the same connection, still usable.
             return continuation.resume(returning: .success(()))
         case .disconnected:
             startWaiters.append(continuation)
@@ -86,9 +87,19 @@ final class HubRunner: @unchecked Sendable {
             log.info("Starting the connection to \(HubLog.redacted(machine.configuration.url)).")
             machine.start(now: now())
             drive()
-        case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting, .resuming:
+        case .suspended:
+            startWaiters.append(continuation)
+            log.info("Starting again after the reconnect policy gave up.")
+            machine.reconnectNow(now: now())
+            drive()
+        case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
             startWaiters.append(continuation)
         }
+    }
+
+    func reconnectNow() {
+        machine.reconnectNow(now: now())
+        drive()
     }
 
     /// The task awaiting `start()` was cancelled: the attempt is abandoned (the machine stops) and
@@ -419,10 +430,10 @@ final class HubRunner: @unchecked Sendable {
         switch event {
         case .opened:
             log.debug("The WebSocket is open.")
-            machine.transportOpened(generation: generation, now: now())
+            machine.transportConnected(generation: generation, now: now())
         case .message(let bytes):
             log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
-            machine.receive(bytes, generation: generation, now: now())
+            machine.transportReceived(bytes, generation: generation, now: now())
         case .closed(let error):
             transports.removeValue(forKey: generation)
             log.debug("The WebSocket closed\(error.map { ": \($0)" } ?? ".")")
@@ -462,7 +473,19 @@ final class HubRunner: @unchecked Sendable {
             announce(.reconnecting(error, attempt: attempt, delay: delay))
         case .reconnected(let connectionId):
             log.info("Reconnected\(connectionId.map { " (connection id \($0))" } ?? "").")
-            announce(.reconnected(connectionId: connectionId))
+            let waiters = startWaiters
+            startWaiters.removeAll()
+            announce(.reconnected(connectionId: connectionId)) {
+                for waiter in waiters { waiter.resume(returning: .success(())) }
+            }
+        case .suspended(let error):
+            log.error("The reconnect policy gave up\(error.map { ": \($0)" } ?? ""); reconnectNow() starts again.")
+            let waiters = startWaiters
+            startWaiters.removeAll()
+            let failure = error ?? HubConnectionError(.transport, "The reconnect policy gave up.")
+            announce(.suspended(error)) {
+                for waiter in waiters { waiter.resume(returning: .failure(failure)) }
+            }
         case .closed(let error):
             if !hasConnected {
                 log.debug("The connection could not be started: \(error.map { "\($0)" } ?? "stopped").")

@@ -74,13 +74,12 @@ final class XMPPRunner: @unchecked Sendable {
         }
         if let jid = machine.jid { return continuation.resume(returning: .success(jid)) }
         connectWaiters.append(continuation)
-        switch machine.stateName {
-        case .idle:
+        switch machine.phase {
+        case .disconnected:
             machine.start(now: now())
         case .suspended:
             machine.reconnectNow(now: now())
-        case .connecting, .openingStream, .securing, .authenticating, .resuming, .binding, .online, .closing,
-            .waitingToReconnect:
+        case .connecting, .connected, .resuming, .closing, .reconnectWaiting:
             break
         }
         drive()
@@ -96,7 +95,7 @@ final class XMPPRunner: @unchecked Sendable {
     }
 
     func disconnect(_ continuation: Handoff<Void>) {
-        guard machine.stateName != .idle else { return continuation.resume() }
+        guard machine.stateName != .disconnected else { return continuation.resume() }
         disconnectWaiters.append(continuation)
         machine.stop(now: now())
         drive()
@@ -196,7 +195,7 @@ final class XMPPRunner: @unchecked Sendable {
         guard !isShutDown else { return }
         while let action = machine.pollAction() {
             switch action {
-            case .connect(let endpoint, let generation, let directTLSServerName):
+            case .openTransport(let endpoint, let generation, let directTLSServerName):
                 let connection = TransportConnection(
                     endpoint: endpoint,
                     queue: queue,
@@ -223,7 +222,7 @@ final class XMPPRunner: @unchecked Sendable {
                 connections[generation]?.send(bytes)
             case .startTLS(let serverName, let generation, let buffered):
                 connections[generation]?.startTLS(serverName: serverName, buffered: buffered)
-            case .close(let generation):
+            case .closeTransport(let generation):
                 connections.removeValue(forKey: generation)?.close()
             case .event(let event):
                 deliver(event)
@@ -307,7 +306,7 @@ final class XMPPRunner: @unchecked Sendable {
     private func resolveFlushWaiters() {
         guard !flushWaiters.isEmpty, machine.unacknowledgedCount == 0,
             connections.values.allSatisfy({ $0.pendingWriteCount == 0 }),
-            machine.stateName == .online || machine.stateName == .idle
+            machine.stateName == .connected || machine.stateName == .disconnected
         else { return }
         for waiter in flushWaiters { waiter.continuation.resume(returning: .success(())) }
         flushWaiters.removeAll()

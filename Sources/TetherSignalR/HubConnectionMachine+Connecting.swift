@@ -150,7 +150,7 @@ extension HubConnectionMachine {
     }
 
     /// The WebSocket of `generation` is open.
-    public mutating func transportOpened(generation: TransportGeneration, now: Instant) {
+    public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
         switch state {
         case .connectingTransport(let attempt):
             guard attempt.generation == generation else { return }
@@ -178,7 +178,7 @@ extension HubConnectionMachine {
             link!.receivedAtResume = stateful.latestReceived
             state = .connected(session)
             armLivenessTimers()
-        case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting,
+        case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting, .suspended,
             .resuming(_, .waiting):
             return
         }
@@ -186,7 +186,7 @@ extension HubConnectionMachine {
 
     /// Bytes received in one WebSocket message of `generation` (Text or Binary: JSON is accepted
     /// in either).
-    public mutating func receive(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
+    public mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
         switch state {
         case .handshaking(let attempt):
             guard attempt.generation == generation else { return }
@@ -223,19 +223,20 @@ extension HubConnectionMachine {
         case .connected(let session):
             guard session.generation == generation else { return }
             processReceived(bytes, now: now)
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .resuming:
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .suspended,
+            .resuming:
             return
         }
     }
 
     /// Bytes received in one WebSocket message of `generation`.
-    public mutating func receive(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
-        receive(bytes.backDeployedSpan, generation: generation, now: now)
+    public mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
+        transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
     }
 
     /// Bytes received in one WebSocket message of `generation`.
-    public mutating func receive(_ bytes: ArraySlice<UInt8>, generation: TransportGeneration, now: Instant) {
-        receive(bytes.span, generation: generation, now: now)
+    public mutating func transportReceived(_ bytes: ArraySlice<UInt8>, generation: TransportGeneration, now: Instant) {
+        transportReceived(bytes.span, generation: generation, now: now)
     }
 
     mutating func handshakeCompleted(_ attempt: Attempt, now: Instant) {
@@ -292,7 +293,7 @@ extension HubConnectionMachine {
             resumeAttemptFailed(session, attempt: attempt, error: error, now: now)
         case .resuming(_, .waiting):
             return
-        case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting:
+        case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended:
             return
         }
     }
@@ -365,7 +366,7 @@ extension HubConnectionMachine {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
             .handshaking(let attempt):
             isReconnect = attempt.isReconnect
-        case .disconnected, .connected, .reconnectWaiting, .resuming:
+        case .disconnected, .connected, .reconnectWaiting, .suspended, .resuming:
             isReconnect = false
         }
         if isReconnect {
@@ -440,13 +441,13 @@ extension HubConnectionMachine {
         connectionLost(session, error: error, allowReconnect: true, now: now)
     }
 
-    /// Waits for the policy's next delay, or closes when it gives up.
+    /// Waits for the policy's next delay, or suspends when it gives up.
     mutating func scheduleReconnect(error: HubConnectionError?, now: Instant) {
         guard var schedule else { return finish(error: error) }
         schedule.connectionLost(at: now)
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
-        guard let delay else { return finish(error: error) }
+        guard let delay else { return suspend(error: error) }
         enqueue(.event(.reconnecting(error, attempt: schedule.attempts, delay: delay)))
         state = .reconnectWaiting(lastError: error)
         timers.set(.reconnect, at: now + delay)
@@ -470,6 +471,15 @@ extension HubConnectionMachine {
             }
         }
         link!.pending.removeAll()
+    }
+
+    /// The policy gave up: nothing runs until `reconnectNow` (or `stop`).
+    mutating func suspend(error: HubConnectionError?) {
+        timers.cancelAll()
+        state = .suspended(lastError: error)
+        link = nil
+        handshakeReceived = []
+        enqueue(.event(.suspended(error)))
     }
 
     /// Closed for good.

@@ -30,7 +30,8 @@ extension HubConnectionMachine {
         switch state {
         case .connected(let session): generation = session.generation
         case .resuming: generation = nil
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
             throw .notConnected
         }
         if sequenced, let stateful = link!.stateful, !stateful.hasRoom {

@@ -17,7 +17,8 @@
 ///       └──────────────── (start fails: closed) ◀──────────────────────── handshaking ──{}──▶ connected
 ///                                                                                               │ lost
 ///  reconnectWaiting ◀── lost with a policy (delay) ◀─────────────────────────────────────────┘
-///       │ timer: full restart (token, negotiate, transport, handshake)
+///       │ timer (or reconnectNow): full restart (token, negotiate, transport, handshake)
+///       │ the policy gives up ──▶ suspended ──reconnectNow──▶ (full restart)
 ///       ▼
 ///  … connected (event reconnected)          resuming (stateful reconnect: same id, no negotiate,
 ///                                                     no handshake)
@@ -28,7 +29,9 @@
 /// loop here); `connectingTransport` (the WebSocket is being opened); `handshaking` (the
 /// handshake request is sent; waiting for the response, with a timeout); `connected` (messages
 /// flow; keep-alive pings and the server timeout run); `reconnectWaiting` (the policy's delay);
-/// `resuming` (stateful reconnect: the WebSocket of the same connection is being reopened).
+/// `resuming` (stateful reconnect: the WebSocket of the same connection is being reopened);
+/// `suspended` (the policy gave up; `reconnectNow` starts again). The same words as
+/// `XMPPClientMachine`'s for the same phases.
 ///
 /// Rules: `Specs/signalr/hub-connection.md` (the transition table the tests walk) and
 /// `Specs/signalr/README.md` (the wire layer's decisions).
@@ -130,7 +133,7 @@ public struct HubConnectionMachine {
         /// POST to `url` with an empty body and `headers`; report `negotiateResponse` or
         /// `negotiateFailed` with `generation`.
         case sendNegotiate(url: String, headers: [String: String], generation: TransportGeneration)
-        /// Open a WebSocket to `url` with `headers`; report `transportOpened` or
+        /// Open a WebSocket to `url` with `headers`; report `transportConnected` or
         /// `transportClosed` with `generation`.
         case openTransport(url: String, headers: [String: String], generation: TransportGeneration)
         /// Send `bytes` in one WebSocket message of `format` (Text for JSON, Binary for
@@ -152,6 +155,9 @@ public struct HubConnectionMachine {
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
         /// Reconnected (a new connection: re-join groups here).
         case reconnected(connectionId: String?)
+        /// The reconnect policy gave up (with the last attempt's error): nothing happens until
+        /// `reconnectNow` starts again (or `stop` ends it with `closed(nil)`).
+        case suspended(HubConnectionError?)
         /// Closed for good (nil after `stop()`).
         case closed(HubConnectionError?)
         /// The server invoked a handled method, `handler` being its registered spelling; reply
@@ -173,7 +179,7 @@ public struct HubConnectionMachine {
     /// The states, by name.
     public enum StateName: String, Hashable, Sendable, CaseIterable {
         case disconnected, fetchingAccessToken, negotiating, connectingTransport, handshaking, connected
-        case reconnectWaiting, resuming
+        case reconnectWaiting, resuming, suspended
     }
 
     enum Timer: Hashable, Sendable {
@@ -256,6 +262,8 @@ public struct HubConnectionMachine {
         case handshaking(Attempt)
         case connected(Session)
         case reconnectWaiting(lastError: HubConnectionError?)
+        /// The reconnect policy gave up; `reconnectNow` (or `stop`) ends it.
+        case suspended(lastError: HubConnectionError?)
         /// Stateful reconnect: the WebSocket of `Session.generation` is being opened, or will be.
         case resuming(Session, ResumeStep)
     }
@@ -328,6 +336,7 @@ public struct HubConnectionMachine {
         case .handshaking: .handshaking
         case .connected: .connected
         case .reconnectWaiting: .reconnectWaiting
+        case .suspended: .suspended
         case .resuming: .resuming
         }
     }
@@ -336,7 +345,8 @@ public struct HubConnectionMachine {
     public var connectionId: String? {
         switch state {
         case .connected(let session), .resuming(let session, _): session.connectionId
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
             nil
         }
     }
@@ -355,7 +365,7 @@ public struct HubConnectionMachine {
             .handshaking(let attempt):
             attempt.generation
         case .connected(let session), .resuming(let session, _): session.generation
-        case .disconnected, .reconnectWaiting: nil
+        case .disconnected, .reconnectWaiting, .suspended: nil
         }
     }
 
@@ -408,10 +418,40 @@ public struct HubConnectionMachine {
             failPending()
         case .connectingTransport(let attempt), .handshaking(let attempt):
             enqueue(.closeTransport(generation: attempt.generation))
-        case .fetchingAccessToken, .negotiating, .reconnectWaiting:
+        case .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended:
             break
         }
         finish(error: nil)
+    }
+
+    /// Connect again now, for example because the user asked, the app came to the foreground or
+    /// the network came back. Suspended or waiting to reconnect: a new attempt (a full restart) at
+    /// once, with the back-off reset. An attempt under way (token, negotiate, WebSocket,
+    /// handshake): it is abandoned (it may hang on a dead network) and a fresh one starts.
+    /// Resuming (stateful reconnect) and waiting to try again: the WebSocket is reopened at once.
+    /// Disconnected or connected: a no-op.
+    public mutating func reconnectNow(now: Instant) {
+        switch state {
+        case .disconnected, .connected, .resuming(_, .opening):
+            return
+        case .resuming(let session, .waiting(let attempt)):
+            timers.cancel(.resume)
+            openResumedTransport(session, attempt: attempt + 1, now: now)
+        case .reconnectWaiting, .suspended:
+            timers.cancel(.reconnect)
+            schedule?.connectionEstablished()
+            beginAttempt(isReconnect: true, now: now)
+        case .fetchingAccessToken(let attempt), .negotiating(let attempt):
+            timers.cancel(.handshake)
+            schedule?.connectionEstablished()
+            beginAttempt(isReconnect: attempt.isReconnect, now: now)
+        case .connectingTransport(let attempt), .handshaking(let attempt):
+            timers.cancel(.handshake)
+            handshakeReceived = []
+            enqueue(.closeTransport(generation: attempt.generation))
+            schedule?.connectionEstablished()
+            beginAttempt(isReconnect: attempt.isReconnect, now: now)
+        }
     }
 }
 
@@ -429,6 +469,20 @@ extension HubConnectionMachine.Action: CustomStringConvertible {
             "send(\(format), \(generation), \(ByteDescription.describe(bytes)))"
         case .closeTransport(let generation): "closeTransport(\(generation))"
         case .event(let event): "event(\(event))"
+        }
+    }
+}
+
+extension HubConnectionMachine: ConnectionMachine {
+    /// The current state's phase.
+    public var phase: ConnectionPhase {
+        switch state {
+        case .disconnected: .disconnected
+        case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking: .connecting
+        case .connected: .connected
+        case .resuming: .resuming
+        case .reconnectWaiting: .reconnectWaiting
+        case .suspended: .suspended
         }
     }
 }

@@ -27,7 +27,8 @@ struct SignalRCommand: Sendable, Equatable {
                                   stop after N calls or S seconds
 
         Lifecycle events print as JSON lines too: {"event":"connected"}, {"event":"reconnecting"},
-        {"event":"reconnected"}, {"event":"closed"}. The access token comes from the environment
+        {"event":"reconnected"}, {"event":"suspended"} (the reconnect policy gave up: the command
+        ends with exit status 1), {"event":"closed"}. The access token comes from the environment
         variable VAR, never from the command line, and is never printed. --reconnect: none, default
         (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
@@ -340,6 +341,11 @@ final class Printer: @unchecked Sendable {
         case .connected: output(#"{"event":"connected"}"#)
         case .reconnecting: output(#"{"event":"reconnecting"}"#)
         case .reconnected: output(#"{"event":"reconnected"}"#)
+        case .suspended(let error):
+            // The policy gave up; a command line has no one to tap "retry": it ends.
+            closed = true
+            failure = error ?? HubConnectionError(.transport, "The reconnect policy gave up.")
+            output(#"{"event":"suspended"}"#)
         case .closed(let error):
             closed = true
             failure = error

@@ -130,6 +130,35 @@ struct HubConnectionTests {
         #expect(lifecycle.events.last == .closed(HubConnectionError.serverTimeoutForTests))
     }
 
+    /// The policy gives up while the hub is down: the connection is suspended and tries nothing
+    /// more; `reconnectNow()` connects again at once once the hub is back.
+    @Test func suspendedWhenThePolicyGivesUpThenReconnectNow() async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
+            .withAutomaticReconnect(.delays([.zero, .milliseconds(100)]))
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        try await connection.start()
+        server.stop()
+        relay.cutAll()
+        #expect(await lifecycle.wait { $0.last?.name == "suspended" }, "\(lifecycle.events)")
+        #expect(await connection.state() == .suspended)
+        let attempts = relay.acceptedCount
+        try server.start()
+        connection.reconnectNow()
+        #expect(await lifecycle.wait { $0.last?.isReconnected == true }, "\(lifecycle.events)")
+        #expect(relay.acceptedCount > attempts)
+        let echoed: String = try await connection.invoke("Echo", "back")
+        #expect(echoed == "back")
+        await connection.stop()
+        #expect(
+            lifecycle.events.map(\.name) == [
+                "connected", "reconnecting", "reconnecting", "suspended", "reconnected", "closed",
+            ]
+        )
+    }
+
     @Test func reconnectsAfterTheServerRestartsAndRejoins() async throws {
         let server = try startedHub()
         let tokens = Recorder<Int>()
@@ -397,13 +426,14 @@ extension HubConnection.LifecycleEvent {
         case .connected: "connected"
         case .reconnecting: "reconnecting"
         case .reconnected: "reconnected"
+        case .suspended: "suspended"
         case .closed: "closed"
         }
     }
     var connectionId: String? {
         switch self {
         case .connected(let id), .reconnected(let id): id
-        case .reconnecting, .closed: nil
+        case .reconnecting, .suspended, .closed: nil
         }
     }
     var isClosed: Bool { name == "closed" }

@@ -81,7 +81,7 @@ struct XMPPClientTests {
             #expect(!error.message.contains("wrong"))
         }
         // Stopped (idle), not waiting to reconnect: no second attempt is scheduled.
-        #expect(await client.state() == .idle)
+        #expect(await client.state() == .disconnected)
         #expect(relay.acceptedCount == 1)
     }
 
@@ -99,7 +99,7 @@ struct XMPPClientTests {
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
-        #expect(await hanging.state() == .idle)
+        #expect(await hanging.state() == .disconnected)
 
         // request: bob handles the namespace and never answers.
         let server = try startedProsody()

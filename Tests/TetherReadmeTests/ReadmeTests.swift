@@ -102,7 +102,7 @@ struct ReadmeExampleTests {
             if case .message(let message) = event, let body = message.body { bobBodies.withLock { $0.append(body) } }
         }
         try await bob.connect()
-        try await chat.send("hello bob", to: JID("bob@localhost")!)
+        try await chat.send("hello bob", to: JID("bob@localhost/desk")!)
         #expect(await eventually { bobBodies.withLock { $0 } == ["hello bob"] })
         try await bob.send(XMPPMessage(to: JID("alice@localhost/phone"), body: "hi alice"))
         #expect(await eventually { ui.shown.contains("bob@localhost/desk: hi alice") }, "\(ui.shown)")
@@ -112,7 +112,7 @@ struct ReadmeExampleTests {
         relay.cutAll()
         #expect(await eventually { ui.shown.contains { $0.hasPrefix("offline: ") } }, "\(ui.shown)")
         #expect(await eventually { ui.shown.contains("online") }, "\(ui.shown)")
-        try await chat.send("still here", to: JID("bob@localhost")!)
+        try await chat.send("still here", to: JID("bob@localhost/desk")!)
         #expect(await eventually { bobBodies.withLock { $0 } == ["hello bob", "still here"] })
         await chat.client.disconnect()
         await bob.disconnect()

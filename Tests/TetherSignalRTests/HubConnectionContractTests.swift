@@ -50,8 +50,8 @@ struct HubConnectionContractTests {
         while let action = machine.pollAction() {
             if case .openTransport(_, _, let next) = action { generation = next }
         }
-        machine.transportOpened(generation: generation, now: .zero)
-        machine.receive(Array("{}\u{1E}".utf8), generation: generation, now: .zero)
+        machine.transportConnected(generation: generation, now: .zero)
+        machine.transportReceived(Array("{}\u{1E}".utf8), generation: generation, now: .zero)
         while machine.pollAction() != nil {}
         #expect(machine.stateName == .connected)
         _ = try machine.invoke("AddToGroup", "room-1", [["PlatUserId": 32323]], now: .zero)
@@ -138,8 +138,8 @@ struct HubConnectionContractTests {
             generation: old,
             now: harness.now
         )
-        harness.machine.transportOpened(generation: old, now: harness.now)
-        harness.machine.receive(Array("{}\u{1E}".utf8), generation: old, now: harness.now)
+        harness.machine.transportConnected(generation: old, now: harness.now)
+        harness.machine.transportReceived(Array("{}\u{1E}".utf8), generation: old, now: harness.now)
         harness.machine.transportClosed(generation: old, error: "late", now: harness.now)
         #expect(harness.drain().isEmpty)
         #expect(harness.machine.stateName == .negotiating)

@@ -85,6 +85,7 @@ struct HubConnectionHarness {
             case .connected: return "event:connected"
             case .reconnecting: return "event:reconnecting"
             case .reconnected: return "event:reconnected"
+            case .suspended: return "event:suspended"
             case .closed: return "event:closed"
             case .invocation: return "event:invocation"
             case .unhandledInvocation: return "event:unhandledinvocation"
@@ -135,7 +136,7 @@ struct HubConnectionHarness {
 
     @discardableResult
     mutating func opened() -> [String] {
-        machine.transportOpened(generation: generation, now: now)
+        machine.transportConnected(generation: generation, now: now)
         return drain()
     }
 
@@ -149,13 +150,13 @@ struct HubConnectionHarness {
     @discardableResult
     mutating func server(_ records: String...) -> [String] {
         let bytes = Array(records.map { $0 + "\u{1E}" }.joined().utf8)
-        machine.receive(bytes.backDeployedSpan, generation: generation, now: now)
+        machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
         return drain()
     }
 
     /// Delivers raw bytes (without draining).
     mutating func receiveRaw(_ bytes: [UInt8]) {
-        machine.receive(bytes.backDeployedSpan, generation: generation, now: now)
+        machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
     }
 
     /// Start → negotiate → transport → handshake, up to connected.

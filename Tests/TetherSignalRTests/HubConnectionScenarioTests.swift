@@ -65,7 +65,7 @@ struct HubConnectionScenarioTests {
         harness.negotiate()
         harness.opened()
         let bytes = Array("{}\u{1E}{\"type\":7,\"error\":\"bye\"}\u{1E}".utf8)
-        harness.machine.receive(bytes.backDeployedSpan, generation: harness.generation, now: harness.now)
+        harness.machine.transportReceived(bytes.backDeployedSpan, generation: harness.generation, now: harness.now)
         #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:closed"])
         #expect(
             harness.events.last == .closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye"))
@@ -361,7 +361,7 @@ struct HubConnectionReconnectTests {
         harness.connect()
         harness.closed()
         var times: [Int64] = []
-        while harness.now < .zero + end, harness.machine.stateName != .disconnected {
+        while harness.now < .zero + end, harness.machine.stateName != .suspended {
             guard let deadline = harness.machine.pollTimeout() else { break }
             harness.advance(to: deadline)
             if harness.machine.stateName == .negotiating {
@@ -380,9 +380,46 @@ struct HubConnectionReconnectTests {
                 "negotiate", "open", "send:handshake", "event:connected", "send:ping",
                 // Every scheduled attempt is reported (with its number and delay).
                 "event:reconnecting", "negotiate", "event:reconnecting", "negotiate", "event:reconnecting", "negotiate",
-                "event:reconnecting", "negotiate", "event:closed",
+                "event:reconnecting", "negotiate", "event:suspended",
             ]
         )
+    }
+
+    /// When the policy gave up, `reconnectNow` starts a full attempt at once and the back-off
+    /// starts over; `stop` ends the suspension with `closed(nil)`.
+    @Test func reconnectNowAfterThePolicyGaveUp() {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .delays([.seconds(5), .seconds(7)]) }
+        harness.connect()
+        harness.closed()
+        for _ in 0..<2 {
+            harness.advance(by: .seconds(60))
+            harness.negotiate(status: 503, body: [])
+        }
+        #expect(harness.machine.stateName == .suspended)
+        #expect(
+            harness.events.last.map {
+                if case .suspended(let error?) = $0 { error.kind == .negotiation } else { false }
+            } == true
+        )
+        #expect(harness.machine.pollTimeout() == nil)  // nothing is retried meanwhile
+        harness.machine.reconnectNow(now: harness.now)
+        #expect(harness.drain() == ["negotiate"])
+        harness.negotiate(status: 503, body: [])
+        // The schedule starts over: the first delay again.
+        #expect(
+            harness.events.last
+                == .reconnecting(
+                    HubConnectionError(
+                        .negotiation,
+                        "Failed to complete negotiation with the server: Status code '503'"
+                    ),
+                    attempt: 1,
+                    delay: .seconds(5)
+                )
+        )
+        harness.machine.stop(now: harness.now)
+        #expect(harness.drain() == ["event:closed"])
+        #expect(harness.machine.stateName == .disconnected)
     }
 
     @Test func tieredPolicy() {
@@ -392,7 +429,7 @@ struct HubConnectionReconnectTests {
         ]
         let stopping = attemptTimes(.tiered(tiers, repeats: false), until: .seconds(1000))
         #expect(stopping.times == [3, 6, 9, 12, 15, 24, 33, 42, 51, 60, 75, 90, 105, 120, 135])
-        #expect(stopping.transcript.last == "event:closed")
+        #expect(stopping.transcript.last == "event:suspended")
         let repeating = attemptTimes(.tiered(tiers, repeats: true), until: .seconds(150))
         // After the last tier the schedule starts over with the first one.
         #expect(Array(repeating.times.prefix(17).suffix(3)) == [135, 138, 141])
@@ -634,7 +671,7 @@ struct HubConnectionPropertyTests {
                         generation: harness.generation,
                         now: harness.now
                     )
-                case 3: harness.machine.transportOpened(generation: harness.generation, now: harness.now)
+                case 3: harness.machine.transportConnected(generation: harness.generation, now: harness.now)
                 case 4:
                     harness.machine.transportClosed(
                         generation: harness.generation,

@@ -17,7 +17,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 74
+    static let expectedRowCount = 83
 
     static let table: (rows: [Row], malformed: [String]) = {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -113,6 +113,11 @@ struct HubConnectionTransitionTableTests {
             harness = connected(policy: true)
             harness.closed()
             harness.advance(by: .zero)
+        case "negotiating on the policy's last attempt", "suspended":
+            harness = connected { $0.reconnectPolicy = .delays([.zero]) }
+            harness.closed()
+            harness.advance(by: .zero)
+            if state == "suspended" { harness.negotiate(status: 404, body: []) }
         case "handshaking again":
             harness = connected(policy: true)
             harness.closed()
@@ -147,6 +152,9 @@ struct HubConnectionTransitionTableTests {
         case "start skipping negotiation":
             harness = HubConnectionHarness { $0.skipNegotiation = true }
             harness.machine.start(now: now)
+            return harness.drain()
+        case "reconnect now":
+            harness.machine.reconnectNow(now: now)
             return harness.drain()
         case "stop":
             harness.machine.stop(now: now)
@@ -189,14 +197,14 @@ struct HubConnectionTransitionTableTests {
             )
             harness.machine.negotiateFailed("late", generation: TransportGeneration(0), now: now)
             return harness.drain()
-        case "stale transport opened":
-            harness.machine.transportOpened(generation: TransportGeneration(harness.generation.value - 1), now: now)
+        case "stale transport connected":
+            harness.machine.transportConnected(generation: TransportGeneration(harness.generation.value - 1), now: now)
             return harness.drain()
         case "stale transport input":
             let stale = TransportGeneration(harness.generation.value - 1)
-            harness.machine.receive(Array(#"{"type":7}"#.utf8) + [0x1E], generation: stale, now: now)
+            harness.machine.transportReceived(Array(#"{"type":7}"#.utf8) + [0x1E], generation: stale, now: now)
             harness.machine.transportClosed(generation: stale, error: "late", now: now)
-            harness.machine.transportOpened(generation: stale, now: now)
+            harness.machine.transportConnected(generation: stale, now: now)
             return harness.drain()
         case "invoke with MessagePack arguments":
             let values = EncodedArguments(encoding: .messagePack, values: [.null(.messagePack)])
@@ -207,12 +215,12 @@ struct HubConnectionTransitionTableTests {
         case "negotiate network failure":
             harness.machine.negotiateFailed("connection refused", generation: harness.generation, now: now)
             return harness.drain()
-        case "transport opened": return harness.opened()
+        case "transport connected": return harness.opened()
         case "transport closed": return harness.closed()
         case "handshake response": return harness.server("{}")
         case "handshake response with a ping":
             let bytes = Array("{}\u{1E}{\"type\":6}\u{1E}".utf8)
-            harness.machine.receive(bytes.backDeployedSpan, generation: harness.generation, now: now)
+            harness.machine.transportReceived(bytes.backDeployedSpan, generation: harness.generation, now: now)
             return harness.drain()
         case "handshake error": return harness.server(#"{"error":"The protocol 'json' is not supported."}"#)
         case "handshake garbage": return harness.server("garbage")
@@ -220,7 +228,7 @@ struct HubConnectionTransitionTableTests {
         case "invoke":
             _ = try? harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: now)
             return harness.drain()
-        case "invoke, then transport opened":
+        case "invoke, then transport connected":
             _ = try? harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: now)
             #expect(harness.drain().isEmpty)
             return harness.opened()

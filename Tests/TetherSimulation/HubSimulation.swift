@@ -212,9 +212,9 @@ public struct HubSimulation {
     mutating func handle(_ event: Event) {
         switch event {
         case .clientReceive(let generation, let bytes):
-            machine.receive(bytes, generation: generation, now: now)
+            machine.transportReceived(bytes, generation: generation, now: now)
         case .clientTransportOpened(let generation):
-            machine.transportOpened(generation: generation, now: now)
+            machine.transportConnected(generation: generation, now: now)
         case .clientTransportClosed(let generation, let error):
             machine.transportClosed(generation: generation, error: error, now: now)
         case .clientNegotiate(let generation, let status, let body):

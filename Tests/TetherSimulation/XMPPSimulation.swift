@@ -226,7 +226,7 @@ public final class XMPPSimulation {
             appSend()
             schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appSend)
         case .appStart:
-            if machine.stateName == .idle { machine.start(now: now) }
+            if machine.stateName == .disconnected { machine.start(now: now) }
         case .fault(let fault):
             inject(fault)
         }
@@ -240,14 +240,14 @@ public final class XMPPSimulation {
             if count > 1_000 { return fail("more than 1,000 actions for one input") }
             perform(action)
         }
-        if machine.stateName == .online, let generation = machine.currentGeneration, onlineSince[generation] == nil {
+        if machine.stateName == .connected, let generation = machine.currentGeneration, onlineSince[generation] == nil {
             onlineSince[generation] = now
         }
     }
 
     func perform(_ action: XMPPClientMachine.Action) {
         switch action {
-        case .connect(_, let generation, _):
+        case .openTransport(_, let generation, _):
             connectAttempts.append(now)
             if server.isUp {
                 server.links[generation] = Link()
@@ -265,7 +265,7 @@ public final class XMPPSimulation {
             time.schedule(at: at, .serverReceive(generation, bytes))
         case .startTLS:
             fail("a STARTTLS with TLS disabled")
-        case .close(let generation):
+        case .closeTransport(let generation):
             closedAt[generation] = now
             if let link = server.links[generation], link.isOpen {
                 server.links[generation]!.isOpen = false
@@ -322,7 +322,7 @@ public final class XMPPSimulation {
 
     /// The app sends a numbered chat message, and now and then pings the server.
     func appSend() {
-        guard machine.stateName != .idle, machine.stateName != .closing else { return }
+        guard machine.stateName != .disconnected, machine.stateName != .closing else { return }
         let message = XMPPMessage(to: JID("bob@example.com"), body: String(sentBodies))
         if (try? machine.send(message, now: now)) != nil { sentBodies += 1 }
         if Bool.random(using: &random),

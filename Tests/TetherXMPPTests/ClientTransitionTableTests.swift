@@ -121,13 +121,13 @@ struct ClientTransitionTableTests {
 
     static func setUp(_ state: String) -> XMPPClientHarness? {
         switch state {
-        case "idle":
+        case "disconnected":
             return XMPPClientHarness()
-        case "connecting":
+        case "connectingTransport":
             let harness = XMPPClientHarness()
             harness.start()
             return harness
-        case "connecting with direct TLS":
+        case "connectingTransport with direct TLS":
             let harness = XMPPClientHarness { $0.tls = .direct }
             harness.start()
             return harness
@@ -193,19 +193,19 @@ struct ClientTransitionTableTests {
             )
             if state == "binding the session" { answerBind(harness) }
             return harness
-        case "online":
+        case "connected":
             return online()
-        case "online before stream management is enabled":
+        case "connected before stream management is enabled":
             let harness = XMPPClientHarness()
             harness.login(enableSM: false)
             return harness
-        case "online without stream management":
+        case "connected without stream management":
             return online { $0.streamManagement = nil }
         case "closing":
             let harness = online()
             harness.machine.stop(now: harness.now)
             return harness
-        case "waitingToReconnect":
+        case "reconnectWaiting":
             let harness = online()
             harness.transportClosed()
             return harness

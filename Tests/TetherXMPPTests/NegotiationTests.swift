@@ -9,7 +9,7 @@ struct NegotiationTests {
     @Test func plainLoginBindAndEnable() {
         let harness = XMPPClientHarness()
         harness.start()
-        #expect(harness.transcript == ["connect"])
+        #expect(harness.transcript == ["open"])
         #expect(harness.endpoints == [Endpoint(host: "example.com", port: 5222)])
         harness.connected()
         #expect(harness.lastSent.hasPrefix("<?xml version='1.0'?><stream:stream to='example.com' version='1.0'"))
@@ -31,13 +31,13 @@ struct NegotiationTests {
         harness.server(
             "<iq type='result' id='\(bindID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/x1</jid></bind></iq>"
         )
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         #expect(harness.jid == JID("alice@example.com/x1"))
         #expect(harness.lastSent == "<enable xmlns='urn:xmpp:sm:3' resume='true'/>")
         harness.server("<enabled xmlns='urn:xmpp:sm:3' id='abc' resume='true' max='600'/>")
         #expect(
             harness.transcript == [
-                "connect", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
+                "open", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
                 "event:smenabled",
             ]
         )
@@ -87,7 +87,7 @@ struct NegotiationTests {
         harness.server(
             "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(Base64.encode(Array(serverFinal.utf8)))</success>"
         )
-        #expect(harness.state == .idle)
+        #expect(harness.state == .disconnected)
         #expect(
             harness.transcript.suffix(5) == [
                 "send:abort", "send:footer", "close", "event:attemptfailed", "event:closed",
@@ -123,7 +123,7 @@ struct NegotiationTests {
                 == "Authentication failed (not-authorized): Unable to authorize you with the authentication credentials you've sent."
         )
         #expect(!error.message.contains("secret-password") && !"\(error)".contains("secret-password"))
-        #expect(harness.state == .idle)
+        #expect(harness.state == .disconnected)
         #expect(harness.timeout == nil)
     }
 
@@ -131,7 +131,7 @@ struct NegotiationTests {
         let harness = XMPPClientHarness()
         harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><temporary-auth-failure/></failure>")
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
         #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(1)))
     }
 
@@ -190,10 +190,10 @@ struct NegotiationTests {
             "<iq type='result' id='\(bindID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/x</jid></bind></iq>",
             harness
         )
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         #expect(
             harness.transcript == [
-                "connect", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
+                "open", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
             ]
         )
     }
@@ -235,7 +235,7 @@ struct NegotiationTests {
         #expect(harness.state == .binding)
         #expect(harness.lastSent.contains("<session xmlns='urn:ietf:params:xml:ns:xmpp-session'/>"))
         harness.server("<iq type='result' id='\(harness.lastSentID)'/>")
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         // No <enable/>: the server offered no stream management.
         #expect(!harness.sent.contains { $0.text.contains("<enable") })
     }

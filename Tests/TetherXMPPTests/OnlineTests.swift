@@ -179,7 +179,7 @@ struct AutoPingTests {
             "<iq type='error' id='\(harness.lastSentID)' from='example.com'><error type='cancel'><service-unavailable xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
         )
         harness.advance(by: .seconds(19))
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         harness.advance(by: .seconds(1))
         #expect(harness.sent.filter { $0.text.contains("urn:xmpp:ping") }.count == 2)
     }
@@ -191,10 +191,10 @@ struct AutoPingTests {
         harness.login()
         let lastByte = harness.now
         harness.advance(by: .seconds(20) + .seconds(5) * missed - .milliseconds(1))
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         #expect(harness.sent.filter { $0.text.contains("urn:xmpp:ping") }.count == missed)
         harness.advance(by: .milliseconds(1))
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
         #expect(harness.now - lastByte == .seconds(20) + .seconds(5) * missed)
         guard
             case .disconnected(let error?) = harness.events.first(where: {
@@ -214,7 +214,7 @@ struct AutoPingTests {
         harness.advance(by: .seconds(2))
         harness.server("<presence from='bob@example.com/x'/>")
         harness.advance(by: .seconds(3))
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
     }
 
     @Test func serverPingsAreAnswered() {
@@ -231,7 +231,7 @@ struct AutoPingTests {
         harness.drain()
         #expect(harness.lastSent.contains("urn:xmpp:ping"))
         harness.advance(by: .seconds(5))
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
     }
 }
 
@@ -254,7 +254,7 @@ struct IdleMemoryTests {
         #expect(
             harness.events.contains { if case .message(let message) = $0 { message.body == "after" } else { false } }
         )
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
     }
 
     @Test func notWhileAStanzaIsHalfReceived() {

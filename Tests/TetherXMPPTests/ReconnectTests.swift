@@ -19,7 +19,7 @@ struct ReconnectTests {
         for _ in 0..<15 {
             guard case .reconnecting(_, let delay) = harness.events.last else { return fail("not reconnecting") }
             harness.advance(by: delay)
-            #expect(harness.transcript.last == "connect")
+            #expect(harness.transcript.last == "open")
             attemptTimes.append(harness.now - lost)
             harness.transportClosed("connection refused")
         }
@@ -43,7 +43,7 @@ struct ReconnectTests {
         // reconnectNow starts at once and resets the back-off.
         harness.machine.reconnectNow(now: harness.now)
         harness.drain()
-        #expect(harness.transcript.last == "connect")
+        #expect(harness.transcript.last == "open")
         harness.transportClosed("connection refused")
         #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(3)))
     }
@@ -64,7 +64,7 @@ struct ReconnectTests {
         #expect(harness.events.last == .reconnecting(attempt: 7, delay: .seconds(9)))
         harness.advance(by: .seconds(9))
         harness.resume(h: 0)
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         harness.transportClosed()
         #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(3)))
     }
@@ -76,7 +76,7 @@ struct ReconnectTests {
         harness.server(
             "<stream:error><\(condition) xmlns='urn:ietf:params:xml:ns:xmpp-streams'/><text xmlns='urn:ietf:params:xml:ns:xmpp-streams'>Replaced by new connection</text></stream:error></stream:stream>"
         )
-        #expect(harness.state == .idle)
+        #expect(harness.state == .disconnected)
         #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:disconnected", "event:closed"])
         let error = try closedError(harness.events)
         #expect(error.kind == .streamError && error.streamError?.condition.rawValue == condition)
@@ -87,7 +87,7 @@ struct ReconnectTests {
         let harness = XMPPClientHarness()
         harness.login()
         harness.server("<stream:error><system-shutdown xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>")
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
     }
 
     @Test func seeOtherHostReconnectsThereAtOnce() {
@@ -96,7 +96,7 @@ struct ReconnectTests {
         harness.server(
             "<stream:error><see-other-host xmlns='urn:ietf:params:xml:ns:xmpp-streams'>[2001:db8::1]:5223</see-other-host></stream:error>"
         )
-        #expect(harness.transcript.suffix(2) == ["event:disconnected", "connect"])
+        #expect(harness.transcript.suffix(2) == ["event:disconnected", "open"])
         #expect(harness.endpoints.last == Endpoint(host: "2001:db8::1", port: 5223))
         // The redirect is limited.
         let limited = XMPPClientHarness { $0.maximumRedirects = 1 }
@@ -110,7 +110,7 @@ struct ReconnectTests {
             XMPPClientHarness.serverHeader
                 + "<stream:error><see-other-host xmlns='urn:ietf:params:xml:ns:xmpp-streams'>third.example</see-other-host></stream:error>"
         )
-        #expect(limited.state == .waitingToReconnect)
+        #expect(limited.state == .reconnectWaiting)
     }
 
     @Test func theServerClosingTheStreamIsALossNotAStop() {
@@ -124,7 +124,7 @@ struct ReconnectTests {
         let harness = XMPPClientHarness { $0.reconnectPolicy = nil }
         harness.login()
         harness.transportClosed()
-        #expect(harness.state == .idle)
+        #expect(harness.state == .disconnected)
         let error = try closedError(harness.events)
         #expect(error.kind == .connectionLost)
     }
@@ -145,7 +145,7 @@ struct ReconnectTests {
         harness.connected()
         harness.server(XMPPClientHarness.serverHeader)
         harness.advance(by: .seconds(10))
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
     }
 
     /// Input from an abandoned transport never touches the new one.
@@ -161,7 +161,7 @@ struct ReconnectTests {
         harness.machine.transportReceived(Array(XMPPClientHarness.serverHeader.utf8), generation: old, now: harness.now)
         harness.machine.transportClosed(generation: old, error: "late", now: harness.now)
         #expect(harness.drain().isEmpty)
-        #expect(harness.state == .connecting)
+        #expect(harness.state == .connectingTransport)
         // After stop() and start(), the previous generation is stale too.
         harness.login()
         let online = harness.generation!
@@ -173,7 +173,7 @@ struct ReconnectTests {
         harness.machine.transportConnected(generation: online, now: harness.now)
         harness.machine.transportReceived(Array("<junk".utf8), generation: online, now: harness.now)
         #expect(harness.drain().isEmpty)
-        #expect(harness.state == .connecting)
+        #expect(harness.state == .connectingTransport)
     }
 
     @Test func reconnectNowAbandonsAnAttemptInProgress() {
@@ -184,7 +184,7 @@ struct ReconnectTests {
         harness.drain()
         #expect(harness.closed == [first])
         #expect(harness.generation! > first)
-        #expect(harness.transcript == ["connect", "close", "connect"])
+        #expect(harness.transcript == ["open", "close", "open"])
     }
 
     @Test func stopInEveryState() {
@@ -207,7 +207,7 @@ struct ReconnectTests {
         #expect(online.drain() == ["send:footer"])
         online.advance(by: .seconds(2))
         #expect(online.transcript.suffix(3) == ["close", "event:disconnected", "event:closed"])
-        #expect(online.state == .idle)
+        #expect(online.state == .disconnected)
         // Sending after stop is refused.
         #expect(throws: XMPPClientError.self) {
             try online.machine.send(XMPPMessage(to: nil, body: "x"), now: online.now)
@@ -221,7 +221,7 @@ struct ReconnectTests {
         let harness = XMPPClientHarness { $0.reconnectPolicy = .fixed(.seconds(5), maximumAttempts: 2) }
         harness.start()
         harness.transportClosed("connection refused")
-        #expect(harness.transcript == ["connect", "event:attemptfailed", "event:reconnecting"])
+        #expect(harness.transcript == ["open", "event:attemptfailed", "event:reconnecting"])
         harness.advance(by: .seconds(5))
         harness.transportClosed("connection refused")
         harness.advance(by: .seconds(5))

@@ -120,7 +120,7 @@ struct StreamManagementTests {
         let pending = try harness.machine.send(XMPPIQ.get(XElement(XMLName("q", namespace: "x"))), now: harness.now)
         harness.drain()
         harness.transportClosed()
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
         // Sent while offline: queued.
         try harness.machine.send(Self.message(6), now: harness.now)
         harness.advance(by: .seconds(1))
@@ -131,7 +131,7 @@ struct StreamManagementTests {
         harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.boundFeatures)
         #expect(harness.lastSent == "<resume xmlns='urn:xmpp:sm:3' previd='sm-1' h='1'/>")
         harness.server("<resumed xmlns='urn:xmpp:sm:3' previd='sm-1' h='4'/>")
-        #expect(harness.state == .online)
+        #expect(harness.state == .connected)
         #expect(harness.jid == JID("alice@example.com/phone"))
         let after = harness.sent[before...].map(\.text)
         // m5 and the iq again (m1…m4 reached the server), then m6, then a request for an ack.
@@ -208,7 +208,7 @@ struct StreamManagementTests {
         #expect(harness.state == .closing)
         // An acknowledgement before the server's close still counts.
         harness.server("<a xmlns='urn:xmpp:sm:3' h='1'/></stream:stream>")
-        #expect(harness.state == .idle)
+        #expect(harness.state == .disconnected)
         #expect(harness.transcript.suffix(3) == ["close", "event:disconnected", "event:closed"])
         #expect(!harness.events.contains { if case .unacknowledgedStanzas = $0 { true } else { false } })
     }
@@ -237,6 +237,6 @@ struct UnacknowledgedLimitTests {
         #expect(harness.sent.last?.text.contains("<resource-constraint") == true)
         // The unacknowledged stanzas are the machine's own answers: nothing to hand back.
         #expect(!harness.events.contains { if case .unacknowledgedStanzas = $0 { true } else { false } })
-        #expect(harness.state == .waitingToReconnect)
+        #expect(harness.state == .reconnectWaiting)
     }
 }

@@ -79,11 +79,11 @@ final class XMPPClientHarness {
         var names: [String] = []
         while let action = machine.pollAction() {
             switch action {
-            case .connect(let endpoint, let generation, let directTLSName):
+            case .openTransport(let endpoint, let generation, let directTLSName):
                 self.generation = generation
                 endpoints.append(endpoint)
                 directTLSNames.append(directTLSName)
-                names.append("connect")
+                names.append("open")
             case .send(let bytes, let generation, let containsCredentials):
                 let text = String(decoding: bytes, as: UTF8.self)
                 sent.append((text, generation))
@@ -92,7 +92,7 @@ final class XMPPClientHarness {
             case .startTLS(_, _, let buffered):
                 tlsBuffered = buffered
                 names.append("starttls")
-            case .close(let generation):
+            case .closeTransport(let generation):
                 closed.append(generation)
                 names.append("close")
             case .event(let event):
@@ -195,7 +195,7 @@ final class XMPPClientHarness {
     /// Connects and authenticates with PLAIN, then answers bind (and SM enable when the
     /// features offer it); ends online.
     func login(features: String = boundFeatures, enableSM: Bool = true, resumable: Bool = true) {
-        if generation == nil || machine.stateName == .idle { start() }
+        if generation == nil || machine.stateName == .disconnected { start() }
         connected()
         server(Self.serverHeader + Self.mechanisms(["PLAIN"]))
         server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")

@@ -99,7 +99,7 @@ extension XMPPClientMachine {
         /// Payload namespaces of incoming iq requests the app answers (`iqRequest` events);
         /// others are answered `service-unavailable` at once (RFC 6120 §8.4).
         public var handledIQNamespaces: Set<String>
-        /// A connect attempt (TCP, TLS, SASL, binding or resumption) must reach `online` within
+        /// A connect attempt (TCP, TLS, SASL, binding or resumption) must reach `connected` within
         /// this long, or it is abandoned (default 30 s).
         public var connectTimeout: Duration
         /// An iq request the server does not answer within this long ends `timedOut` (default 30 s).

@@ -4,21 +4,21 @@ import TetherXML
 extension XMPPClientMachine {
     // MARK: - App commands
 
-    /// Starts connecting. Precondition: the machine is idle (never started, or stopped).
+    /// Starts connecting. Precondition: the machine is disconnected (never started, or stopped).
     public mutating func start(now: Instant) {
-        guard case .idle = state else { preconditionFailure("start() while \(stateName)") }
+        guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
         schedule = configuration.reconnectPolicy.map(ReconnectSchedule.init(policy:))
         beginAttempt(to: configuration.defaultEndpoint, redirects: 0, now: now)
     }
 
     /// Disconnects on purpose: an online stream is closed cleanly (an SM acknowledgement, then
     /// `</stream:stream>`, then up to `closeTimeout` for the server's); anything else stops at
-    /// once. No reconnect follows. Ends with `closed(nil)`. A no-op when idle or closing.
+    /// once. No reconnect follows. Ends with `closed(nil)`. A no-op when disconnected or closing.
     public mutating func stop(now: Instant) {
         switch state {
-        case .idle, .closing:
+        case .disconnected, .closing:
             return
-        case .online(let session):
+        case .connected(let session):
             if let sm = streamManagement, sm.isEnabled {
                 sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(sm.inbound)'/>", generation: session.generation)
             }
@@ -26,16 +26,16 @@ extension XMPPClientMachine {
             cancelSessionTimers()
             state = .closing(generation: session.generation)
             timers.set(.close, at: now + configuration.closeTimeout)
-        case .connecting(let attempt):
-            enqueue(.close(generation: attempt.generation))
+        case .connectingTransport(let attempt):
+            enqueue(.closeTransport(generation: attempt.generation))
             finish(nil, now: now)
         case .negotiating(let negotiation):
             if negotiation.streamIsOpen {
                 sendRaw("</stream:stream>", generation: negotiation.attempt.generation)
             }
-            enqueue(.close(generation: negotiation.attempt.generation))
+            enqueue(.closeTransport(generation: negotiation.attempt.generation))
             finish(nil, now: now)
-        case .waitingToReconnect, .suspended:
+        case .reconnectWaiting, .suspended:
             finish(nil, now: now)
         }
     }
@@ -47,24 +47,24 @@ extension XMPPClientMachine {
     /// dead link is then noticed within the ping timeout). Otherwise a no-op.
     public mutating func reconnectNow(now: Instant) {
         switch state {
-        case .idle, .closing:
+        case .disconnected, .closing:
             return
-        case .waitingToReconnect(let next, let redirects):
+        case .reconnectWaiting(let next, let redirects):
             schedule?.connectionEstablished()
             timers.cancel(.reconnect)
             beginAttempt(to: next, redirects: redirects, now: now)
         case .suspended:
             schedule?.connectionEstablished()
             beginAttempt(to: resumptionEndpoint ?? configuration.defaultEndpoint, redirects: 0, now: now)
-        case .connecting(let attempt):
-            enqueue(.close(generation: attempt.generation))
+        case .connectingTransport(let attempt):
+            enqueue(.closeTransport(generation: attempt.generation))
             schedule?.connectionEstablished()
             beginAttempt(to: attempt.endpoint, redirects: attempt.redirects, now: now)
         case .negotiating(let negotiation):
-            enqueue(.close(generation: negotiation.attempt.generation))
+            enqueue(.closeTransport(generation: negotiation.attempt.generation))
             schedule?.connectionEstablished()
             beginAttempt(to: negotiation.attempt.endpoint, redirects: negotiation.attempt.redirects, now: now)
-        case .online(var session):
+        case .connected(var session):
             let id = makeID("ping")
             guard var autoPing = session.autoPing else {
                 // Without auto-ping the answer is not awaited; a dead link then shows as a
@@ -75,7 +75,7 @@ extension XMPPClientMachine {
             sendPing(id: id, session: session)
             autoPing.pingSent(id: id, at: now)
             session.autoPing = autoPing
-            state = .online(session)
+            state = .connected(session)
             timers.set(.ping, at: autoPing.deadline)
         }
     }
@@ -84,7 +84,7 @@ extension XMPPClientMachine {
 
     /// The TCP connection of `generation` is open (with direct TLS: and TLS is established).
     public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
-        guard case .connecting(let attempt) = state, attempt.generation == generation else { return }
+        guard case .connectingTransport(let attempt) = state, attempt.generation == generation else { return }
         _ = parser.restart()
         let secured = configuration.tls == .direct
         state = .negotiating(Negotiation(attempt: attempt, secured: secured))
@@ -96,12 +96,12 @@ extension XMPPClientMachine {
     public mutating func tlsFailed(generation: TransportGeneration, reason: String, now: Instant) {
         guard currentGeneration == generation else { return }
         switch state {
-        case .connecting, .negotiating:
+        case .connectingTransport, .negotiating:
             lost(XMPPClientError(.tlsFailed, "TLS failed: \(reason)"), closeTransport: true, now: now)
-        case .online, .closing:
+        case .connected, .closing:
             // A broken TLS record after the handshake: the stream is gone like a dropped link.
             transportClosed(generation: generation, error: "TLS failed: \(reason)", now: now)
-        case .idle, .waitingToReconnect, .suspended:
+        case .disconnected, .reconnectWaiting, .suspended:
             return
         }
     }
@@ -121,10 +121,10 @@ extension XMPPClientMachine {
     /// Bytes arrived on the transport of `generation`.
     public mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
         guard currentGeneration == generation, acceptsXML else { return }
-        if case .online(var session) = state, var autoPing = session.autoPing {
+        if case .connected(var session) = state, var autoPing = session.autoPing {
             autoPing.received(at: now)
             session.autoPing = autoPing
-            state = .online(session)
+            state = .connected(session)
         }
         if let idle = configuration.releaseBuffersAfterIdle { timers.set(.releaseBuffers, at: now + idle) }
         parser.append(bytes)
@@ -148,19 +148,19 @@ extension XMPPClientMachine {
         switch state {
         case .closing:
             closingEnded(now: now)
-        case .connecting(let attempt):
+        case .connectingTransport(let attempt):
             lost(
                 XMPPClientError(.connectionFailed, "Could not connect to \(attempt.endpoint): \(error ?? "closed")."),
                 closeTransport: false,
                 now: now
             )
-        case .negotiating, .online:
+        case .negotiating, .connected:
             lost(
                 XMPPClientError(.connectionLost, "The connection was lost: \(error ?? "closed by the server")."),
                 closeTransport: false,
                 now: now
             )
-        case .idle, .waitingToReconnect, .suspended:
+        case .disconnected, .reconnectWaiting, .suspended:
             return
         }
     }
@@ -171,9 +171,9 @@ extension XMPPClientMachine {
         case .negotiating(let negotiation):
             if case .awaitingTLS = negotiation.step { return false }
             return true
-        case .online, .closing:
+        case .connected, .closing:
             return true
-        case .idle, .connecting, .waitingToReconnect, .suspended:
+        case .disconnected, .connectingTransport, .reconnectWaiting, .suspended:
             return false
         }
     }
@@ -187,7 +187,7 @@ extension XMPPClientMachine {
             switch timer {
             case .connectAttempt:
                 switch state {
-                case .connecting, .negotiating:
+                case .connectingTransport, .negotiating:
                     lost(
                         XMPPClientError(
                             .connectTimeout,
@@ -196,29 +196,29 @@ extension XMPPClientMachine {
                         closeTransport: true,
                         now: now
                     )
-                case .idle, .online, .closing, .waitingToReconnect, .suspended:
+                case .disconnected, .connected, .closing, .reconnectWaiting, .suspended:
                     break
                 }
             case .reconnect:
-                if case .waitingToReconnect(let next, let redirects) = state {
+                if case .reconnectWaiting(let next, let redirects) = state {
                     beginAttempt(to: next, redirects: redirects, now: now)
                 }
             case .ping:
                 autoPingDue(now: now)
             case .ackRequest:
-                if case .online(let session) = state, let sm = streamManagement, !sm.unacknowledged.isEmpty {
+                if case .connected(let session) = state, let sm = streamManagement, !sm.unacknowledged.isEmpty {
                     requestAck(generation: session.generation)
                 }
             case .iqTimeout:
                 expireIQs(now: now)
             case .close:
                 if case .closing(let generation) = state {
-                    enqueue(.close(generation: generation))
+                    enqueue(.closeTransport(generation: generation))
                     closingEnded(now: now)
                 }
             case .releaseBuffers:
                 // Only between stanzas; with a stanza half received, look again later.
-                if case .online = state, !parser.releaseBuffersWhileIdle(),
+                if case .connected = state, !parser.releaseBuffersWhileIdle(),
                     let idle = configuration.releaseBuffersAfterIdle
                 {
                     timers.set(.releaseBuffers, at: now + idle)
@@ -228,7 +228,7 @@ extension XMPPClientMachine {
     }
 
     private mutating func autoPingDue(now: Instant) {
-        guard case .online(var session) = state, var autoPing = session.autoPing else { return }
+        guard case .connected(var session) = state, var autoPing = session.autoPing else { return }
         switch autoPing.check(now: now) {
         case .nothing:
             break
@@ -248,7 +248,7 @@ extension XMPPClientMachine {
             )
         }
         session.autoPing = autoPing
-        state = .online(session)
+        state = .connected(session)
         timers.set(.ping, at: autoPing.deadline)
     }
 
@@ -257,9 +257,9 @@ extension XMPPClientMachine {
     mutating func beginAttempt(to endpoint: Endpoint, redirects: Int, now: Instant) {
         lastGeneration = lastGeneration.next
         let generation = lastGeneration
-        state = .connecting(Attempt(generation: generation, endpoint: endpoint, redirects: redirects))
+        state = .connectingTransport(Attempt(generation: generation, endpoint: endpoint, redirects: redirects))
         let directTLS = configuration.tls == .direct ? configuration.jid.domainpart : nil
-        enqueue(.connect(endpoint, generation: generation, directTLSServerName: directTLS))
+        enqueue(.openTransport(endpoint, generation: generation, directTLSServerName: directTLS))
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
     }
 
@@ -279,18 +279,18 @@ extension XMPPClientMachine {
     ) {
         var redirects = 0
         switch state {
-        case .online(let session):
-            if closeTransport { enqueue(.close(generation: session.generation)) }
+        case .connected(let session):
+            if closeTransport { enqueue(.closeTransport(generation: session.generation)) }
             emit(.disconnected(error))
-        case .connecting(let attempt):
-            if closeTransport { enqueue(.close(generation: attempt.generation)) }
+        case .connectingTransport(let attempt):
+            if closeTransport { enqueue(.closeTransport(generation: attempt.generation)) }
             redirects = attempt.redirects
             emit(.connectAttemptFailed(error))
         case .negotiating(let negotiation):
-            if closeTransport { enqueue(.close(generation: negotiation.attempt.generation)) }
+            if closeTransport { enqueue(.closeTransport(generation: negotiation.attempt.generation)) }
             redirects = negotiation.attempt.redirects
             emit(.connectAttemptFailed(error))
-        case .closing, .idle, .waitingToReconnect, .suspended:
+        case .closing, .disconnected, .reconnectWaiting, .suspended:
             return
         }
         cancelSessionTimers()
@@ -317,7 +317,7 @@ extension XMPPClientMachine {
             emit(.suspended(error))
             return
         }
-        state = .waitingToReconnect(next: next, redirects: 0)
+        state = .reconnectWaiting(next: next, redirects: 0)
         timers.set(.reconnect, at: now + delay)
         emit(.reconnecting(attempt: running.attempts, delay: delay))
     }
@@ -339,7 +339,7 @@ extension XMPPClientMachine {
         streamManagement = nil
         reportUnacknowledged(returned)
         failPendingIQs(error)
-        state = .idle
+        state = .disconnected
         emit(.closed(error))
     }
 

@@ -26,9 +26,9 @@ extension XMPPClientMachine {
             guard let event else { return }
             switch state {
             case .negotiating(let negotiation): negotiationEvent(event, negotiation, now: now)
-            case .online(let session): onlineEvent(event, session, now: now)
+            case .connected(let session): onlineEvent(event, session, now: now)
             case .closing: closingEvent(event, now: now)
-            case .idle, .connecting, .waitingToReconnect, .suspended: return
+            case .disconnected, .connectingTransport, .reconnectWaiting, .suspended: return
             }
         }
     }
@@ -36,7 +36,7 @@ extension XMPPClientMachine {
     /// The server's bytes are not acceptable XML (or exceed a limit).
     mutating func xmlFailed(_ error: XMLStreamError, generation: TransportGeneration, now: Instant) {
         if case .closing = state {
-            enqueue(.close(generation: generation))
+            enqueue(.closeTransport(generation: generation))
             return closingEnded(now: now)
         }
         let condition = StreamError.Condition(rawValue: error.condition.rawValue) ?? .notWellFormed

@@ -6,7 +6,7 @@ extension XMPPClientMachine {
 
     /// Sends a message. While no stream is online (connecting, waiting to reconnect, suspended)
     /// it waits in a queue and goes out once one is; with XEP-0198 it is kept until the server
-    /// acknowledges it. Throws `notConnected` when idle or closing, `sendQueueFull` at
+    /// acknowledges it. Throws `notConnected` when disconnected or closing, `sendQueueFull` at
     /// `maximumQueuedStanzas`.
     public mutating func send(_ message: XMPPMessage, now: Instant) throws(XMPPClientError) {
         // Every message gets an id (receipts, corrections and duplicate detection need one).
@@ -48,7 +48,7 @@ extension XMPPClientMachine {
     /// Asks the server to acknowledge what it received so far (XEP-0198 `<r/>`), when anything
     /// is unacknowledged; for an app that wants its messages confirmed soon (before closing).
     public mutating func requestAcknowledgement(now: Instant) {
-        guard case .online(let session) = state, let sm = streamManagement, sm.isEnabled,
+        guard case .connected(let session) = state, let sm = streamManagement, sm.isEnabled,
             !sm.unacknowledged.isEmpty
         else { return }
         requestAck(generation: session.generation)
@@ -56,11 +56,11 @@ extension XMPPClientMachine {
 
     mutating func sendAppStanza(_ element: XElement, now: Instant) throws(XMPPClientError) {
         switch state {
-        case .idle:
+        case .disconnected:
             throw XMPPClientError(.notConnected, "The connection is not started.")
         case .closing:
             throw XMPPClientError(.notConnected, "The connection is closing.")
-        case .connecting, .negotiating, .online, .waitingToReconnect, .suspended:
+        case .connectingTransport, .negotiating, .connected, .reconnectWaiting, .suspended:
             break
         }
         guard unacknowledgedCount < configuration.maximumQueuedStanzas else {
@@ -69,7 +69,7 @@ extension XMPPClientMachine {
                 "\(configuration.maximumQueuedStanzas) stanzas are waiting to be sent or acknowledged."
             )
         }
-        if case .online(let session) = state {
+        if case .connected(let session) = state {
             sendStanza(element, session: session, now: now)
         } else {
             outbox.append(element)
@@ -155,11 +155,11 @@ extension XMPPClientMachine {
         case .streamOpen:
             break
         case .streamClose:
-            enqueue(.close(generation: generation))
+            enqueue(.closeTransport(generation: generation))
             closingEnded(now: now)
         case .element(let element):
             if StreamError(element) != nil {
-                enqueue(.close(generation: generation))
+                enqueue(.closeTransport(generation: generation))
                 return closingEnded(now: now)
             }
             if element.namespace == XMPPNamespace.streamManagement3, element.localName == "a",

@@ -171,7 +171,7 @@ extension XMPPClientMachine {
             secured: negotiation.secured,
             autoPing: autoPing
         )
-        state = .online(session)
+        state = .connected(session)
         if let autoPing { timers.set(.ping, at: autoPing.deadline) }
         if resumed {
             emit(.resumed(jid))

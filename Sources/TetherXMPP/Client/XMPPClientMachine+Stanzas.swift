@@ -113,7 +113,7 @@ extension XMPPClientMachine {
         if var autoPing = session.autoPing, autoPing.answered(id: id) {
             var session = session
             session.autoPing = autoPing
-            state = .online(session)
+            state = .connected(session)
             timers.set(.ping, at: autoPing.deadline)
             return
         }

@@ -11,23 +11,24 @@ public import TetherXML
 /// harmless). The contract is the same for every Tether machine (`Specs/machine-contract.md`).
 ///
 /// ```
-///  idle ──start──▶ connecting ──connected──▶ openingStream ──features──▶ securing (STARTTLS)
+///  disconnected ──start──▶ connectingTransport ──connected──▶ openingStream ──features──▶ securing
 ///   ▲                 │                         ▲    │                        │ TLS established
 ///   │ fatal / stop    │ failure                 │    ▼                        ▼
 ///   │                 ▼                         │  authenticating ──success──▶ openingStream
-///   │   waitingToReconnect ◀── loss, policy ────┤                                │
+///   │   reconnectWaiting ◀── loss, policy ──────┤                                │
 ///   │        │ timer             gives up ──▶ suspended ──reconnectNow──┐        ▼
 ///   │        └──────────────────────────────────────────────────────────┴──▶ resuming / binding
 ///   │                                                                              │
-///   └─────── closing ◀──stop── online ◀──────── resumed / bound (+ session, enable SM)
+///   └─────── closing ◀──stop── connected ◀────── resumed / bound (+ session, enable SM)
 /// ```
 ///
-/// States (`StateName`): `idle` (not started, stopped, or stopped by a fatal error),
-/// `connecting` (the TCP connection is being made), `openingStream` (our header is out; waiting
-/// for the server's header and features), `securing` (STARTTLS), `authenticating` (SASL),
-/// `resuming` (XEP-0198 `<resume/>` is out), `binding` (resource binding and the legacy
-/// session), `online`, `closing` (our `</stream:stream>` is out; waiting briefly for the
-/// server's), `waitingToReconnect` (the policy's delay), `suspended` (the policy gave up; waits for
+/// States (`StateName`, the words every Tether machine uses for the same phases):
+/// `disconnected` (not started, stopped, or stopped by a fatal error), `connectingTransport` (the
+/// TCP connection is being made), `openingStream` (our header is out; waiting for the server's
+/// header and features), `securing` (STARTTLS), `authenticating` (SASL), `resuming` (XEP-0198
+/// `<resume/>` is out), `binding` (resource binding and the legacy session), `connected` (the
+/// stream is online), `closing` (our `</stream:stream>` is out; waiting briefly for the server's),
+/// `reconnectWaiting` (the policy's delay), `suspended` (the policy gave up; waits for
 /// `reconnectNow`).
 ///
 /// Every rule, with the transition table the tests walk row by row, is in
@@ -41,7 +42,7 @@ public struct XMPPClientMachine: ~Copyable {
         /// `transportClosed` with that generation. With `directTLSServerName`, establish TLS
         /// first (verifying the certificate for that name) and report `transportConnected` once
         /// it is up, or `tlsFailed`.
-        case connect(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
+        case openTransport(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
         /// Write `bytes` on the transport of `generation`. `containsCredentials` marks SASL
         /// messages, which a log must not show.
         case send([UInt8], generation: TransportGeneration, containsCredentials: Bool)
@@ -50,7 +51,7 @@ public struct XMPPClientMachine: ~Copyable {
         /// certificate for `serverName`; report `tlsEstablished`, or `tlsFailed`.
         case startTLS(serverName: String, generation: TransportGeneration, bufferedBytes: [UInt8])
         /// Close the transport of `generation` (no further input from it is used).
-        case close(generation: TransportGeneration)
+        case closeTransport(generation: TransportGeneration)
         /// Tell the app.
         case event(Event)
     }
@@ -113,8 +114,8 @@ public struct XMPPClientMachine: ~Copyable {
 
     /// The states, by name.
     public enum StateName: String, Hashable, Sendable, CaseIterable {
-        case idle, connecting, openingStream, securing, authenticating, resuming, binding, online, closing
-        case waitingToReconnect, suspended
+        case disconnected, connectingTransport, openingStream, securing, authenticating, resuming, binding, connected
+        case closing, reconnectWaiting, suspended
     }
 
     // MARK: - State
@@ -175,12 +176,12 @@ public struct XMPPClientMachine: ~Copyable {
     }
 
     enum State: Sendable {
-        case idle
-        case connecting(Attempt)
+        case disconnected
+        case connectingTransport(Attempt)
         case negotiating(Negotiation)
-        case online(Session)
+        case connected(Session)
         case closing(generation: TransportGeneration)
-        case waitingToReconnect(next: Endpoint, redirects: Int)
+        case reconnectWaiting(next: Endpoint, redirects: Int)
         case suspended(XMPPClientError)
     }
 
@@ -201,7 +202,7 @@ public struct XMPPClientMachine: ~Copyable {
     public let configuration: Configuration
     let hashProvider: any SCRAMHashProvider
     let makeNonce: @Sendable () -> String
-    var state: State = .idle
+    var state: State = .disconnected
     var parser: XMLStreamParser
     var timers = TimerTable<Timer>()
     var actions = ActionQueue<Action>()
@@ -271,8 +272,8 @@ public struct XMPPClientMachine: ~Copyable {
     /// The current state's name.
     public var stateName: StateName {
         switch state {
-        case .idle: .idle
-        case .connecting: .connecting
+        case .disconnected: .disconnected
+        case .connectingTransport: .connectingTransport
         case .negotiating(let negotiation):
             switch negotiation.step {
             case .awaitingHeader, .awaitingFeatures: .openingStream
@@ -281,27 +282,27 @@ public struct XMPPClientMachine: ~Copyable {
             case .resuming: .resuming
             case .binding, .startingSession: .binding
             }
-        case .online: .online
+        case .connected: .connected
         case .closing: .closing
-        case .waitingToReconnect: .waitingToReconnect
+        case .reconnectWaiting: .reconnectWaiting
         case .suspended: .suspended
         }
     }
 
     /// The full JID of the online session.
     public var jid: JID? {
-        if case .online(let session) = state { return session.jid }
+        if case .connected(let session) = state { return session.jid }
         return nil
     }
 
     /// The transport generation in use, if any.
     public var currentGeneration: TransportGeneration? {
         switch state {
-        case .connecting(let attempt): attempt.generation
+        case .connectingTransport(let attempt): attempt.generation
         case .negotiating(let negotiation): negotiation.attempt.generation
-        case .online(let session): session.generation
+        case .connected(let session): session.generation
         case .closing(let generation): generation
-        case .idle, .waitingToReconnect, .suspended: nil
+        case .disconnected, .reconnectWaiting, .suspended: nil
         }
     }
 
@@ -324,16 +325,30 @@ extension XMPPClientMachine.Action: CustomStringConvertible {
     /// A short, readable rendering (the XML sent, cut short; SASL messages not shown).
     public var description: String {
         switch self {
-        case .connect(let endpoint, let generation, let directTLSServerName):
-            "connect(\(endpoint), \(generation)\(directTLSServerName.map { ", direct TLS for \($0)" } ?? ""))"
+        case .openTransport(let endpoint, let generation, let directTLSServerName):
+            "openTransport(\(endpoint), \(generation)\(directTLSServerName.map { ", direct TLS for \($0)" } ?? ""))"
         case .send(let bytes, let generation, let containsCredentials):
             containsCredentials
                 ? "send(\(generation), \(bytes.count) bytes of SASL credentials not shown)"
                 : "send(\(generation), \(ByteDescription.describe(bytes)))"
         case .startTLS(let serverName, let generation, let bufferedBytes):
             "startTLS(\(serverName), \(generation), \(bufferedBytes.count) bytes buffered)"
-        case .close(let generation): "close(\(generation))"
+        case .closeTransport(let generation): "closeTransport(\(generation))"
         case .event(let event): "event(\(event))"
+        }
+    }
+}
+
+extension XMPPClientMachine: ConnectionMachine {
+    /// The current state's phase.
+    public var phase: ConnectionPhase {
+        switch state {
+        case .disconnected: .disconnected
+        case .connectingTransport, .negotiating: .connecting
+        case .connected: .connected
+        case .closing: .closing
+        case .reconnectWaiting: .reconnectWaiting
+        case .suspended: .suspended
         }
     }
 }

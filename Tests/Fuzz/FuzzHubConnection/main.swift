@@ -87,11 +87,11 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 1: machine.stop(now: now)
         case 2: machine.negotiateResponse(status: 200, body: negotiate, generation: input, now: now)
         case 3: machine.negotiateResponse(status: Int(byte), body: [], generation: input, now: now)
-        case 4: machine.transportOpened(generation: input, now: now)
+        case 4: machine.transportConnected(generation: input, now: now)
         case 5: machine.transportClosed(generation: input, error: byte & 16 == 0 ? nil : "reset", now: now)
         case 6, 7, 8:
             let record = records[Int(byte / 16) % records.count]
-            machine.receive(record.backDeployedSpan, generation: input, now: now)
+            machine.transportReceived(record.backDeployedSpan, generation: input, now: now)
         case 9: if let id = try? machine.invoke("Echo", arguments: .empty(.json), now: now) { pending.insert(id) }
         case 10: if let id = try? machine.stream("Feed", arguments: .empty(.json), now: now) { pending.insert(id) }
         case 11: try? machine.cancelStream("1", now: now)  // a stream ends with streamCompleted; others: no-op

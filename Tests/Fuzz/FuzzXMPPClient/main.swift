@@ -105,12 +105,12 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             count += 1
             require(count < 10_000, "more than 10,000 actions for one input")
             switch action {
-            case .connect(_, let next, _):
+            case .openTransport(_, let next, _):
                 require(next > generation, "a connect action reused generation \(next)")
                 generation = next
                 live = next
                 closed = false
-            case .close(let on):
+            case .closeTransport(let on):
                 if on == live { live = nil }
             case .send(let bytes, let on, _):
                 require(!closed, "bytes sent after closed")
@@ -145,7 +145,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         let operation = input.byte()
         let target = operation & 0x80 == 0 ? generation : TransportGeneration(generation.value &- 1)
         switch operation % 16 {
-        case 0: if machine.stateName == .idle { machine.start(now: now) }  // start's precondition
+        case 0: if machine.stateName == .disconnected { machine.start(now: now) }  // start's precondition
         case 1: machine.stop(now: now)
         case 2: machine.reconnectNow(now: now)
         case 3: machine.transportConnected(generation: target, now: now)

@@ -49,12 +49,12 @@ struct MachineDriver: ~Copyable {
     mutating func drain() {
         while let action = machine.pollAction() {
             switch action {
-            case .connect(let endpoint, let generation, let tlsName):
+            case .openTransport(let endpoint, let generation, let tlsName):
                 transport.open(endpoint, tlsServerName: tlsName, generation: generation)
             case .send(let bytes, let generation, _): transport.write(bytes, generation: generation)
             case .startTLS(let name, let generation, let buffered):
                 transport.startTLS(serverName: name, bufferedBytes: buffered, generation: generation)
-            case .close(let generation): transport.close(generation: generation)
+            case .closeTransport(let generation): transport.close(generation: generation)
             case .event(let event): onEvent(event)
             }
         }

@@ -20,7 +20,7 @@ final class SaasHub: Sendable {
         connection = HubConnectionBuilder(url: url)
             .withHeaders(["X-Platform": "ios", "X-App-Version": "3.2"])
             .withAccessTokenProvider(token)  // asked again before every reconnect
-            .withAutomaticReconnect(.tiered(repeats: false))  // 5×3 s, 5×9 s, 5×15 s, then closed
+            .withAutomaticReconnect(.tiered(repeats: false))  // 5×3 s, 5×9 s, 5×15 s, then suspended
             .withCallbackQueue(.main)
             .build()
         connection.on("ReciveSaasMessage") { (message: ParamData) in
@@ -31,6 +31,7 @@ final class SaasHub: Sendable {
             ui.show("online")
             Task { await joinGroup() }
         }
+        connection.onSuspended { _ in ui.show("offline; tap to retry") }  // the policy gave up
         connection.onClosed { error in ui.show("closed: \(error?.message ?? "by the app")") }
     }
 
@@ -43,6 +44,11 @@ final class SaasHub: Sendable {
         }
         ui.show("online")  // didOpen
         await joinGroup()
+    }
+
+    /// The user tapped "retry", the app came to the foreground, or the network is back.
+    func retry() {
+        connection.reconnectNow()
     }
 
     /// Groups do not survive a new connection: called after every connect and reconnect.

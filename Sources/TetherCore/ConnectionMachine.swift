@@ -1,0 +1,73 @@
+/// What every Tether connection machine shares (`XMPPClientMachine`, `HubConnectionMachine`): the
+/// machine contract as code, so that one runner can drive any of them and every one of them reads
+/// alike (`Specs/machine-contract.md`).
+///
+/// A machine is a pure value: it never opens a socket, reads a clock or starts a thread. App
+/// commands and transport inputs (each naming the `TransportGeneration` it belongs to) only queue
+/// actions; the driver drains them with `pollAction()` after every call and arms one timer at
+/// `pollTimeout()`, calling `handleTimeout(now:)` when it fires. Input from a generation the
+/// machine no longer uses is ignored, so a late callback from an abandoned attempt never touches
+/// the new one.
+///
+/// The same words mean the same things on every machine: `start`, `stop`, `reconnectNow`;
+/// `transportConnected`, `transportReceived`, `transportClosed`; the actions `openTransport`,
+/// `send`, `closeTransport`, `event`; the states `disconnected`, `connectingTransport`,
+/// `connected`, `reconnectWaiting`, `resuming`, `suspended` (see `ConnectionPhase`).
+public protocol ConnectionMachine: ~Copyable {
+    /// What the driver must do.
+    associatedtype Action: Sendable, Equatable
+    /// The machine's states, by name.
+    associatedtype StateName: Hashable, Sendable, CaseIterable, RawRepresentable where StateName.RawValue == String
+
+    /// Starts connecting. Precondition: the machine is disconnected.
+    mutating func start(now: Instant)
+    /// Stops on purpose: closes what is open, ends what is pending, reports that it closed. No
+    /// reconnect follows. A no-op when disconnected.
+    mutating func stop(now: Instant)
+    /// Connects again now (the user asked, the app came to the foreground, the network is back):
+    /// from `suspended` or `reconnectWaiting` at once with the back-off reset; an attempt under way
+    /// is abandoned for a fresh one. What it does while connected is the machine's (a probe, or
+    /// nothing); disconnected, it does nothing.
+    mutating func reconnectNow(now: Instant)
+
+    /// The transport of `generation` is open.
+    mutating func transportConnected(generation: TransportGeneration, now: Instant)
+    /// Bytes arrived on the transport of `generation`.
+    mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant)
+    /// The transport of `generation` closed (`error`: why, nil for an orderly close; never a secret).
+    mutating func transportClosed(generation: TransportGeneration, error: String?, now: Instant)
+    /// Runs the timers due at `now`; extra calls are harmless.
+    mutating func handleTimeout(now: Instant)
+
+    /// The next action to carry out, or nil.
+    mutating func pollAction() -> Action?
+    /// The earliest armed timer, nil if none.
+    func pollTimeout() -> Instant?
+    /// The generation whose input the machine accepts now, if any.
+    var currentGeneration: TransportGeneration? { get }
+
+    /// The current state's name.
+    var stateName: StateName { get }
+    /// The current state's phase (the part every machine shares).
+    var phase: ConnectionPhase { get }
+}
+
+/// Where a connection stands, in the terms every machine shares: what an app shows and what a
+/// runner needs to know. Each machine's `StateName` refines it.
+public enum ConnectionPhase: String, Hashable, Sendable, CaseIterable {
+    /// Not started, stopped, or stopped by a fatal error.
+    case disconnected
+    /// An attempt to connect is under way (a first connect or a reconnect).
+    case connecting
+    /// Connected: messages flow.
+    case connected
+    /// The same session is being taken up again after its transport was lost (XEP-0198 resumption,
+    /// SignalR stateful reconnect): messages sent meanwhile wait for it.
+    case resuming
+    /// The connection was lost; the reconnect policy's delay runs.
+    case reconnectWaiting
+    /// The reconnect policy gave up; `reconnectNow` starts again.
+    case suspended
+    /// Closing on purpose: the closing handshake is under way.
+    case closing
+}
