@@ -28,6 +28,8 @@ let package = Package(
         .library(name: "TetherWebSocket", targets: ["TetherWebSocket"]),
         .library(name: "TetherTLS", targets: ["TetherTLS"]),
         .library(name: "TetherDispatch", targets: ["TetherDispatch"]),
+        .library(name: "TetherXMPPClient", targets: ["TetherXMPPClient"]),
+        .library(name: "TetherSignalRClient", targets: ["TetherSignalRClient"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
@@ -52,22 +54,40 @@ let package = Package(
         /// OpenSSL-backed pieces: SCRAM's hash provider and the sans-IO TLS session.
         .target(
             name: "TetherTLS",
-            dependencies: ["COpenSSL", "TetherCore", "TetherXMPP"],
+            dependencies: ["COpenSSL", "TetherCore"],
             swiftSettings: strictSettings
         ),
-        /// The Dispatch driver: sockets, timers, `XMPPClient`, `HubConnection`. OpenSSL only on Linux; on Apple
-        /// platforms CryptoKit supplies SCRAM's hashes.
+        /// The Dispatch driver both clients run on: sockets (Happy Eyeballs), TLS insertion, timers,
+        /// the hand-off to awaiting tasks. OpenSSL only on Linux.
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore", "TetherXML", "TetherXMPP", "TetherSignalR", "TetherWebSocket",
+                "TetherCore",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strictSettings
         ),
+        /// `XMPPClient`: `XMPPClientMachine` on the Dispatch driver (links no SignalR, JSON or MessagePack).
+        .target(
+            name: "TetherXMPPClient",
+            dependencies: [
+                "TetherDispatch", "TetherCore", "TetherXML", "TetherXMPP",
+                .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// `HubConnection`: `HubConnectionMachine` on the Dispatch driver (links no XMPP code and no Expat).
+        .target(
+            name: "TetherSignalRClient",
+            dependencies: ["TetherDispatch", "TetherCore", "TetherSignalR", "TetherWebSocket"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "tether",
-            dependencies: ["TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch"],
+            dependencies: [
+                "TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherXMPPClient",
+                "TetherSignalRClient",
+            ],
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -78,7 +98,7 @@ let package = Package(
                 "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
                 "TetherTLS",
                 "CExpat",
-                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSimulation",
+                "CMallocCounter", "TetherWebSocket", "TetherSignalRClient", "TetherSimulation",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
@@ -225,7 +245,8 @@ let package = Package(
         .testTarget(
             name: "TetherDispatchTests",
             dependencies: [
-                "TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherSignalR", "TetherCore",
+                "TetherDispatch", "TetherXMPPClient", "TetherSignalRClient", "TetherTestServers", "TetherXMPP",
+                "TetherXML", "TetherSignalR", "TetherCore",
             ],
             swiftSettings: strictSettings
         ),
@@ -234,7 +255,8 @@ let package = Package(
         .testTarget(
             name: "TetherReadmeTests",
             dependencies: [
-                "TetherDispatch", "TetherTestServers", "TetherXMPP", "TetherXML", "TetherSignalR", "TetherCore",
+                "TetherXMPPClient", "TetherSignalRClient", "TetherTestServers", "TetherXMPP", "TetherXML",
+                "TetherSignalR", "TetherCore",
             ],
             swiftSettings: strictSettings
         ),

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks that every target's dependencies in Package.swift are exactly the modules its sources
 import (system modules aside): no missing dependency that works only by accident of another
-target's, and no dependency nobody imports.
+target's, and no dependency nobody imports. Then checks the module seams (Specs/modules.md):
+what each library target may not pull in, directly or through others, so that an app links only
+the protocol it uses.
 
 Usage: swift package dump-package | python3 .ci/check-dependencies.py
 """
@@ -48,3 +50,51 @@ if failures:
     print("Package.swift dependencies differ from the imports:\n  " + "\n  ".join(failures))
     sys.exit(1)
 print("Package.swift dependencies match the imports of all %d targets." % len(package["targets"]))
+
+# The seams: a target, and the modules it must not reach through its dependencies.
+XMPP_ONLY = {"TetherXMPP", "TetherXML", "CExpat", "TetherXMPPClient"}
+SIGNALR_ONLY = {"TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherSignalRClient"}
+DRIVER = {"TetherDispatch", "TetherXMPPClient", "TetherSignalRClient"}
+SEAMS = {
+    # An app that uses only SignalR links no XMPP code and no Expat, and the reverse.
+    "TetherSignalRClient": XMPP_ONLY,
+    "TetherSignalR": XMPP_ONLY | DRIVER,
+    "TetherXMPPClient": SIGNALR_ONLY,
+    "TetherXMPP": SIGNALR_ONLY | DRIVER,
+    # The shared driver knows neither protocol.
+    "TetherDispatch": XMPP_ONLY | SIGNALR_ONLY,
+    # TLS and SCRAM's OpenSSL hashes stand alone: a sans-IO user gets them without the driver.
+    "TetherTLS": XMPP_ONLY | SIGNALR_ONLY | DRIVER,
+    "TetherCore": XMPP_ONLY | SIGNALR_ONLY | DRIVER | {"TetherTLS", "TetherWebSocket"},
+}
+dependencies = {}
+for target in package["targets"]:
+    names = set()
+    for dependency in target["dependencies"]:
+        kind, value = next(iter(dependency.items()))
+        names.add(value[0])
+    dependencies[target["name"]] = names
+
+
+def closure(name):
+    seen, stack = set(), [name]
+    while stack:
+        for dependency in dependencies.get(stack.pop(), ()):
+            if dependency not in seen:
+                seen.add(dependency)
+                stack.append(dependency)
+    return seen
+
+
+broken = []
+for name, forbidden in SEAMS.items():
+    if name not in dependencies:
+        broken.append("%s: no such target" % name)
+        continue
+    reached = sorted(closure(name) & forbidden)
+    if reached:
+        broken.append("%s reaches %s" % (name, ", ".join(reached)))
+if broken:
+    print("Module seams broken (Specs/modules.md):\n  " + "\n  ".join(broken))
+    sys.exit(1)
+print("Module seams hold for %d targets." % len(SEAMS))

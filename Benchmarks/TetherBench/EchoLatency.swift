@@ -1,6 +1,6 @@
 import Foundation
-import TetherDispatch
 import TetherSignalR
+import TetherSignalRClient
 
 /// `tether-bench --echo-latency URL`: sequential Echo invocations through `HubConnection` against
 /// a running hub, timed one by one (for `Benchmarks/signalr-latency.sh`, which runs the same

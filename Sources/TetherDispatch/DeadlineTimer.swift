@@ -1,17 +1,17 @@
-import Dispatch
-import TetherCore
+package import Dispatch
+package import TetherCore
 
 /// A runner's one timer (`Specs/machine-contract.md`, "The runner"): a Dispatch timer source on
 /// the runner's queue, armed at the machine's earliest deadline (`pollTimeout()`), re-scheduled
 /// only when that changes. Used only on the runner's queue.
-final class DeadlineTimer {
+package final class DeadlineTimer {
     private let source: any DispatchSourceTimer
     private var armed: Instant?
     /// Called at each deadline.
-    var onFire: (() -> Void)?
+    package var onFire: (() -> Void)?
 
     /// A timer on `queue` (not armed).
-    init(queue: DispatchQueue) {
+    package init(queue: DispatchQueue) {
         source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .distantFuture)
         source.setEventHandler { [weak self] in
@@ -23,12 +23,12 @@ final class DeadlineTimer {
     }
 
     /// The current time on the clock the machines run on (the uptime clock Dispatch timers use).
-    static func now() -> Instant {
+    package static func now() -> Instant {
         Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
     }
 
     /// Fires at `deadline` (never when nil).
-    func arm(at deadline: Instant?) {
+    package func arm(at deadline: Instant?) {
         guard deadline != armed else { return }
         armed = deadline
         if let deadline {
@@ -39,7 +39,7 @@ final class DeadlineTimer {
     }
 
     /// Stops for good.
-    func cancel() {
+    package func cancel() {
         source.cancel()
     }
 }

@@ -14,12 +14,12 @@
 /// `Tests/Sanitizers/ContinuationFastPath`). Through the mutex, which TSan sees, the edge is
 /// visible on every path, so the sanitized tests need no suppression. The cost is one allocation
 /// and one uncontended lock per call, next to a round trip over the network.
-struct Handoff<Value: Sendable>: Sendable {
+package struct Handoff<Value: Sendable>: Sendable {
     private let continuation: CheckedContinuation<Void, Never>
     private let slot: Slot
 
     /// Where the value waits for the task. `value` is guarded by `mutex`.
-    final class Slot: @unchecked Sendable {
+    package final class Slot: @unchecked Sendable {
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private var value: Value?
 
@@ -53,7 +53,7 @@ struct Handoff<Value: Sendable>: Sendable {
     }
 
     /// Resumes the task with `value` (exactly once, as with a continuation).
-    func resume(returning value: Value) {
+    package func resume(returning value: Value) {
         slot.put(value)
         continuation.resume()
     }
@@ -61,14 +61,14 @@ struct Handoff<Value: Sendable>: Sendable {
 
 extension Handoff where Value == Void {
     /// Resumes the task.
-    func resume() {
+    package func resume() {
         resume(returning: ())
     }
 }
 
 /// Suspends until `body`'s handoff is resumed and returns its value; like
 /// `withCheckedContinuation`, with the value passed as `Handoff` explains.
-func awaitHandoff<Value: Sendable>(
+package func awaitHandoff<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Handoff<Value>) -> Void
 ) async -> Value {

@@ -9,17 +9,17 @@ import TetherCore
 #endif
 
 /// A resolved socket address.
-struct SocketAddress: Sendable {
-    let family: Int32
-    let bytes: [UInt8]
+package struct SocketAddress: Sendable {
+    package let family: Int32
+    package let bytes: [UInt8]
 
-    enum Resolution: Sendable {
+    package enum Resolution: Sendable {
         case success([SocketAddress])
         case failure(String)
     }
 
     /// Resolves `host` for TCP (blocking).
-    static func resolve(host: String, port: Int) -> Resolution {
+    package static func resolve(host: String, port: Int) -> Resolution {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Darwin)
@@ -49,7 +49,7 @@ struct SocketAddress: Sendable {
     /// `addresses` with the families alternating, starting with the first address's family and
     /// otherwise in the resolver's order (RFC 8305 §4), so that a family that does not work costs
     /// one attempt delay, not one per address.
-    static func interleavingFamilies(_ addresses: [SocketAddress]) -> [SocketAddress] {
+    package static func interleavingFamilies(_ addresses: [SocketAddress]) -> [SocketAddress] {
         guard let first = addresses.first else { return [] }
         let preferred = addresses.filter { $0.family == first.family }
         let others = addresses.filter { $0.family != first.family }
@@ -64,7 +64,7 @@ struct SocketAddress: Sendable {
 
     /// A non-blocking, close-on-exec stream socket of this family with TCP_NODELAY (and no
     /// SIGPIPE on Darwin); -1 on failure.
-    func makeSocket() -> Int32 {
+    package func makeSocket() -> Int32 {
         #if canImport(Darwin)
             let fd = socket(family, SOCK_STREAM, 0)
         #else

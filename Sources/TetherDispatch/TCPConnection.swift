@@ -1,5 +1,5 @@
-import Dispatch
-@_spi(TetherInternal) import TetherCore
+package import Dispatch
+@_spi(TetherInternal) package import TetherCore
 
 #if canImport(Glibc)
     import Glibc
@@ -24,8 +24,8 @@ import Dispatch
 ///
 /// `@unchecked Sendable` because Dispatch needs to carry it into handlers: every member is read
 /// and written only on `queue` (the resolver's result hops back onto it before use).
-final class TCPConnection: @unchecked Sendable {
-    enum Event {
+package final class TCPConnection: @unchecked Sendable {
+    package enum Event {
         case connected
         case received([UInt8])
         /// Everything written was taken by the kernel (after a write had to wait).
@@ -35,7 +35,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// RFC 8305's "Connection Attempt Delay" (its recommended value).
-    static let defaultAttemptDelay = Duration.milliseconds(250)
+    package static let defaultAttemptDelay = Duration.milliseconds(250)
 
     /// A connect under way (kept by its socket): the source that says when it completes, and its
     /// timeout.
@@ -70,10 +70,10 @@ final class TCPConnection: @unchecked Sendable {
     private var readBuffer: [UInt8]
 
     /// Bytes written but not yet taken by the kernel.
-    var pendingWriteCount: Int { pending.count - pendingOffset }
+    package var pendingWriteCount: Int { pending.count - pendingOffset }
 
     /// A connection to `endpoint`; `onEvent` runs on `queue`. Call `start()` to connect.
-    init(
+    package init(
         endpoint: Endpoint,
         queue: DispatchQueue,
         connectTimeout: Duration,
@@ -90,7 +90,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Resolves and connects (asynchronously).
-    func start() {
+    package func start() {
         let host = endpoint.host
         let port = endpoint.port
         DispatchQueue.global().async { [self] in
@@ -105,14 +105,14 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Connects to `addresses` (already resolved; on `queue`).
-    func connect(to addresses: [SocketAddress]) {
+    package func connect(to addresses: [SocketAddress]) {
         guard !isClosed else { return }
         self.addresses = SocketAddress.interleavingFamilies(addresses)
         startNextAttempt()
     }
 
     /// Writes `bytes` (queued behind anything not yet written).
-    func send(_ bytes: [UInt8]) {
+    package func send(_ bytes: [UInt8]) {
         guard !isClosed, isConnected, !bytes.isEmpty else { return }
         if pendingWriteCount > 0 {
             pending += bytes
@@ -130,7 +130,7 @@ final class TCPConnection: @unchecked Sendable {
     /// Closes; no event follows. With `afterFlushing`, bytes still waiting for the kernel go out
     /// first (for at most two seconds), so that a last `</stream:stream>` or TLS close_notify is
     /// not lost.
-    func close(afterFlushing: Bool = false) {
+    package func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
         onEvent = nil
@@ -350,7 +350,7 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    static func errorText(_ code: Int32) -> String {
+    package static func errorText(_ code: Int32) -> String {
         String(cString: strerror(code))
     }
 }
@@ -361,12 +361,12 @@ private final class SourceCountdown: @unchecked Sendable {
     private var count: Int
     private let body: () -> Void
 
-    init(_ count: Int, _ body: @escaping () -> Void) {
+    package init(_ count: Int, _ body: @escaping () -> Void) {
         self.count = count
         self.body = body
     }
 
-    func done() {
+    package func done() {
         count -= 1
         if count == 0 { body() }
     }

@@ -1,4 +1,4 @@
-import Dispatch
+package import Dispatch
 public import TetherCore
 
 #if canImport(TetherTLS)
@@ -6,11 +6,16 @@ public import TetherCore
 #endif
 
 /// How a transport inserts TLS: the session maker (nil: no TLS layer) and what to trust.
-struct TLSSettings: Sendable {
+package struct TLSSettings: Sendable {
     /// Makes the sessions.
-    var factory: TLSSessionFactory?
+    package var factory: TLSSessionFactory?
     /// A PEM file of CA certificates trusted in addition to the system's.
-    var caFile: String?
+    package var caFile: String?
+
+    package init(factory: TLSSessionFactory?, caFile: String?) {
+        self.factory = factory
+        self.caFile = caFile
+    }
 
 }
 
@@ -32,8 +37,8 @@ public let defaultTLSSessionFactory: TLSSessionFactory? = {
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`. Events are delivered on `queue` from inside socket events, never from
 /// inside a call the runner makes (failures found while sending are delivered asynchronously).
-final class TransportConnection: @unchecked Sendable {
-    enum Event {
+package final class TransportConnection: @unchecked Sendable {
+    package enum Event {
         /// Connected (with direct TLS: and TLS is established).
         case connected
         /// TLS inserted by `startTLS` is established.
@@ -59,7 +64,7 @@ final class TransportConnection: @unchecked Sendable {
     private var session: (any TLSSession)?
     private var sessionIsDirect = false
 
-    init(
+    package init(
         endpoint: Endpoint,
         queue: DispatchQueue,
         connectTimeout: Duration,
@@ -83,20 +88,20 @@ final class TransportConnection: @unchecked Sendable {
     }
 
     /// Bytes written and not yet taken by the kernel.
-    var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
+    package var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
 
-    func start() {
+    package func start() {
         tcp?.start()
     }
 
     /// Inserts TLS now (after STARTTLS's `<proceed/>`); `buffered` arrived after it.
-    func startTLS(serverName: String, buffered: [UInt8]) {
+    package func startTLS(serverName: String, buffered: [UInt8]) {
         beginTLS(serverName: serverName, direct: false)
         if !buffered.isEmpty { queue.async { [self] in received(buffered) } }
     }
 
     /// Sends plaintext (through TLS when it is in place).
-    func send(_ bytes: [UInt8]) {
+    package func send(_ bytes: [UInt8]) {
         guard !closed else { return }
         if let session {
             do {
@@ -111,7 +116,7 @@ final class TransportConnection: @unchecked Sendable {
 
     /// Closes: TLS's close_notify first when TLS is up, then the socket once what is written has
     /// gone out. No event follows.
-    func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         onEvent = nil

@@ -1,5 +1,5 @@
 import COpenSSL
-public import TetherXMPP
+public import TetherCore
 
 /// SCRAM's cryptography from OpenSSL's libcrypto (`EVP_Digest`, `HMAC`, `PKCS5_PBKDF2_HMAC`).
 ///

@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import TetherCore
-import TetherDispatch
 import TetherJSON
 import TetherSignalR
+import TetherSignalRClient
 
 /// `tether signalr`: connects with `HubConnection` and invokes, streams or listens, printing
 /// results, items, calls and lifecycle events as JSON lines on standard output.

@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
 @_spi(TetherInternal) import TetherCore
-import TetherDispatch
 import TetherJSON
 import TetherXML
 import TetherXMPP
+import TetherXMPPClient
 
 /// `tether xmpp`: connects with `XMPPClient` and sends, listens, pings or prints the roster,
 /// reporting lifecycle events and messages as JSON lines on standard output.

@@ -1,7 +1,8 @@
 import Testing
 import TetherXMPP
 
-@testable import TetherDispatch
+@testable import TetherSignalRClient
+@testable import TetherXMPPClient
 
 /// What the clients do before the app configures anything: say nothing, and never show
 /// credentials when asked to show their traffic.

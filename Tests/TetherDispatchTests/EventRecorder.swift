@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 import Testing
 import TetherCore
-import TetherDispatch
 import TetherTestServers
 import TetherXMPP
+import TetherXMPPClient
 
 /// Records a client's events (with the time each arrived) and waits for conditions on them.
 final class EventRecorder: @unchecked Sendable {

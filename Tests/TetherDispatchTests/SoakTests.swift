@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 import TetherCore
-import TetherDispatch
+import TetherSignalRClient
 import TetherTestServers
 import TetherXMPP
+import TetherXMPPClient
 
 /// The soak's run time and cut interval, from the environment.
 enum SoakSettings {

@@ -4,6 +4,7 @@ import TetherCore
 import TetherDispatch
 import TetherTestServers
 import TetherXMPP
+import TetherXMPPClient
 
 /// TLS against a real prosody with a certificate from a throw-away CA: STARTTLS (required by
 /// the server and by the client) and direct TLS, verified against the CA file; a wrong host name

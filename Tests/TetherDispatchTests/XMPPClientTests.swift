@@ -2,10 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 import TetherCore
-import TetherDispatch
 import TetherTestServers
 import TetherXML
 import TetherXMPP
+import TetherXMPPClient
 
 /// `XMPPClient` against a real prosody on 127.0.0.1 (started and stopped by each test), through
 /// a byte relay where a test cuts or stalls the link. Serialized: the timing tests must not

@@ -3,10 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 import TetherCore
-import TetherDispatch
 import TetherSignalR
+import TetherSignalRClient
 import TetherTestServers
 import TetherXMPP
+import TetherXMPPClient
 
 /// The package's root directory (from this file's path).
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,7 +1,7 @@
 import Dispatch  // DispatchQueue.main
 import TetherCore  // Secret, Endpoint
-import TetherDispatch  // XMPPClient
 import TetherXMPP  // JID, XMPPMessage, XMPPClientError
+import TetherXMPPClient  // XMPPClient
 
 /// The app's chat connection: online after login, pinging every 20 s, reconnecting on its own.
 final class ChatConnection: Sendable {

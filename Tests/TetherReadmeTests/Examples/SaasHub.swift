@@ -1,7 +1,7 @@
 import Foundation  // NotificationCenter, DispatchQueue.main
 import TetherCore  // ReconnectPolicy
-import TetherDispatch  // HubConnection, HubConnectionBuilder
 import TetherSignalR  // HubConnectionError
+import TetherSignalRClient  // HubConnection, HubConnectionBuilder
 
 struct ParamData: Codable, Sendable {
     var id: Int

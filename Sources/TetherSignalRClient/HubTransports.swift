@@ -1,5 +1,6 @@
 import Dispatch
 @_spi(TetherInternal) import TetherCore
+import TetherDispatch
 import TetherSignalR
 import TetherWebSocket
 

@@ -1,5 +1,6 @@
 public import Dispatch
 public import TetherCore
+import TetherDispatch
 public import TetherSignalR
 
 /// Builds a `HubConnection` in the shape SignalR users know from the official clients:

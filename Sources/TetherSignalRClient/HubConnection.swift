@@ -1,5 +1,6 @@
 public import Dispatch
 public import TetherCore
+public import TetherDispatch
 public import TetherSignalR
 
 /// A SignalR hub connection for apps: `HubConnectionMachine` run over real WebSockets (and

@@ -1,5 +1,6 @@
 import Dispatch
 import TetherCore
+import TetherDispatch
 import TetherSignalR
 
 /// The only code with IO and a clock for a `HubConnection`: it owns the machine, the negotiate

@@ -1,5 +1,6 @@
 import Dispatch
 import TetherCore
+import TetherDispatch
 import TetherSignalR
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
 #if canImport(CryptoKit)
     import CryptoKit
-    public import TetherXMPP
+    public import TetherCore
 
     /// SCRAM's hash functions from CryptoKit, for Apple platforms (HMAC and PBKDF2 come from
     /// `SCRAMHashProvider`'s default implementations on top of them).

@@ -1,5 +1,6 @@
 public import Dispatch
 public import TetherCore
+public import TetherDispatch
 public import TetherXML
 public import TetherXMPP
 
