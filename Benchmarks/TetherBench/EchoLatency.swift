@@ -7,7 +7,7 @@ import TetherSignalRClient
 /// calls through pysignalr). Prints one JSON line: count, p50 and p99 in microseconds.
 enum EchoLatency {
     static func run(url: String, count: Int, encoding: ValueEncoding, warmUp: Int = 50) async throws -> String {
-        let connection = HubConnectionBuilder(url: url).withHubProtocol(encoding).withLogging(.error).build()
+        let connection = try HubConnectionBuilder(url: url).withHubProtocol(encoding).withLogging(.error).build()
         try await connection.start()
         for index in 0..<warmUp {
             let _: String = try await connection.invoke("Echo", "warm-up \(index)")

@@ -326,7 +326,7 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func tearDown() {
         endAllAttempts()
-        // The descriptor is closed once both sources are cancelled (Dispatch's rule).
+        // The descriptor is closed once both sources are canceled (Dispatch's rule).
         let fd = socket
         socket = -1
         var sources: [any DispatchSourceProtocol] = []

@@ -28,6 +28,10 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         /// text, "Unknown hub method '…'", or "Failed to invoke '…' due to an error on the
         /// server."), or a stream ended with one. `message` is the server's text.
         case invocationFailed
+        /// The connection cannot be made as configured (an URL that is not absolute http(s) or
+        /// ws(s), TLS without a TLS layer, a token provider without a configuration asking for
+        /// tokens): thrown when the connection is created.
+        case invalidConfiguration
         /// Arguments or a result could not be encoded (or, in the driver, a result, stream item or
         /// handler argument could not be decoded as the type asked for), or values came in
         /// another encoding than the connection's (JSON values on a MessagePack connection, or

@@ -119,6 +119,27 @@ public enum AnyHubProtocol: Sendable {
         }
     }
 
+    /// The largest hub message accepted (the protocol's own limit). The driver applies the same
+    /// limit to each WebSocket message, so that this is the one place it is set.
+    public var maximumMessageSize: Int {
+        get {
+            switch self {
+            case .json(let json): json.maximumMessageSize
+            case .messagePack(let messagePack): messagePack.maximumMessageSize
+            }
+        }
+        set {
+            switch self {
+            case .json(var json):
+                json.maximumMessageSize = newValue
+                self = .json(json)
+            case .messagePack(var messagePack):
+                messagePack.maximumMessageSize = newValue
+                self = .messagePack(messagePack)
+            }
+        }
+    }
+
     /// A new incremental decoder.
     public func makeParser() -> AnyHubMessageParser {
         switch self {

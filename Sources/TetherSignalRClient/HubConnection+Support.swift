@@ -18,11 +18,11 @@ extension HubConnection {
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
-    /// One `invoke` or `send` call, for cancelling it from its task. Used only on the runner's queue.
+    /// One `invoke` or `send` call, for canceling it from its task. Used only on the runner's queue.
     final class Call: @unchecked Sendable {
         /// Its invocation id, once sent.
         var invocationId: String?
-        /// Its task was cancelled.
+        /// Its task was canceled.
         var isCanceled = false
     }
 
@@ -98,8 +98,8 @@ extension HubConnection {
 }
 
 extension HubConnectionError {
-    /// An `invoke` whose task was cancelled.
-    static let canceledByTask = HubConnectionError(.canceled, "The invocation's task was cancelled.")
+    /// An `invoke` whose task was canceled.
+    static let canceledByTask = HubConnectionError(.canceled, "The invocation's task was canceled.")
 }
 
 /// Decodes a handler's arguments one after another.

@@ -42,16 +42,14 @@ public final class HubConnection: Sendable {
         /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
         /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
         /// swallows the connect costs 250 ms, not this timeout.
-        public var connectTimeout: Duration
+        public var tcpConnectTimeout: Duration
         /// How long the negotiate request may take, connect included (default 30 s).
         public var negotiateTimeout: Duration
-        /// The largest WebSocket message (and frame) accepted (default 1 MiB); a larger one closes
-        /// the WebSocket with 1009.
-        public var maximumMessageSize: Int
         /// A PEM file of CA certificates trusted, for TLS, in addition to the system's.
         public var caFile: String?
         /// Makes the TLS sessions for `https://` and `wss://` (default: OpenSSL on Linux; nil
-        /// elsewhere, where such URLs then fail to connect unless the app supplies one).
+        /// elsewhere, where a connection to such a URL cannot be created: it throws
+        /// `invalidConfiguration`).
         public var tlsSessionFactory: TLSSessionFactory?
         /// Seeds the reconnect jitter (nil: random).
         public var randomSeed: UInt64?
@@ -65,9 +63,8 @@ public final class HubConnection: Sendable {
         /// Options.
         public init(
             callbackQueue: DispatchQueue? = nil,
-            connectTimeout: Duration = .seconds(10),
+            tcpConnectTimeout: Duration = .seconds(10),
             negotiateTimeout: Duration = .seconds(30),
-            maximumMessageSize: Int = HubProtocolLimits.defaultMaximumMessageSize,
             caFile: String? = nil,
             tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
             randomSeed: UInt64? = nil,
@@ -75,9 +72,8 @@ public final class HubConnection: Sendable {
             logHandler: @escaping @Sendable (LogLevel, String) -> Void = HubConnection.logToStandardError
         ) {
             self.callbackQueue = callbackQueue
-            self.connectTimeout = connectTimeout
+            self.tcpConnectTimeout = tcpConnectTimeout
             self.negotiateTimeout = negotiateTimeout
-            self.maximumMessageSize = maximumMessageSize
             self.caFile = caFile
             self.tlsSessionFactory = tlsSessionFactory
             self.randomSeed = randomSeed
@@ -117,14 +113,41 @@ public final class HubConnection: Sendable {
     public let encoding: ValueEncoding
 
     /// A connection for `configuration` speaking `hubProtocol` (not started). With
-    /// `accessTokenProvider`, a token is asked for before every connection attempt (and sent as
-    /// `Authorization: Bearer …`); otherwise `configuration.accessToken` is used.
+    /// `accessTokenProvider` (and `configuration.asksForAccessToken`, which says the machine asks
+    /// for it), a token is asked for before every connection attempt and sent as `Authorization:
+    /// Bearer …`; otherwise `configuration.accessToken` is used.
+    ///
+    /// Throws `invalidConfiguration` when the connection could never be made: the URL is not an
+    /// absolute http, https, ws or wss URL; it asks for TLS and `options.tlsSessionFactory` is nil
+    /// (no TLS layer on this platform: supply one); or the token provider and
+    /// `asksForAccessToken` disagree. (`HubConnectionBuilder` keeps the last two consistent.)
     public init(
         configuration: Configuration,
         hubProtocol: AnyHubProtocol = .json(JSONHubProtocol()),
         options: Options = Options(),
         accessTokenProvider: (@Sendable () async throws -> String?)? = nil
-    ) {
+    ) throws(HubConnectionError) {
+        guard let url = HubURL(configuration.url) else {
+            throw HubConnectionError(
+                .invalidConfiguration,
+                "The URL '\(HubLog.redacted(configuration.url))' is not an absolute http, https, ws or wss URL."
+            )
+        }
+        if url.isSecure && options.tlsSessionFactory == nil {
+            throw HubConnectionError(
+                .invalidConfiguration,
+                "The URL asks for TLS, but there is no TLS layer on this platform: supply one with "
+                    + "Options.tlsSessionFactory (HubConnectionBuilder.withTLSSessionFactory)."
+            )
+        }
+        guard configuration.asksForAccessToken == (accessTokenProvider != nil) else {
+            throw HubConnectionError(
+                .invalidConfiguration,
+                accessTokenProvider == nil
+                    ? "The configuration asks for access tokens (asksForAccessToken), but no token provider was given."
+                    : "A token provider was given, but the configuration does not ask for tokens (set asksForAccessToken)."
+            )
+        }
         runner = HubRunner(
             configuration: configuration,
             hubProtocol: hubProtocol,
@@ -143,7 +166,7 @@ public final class HubConnection: Sendable {
 
     /// Connects: negotiates, opens the WebSocket and completes the handshake. Throws when that
     /// fails (the first connection is not retried, as with the official clients; automatic
-    /// reconnect applies once connected), or `canceled` when the calling task is cancelled first
+    /// reconnect applies once connected), or `canceled` when the calling task is canceled first
     /// (the attempt is abandoned). Already connected: returns at once.
     public func start() async throws(HubConnectionError) {
         let runner = runner
@@ -294,7 +317,7 @@ public final class HubConnection: Sendable {
 
     /// Invokes the hub method `method` with any `Encodable` arguments and returns its result
     /// decoded as `Result`. Throws `invocationFailed` with the server's text when the method
-    /// failed, `canceled` when the connection closed first or the calling task was cancelled (the
+    /// failed, `canceled` when the connection closed first or the calling task was canceled (the
     /// server still runs the method; its result is dropped), `notConnected`, or `encoding`.
     public func invoke<Result: Decodable, each Argument: Encodable>(
         _ method: String,
@@ -366,7 +389,7 @@ public final class HubConnection: Sendable {
 
     /// Calls `method` without waiting for it (a non-blocking invocation); returns once the message
     /// is handed to the transport. While the stateful-reconnect buffer is full it waits for room;
-    /// cancelling the calling task then throws `canceled` at once, and the message is not sent.
+    /// canceling the calling task then throws `canceled` at once, and the message is not sent.
     public func send<each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument

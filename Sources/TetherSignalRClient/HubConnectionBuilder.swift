@@ -20,8 +20,6 @@ public struct HubConnectionBuilder: Sendable {
     public var configuration: HubConnection.Configuration
     /// The hub protocol so far (JSON by default).
     public var hubProtocol: AnyHubProtocol = .json(JSONHubProtocol())
-    /// Set by `withMaximumMessageSize`: applied to the hub protocol as well when building.
-    private var maximumMessageSize: Int?
     /// The driver options so far.
     public var options = HubConnection.Options()
     /// The access-token provider, if any.
@@ -49,6 +47,7 @@ public struct HubConnectionBuilder: Sendable {
     public func withAccessTokenProvider(_ provider: @escaping @Sendable () async throws -> String?) -> Self {
         with {
             $0.accessTokenProvider = provider
+            $0.configuration.asksForAccessToken = true
         }
     }
 
@@ -148,16 +147,19 @@ public struct HubConnectionBuilder: Sendable {
         }
     }
 
-    /// The largest message accepted from the hub (the WebSocket message and each hub message in
-    /// it; default 1 MiB). A larger one ends the connection with an error rather than growing
-    /// memory without bound.
+    /// The largest message accepted from the hub (each hub message, and each WebSocket message;
+    /// default 1 MiB): the hub protocol's `maximumMessageSize`, whichever protocol is chosen. A
+    /// larger one ends the connection with an error rather than growing memory without bound.
     public func withMaximumMessageSize(_ bytes: Int) -> Self {
         precondition(bytes > 0, "the maximum message size must be positive")
         return with {
-            $0.options.maximumMessageSize = bytes
             $0.maximumMessageSize = bytes
         }
     }
+
+    /// The largest message accepted, once set (applied to the hub protocol at `build()`, so that
+    /// it holds whichever protocol is chosen, before or after).
+    private var maximumMessageSize: Int?
 
     /// A copy with `change` made.
     private func with(_ change: (inout Self) -> Void) -> Self {
@@ -166,20 +168,13 @@ public struct HubConnectionBuilder: Sendable {
         return copy
     }
 
-    /// The connection (not started).
-    public func build() -> HubConnection {
+    /// The connection (not started). Throws `invalidConfiguration` when it could never connect
+    /// (see `HubConnection.init`): a URL that is not absolute http(s) or ws(s), or TLS without a
+    /// TLS layer on this platform.
+    public func build() throws(HubConnectionError) -> HubConnection {
         var hubProtocol = hubProtocol
-        if let maximumMessageSize {
-            switch hubProtocol {
-            case .json(var json):
-                json.maximumMessageSize = maximumMessageSize
-                hubProtocol = .json(json)
-            case .messagePack(var messagePack):
-                messagePack.maximumMessageSize = maximumMessageSize
-                hubProtocol = .messagePack(messagePack)
-            }
-        }
-        return HubConnection(
+        if let maximumMessageSize { hubProtocol.maximumMessageSize = maximumMessageSize }
+        return try HubConnection(
             configuration: configuration,
             hubProtocol: hubProtocol,
             options: options,

@@ -15,6 +15,8 @@ final class HubRunner: @unchecked Sendable {
     private(set) var machine: HubConnectionMachine
     let options: HubConnection.Options
     let encoding: ValueEncoding
+    /// The hub protocol's largest message, also the largest WebSocket message.
+    let maximumMessageSize: Int
     private let accessTokenProvider: (@Sendable () async throws -> String?)?
     private let log: HubLog
 
@@ -45,7 +47,7 @@ final class HubRunner: @unchecked Sendable {
     struct BlockedCommand {
         var run: (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void
         var fail: (HubConnectionError) -> Void
-        /// The invocation it starts, if one (so that cancelling its task can drop it).
+        /// The invocation it starts, if one (so that canceling its task can drop it).
         var call: HubConnection.Call?
     }
 
@@ -55,11 +57,10 @@ final class HubRunner: @unchecked Sendable {
         options: HubConnection.Options,
         accessTokenProvider: (@Sendable () async throws -> String?)?
     ) {
-        var configuration = configuration
-        configuration.asksForAccessToken = accessTokenProvider != nil
         self.options = options
         self.accessTokenProvider = accessTokenProvider
         encoding = hubProtocol.valueEncoding
+        maximumMessageSize = hubProtocol.maximumMessageSize
         log = HubLog(level: options.logLevel, handler: options.logHandler)
         machine = HubConnectionMachine(
             configuration: configuration,
@@ -103,14 +104,14 @@ final class HubRunner: @unchecked Sendable {
         drive()
     }
 
-    /// The task awaiting `start()` was cancelled: the attempt is abandoned (the machine stops) and
+    /// The task awaiting `start()` was canceled: the attempt is abandoned (the machine stops) and
     /// the waiting `start()` calls throw `canceled`. Nothing happens once connected.
     func cancelStart() {
         guard !startWaiters.isEmpty, machine.stateName != .connected else { return }
         let waiters = startWaiters
         startWaiters.removeAll()
         for waiter in waiters {
-            waiter.resume(returning: .failure(HubConnectionError(.canceled, "The start's task was cancelled.")))
+            waiter.resume(returning: .failure(HubConnectionError(.canceled, "The start's task was canceled.")))
         }
         machine.stop(now: now())
         drive()
@@ -159,7 +160,7 @@ final class HubRunner: @unchecked Sendable {
         drive()
     }
 
-    /// Invokes; the completion goes to `continuation` (unless `call` is cancelled first).
+    /// Invokes; the completion goes to `continuation` (unless `call` is canceled first).
     func invoke(
         _ target: String,
         arguments: EncodedArguments,
@@ -183,8 +184,8 @@ final class HubRunner: @unchecked Sendable {
         )
     }
 
-    /// The task awaiting `call` (an invocation, or a send waiting for room) was cancelled: it
-    /// fails at once with `canceled`. An invocation already sent is not cancelled on the server
+    /// The task awaiting `call` (an invocation, or a send waiting for room) was canceled: it
+    /// fails at once with `canceled`. An invocation already sent is not canceled on the server
     /// (SignalR has no such message for invocations, as with the official clients); its
     /// completion, when it comes, is dropped.
     func cancel(_ call: HubConnection.Call) {
@@ -197,7 +198,7 @@ final class HubRunner: @unchecked Sendable {
     }
 
     /// Sends (no completion); `continuation` learns whether it was sent (unless `call` is
-    /// cancelled while it waits for room).
+    /// canceled while it waits for room).
     func send(
         _ target: String,
         arguments: EncodedArguments,
@@ -367,7 +368,8 @@ final class HubRunner: @unchecked Sendable {
                     url: parsed,
                     headers: headers,
                     queue: queue,
-                    options: options
+                    options: options,
+                    maximumMessageSize: maximumMessageSize
                 ) {
                     [weak self] event in
                     self?.transportEvent(event, generation: generation)

@@ -107,6 +107,7 @@ final class WebSocketTransport: @unchecked Sendable {
         headers: [String: String],
         queue: DispatchQueue,
         options: HubConnection.Options,
+        maximumMessageSize: Int,
         onEvent: @escaping (Event) -> Void
     ) {
         socket = WebSocketClient(
@@ -114,8 +115,8 @@ final class WebSocketTransport: @unchecked Sendable {
             target: url.target,
             headers: HTTPHeaders(hub: headers),
             configuration: .init(
-                maximumFrameSize: options.maximumMessageSize,
-                maximumMessageSize: options.maximumMessageSize
+                maximumFrameSize: maximumMessageSize,
+                maximumMessageSize: maximumMessageSize
             )
         )
         self.onEvent = onEvent
@@ -212,7 +213,7 @@ extension TransportConnection {
         self.init(
             endpoint: url.endpoint,
             queue: queue,
-            connectTimeout: options.connectTimeout,
+            connectTimeout: options.tcpConnectTimeout,
             readBufferSize: 65536,
             directTLSServerName: url.isSecure ? url.host : nil,
             settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile),

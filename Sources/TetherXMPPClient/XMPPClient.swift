@@ -33,7 +33,8 @@ public import TetherXMPP
 /// uses STARTTLS when offered. The certificate is verified for the JID's domain against the
 /// system's trust store and `Options.caFile`. TLS sessions come from `Options.tlsSessionFactory`:
 /// OpenSSL (`TetherTLS`) on Linux by default; on other platforms there is none unless the app
-/// supplies one, so there `.required` and `.direct` fail with `tlsUnavailable` (or run
+/// supplies one, so there a client with `.required` or `.direct` cannot be created: `init`
+/// throws `tlsUnavailable` (or run
 /// `XMPPClientMachine` over Network.framework, which does TLS itself).
 public final class XMPPClient: Sendable {
     /// The connection's configuration (the machine's).
@@ -60,7 +61,7 @@ public final class XMPPClient: Sendable {
         /// private CA, a test server).
         public var caFile: String?
         /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where `.required`
-        /// and `.direct` then fail with `tlsUnavailable` unless the app supplies one).
+        /// and `.direct` cannot be used: creating the client throws `tlsUnavailable`).
         public var tlsSessionFactory: TLSSessionFactory?
 
         /// Options.
@@ -109,11 +110,22 @@ public final class XMPPClient: Sendable {
 
     /// A client for `configuration` (not connected yet). `hashProvider` supplies SCRAM's
     /// cryptography (default: OpenSSL on Linux, CryptoKit on Apple platforms).
+    ///
+    /// Throws `tlsUnavailable` when the configuration asks for TLS (`tls: .required`, the default,
+    /// or `.direct`) and `options.tlsSessionFactory` is nil (no TLS layer on this platform):
+    /// supply one, or choose `.optional` / `.disabled` for a trusted network.
     public init(
         _ configuration: Configuration,
         options: Options = Options(),
         hashProvider: (any SCRAMHashProvider)? = nil
-    ) {
+    ) throws(XMPPClientError) {
+        if options.tlsSessionFactory == nil && (configuration.tls == .required || configuration.tls == .direct) {
+            throw XMPPClientError(
+                .tlsUnavailable,
+                "TLS is required, but there is no TLS layer on this platform (Options.tlsSessionFactory is nil): "
+                    + "supply one, or set tls to .optional or .disabled to connect in cleartext on a trusted network."
+            )
+        }
         runner = XMPPRunner(
             configuration: configuration,
             options: options,
@@ -140,7 +152,7 @@ public final class XMPPClient: Sendable {
     /// Connects, and returns the full JID once a session is online. Failed attempts are retried
     /// under the reconnect policy; throws when the policy gives up (the client is then
     /// suspended: `reconnectNow()` tries again) or on a fatal error such as wrong credentials
-    /// (the client is then stopped), or `canceled` when the calling task is cancelled first (the
+    /// (the client is then stopped), or `canceled` when the calling task is canceled first (the
     /// attempt is abandoned and the client stopped). Already connected: returns the current JID.
     @discardableResult
     public func connect() async throws(XMPPClientError) -> JID {
@@ -196,7 +208,7 @@ public final class XMPPClient: Sendable {
 
     /// Sends an iq request (`get` or `set`) and returns its `result`; throws `iqError` (with the
     /// stanza error) for an error reply, `iqTimeout`, the connection's error when the stream
-    /// ended before an answer could come, or `canceled` at once when the calling task is cancelled
+    /// ended before an answer could come, or `canceled` at once when the calling task is canceled
     /// (the answer is then dropped).
     public func request(_ iq: XMPPIQ, timeout: Duration? = nil) async throws(XMPPClientError) -> XMPPIQ {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
@@ -236,7 +248,7 @@ public final class XMPPClient: Sendable {
     /// Returns once every stanza sent so far is acknowledged by the server (stream management),
     /// or, without it, written to the socket; asks the server for an acknowledgement at once.
     /// Throws when the client stops first, or `canceled` at once when the calling task is
-    /// cancelled.
+    /// canceled.
     public func flush() async throws(XMPPClientError) {
         let call = Call()
         let runner = runner
@@ -283,17 +295,17 @@ public final class XMPPClient: Sendable {
 }
 
 extension XMPPClient {
-    /// One `request` or `flush` call, for cancelling it from its task. Used only on the runner's
+    /// One `request` or `flush` call, for canceling it from its task. Used only on the runner's
     /// queue.
     final class Call: @unchecked Sendable {
         /// The iq's id, once sent.
         var id: String?
-        /// Its task was cancelled.
+        /// Its task was canceled.
         var isCanceled = false
     }
 }
 
 extension XMPPClientError {
-    /// A call whose task was cancelled.
-    static let canceledByTask = XMPPClientError(.canceled, "The request's task was cancelled.")
+    /// A call whose task was canceled.
+    static let canceledByTask = XMPPClientError(.canceled, "The request's task was canceled.")
 }

@@ -15,13 +15,8 @@ final class XMPPRunner: @unchecked Sendable {
     let queue = DispatchQueue(label: "tether.xmpp-client")
     var machine: XMPPClientMachine
     private let options: XMPPClient.Options
-    /// The TLS policy as configured (without a TLS layer the machine gets `disabled` for
-    /// `optional`, and `required` or `direct` cannot connect).
-    private let requestedTLS: XMPPClientMachine.TLSPolicy
     private var connections: [TransportGeneration: TransportConnection] = [:]
 
-    /// Whether there is a TLS layer (`Options.tlsSessionFactory`).
-    private var hasTLS: Bool { options.tlsSessionFactory != nil }
     private let timer: DeadlineTimer
     private var isShutDown = false
 
@@ -38,12 +33,11 @@ final class XMPPRunner: @unchecked Sendable {
     private var disconnectWaiters: [Handoff<Void>] = []
     private var flushWaiters: [FlushWaiter] = []
     private var requestWaiters: [String: Handoff<Result<XMPPIQ, XMPPClientError>>] = [:]
-    /// Requests whose task was cancelled: their answers, when they come, are dropped.
+    /// Requests whose task was canceled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []
 
     init(configuration: XMPPClient.Configuration, options: XMPPClient.Options, hashProvider: any SCRAMHashProvider) {
         self.options = options
-        requestedTLS = configuration.tls
         var machineConfiguration = configuration
         if options.tlsSessionFactory == nil && configuration.tls == .optional { machineConfiguration.tls = .disabled }
         machine = XMPPClientMachine(
@@ -63,16 +57,6 @@ final class XMPPRunner: @unchecked Sendable {
     // MARK: - Commands (on `queue`)
 
     func connect(_ continuation: Handoff<Result<JID, XMPPClientError>>) {
-        if !hasTLS && (requestedTLS == .required || requestedTLS == .direct) {
-            return continuation.resume(
-                returning: .failure(
-                    XMPPClientError(
-                        .tlsUnavailable,
-                        "TLS is required, but there is no TLS layer (Options.tlsSessionFactory is nil on this platform); supply one, or disable TLS to connect in cleartext on a trusted network."
-                    )
-                )
-            )
-        }
         if let jid = machine.jid { return continuation.resume(returning: .success(jid)) }
         connectWaiters.append(continuation)
         switch machine.phase {
@@ -86,11 +70,11 @@ final class XMPPRunner: @unchecked Sendable {
         drive()
     }
 
-    /// The task awaiting `connect()` was cancelled: the attempt is abandoned (the machine stops)
+    /// The task awaiting `connect()` was canceled: the attempt is abandoned (the machine stops)
     /// and the waiting `connect()` calls throw `canceled`. Nothing happens once online.
     func cancelConnect() {
         guard !connectWaiters.isEmpty, machine.jid == nil else { return }
-        resumeConnectWaiters(.failure(XMPPClientError(.canceled, "The connect's task was cancelled.")))
+        resumeConnectWaiters(.failure(XMPPClientError(.canceled, "The connect's task was canceled.")))
         machine.stop(now: now())
         drive()
     }
@@ -137,7 +121,7 @@ final class XMPPRunner: @unchecked Sendable {
         drive()
     }
 
-    /// The task awaiting a request was cancelled: it throws `canceled` at once; the answer, when it
+    /// The task awaiting a request was canceled: it throws `canceled` at once; the answer, when it
     /// comes, is dropped.
     func cancel(_ call: XMPPClient.Call) {
         call.isCanceled = true
@@ -149,7 +133,7 @@ final class XMPPRunner: @unchecked Sendable {
     func flush(call: XMPPClient.Call, _ continuation: Handoff<Result<Void, XMPPClientError>>) {
         guard !call.isCanceled else {
             return continuation.resume(
-                returning: .failure(XMPPClientError(.canceled, "The flush's task was cancelled."))
+                returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled."))
             )
         }
         machine.requestAcknowledgement(now: now())
@@ -157,13 +141,13 @@ final class XMPPRunner: @unchecked Sendable {
         drive()
     }
 
-    /// The task awaiting a flush was cancelled: that flush throws `canceled` at once (what was sent
+    /// The task awaiting a flush was canceled: that flush throws `canceled` at once (what was sent
     /// stays queued for acknowledgement).
     func cancelFlush(_ call: XMPPClient.Call) {
         call.isCanceled = true
         guard let index = flushWaiters.firstIndex(where: { $0.call === call }) else { return }
         flushWaiters.remove(at: index).continuation.resume(
-            returning: .failure(XMPPClientError(.canceled, "The flush's task was cancelled."))
+            returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled."))
         )
     }
 

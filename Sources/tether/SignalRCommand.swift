@@ -180,9 +180,7 @@ struct SignalRCommand: Sendable, Equatable {
         accessToken: String?,
         printer: Printer,
         errorOutput: @escaping @Sendable (String) -> Void
-    )
-        -> HubConnection
-    {
+    ) throws(HubConnectionError) -> HubConnection {
         var builder = HubConnectionBuilder(url: url)
             .withHeaders(headers)
             .withHubProtocol(encoding)
@@ -196,7 +194,7 @@ struct SignalRCommand: Sendable, Equatable {
         case .tiered: builder = builder.withAutomaticReconnect(.tiered(repeats: false))
         case .default: builder = builder.withAutomaticReconnect()
         }
-        return builder.build()
+        return try builder.build()
     }
 
     /// Runs the command; `output` and `errorOutput` take whole lines.
@@ -214,7 +212,13 @@ struct SignalRCommand: Sendable, Equatable {
             accessToken = token
         }
         let printer = Printer(output: output)
-        let connection = connection(accessToken: accessToken, printer: printer, errorOutput: errorOutput)
+        let connection: HubConnection
+        do throws(HubConnectionError) {
+            connection = try self.connection(accessToken: accessToken, printer: printer, errorOutput: errorOutput)
+        } catch {
+            errorOutput("tether: \(error.message)")
+            return 2
+        }
         let arguments: EncodedArguments
         switch action {
         case .invoke(_, let text, _), .stream(_, let text):

@@ -252,7 +252,13 @@ struct XMPPCommand: Sendable, Equatable {
                 errorOutput((traffic.direction == .sent ? "SEND: " : "RECV: ") + traffic.text)
             }
         }
-        let client = XMPPClient(configuration(password: Secret(password)), options: options)
+        let client: XMPPClient
+        do throws(XMPPClientError) {
+            client = try XMPPClient(configuration(password: Secret(password)), options: options)
+        } catch {
+            errorOutput("tether: \(error.message)")
+            return 2
+        }
         let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
         client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
         do throws(XMPPClientError) {

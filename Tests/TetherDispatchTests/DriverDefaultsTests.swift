@@ -1,4 +1,5 @@
 import Testing
+import TetherSignalR
 import TetherXMPP
 
 @testable import TetherSignalRClient
@@ -11,6 +12,21 @@ struct DriverDefaultsTests {
         #expect(HubConnection.Options().logLevel == .none)
         #expect(HubConnectionBuilder(url: "http://127.0.0.1:1/hub").options.logLevel == .none)
         #expect(XMPPClient.Options().trafficLog == nil)
+    }
+
+    /// A connection that could never be made is refused when it is created, naming why.
+    @Test func impossibleConfigurationsFailAtCreation() throws {
+        #expect(throws: HubConnectionError.self) { _ = try HubConnectionBuilder(url: "ftp://example.com/hub").build() }
+        do {
+            _ = try HubConnection(configuration: .init(url: "http://127.0.0.1:1/hub", asksForAccessToken: true))
+            Issue.record("a configuration asking for tokens without a provider was accepted")
+        } catch {
+            #expect(error.kind == .invalidConfiguration && error.message.contains("no token provider"))
+        }
+        // The builder keeps the token provider and the configuration in step.
+        let builder = HubConnectionBuilder(url: "http://127.0.0.1:1/hub").withAccessTokenProvider { "token" }
+        #expect(builder.configuration.asksForAccessToken)
+        _ = try builder.build()
     }
 
     /// The traffic log keeps a SASL element's tags (the mechanism shows) and hides its content.

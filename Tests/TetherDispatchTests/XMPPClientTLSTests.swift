@@ -35,7 +35,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer(certificates: certificates, requireEncryption: true)
         try server.start()
         let log = TrafficLog()
-        let client = XMPPClient(
+        let client = try XMPPClient(
             Self.configuration(server, tls: .required),
             options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
@@ -58,7 +58,7 @@ struct XMPPClientTLSTests {
         let log = TrafficLog()
         var configuration = Self.configuration(server, tls: .optional)
         configuration.mechanisms = SASLMechanism.allCases
-        let client = XMPPClient(
+        let client = try XMPPClient(
             configuration,
             options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
@@ -72,7 +72,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let log = TrafficLog()
-        let client = XMPPClient(
+        let client = try XMPPClient(
             Self.configuration(server, tls: .direct),
             options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )
@@ -90,7 +90,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer(certificates: certificates)
         try server.start()
         for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
-            let client = XMPPClient(Self.configuration(server, tls: tls))  // no CA file
+            let client = try XMPPClient(Self.configuration(server, tls: tls))  // no CA file
             let events = EventRecorder(client)
             do {
                 try await client.connect()
@@ -115,7 +115,7 @@ struct XMPPClientTLSTests {
         // chain is trusted, the name is not, and the client's own check must refuse it (over
         // STARTTLS and over direct TLS).
         for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
-            let client = XMPPClient(
+            let client = try XMPPClient(
                 Self.configuration(server, tls: tls, domain: "misnamed.test"),
                 options: .init(caFile: certificates.caCertificate)
             )
@@ -136,7 +136,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let names = SessionNames()
-        let plugged = XMPPClient(
+        let plugged = try XMPPClient(
             Self.configuration(server, tls: .required),
             options: .init(
                 caFile: certificates.caCertificate,
@@ -149,13 +149,15 @@ struct XMPPClientTLSTests {
         try await plugged.connect()
         await plugged.disconnect()
         #expect(names.all == ["localhost"])
+        // Without a TLS layer a client that requires TLS cannot even be made (never in cleartext).
         for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
-            let without = XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
+            #expect(throws: XMPPClientError.self) {
+                _ = try XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
+            }
             do {
-                try await without.connect()
-                Issue.record("connected without a TLS layer (\(tls))")
+                _ = try XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
             } catch {
-                #expect(error.kind == .tlsUnavailable)
+                #expect(error.kind == .tlsUnavailable && error.message.contains("tlsSessionFactory"))
             }
         }
     }
@@ -166,7 +168,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer()  // no certificates: no STARTTLS
         try server.start()
         let log = TrafficLog()
-        let client = XMPPClient(
+        let client = try XMPPClient(
             Self.configuration(server, tls: .required),
             options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
         )

@@ -24,7 +24,7 @@ struct XMPPClientTests {
         let server = try startedProsody(authentication: authentication)
         var configuration = testConfiguration("alice", port: server.port, resource: "login")
         configuration.mechanisms = [mechanism]
-        let client = XMPPClient(configuration)
+        let client = try XMPPClient(configuration)
         #expect(try await client.connect() == JID("alice@localhost/login"))
         try await expectRoundTrip(client, jid: JID("alice@localhost/login")!)
         await client.disconnect()
@@ -43,7 +43,7 @@ struct XMPPClientTests {
         let server = try startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
-        let refused = XMPPClient(configuration)
+        let refused = try XMPPClient(configuration)
         do {
             try await refused.connect()
             Issue.record("PLAIN was used on a cleartext stream")
@@ -51,7 +51,7 @@ struct XMPPClientTests {
             #expect(error.kind == .noAcceptableMechanism)
         }
         configuration.allowPlainOnCleartext = true
-        let allowed = XMPPClient(configuration)
+        let allowed = try XMPPClient(configuration)
         let jid = try await allowed.connect()
         #expect(jid.bare == JID("alice@localhost"))
         try await expectRoundTrip(allowed, jid: jid)
@@ -60,9 +60,9 @@ struct XMPPClientTests {
 
     @Test func bindWithAndWithoutResource() async throws {
         let server = try startedProsody()
-        let named = XMPPClient(testConfiguration("alice", port: server.port, resource: "tether-test"))
+        let named = try XMPPClient(testConfiguration("alice", port: server.port, resource: "tether-test"))
         #expect(try await named.connect() == JID("alice@localhost/tether-test"))
-        let chosen = XMPPClient(testConfiguration("bob", port: server.port))
+        let chosen = try XMPPClient(testConfiguration("bob", port: server.port))
         let jid = try await chosen.connect()
         #expect(jid.bare == JID("bob@localhost") && (jid.resourcepart?.isEmpty == false))
         await named.disconnect()
@@ -72,7 +72,7 @@ struct XMPPClientTests {
     @Test func wrongPasswordFailsOnceWithoutRetrying() async throws {
         let server = try startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
-        let client = XMPPClient(testConfiguration("alice", port: relay.port, password: "wrong"))
+        let client = try XMPPClient(testConfiguration("alice", port: relay.port, password: "wrong"))
         do {
             try await client.connect()
             Issue.record("logged in with a wrong password")
@@ -85,17 +85,17 @@ struct XMPPClientTests {
         #expect(relay.acceptedCount == 1)
     }
 
-    @Test func connectAndRequestCancelledByTheirTasks() async throws {
+    @Test func connectAndRequestCanceledByTheirTasks() async throws {
         // connect: a server that accepts and never answers, so the attempt hangs.
         let silent = try SilentListener()
-        let hanging = XMPPClient(testConfiguration("alice", port: silent.port))
+        let hanging = try XMPPClient(testConfiguration("alice", port: silent.port))
         let connecting = Task { try await hanging.connect() }
         // Our stream header is out and unanswered: the attempt hangs.
         #expect(await eventually { await hanging.state() == .openingStream })
         connecting.cancel()
         do {
             _ = try await connecting.value
-            Issue.record("a cancelled connect went online")
+            Issue.record("a canceled connect went online")
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
@@ -103,10 +103,10 @@ struct XMPPClientTests {
 
         // request: bob handles the namespace and never answers.
         let server = try startedProsody()
-        let alice = XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
+        let alice = try XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
         var bobConfiguration = testConfiguration("bob", port: server.port, resource: "b")
         bobConfiguration.handledIQNamespaces = ["urn:example:never"]
-        let bob = XMPPClient(bobConfiguration)
+        let bob = try XMPPClient(bobConfiguration)
         let aliceEvents = EventRecorder(alice)
         let bobEvents = EventRecorder(bob)
         try await alice.connect()
@@ -115,15 +115,15 @@ struct XMPPClientTests {
         let asking = Task { try await alice.request(.get(payload, to: JID("bob@localhost/b"))) }
         // Bob has the request (and never answers it).
         #expect(await bobEvents.wait { $0.contains { if case .iqRequest = $0 { true } else { false } } })
-        let cancelledAt = ContinuousClock.now
+        let canceledAt = ContinuousClock.now
         asking.cancel()
         do {
             _ = try await asking.value
-            Issue.record("a cancelled request was answered")
+            Issue.record("a canceled request was answered")
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
-        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        #expect(ContinuousClock.now - canceledAt < .seconds(1))
         // The client goes on.
         _ = try await alice.ping()
         #expect(!aliceEvents.events.contains { if case .iqResponse = $0 { true } else { false } })
@@ -133,8 +133,8 @@ struct XMPPClientTests {
 
     @Test func messageRosterAndPings() async throws {
         let server = try startedProsody()
-        let alice = XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
-        let bob = XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let alice = try XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
+        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
         let aliceEvents = EventRecorder(alice)
         try await alice.connect()
@@ -172,10 +172,10 @@ struct XMPPClientTests {
         let server = try startedProsody()
         let aliceRelay = try TCPRelay(upstreamPort: server.port)
         let bobRelay = try TCPRelay(upstreamPort: server.port)
-        let alice = XMPPClient(testConfiguration("alice", port: aliceRelay.port, resource: "a"))
+        let alice = try XMPPClient(testConfiguration("alice", port: aliceRelay.port, resource: "a"))
         var bobConfiguration = testConfiguration("bob", port: bobRelay.port, resource: "b")
         bobConfiguration.streamManagement = .init(requestAckAfterStanzas: 5, requestAckAfter: .milliseconds(200))
-        let bob = XMPPClient(bobConfiguration)
+        let bob = try XMPPClient(bobConfiguration)
         let aliceEvents = EventRecorder(alice)
         let bobEvents = EventRecorder(bob)
         try await bob.connect()
@@ -203,15 +203,15 @@ struct XMPPClientTests {
     }
 
     /// A flush waiting for an acknowledgement that cannot come (the link stalled) throws
-    /// `canceled` at once when its task is cancelled.
-    @Test func flushCancelledByItsTask() async throws {
+    /// `canceled` at once when its task is canceled.
+    @Test func flushCanceledByItsTask() async throws {
         let server = try startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port)
         // No acknowledgement request of its own: the only <r/> is the flush's.
         configuration.streamManagement = .init(requestAckAfterStanzas: 1000, requestAckAfter: .seconds(600))
         let log = TrafficLog()
-        let client = XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
+        let client = try XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -224,7 +224,7 @@ struct XMPPClientTests {
                 log.entries.contains { $0.direction == .sent && $0.text.contains("<r xmlns='urn:xmpp:sm:3'") }
             }
         )
-        let cancelledAt = ContinuousClock.now
+        let canceledAt = ContinuousClock.now
         flushing.cancel()
         do {
             try await flushing.value
@@ -232,7 +232,7 @@ struct XMPPClientTests {
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
-        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        #expect(ContinuousClock.now - canceledAt < .seconds(1))
         await client.disconnect()
     }
 
@@ -243,7 +243,7 @@ struct XMPPClientTests {
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port)
         configuration.autoPing = .init(interval: .seconds(1), timeout: .milliseconds(500), maximumMissed: 2)
-        let client = XMPPClient(configuration)
+        let client = try XMPPClient(configuration)
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -266,7 +266,7 @@ struct XMPPClientTests {
         let server = try startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.reconnectPolicy = .fixed(.milliseconds(300), maximumAttempts: 30)
-        let client = XMPPClient(configuration)
+        let client = try XMPPClient(configuration)
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -304,7 +304,7 @@ struct XMPPClientTests {
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
         configuration.allowPlainOnCleartext = true
-        let client = XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
+        let client = try XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
         try await client.connect()
         await client.disconnect()
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text).joined()

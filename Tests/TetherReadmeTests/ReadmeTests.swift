@@ -80,7 +80,7 @@ struct ReadmeExampleTests {
         let server = try ProsodyServer(certificates: certificates)
         try server.start()
         let relay = try TCPRelay(upstreamPort: server.port)
-        let chat = ChatConnection(
+        let chat = try ChatConnection(
             jid: JID("alice@localhost/phone")!,
             password: Secret("alicepass"),
             server: Endpoint(host: "127.0.0.1", port: relay.port),
@@ -97,7 +97,7 @@ struct ReadmeExampleTests {
             endpoint: Endpoint(host: "127.0.0.1", port: server.port)
         )
         bobConfiguration.fetchRosterOnConnect = false
-        let bob = XMPPClient(bobConfiguration, options: .init(caFile: certificates.caCertificate))
+        let bob = try XMPPClient(bobConfiguration, options: .init(caFile: certificates.caCertificate))
         let bobBodies = Mutex<[String]>([])
         bob.setEventHandler(queue: DispatchQueue(label: "bob")) { event in
             if case .message(let message) = event, let body = message.body { bobBodies.withLock { $0.append(body) } }
@@ -119,7 +119,7 @@ struct ReadmeExampleTests {
         await bob.disconnect()
 
         ui.clear()
-        let wrong = ChatConnection(
+        let wrong = try ChatConnection(
             jid: JID("alice@localhost/phone")!,
             password: Secret("not her password"),
             server: Endpoint(host: "127.0.0.1", port: server.port),
@@ -143,7 +143,7 @@ struct ReadmeExampleTests {
         }
         defer { NotificationCenter.default.removeObserver(observer) }
         let tokens = Mutex(0)
-        let hub = SaasHub(url: server.url, userId: 32323) {
+        let hub = try SaasHub(url: server.url, userId: 32323) {
             tokens.withLock { $0 += 1 }
             return "token"
         }
@@ -151,7 +151,7 @@ struct ReadmeExampleTests {
         #expect(ui.shown == ["online"])
 
         // The backend pushes to the user's group (from another connection), and only there.
-        let backend = HubConnectionBuilder(url: server.url).build()
+        let backend = try HubConnectionBuilder(url: server.url).build()
         try await backend.start()
         let message = ParamData(id: 1, userId: 32323, niceName: "Ana", jsonData: #"{"order":7}"#)
         try await backend.invoke("PushSaasMessage", 32323, message)
@@ -164,7 +164,7 @@ struct ReadmeExampleTests {
         #expect(await eventually { ui.shown.contains { $0.hasPrefix("reconnecting: ") } }, "\(ui.shown)")
         try server.start()
         #expect(await eventually { ui.shown.filter { $0 == "online" }.count == 2 }, "\(ui.shown)")
-        let backendAgain = HubConnectionBuilder(url: server.url).build()
+        let backendAgain = try HubConnectionBuilder(url: server.url).build()
         try await backendAgain.start()
         // The join runs after the reconnected callback: push until it has landed.
         let second = ParamData(id: 3, userId: 32323, niceName: "Ana", jsonData: #"{"order":8}"#)
@@ -181,7 +181,7 @@ struct ReadmeExampleTests {
 
         // A refused join is reported as such; the connection itself is up.
         ui.clear()
-        let stranger = SaasHub(url: server.url, userId: -1) { nil }
+        let stranger = try SaasHub(url: server.url, userId: -1) { nil }
         await stranger.open()
         #expect(ui.shown.first == "online")
         #expect(ui.shown.last == "the hub refused the group: No such user: -1", "\(ui.shown)")

@@ -51,7 +51,7 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case iqError
         /// An iq request was not answered in time.
         case iqTimeout
-        /// The task awaiting the call was cancelled (a driver's async API).
+        /// The task awaiting the call was canceled (a driver's async API).
         case canceled
     }
 

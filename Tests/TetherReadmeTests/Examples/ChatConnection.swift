@@ -8,11 +8,17 @@ final class ChatConnection: Sendable {
     let client: XMPPClient
 
     /// `server`: nil connects to the JID's domain; `options`: for example a private CA's file.
-    init(jid: JID, password: Secret, server: Endpoint? = nil, options: XMPPClient.Options = .init()) {
+    /// Throws when the client could never connect (TLS required on a platform without TLS).
+    init(
+        jid: JID,
+        password: Secret,
+        server: Endpoint? = nil,
+        options: XMPPClient.Options = .init()
+    ) throws(XMPPClientError) {
         var configuration = XMPPClient.Configuration(jid: jid, password: password, endpoint: server)
         configuration.autoPing = .init(interval: .seconds(20), timeout: .seconds(10), maximumMissed: 2)
         configuration.reconnectPolicy = .tiered(repeats: false)  // 5×3 s, 5×9 s, 5×15 s, then wait
-        client = XMPPClient(configuration, options: options)
+        client = try XMPPClient(configuration, options: options)
         client.setEventHandler(queue: .main) { event in
             switch event {
             case .connected(let jid): ui.show("online as \(jid)")  // a new session: join rooms here

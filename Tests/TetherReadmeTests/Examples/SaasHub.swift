@@ -15,9 +15,10 @@ final class SaasHub: Sendable {
     let connection: HubConnection
     let userId: Int
 
-    init(url: String, userId: Int, token: @escaping @Sendable () async throws -> String?) {
+    /// Throws when the hub could never be reached (not an http(s) URL, TLS without a TLS layer).
+    init(url: String, userId: Int, token: @escaping @Sendable () async throws -> String?) throws(HubConnectionError) {
         self.userId = userId
-        connection = HubConnectionBuilder(url: url)
+        connection = try HubConnectionBuilder(url: url)
             .withHeaders(["X-Platform": "ios", "X-App-Version": "3.2"])
             .withAccessTokenProvider(token)  // asked again before every reconnect
             .withAutomaticReconnect(.tiered(repeats: false))  // 5×3 s, 5×9 s, 5×15 s, then suspended
