@@ -85,8 +85,8 @@ let package = Package(
         .executableTarget(
             name: "tether",
             dependencies: [
-                "TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherXMPPClient",
-                "TetherSignalRClient",
+                "TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch",
+                "TetherXMPPClient", "TetherSignalRClient",
             ],
             swiftSettings: strictSettings
         ),
@@ -98,7 +98,7 @@ let package = Package(
                 "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
                 "TetherTLS",
                 "CExpat",
-                "CMallocCounter", "TetherWebSocket", "TetherSignalRClient", "TetherSimulation",
+                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSignalRClient", "TetherSimulation",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings

@@ -1,4 +1,5 @@
 import Foundation
+import TetherDispatch
 import TetherSignalR
 import TetherSignalRClient
 

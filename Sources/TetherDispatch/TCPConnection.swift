@@ -67,7 +67,10 @@ package final class TCPConnection: @unchecked Sendable {
     private var lingering = false
     private var pending: [UInt8] = []
     private var pendingOffset = 0
-    private var readBuffer: [UInt8]
+    /// The most bytes taken from the socket by one read. No buffer is kept between reads: each
+    /// read allocates exactly what the kernel holds (the array handed up), so an idle connection
+    /// costs no read buffer.
+    private let maximumReadSize: Int
 
     /// Bytes written but not yet taken by the kernel.
     package var pendingWriteCount: Int { pending.count - pendingOffset }
@@ -78,7 +81,7 @@ package final class TCPConnection: @unchecked Sendable {
         queue: DispatchQueue,
         connectTimeout: Duration,
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
-        readBufferSize: Int,
+        maximumReadSize: Int,
         onEvent: @escaping (Event) -> Void
     ) {
         self.endpoint = endpoint
@@ -86,7 +89,7 @@ package final class TCPConnection: @unchecked Sendable {
         self.connectTimeout = connectTimeout
         self.attemptDelay = attemptDelay
         self.onEvent = onEvent
-        readBuffer = [UInt8](repeating: 0, count: max(readBufferSize, 512))
+        self.maximumReadSize = max(maximumReadSize, 512)
     }
 
     /// Resolves and connects (asynchronously).
@@ -260,11 +263,17 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func readable() {
         guard !isClosed else { return }
-        let count = readBuffer.withUnsafeMutableBytes { buffer in
-            systemRead(socket, buffer.baseAddress, buffer.count)
+        // What the kernel holds (0 at the end of the stream, or when it cannot say: then a
+        // small read finds out).
+        var available: Int32 = 0
+        let size = ioctl(socket, UInt(FIONREAD), &available) == 0 && available > 0 ? Int(available) : 512
+        var count = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: min(size, maximumReadSize)) { buffer, initialized in
+            count = systemRead(socket, buffer.baseAddress, buffer.count)
+            initialized = max(count, 0)
         }
         if count > 0 {
-            deliver(.received(Array(readBuffer[..<count])))
+            deliver(.received(bytes))
         } else if count == 0 {
             fail(nil)
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -278,7 +287,8 @@ package final class TCPConnection: @unchecked Sendable {
         guard written >= 0 else { return stopLingering() }
         pendingOffset += written
         if pendingWriteCount == 0 {
-            pending.removeAll(keepingCapacity: pending.count <= 65536)
+            // An idle connection keeps no write buffer either.
+            pending.removeAll()
             pendingOffset = 0
             if writeSourceRunning {
                 writeSource?.suspend()

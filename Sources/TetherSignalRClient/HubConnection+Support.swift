@@ -3,21 +3,7 @@ import TetherCore
 import TetherDispatch
 import TetherSignalR
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension HubConnection {
-    /// The default log handler: `tether: level: text` lines on standard error.
-    public static let logToStandardError: @Sendable (LogLevel, String) -> Void = { level, text in
-        let line = Array("tether: \(level): \(text)\n".utf8)
-        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    }
-
     /// One `invoke` or `send` call, for canceling it from its task. Used only on the runner's queue.
     final class Call: @unchecked Sendable {
         /// Its invocation id, once sent.
@@ -127,28 +113,8 @@ final class ArgumentCursor {
     }
 }
 
-/// The connection's logging: a level filter in front of the app's handler, and the redaction of
-/// secrets from what is logged.
-struct HubLog: Sendable {
-    let level: HubConnection.LogLevel
-    let handler: @Sendable (HubConnection.LogLevel, String) -> Void
-
-    func trace(_ text: () -> String) {
-        if level <= .trace { handler(.trace, text()) }
-    }
-    func debug(_ text: @autoclosure () -> String) {
-        if level <= .debug { handler(.debug, text()) }
-    }
-    func info(_ text: @autoclosure () -> String) {
-        if level <= .information { handler(.information, text()) }
-    }
-    func warning(_ text: @autoclosure () -> String) {
-        if level <= .warning { handler(.warning, text()) }
-    }
-    func error(_ text: @autoclosure () -> String) {
-        if level <= .error { handler(.error, text()) }
-    }
-
+/// What the connection's log shows of URLs and messages: secrets redacted, messages cut short.
+enum HubLog {
     /// `url` with the value of any `access_token` query parameter replaced by `***` (an Azure
     /// SignalR redirect, or a server that wants the token in the query, puts it there).
     static func redacted(_ url: String) -> String {

@@ -34,9 +34,9 @@ public final class HubConnection: Sendable {
     /// The `User-Agent` sent with the negotiate request and the WebSocket upgrade.
     public static let userAgent = "Tether/0.1 (Swift)"
 
-    /// Driver settings beyond the protocol.
+    /// Driver settings beyond the protocol (the same as `XMPPClient.Options` where they meet).
     public struct Options: Sendable {
-        /// Where handlers and lifecycle callbacks run unless a queue is given when they are
+        /// Where handlers and event callbacks run unless a queue is given when they are
         /// registered (nil: a serial queue of the connection's own).
         public var callbackQueue: DispatchQueue?
         /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
@@ -45,52 +45,55 @@ public final class HubConnection: Sendable {
         public var tcpConnectTimeout: Duration
         /// How long the negotiate request may take, connect included (default 30 s).
         public var negotiateTimeout: Duration
+        /// What a send or invocation does while the stateful-reconnect buffer is full: wait for
+        /// room (the default, cancelably, as the official clients do) or throw `sendBufferFull`.
+        public var backPressure: BackPressure
+        /// The least severe level logged (default `none`: a connection is silent unless the app
+        /// asks for its log). `trace` logs every message sent and received.
+        public var logLevel: LogLevel
+        /// Where log lines go (default: standard error, once `logLevel` asks for something).
+        /// Access tokens never reach it.
+        public var logHandler: LogHandler
+        /// Seeds the reconnect jitter (nil: random).
+        public var randomSeed: UInt64?
         /// A PEM file of CA certificates trusted, for TLS, in addition to the system's.
         public var caFile: String?
         /// Makes the TLS sessions for `https://` and `wss://` (default: OpenSSL on Linux; nil
         /// elsewhere, where a connection to such a URL cannot be created: it throws
         /// `invalidConfiguration`).
         public var tlsSessionFactory: TLSSessionFactory?
-        /// Seeds the reconnect jitter (nil: random).
-        public var randomSeed: UInt64?
-        /// The least severe level logged (default `none`: a connection is silent unless the app
-        /// asks for its log).
-        public var logLevel: LogLevel
-        /// Where log lines go (default: standard error, once `logLevel` asks for something).
-        /// Access tokens never reach it.
-        public var logHandler: @Sendable (LogLevel, String) -> Void
+        /// Makes the byte transports under negotiate and the WebSocket (default: TCP with TLS
+        /// from `tlsSessionFactory`); an app can bring its own, for example over Network.framework.
+        public var transportFactory: ByteTransportFactory
 
         /// Options.
         public init(
             callbackQueue: DispatchQueue? = nil,
             tcpConnectTimeout: Duration = .seconds(10),
             negotiateTimeout: Duration = .seconds(30),
+            backPressure: BackPressure = .wait,
+            logLevel: LogLevel = .none,
+            logHandler: @escaping LogHandler = logToStandardError,
+            randomSeed: UInt64? = nil,
             caFile: String? = nil,
             tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
-            randomSeed: UInt64? = nil,
-            logLevel: LogLevel = .none,
-            logHandler: @escaping @Sendable (LogLevel, String) -> Void = HubConnection.logToStandardError
+            transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
         ) {
             self.callbackQueue = callbackQueue
             self.tcpConnectTimeout = tcpConnectTimeout
             self.negotiateTimeout = negotiateTimeout
-            self.caFile = caFile
-            self.tlsSessionFactory = tlsSessionFactory
-            self.randomSeed = randomSeed
+            self.backPressure = backPressure
             self.logLevel = logLevel
             self.logHandler = logHandler
+            self.randomSeed = randomSeed
+            self.caFile = caFile
+            self.tlsSessionFactory = tlsSessionFactory
+            self.transportFactory = transportFactory
         }
     }
 
-    /// How much is logged, least to most severe (the official clients' levels).
-    public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
-        case trace, debug, information, warning, error, critical, none
-
-        public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
-    }
-
-    /// A change of the connection's life.
-    public enum LifecycleEvent: Sendable, Equatable {
+    /// A change of the connection's life (server calls go to the `on` handlers instead).
+    public enum Event: Sendable, Equatable {
         /// `start()` connected.
         case connected(connectionId: String?)
         /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
@@ -170,13 +173,10 @@ public final class HubConnection: Sendable {
     /// (the attempt is abandoned). Already connected: returns at once.
     public func start() async throws(HubConnectionError) {
         let runner = runner
-        let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async { runner.start(continuation) }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancelStart() }
-        }
+        let result: Result<Void, HubConnectionError> = await runner.core.call(
+            { runner.start($0) },
+            onCancel: { runner.cancelStart() }
+        )
         try result.get()
     }
 
@@ -185,58 +185,63 @@ public final class HubConnection: Sendable {
     /// reconnect policy gave up or while waiting for its next delay: a new attempt at once, the
     /// back-off reset; an attempt under way is abandoned for a fresh one; connected: nothing.
     public func reconnectNow() {
-        runner.queue.async { [runner] in runner.reconnectNow() }
+        runner.core.queue.async { [runner] in runner.reconnectNow() }
     }
 
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
     /// Pending invocations fail with `canceled`.
     public func stop() async {
-        await awaitHandoff { continuation in
-            runner.queue.async { [runner] in runner.stop(continuation) }
-        }
+        let runner = runner
+        await runner.core.call { runner.stop($0) }
     }
 
     /// The state now.
     public func state() async -> HubConnectionMachine.StateName {
-        await awaitHandoff { continuation in
-            runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
-        }
+        let runner = runner
+        return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }
     }
 
     /// The current connection id (nil unless connected after a negotiation).
     public func connectionId() async -> String? {
-        await awaitHandoff { continuation in
-            runner.queue.async { [runner] in continuation.resume(returning: runner.machine.connectionId) }
-        }
+        let runner = runner
+        return await runner.core.call { $0.resume(returning: runner.core.machine.connectionId) }
     }
 
-    /// Calls `handler` (on `queue`, default `Options.callbackQueue`) with every lifecycle event.
-    public func onLifecycle(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LifecycleEvent) -> Void) {
+    /// Calls `handler` on `queue` (default `Options.callbackQueue`) with every event from now on,
+    /// replacing an earlier handler. (`onConnected`, `onReconnected` and the like add handlers of
+    /// their own, beside this one.)
+    public func setEventHandler(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Event) -> Void) {
         let queue = queue ?? callbackQueue
-        runner.queue.async { [runner] in runner.addLifecycleHandler(queue: queue, handler) }
+        runner.core.queue.async { [runner] in runner.core.events.setHandler(queue: queue, handler) }
+    }
+
+    /// Also calls `handler` on `queue` with every event from now on.
+    private func observe(queue: DispatchQueue?, _ handler: @escaping @Sendable (Event) -> Void) {
+        let queue = queue ?? callbackQueue
+        runner.core.queue.async { [runner] in runner.core.events.addObserver(queue: queue, handler) }
     }
 
     /// Calls `handler` when `start()` connects.
     public func onConnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
-        onLifecycle(queue: queue) { event in
+        observe(queue: queue) { event in
             if case .connected(let connectionId) = event { handler(connectionId) }
         }
     }
 
     /// Calls `handler` when the connection is lost and the reconnect policy starts (once per loss,
-    /// as the official clients' `onreconnecting`; `onLifecycle` also sees every further attempt).
+    /// as the official clients' `onreconnecting`; the event handler also sees every further attempt).
     public func onReconnecting(
         queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (HubConnectionError?) -> Void
     ) {
-        onLifecycle(queue: queue) { event in
+        observe(queue: queue) { event in
             if case .reconnecting(let error, attempt: 1, _) = event { handler(error) }
         }
     }
 
     /// Calls `handler` after a reconnect (the place to re-join groups).
     public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
-        onLifecycle(queue: queue) { event in
+        observe(queue: queue) { event in
             if case .reconnected(let connectionId) = event { handler(connectionId) }
         }
     }
@@ -244,23 +249,23 @@ public final class HubConnection: Sendable {
     /// Calls `handler` when the reconnect policy gives up (with the last attempt's error): the
     /// place to offer "retry", which calls `reconnectNow()`.
     public func onSuspended(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
-        onLifecycle(queue: queue) { event in
+        observe(queue: queue) { event in
             if case .suspended(let error) = event { handler(error) }
         }
     }
 
     /// Calls `handler` when the connection closes for good (nil after `stop()`).
     public func onClosed(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
-        onLifecycle(queue: queue) { event in
+        observe(queue: queue) { event in
             if case .closed(let error) = event { handler(error) }
         }
     }
 
-    /// Every lifecycle event from now on (several streams may be open; each ends when the
-    /// connection is released). Events are buffered until read.
-    public func lifecycleEvents() -> AsyncStream<LifecycleEvent> {
-        let (stream, continuation) = AsyncStream<LifecycleEvent>.makeStream(bufferingPolicy: .unbounded)
-        runner.queue.async { [runner] in runner.addLifecycleStream(continuation) }
+    /// Every event from now on (several streams may be open; each ends when the connection is
+    /// released). Events are buffered until read.
+    public func events() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
+        runner.core.queue.async { [runner] in runner.core.events.addStream(continuation) }
         return stream
     }
 
@@ -288,7 +293,7 @@ public final class HubConnection: Sendable {
         arguments handler: @escaping @Sendable (EncodedArguments) throws -> Void
     ) {
         let entry = InvocationHandler(queue: queue ?? callbackQueue, call: handler)
-        runner.queue.async { [runner] in runner.addHandler(target, entry) }
+        runner.core.queue.async { [runner] in runner.addHandler(target, entry) }
     }
 
     /// Answers the server's invocations of `target` that expect a result (client results): the
@@ -304,13 +309,13 @@ public final class HubConnection: Sendable {
             let value = try await handler(repeat try cursor.next((each Argument).self))
             return try EncodedValue(value, encoding: encoding)
         }
-        runner.queue.async { [runner] in runner.setResultHandler(target, entry) }
+        runner.core.queue.async { [runner] in runner.setResultHandler(target, entry) }
     }
 
     /// Removes every handler of `target` (later invocations are unhandled: logged, and answered
     /// with an error when they expect a result).
     public func off(_ target: String) {
-        runner.queue.async { [runner] in runner.removeHandlers(target) }
+        runner.core.queue.async { [runner] in runner.removeHandlers(target) }
     }
 
     // MARK: - Client → server
@@ -367,15 +372,10 @@ public final class HubConnection: Sendable {
     ) async throws(HubConnectionError) -> EncodedValue? {
         let call = Call()
         let runner = runner
-        let result: Swift.Result<CompletionResult, HubConnectionError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async {
-                    runner.invoke(method, arguments: arguments, upload: upload, call: call, continuation)
-                }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancel(call) }
-        }
+        let result: Swift.Result<CompletionResult, HubConnectionError> = await runner.core.call(
+            { runner.invoke(method, arguments: arguments, upload: upload, call: call, $0) },
+            onCancel: { runner.cancel(call) }
+        )
         switch try result.get() {
         case .void: return nil
         case .value(let value): return value
@@ -418,15 +418,10 @@ public final class HubConnection: Sendable {
     ) async throws(HubConnectionError) {
         let call = Call()
         let runner = runner
-        let result: Result<Void, HubConnectionError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async {
-                    runner.send(method, arguments: arguments, upload: upload, call: call, continuation)
-                }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancel(call) }
-        }
+        let result: Result<Void, HubConnectionError> = await runner.core.call(
+            { runner.send(method, arguments: arguments, upload: upload, call: call, $0) },
+            onCancel: { runner.cancel(call) }
+        )
         try result.get()
     }
 
@@ -490,9 +485,9 @@ public final class HubConnection: Sendable {
         let runner = runner
         continuation.onTermination = { termination in
             guard case .cancelled = termination else { return }
-            runner.queue.async { runner.consumerLeft(sink) }
+            runner.core.queue.async { runner.consumerLeft(sink) }
         }
-        runner.queue.async { runner.stream(method, arguments: arguments, sink: sink) }
+        runner.core.queue.async { runner.stream(method, arguments: arguments, sink: sink) }
     }
 
     // MARK: - Encoding

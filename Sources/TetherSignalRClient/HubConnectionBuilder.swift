@@ -1,6 +1,6 @@
 public import Dispatch
 public import TetherCore
-import TetherDispatch
+public import TetherDispatch
 public import TetherSignalR
 
 /// Builds a `HubConnection` in the shape SignalR users know from the official clients:
@@ -115,8 +115,8 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Logs at `level` and above, to `handler` (default: standard error).
     public func withLogging(
-        _ level: HubConnection.LogLevel,
-        handler: @escaping @Sendable (HubConnection.LogLevel, String) -> Void = HubConnection.logToStandardError
+        _ level: LogLevel,
+        handler: @escaping LogHandler = logToStandardError
     ) -> Self {
         with {
             $0.options.logLevel = level

@@ -3,27 +3,27 @@ import TetherCore
 import TetherDispatch
 import TetherSignalR
 
-/// The only code with IO and a clock for a `HubConnection`: it owns the machine, the negotiate
-/// requests and WebSockets (one per transport generation) and one timer, feeds the machine every
-/// network event and timer expiry, carries out its actions, and re-arms the timer at the
-/// machine's earliest deadline (`Specs/machine-contract.md`, "The runner").
+/// The SignalR part of a `HubConnection`'s runner: how `HubConnectionMachine`'s actions are
+/// carried out (access tokens from the app's provider, negotiate requests and WebSockets, one per
+/// transport generation, over the options' byte transports), the handlers of server calls, and
+/// the calls that wait for something the protocol answers (start, stop, invocations, streams,
+/// commands waiting for room). The queue, the timer, the action loop and event delivery are the
+/// shared `ConnectionRunner`'s (`Specs/machine-contract.md`, "The runner").
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
-/// written only on `queue` (the public methods of `HubConnection` hop onto it first).
+/// written only on `core.queue`.
 final class HubRunner: @unchecked Sendable {
-    let queue = DispatchQueue(label: "tether.hub-connection")
-    private(set) var machine: HubConnectionMachine
+    let core: ConnectionRunner<HubConnectionMachine, HubConnection.Event>
     let options: HubConnection.Options
     let encoding: ValueEncoding
     /// The hub protocol's largest message, also the largest WebSocket message.
     let maximumMessageSize: Int
     private let accessTokenProvider: (@Sendable () async throws -> String?)?
-    private let log: HubLog
+    private let log: ConnectionLog
+    private var queue: DispatchQueue { core.queue }
 
     private var negotiations: [TransportGeneration: NegotiateRequest] = [:]
     private var transports: [TransportGeneration: WebSocketTransport] = [:]
-    private let timer: DeadlineTimer
-    private var isShutDown = false
     /// Whether the current run (since `start`) connected: a failed `start()` throws to its caller
     /// and announces no `closed`.
     private var hasConnected = false
@@ -31,25 +31,14 @@ final class HubRunner: @unchecked Sendable {
     // Handlers, by lower-cased target.
     private var handlers: [String: [HubConnection.InvocationHandler]] = [:]
     private var resultHandlers: [String: HubConnection.ResultHandler] = [:]
-    private var lifecycleHandlers: [(DispatchQueue, @Sendable (HubConnection.LifecycleEvent) -> Void)] = []
-    private var lifecycleStreams: [Int: AsyncStream<HubConnection.LifecycleEvent>.Continuation] = [:]
-    private var nextStreamKey = 0
 
     // Waiters.
     private var startWaiters: [Handoff<Result<Void, HubConnectionError>>] = []
     private var stopWaiters: [Handoff<Void>] = []
-    private var completionWaiters: [String: Handoff<Result<CompletionResult, HubConnectionError>>] =
-        [:]
+    private var completionWaiters: [String: Handoff<Result<CompletionResult, HubConnectionError>>] = [:]
     private var streamSinks: [String: HubConnection.StreamSink] = [:]
     /// Commands refused with `sendBufferFull`, retried in order at `sendBufferAvailable`.
-    private var blockedCommands: [BlockedCommand] = []
-
-    struct BlockedCommand {
-        var run: (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void
-        var fail: (HubConnectionError) -> Void
-        /// The invocation it starts, if one (so that canceling its task can drop it).
-        var call: HubConnection.Call?
-    }
+    private var blocked = BlockedCommands<HubConnectionMachine, HubConnectionError>()
 
     init(
         configuration: HubConnectionMachine.Configuration,
@@ -61,38 +50,41 @@ final class HubRunner: @unchecked Sendable {
         self.accessTokenProvider = accessTokenProvider
         encoding = hubProtocol.valueEncoding
         maximumMessageSize = hubProtocol.maximumMessageSize
-        log = HubLog(level: options.logLevel, handler: options.logHandler)
-        machine = HubConnectionMachine(
-            configuration: configuration,
-            hubProtocol: hubProtocol,
-            randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+        log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
+        core = ConnectionRunner(
+            label: "tether.hub-connection",
+            machine: HubConnectionMachine(
+                configuration: configuration,
+                hubProtocol: hubProtocol,
+                randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+            )
         )
-        timer = DeadlineTimer(queue: queue)
-        timer.onFire = { [weak self] in self?.timerFired() }
+        core.bind(perform: { [unowned self] action in perform(action) })
     }
 
-    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
-    func now() -> Instant {
-        DeadlineTimer.now()
+    private var now: Instant { core.now() }
+
+    private func drive() {
+        core.drive()
     }
 
     // MARK: - Commands (on `queue`)
 
     func start(_ continuation: Handoff<Result<Void, HubConnectionError>>) {
-        switch machine.stateName {
+        switch core.machine.stateName {
         case .connected, .resuming:
             // Resuming under stateful reconnect is the same connection, still usable.
             return continuation.resume(returning: .success(()))
         case .disconnected:
             startWaiters.append(continuation)
             hasConnected = false
-            log.info("Starting the connection to \(HubLog.redacted(machine.configuration.url)).")
-            machine.start(now: now())
+            log.info("Starting the connection to \(HubLog.redacted(core.machine.configuration.url)).")
+            core.machine.start(now: now)
             drive()
         case .suspended:
             startWaiters.append(continuation)
             log.info("Starting again after the reconnect policy gave up.")
-            machine.reconnectNow(now: now())
+            core.machine.reconnectNow(now: now)
             drive()
         case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting:
             startWaiters.append(continuation)
@@ -100,28 +92,28 @@ final class HubRunner: @unchecked Sendable {
     }
 
     func reconnectNow() {
-        machine.reconnectNow(now: now())
+        core.machine.reconnectNow(now: now)
         drive()
     }
 
     /// The task awaiting `start()` was canceled: the attempt is abandoned (the machine stops) and
     /// the waiting `start()` calls throw `canceled`. Nothing happens once connected.
     func cancelStart() {
-        guard !startWaiters.isEmpty, machine.stateName != .connected else { return }
+        guard !startWaiters.isEmpty, core.machine.stateName != .connected else { return }
         let waiters = startWaiters
         startWaiters.removeAll()
         for waiter in waiters {
             waiter.resume(returning: .failure(HubConnectionError(.canceled, "The start's task was canceled.")))
         }
-        machine.stop(now: now())
+        core.machine.stop(now: now)
         drive()
     }
 
     func stop(_ continuation: Handoff<Void>) {
-        guard machine.stateName != .disconnected else { return continuation.resume() }
+        guard core.machine.stateName != .disconnected else { return continuation.resume() }
         stopWaiters.append(continuation)
         log.info("Stopping the connection.")
-        machine.stop(now: now())
+        core.machine.stop(now: now)
         drive()
     }
 
@@ -131,7 +123,7 @@ final class HubRunner: @unchecked Sendable {
     ) -> Result<Value, HubConnectionError> {
         let result: Result<Value, HubConnectionError>
         do throws(HubConnectionError) {
-            result = .success(try body(&machine, now()))
+            result = .success(try body(&core.machine, now))
         } catch {
             result = .failure(error)
         }
@@ -146,13 +138,16 @@ final class HubRunner: @unchecked Sendable {
         call: HubConnection.Call? = nil,
         fail: @escaping (HubConnectionError) -> Void
     ) {
-        guard blockedCommands.isEmpty else {
-            return blockedCommands.append(BlockedCommand(run: command, fail: fail, call: call))
-        }
+        let command = BlockedCommands<HubConnectionMachine, HubConnectionError>.Command(
+            run: command,
+            fail: fail,
+            call: call
+        )
+        guard blocked.isEmpty else { return blocked.append(command) }
         do throws(HubConnectionError) {
-            try command(&machine, now())
-        } catch  where error.kind == .sendBufferFull {
-            blockedCommands.append(BlockedCommand(run: command, fail: fail, call: call))
+            try command.run(&core.machine, now)
+        } catch  where error.kind == .sendBufferFull && options.backPressure == .wait {
+            blocked.append(command)
             log.debug("The stateful-reconnect buffer is full: a command waits for room.")
         } catch {
             fail(error)
@@ -192,8 +187,8 @@ final class HubRunner: @unchecked Sendable {
         call.isCanceled = true
         if let id = call.invocationId {
             completionWaiters.removeValue(forKey: id)?.resume(returning: .failure(.canceledByTask))
-        } else if let index = blockedCommands.firstIndex(where: { $0.call === call }) {
-            blockedCommands.remove(at: index).fail(.canceledByTask)
+        } else {
+            _ = blocked.cancel(call, with: .canceledByTask)
         }
     }
 
@@ -280,116 +275,98 @@ final class HubRunner: @unchecked Sendable {
 
     func addHandler(_ target: String, _ handler: HubConnection.InvocationHandler) {
         handlers[target.lowercased(), default: []].append(handler)
-        machine.handle(target)
+        core.machine.handle(target)
     }
 
     func setResultHandler(_ target: String, _ handler: HubConnection.ResultHandler) {
         resultHandlers[target.lowercased()] = handler
-        machine.handle(target)
+        core.machine.handle(target)
     }
 
     func removeHandlers(_ target: String) {
         handlers[target.lowercased()] = nil
         resultHandlers[target.lowercased()] = nil
-        machine.stopHandling(target)
+        core.machine.stopHandling(target)
     }
 
-    func addLifecycleHandler(queue: DispatchQueue, _ body: @escaping @Sendable (HubConnection.LifecycleEvent) -> Void) {
-        lifecycleHandlers.append((queue, body))
-    }
-
-    func addLifecycleStream(_ continuation: AsyncStream<HubConnection.LifecycleEvent>.Continuation) {
-        let key = nextStreamKey
-        nextStreamKey += 1
-        lifecycleStreams[key] = continuation
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            queue.async { self.lifecycleStreams[key] = nil }
-        }
-    }
-
-    /// The connection is gone: close everything without events.
+    /// The connection is gone: close everything without events (the block keeps the runner alive
+    /// until it has run).
     func shutDown() {
-        queue.async { [self] in
-            isShutDown = true
-            for request in negotiations.values { request.cancel() }
-            negotiations.removeAll()
-            for transport in transports.values { transport.close() }
-            transports.removeAll()
-            timer.cancel()
-            for stream in lifecycleStreams.values { stream.finish() }
-            lifecycleStreams.removeAll()
-            for sink in streamSinks.values {
-                sink.finish(HubConnectionError(.notConnected, "The connection was released."))
-            }
-            streamSinks.removeAll()
+        queue.async { [self] in closeEverything() }
+    }
+
+    private func closeEverything() {
+        core.shutDown()
+        for request in negotiations.values { request.cancel() }
+        negotiations.removeAll()
+        for transport in transports.values { transport.close() }
+        transports.removeAll()
+        for sink in streamSinks.values {
+            sink.finish(HubConnectionError(.notConnected, "The connection was released."))
         }
+        streamSinks.removeAll()
     }
 
     // MARK: - The loop
 
-    /// Carries out the machine's actions, then re-arms the timer.
-    func drive() {
-        guard !isShutDown else { return }
-        while let action = machine.pollAction() {
-            switch action {
-            case .fetchAccessToken(let generation):
-                fetchAccessToken(generation: generation)
-            case .sendNegotiate(let url, let headers, let generation):
-                guard let parsed = HubURL(url) else {
-                    machine.negotiateFailed(
-                        "The URL '\(HubLog.redacted(url))' is not an absolute http(s) URL.",
-                        generation: generation,
-                        now: now()
-                    )
-                    continue
-                }
-                log.debug("Sending the negotiate request to \(HubLog.redacted(url)).")
-                negotiations[generation] = NegotiateRequest(
-                    url: parsed,
-                    headers: headers,
-                    queue: queue,
-                    options: options
-                ) {
-                    [weak self] outcome in
-                    self?.negotiated(outcome, generation: generation)
-                }
-            case .openTransport(let url, let headers, let generation):
-                guard let parsed = HubURL(url) else {
-                    machine.transportClosed(
-                        generation: generation,
-                        error: "The URL '\(HubLog.redacted(url))' is not an absolute ws(s) URL.",
-                        now: now()
-                    )
-                    continue
-                }
-                log.debug("Opening the WebSocket to \(HubLog.redacted(url)).")
-                transports[generation] = WebSocketTransport(
-                    url: parsed,
-                    headers: headers,
-                    queue: queue,
-                    options: options,
-                    maximumMessageSize: maximumMessageSize
-                ) {
-                    [weak self] event in
-                    self?.transportEvent(event, generation: generation)
-                }
-            case .send(let bytes, let format, let generation):
-                log.trace { "Sending \(HubLog.describe(bytes, format: format))" }
-                transports[generation]?.send(bytes, format: format)
-            case .closeTransport(let generation):
-                transports.removeValue(forKey: generation)?.close()
-                negotiations.removeValue(forKey: generation)?.cancel()
-            case .event(let event):
-                deliver(event)
+    /// Carries out one of the machine's actions.
+    private func perform(_ action: HubConnectionMachine.Action) {
+        switch action {
+        case .fetchAccessToken(let generation):
+            fetchAccessToken(generation: generation)
+        case .sendNegotiate(let url, let headers, let generation):
+            guard let parsed = HubURL(url) else {
+                core.machine.negotiateFailed(
+                    "The URL '\(HubLog.redacted(url))' is not an absolute http(s) URL.",
+                    generation: generation,
+                    now: now
+                )
+                return
             }
+            log.debug("Sending the negotiate request to \(HubLog.redacted(url)).")
+            negotiations[generation] = NegotiateRequest(
+                url: parsed,
+                headers: headers,
+                queue: queue,
+                options: options
+            ) {
+                [weak self] outcome in
+                self?.negotiated(outcome, generation: generation)
+            }
+        case .openTransport(let url, let headers, let generation):
+            guard let parsed = HubURL(url) else {
+                core.machine.transportClosed(
+                    generation: generation,
+                    error: "The URL '\(HubLog.redacted(url))' is not an absolute ws(s) URL.",
+                    now: now
+                )
+                return
+            }
+            log.debug("Opening the WebSocket to \(HubLog.redacted(url)).")
+            transports[generation] = WebSocketTransport(
+                url: parsed,
+                headers: headers,
+                queue: queue,
+                options: options,
+                maximumMessageSize: maximumMessageSize
+            ) {
+                [weak self] event in
+                self?.transportEvent(event, generation: generation)
+            }
+        case .send(let bytes, let format, let generation):
+            log.trace { "Sending \(HubLog.describe(bytes, format: format))" }
+            transports[generation]?.send(bytes, format: format)
+        case .closeTransport(let generation):
+            transports.removeValue(forKey: generation)?.close()
+            negotiations.removeValue(forKey: generation)?.cancel()
+        case .event(let event):
+            deliver(event)
         }
-        armTimer()
     }
 
     private func fetchAccessToken(generation: TransportGeneration) {
         guard let provider = accessTokenProvider else {
-            return machine.accessTokenFetched(nil, generation: generation, now: now())
+            return core.machine.accessTokenFetched(nil, generation: generation, now: now)
         }
         Task { [weak self] in
             let outcome: Result<String?, any Error>
@@ -402,13 +379,13 @@ final class HubRunner: @unchecked Sendable {
             queue.async {
                 switch outcome {
                 case .success(let token):
-                    self.machine.accessTokenFetched(token, generation: generation, now: self.now())
+                    self.core.machine.accessTokenFetched(token, generation: generation, now: self.now)
                 case .failure(let error):
                     // The provider's error text is the app's; it is not expected to hold the token.
-                    self.machine.accessTokenFailed(
+                    self.core.machine.accessTokenFailed(
                         "The access token provider failed: \(error)",
                         generation: generation,
-                        now: self.now()
+                        now: self.now
                     )
                 }
                 self.drive()
@@ -421,9 +398,9 @@ final class HubRunner: @unchecked Sendable {
         switch outcome {
         case .response(let status, let body):
             log.debug("Negotiate answered \(status).")
-            machine.negotiateResponse(status: status, body: body, generation: generation, now: now())
+            core.machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
         case .failed(let reason):
-            machine.negotiateFailed(reason, generation: generation, now: now())
+            core.machine.negotiateFailed(reason, generation: generation, now: now)
         }
         drive()
     }
@@ -433,25 +410,16 @@ final class HubRunner: @unchecked Sendable {
         switch event {
         case .opened:
             log.debug("The WebSocket is open.")
-            machine.transportConnected(generation: generation, now: now())
+            core.machine.transportConnected(generation: generation, now: now)
         case .message(let bytes):
             log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
-            machine.transportReceived(bytes, generation: generation, now: now())
+            core.machine.transportReceived(bytes, generation: generation, now: now)
         case .closed(let error):
             transports.removeValue(forKey: generation)
             log.debug("The WebSocket closed\(error.map { ": \($0)" } ?? ".")")
-            machine.transportClosed(generation: generation, error: error, now: now())
+            core.machine.transportClosed(generation: generation, error: error, now: now)
         }
         drive()
-    }
-
-    private func timerFired() {
-        machine.handleTimeout(now: now())
-        drive()
-    }
-
-    private func armTimer() {
-        timer.arm(at: machine.pollTimeout())
     }
 
     // MARK: - Events
@@ -519,7 +487,7 @@ final class HubRunner: @unchecked Sendable {
                 error.map { HubConnectionError(.invocationFailed, $0) }
             )
         case .sendBufferAvailable:
-            runBlockedCommands()
+            blocked.retry(on: &core.machine, now: now) { $0.kind == .sendBufferFull }
         }
     }
 
@@ -530,8 +498,7 @@ final class HubRunner: @unchecked Sendable {
         completionWaiters.removeAll()
         for sink in streamSinks.values { sink.finish(failure) }
         streamSinks.removeAll()
-        for command in blockedCommands { command.fail(failure) }
-        blockedCommands.removeAll()
+        blocked.failAll(failure)
         for request in negotiations.values { request.cancel() }
         negotiations.removeAll()
         let startWaiters = startWaiters
@@ -550,32 +517,11 @@ final class HubRunner: @unchecked Sendable {
         hasConnected = false
     }
 
-    private func runBlockedCommands() {
-        while let command = blockedCommands.first {
-            do throws(HubConnectionError) {
-                try command.run(&machine, now())
-            } catch  where error.kind == .sendBufferFull {
-                return
-            } catch {
-                command.fail(error)
-            }
-            blockedCommands.removeFirst()
-        }
-    }
-
-    /// Tells the lifecycle handlers and streams; `then` runs (on `queue`) once every handler has
-    /// run, so that a caller returning from `start()` or `stop()` finds its callbacks done.
-    private func announce(_ event: HubConnection.LifecycleEvent, then: (@Sendable () -> Void)? = nil) {
-        let group = DispatchGroup()
-        for (queue, body) in lifecycleHandlers {
-            group.enter()
-            queue.async {
-                body(event)
-                group.leave()
-            }
-        }
-        for stream in lifecycleStreams.values { stream.yield(event) }
-        if let then { group.notify(queue: queue, execute: then) }
+    /// Tells the app (event handler, observers, streams); `then` runs (on the queue) once every
+    /// handler has run, so that a caller returning from `start()` or `stop()` finds its callbacks
+    /// done.
+    private func announce(_ event: HubConnection.Event, then: (@Sendable () -> Void)? = nil) {
+        core.events.deliver(event, then: then)
     }
 
     private func invoked(_ message: InvocationMessage, handler name: String) {

@@ -15,7 +15,7 @@ final class NegotiateRequest: @unchecked Sendable {
         case failed(String)
     }
 
-    private var connection: TransportConnection?
+    private var connection: (any ByteTransport)?
     private var parser = HTTPResponseParser()
     private var onOutcome: ((Outcome) -> Void)?
     private let request: HTTPRequest
@@ -31,7 +31,7 @@ final class NegotiateRequest: @unchecked Sendable {
         fields.add("Connection", "close")  // one request per connection
         request = HTTPRequest(method: "POST", target: url.target, host: url.hostHeader, headers: fields)
         self.onOutcome = onOutcome
-        connection = TransportConnection(hub: url, queue: queue, options: options) { [weak self] event in
+        connection = options.makeTransport(to: url, queue: queue) { [weak self] event in
             self?.event(event)
         }
         connection?.start()
@@ -48,7 +48,7 @@ final class NegotiateRequest: @unchecked Sendable {
         connection = nil
     }
 
-    private func event(_ event: TransportConnection.Event) {
+    private func event(_ event: ByteTransportEvent) {
         switch event {
         case .connected:
             connection?.send(request.serialize())
@@ -98,7 +98,7 @@ final class WebSocketTransport: @unchecked Sendable {
         case closed(String?)
     }
 
-    private var connection: TransportConnection?
+    private var connection: (any ByteTransport)?
     private var socket: WebSocketClient
     private var onEvent: ((Event) -> Void)?
 
@@ -120,7 +120,7 @@ final class WebSocketTransport: @unchecked Sendable {
             )
         )
         self.onEvent = onEvent
-        connection = TransportConnection(hub: url, queue: queue, options: options) { [weak self] event in
+        connection = options.makeTransport(to: url, queue: queue) { [weak self] event in
             self?.event(event)
         }
         connection?.start()
@@ -160,7 +160,7 @@ final class WebSocketTransport: @unchecked Sendable {
         report?(.closed(error))
     }
 
-    private func event(_ event: TransportConnection.Event) {
+    private func event(_ event: ByteTransportEvent) {
         switch event {
         case .connected:
             connection?.send(socket.openingHandshake())
@@ -202,22 +202,20 @@ extension HTTPHeaders {
     }
 }
 
-extension TransportConnection {
-    /// A connection to a hub URL's host: TLS from the first byte for https and wss.
-    convenience init(
-        hub url: HubURL,
+extension HubConnection.Options {
+    /// A byte transport to a hub URL's host: TLS from the first byte for https and wss.
+    func makeTransport(
+        to url: HubURL,
         queue: DispatchQueue,
-        options: HubConnection.Options,
-        onEvent: @escaping (Event) -> Void
-    ) {
-        self.init(
+        onEvent: @escaping (ByteTransportEvent) -> Void
+    ) -> any ByteTransport {
+        let request = ByteTransportRequest(
             endpoint: url.endpoint,
-            queue: queue,
-            connectTimeout: options.tcpConnectTimeout,
-            readBufferSize: 65536,
             directTLSServerName: url.isSecure ? url.host : nil,
-            settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile),
-            onEvent: onEvent
+            tcpConnectTimeout: tcpConnectTimeout,
+            tlsSessionFactory: tlsSessionFactory,
+            caFile: caFile
         )
+        return transportFactory(request, queue, onEvent)
     }
 }

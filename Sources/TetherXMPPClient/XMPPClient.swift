@@ -8,53 +8,61 @@ public import TetherXMPP
     import TetherTLS
 #endif
 
-/// An XMPP connection for apps: `XMPPClientMachine` run over a real TCP socket on Dispatch.
+/// An XMPP connection for apps: `XMPPClientMachine` run over a real socket on Dispatch.
 ///
 /// ```swift
 /// var configuration = XMPPClient.Configuration(jid: JID("alice@example.com/phone")!, password: password)
 /// configuration.reconnectPolicy = .tiered(repeats: false)        // 5×3 s, 5×9 s, 5×15 s, then wait
-/// configuration.autoPing = .init(interval: .seconds(20), timeout: .seconds(10), maximumMissed: 2)
-/// let client = XMPPClient(configuration)
+/// let client = try XMPPClient(configuration)
 /// client.setEventHandler(queue: .main) { event in
-///     if case .message(let message) = event { print(message.from, message.body ?? "") }
+///     if case .message(let message) = event { print(message.body ?? "") }
 /// }
 /// let jid = try await client.connect()                           // online (or a thrown error)
 /// try await client.send(XMPPMessage(to: JID("bob@example.com"), body: "Hello"))
 /// ```
 ///
-/// One serial queue owns the machine, the socket and the timer; every public method hops onto
-/// it. Events go to the handler (on the queue you choose) and to every `events()` stream. The
-/// connection stays up through drops as the configuration says (auto-ping, reconnect policy,
-/// stream management); `reconnectNow()` is the hook for "the user tapped retry", "the app came to
-/// the foreground" and "the network is back".
+/// One serial queue owns the machine, the transport and the timer; every public method hops onto
+/// it. Events go to the handler (on the queue you choose) and to every `events()` stream, before
+/// the awaiting call they end returns. The connection stays up through drops as the
+/// configuration says (auto-ping, reconnect policy, stream management); `reconnectNow()` is the
+/// hook for "the user tapped retry", "the app came to the foreground" and "the network is back".
+/// `HubConnection` has the same shape: `Options`, `setEventHandler`, `events()`, `state()`,
+/// `reconnectNow()`, the same logging and back-pressure.
 ///
 /// TLS (`configuration.tls`): `.required` (the default) uses STARTTLS and refuses a server that
 /// does not offer it; `.direct` speaks TLS from the first byte (XEP-0368, port 5223); `.optional`
 /// uses STARTTLS when offered. The certificate is verified for the JID's domain against the
 /// system's trust store and `Options.caFile`. TLS sessions come from `Options.tlsSessionFactory`:
 /// OpenSSL (`TetherTLS`) on Linux by default; on other platforms there is none unless the app
-/// supplies one, so there a client with `.required` or `.direct` cannot be created: `init`
-/// throws `tlsUnavailable` (or run
-/// `XMPPClientMachine` over Network.framework, which does TLS itself).
+/// supplies one (or its own transport, `Options.transportFactory`), so there a client with
+/// `.required` or `.direct` cannot be created: `init` throws `tlsUnavailable`.
 public final class XMPPClient: Sendable {
     /// The connection's configuration (the machine's).
     public typealias Configuration = XMPPClientMachine.Configuration
     /// What the app is told (the machine's events).
     public typealias Event = XMPPClientMachine.Event
 
-    /// Driver settings beyond the protocol.
+    /// Driver settings beyond the protocol (the same as `HubConnection.Options` where they meet).
     public struct Options: Sendable {
+        /// Where the event handler runs unless `setEventHandler` names a queue (nil: a serial
+        /// queue of the client's own).
+        public var callbackQueue: DispatchQueue?
         /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
         /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
         /// swallows the connect costs 250 ms, not this timeout. The machine's `connectTimeout`
         /// bounds the whole attempt.
         public var tcpConnectTimeout: Duration
-        /// The most bytes read from the socket at once (default 64 KiB).
-        public var readBufferSize: Int
-        /// Called (on the connection's queue) with the XML traffic, for debugging. The content of
-        /// SASL messages (the credentials) is replaced by a placeholder, their tags and the
-        /// mechanism are kept; nothing else is redacted.
-        public var trafficLog: (@Sendable (Traffic) -> Void)?
+        /// The most bytes taken from the transport at once (default 64 KiB).
+        public var maximumReadSize: Int
+        /// What a send does while `maximumQueuedStanzas` stanzas await acknowledgement: wait for
+        /// room (the default, cancelably) or throw `sendQueueFull`.
+        public var backPressure: BackPressure
+        /// The least severe level logged (default `none`: a client says nothing unless asked).
+        /// `trace` logs every stanza sent and received, SASL credentials hidden.
+        public var logLevel: LogLevel
+        /// Where log lines go (default: standard error, once `logLevel` asks for something).
+        /// Passwords never reach it.
+        public var logHandler: LogHandler
         /// Seeds reconnect jitter and ids (nil: random).
         public var randomSeed: UInt64?
         /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a
@@ -63,50 +71,38 @@ public final class XMPPClient: Sendable {
         /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where `.required`
         /// and `.direct` cannot be used: creating the client throws `tlsUnavailable`).
         public var tlsSessionFactory: TLSSessionFactory?
+        /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
+        /// bring its own, for example over Network.framework.
+        public var transportFactory: ByteTransportFactory
 
         /// Options.
         public init(
+            callbackQueue: DispatchQueue? = nil,
             tcpConnectTimeout: Duration = .seconds(10),
-            readBufferSize: Int = 65536,
-            trafficLog: (@Sendable (Traffic) -> Void)? = nil,
+            maximumReadSize: Int = 65536,
+            backPressure: BackPressure = .wait,
+            logLevel: LogLevel = .none,
+            logHandler: @escaping LogHandler = logToStandardError,
             randomSeed: UInt64? = nil,
             caFile: String? = nil,
-            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory
+            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
+            transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
         ) {
+            self.callbackQueue = callbackQueue
             self.tcpConnectTimeout = tcpConnectTimeout
-            self.readBufferSize = readBufferSize
-            self.trafficLog = trafficLog
+            self.maximumReadSize = maximumReadSize
+            self.backPressure = backPressure
+            self.logLevel = logLevel
+            self.logHandler = logHandler
             self.randomSeed = randomSeed
             self.caFile = caFile
             self.tlsSessionFactory = tlsSessionFactory
-        }
-    }
-
-    /// A piece of XML traffic, for `Options.trafficLog`.
-    public struct Traffic: Sendable, Equatable {
-        /// Which way it went.
-        public enum Direction: String, Sendable, Equatable {
-            case sent, received
-        }
-
-        /// Which way it went.
-        public var direction: Direction
-        /// The text (credentials replaced by a placeholder).
-        public var text: String
-
-        /// A SASL element as the log shows it: its start and end tags (the mechanism
-        /// included), its content, which carries the credentials, replaced by a placeholder.
-        static func hidingCredentials(_ bytes: [UInt8]) -> String {
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard let startTagEnd = text.firstIndex(of: ">"), let endTagStart = text.lastIndex(of: "<"),
-                startTagEnd < endTagStart
-            else { return "[\(bytes.count) bytes of SASL credentials not shown]" }
-            let hidden = text.utf8.distance(from: text.index(after: startTagEnd), to: endTagStart)
-            return text[...startTagEnd] + "[\(hidden) bytes of SASL credentials not shown]" + text[endTagStart...]
+            self.transportFactory = transportFactory
         }
     }
 
     let runner: XMPPRunner
+    let callbackQueue: DispatchQueue
 
     /// A client for `configuration` (not connected yet). `hashProvider` supplies SCRAM's
     /// cryptography (default: OpenSSL on Linux, CryptoKit on Apple platforms).
@@ -131,6 +127,7 @@ public final class XMPPClient: Sendable {
             options: options,
             hashProvider: hashProvider ?? Self.defaultHashProvider
         )
+        callbackQueue = options.callbackQueue ?? DispatchQueue(label: "tether.xmpp-client.callbacks")
     }
 
     deinit {
@@ -157,53 +154,52 @@ public final class XMPPClient: Sendable {
     @discardableResult
     public func connect() async throws(XMPPClientError) -> JID {
         let runner = runner
-        let result: Result<JID, XMPPClientError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async { runner.connect(continuation) }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancelConnect() }
-        }
+        let result: Result<JID, XMPPClientError> = await runner.core.call(
+            { runner.connect($0) },
+            onCancel: { runner.cancelConnect() }
+        )
         return try result.get()
     }
 
     /// Disconnects on purpose (a clean close; no reconnect) and returns once the client is
     /// stopped. Stanzas the server never acknowledged come in an `unacknowledgedStanzas` event.
     public func disconnect() async {
-        await awaitHandoff { continuation in
-            runner.queue.async { [runner] in runner.disconnect(continuation) }
-        }
+        let runner = runner
+        await runner.core.call { runner.disconnect($0) }
     }
 
     /// Connect again now (see `XMPPClientMachine.reconnectNow(now:)`): from a suspended or
     /// waiting client at once with the back-off reset, abandoning a hung attempt, or, while
     /// online, with a ping that checks the link.
     public func reconnectNow() {
-        runner.queue.async { [runner] in runner.reconnectNow() }
+        runner.core.queue.async { [runner] in runner.reconnectNow() }
     }
 
     // MARK: - Sending
 
-    /// Sends a message (queued while offline; kept until acknowledged with stream management).
+    /// Sends a message: queued while offline, kept until acknowledged with stream management.
+    /// While `maximumQueuedStanzas` stanzas await acknowledgement it waits for room (or throws
+    /// `sendQueueFull`, as `Options.backPressure` says); canceling the task while it waits throws
+    /// `canceled`, and the message is not sent.
     public func send(_ message: XMPPMessage) async throws(XMPPClientError) {
-        try await perform { machine, now throws(XMPPClientError) in try machine.send(message, now: now) }
+        try await submit { machine, now throws(XMPPClientError) in try machine.send(message, now: now) }
     }
 
-    /// Sends a presence.
+    /// Sends a presence (waiting for room as `send(_:)` for messages).
     public func send(_ presence: XMPPPresence) async throws(XMPPClientError) {
-        try await perform { machine, now throws(XMPPClientError) in try machine.send(presence, now: now) }
+        try await submit { machine, now throws(XMPPClientError) in try machine.send(presence, now: now) }
     }
 
     /// Sends an iq without waiting for an answer: replies to `iqRequest` events (`iq.result()`,
     /// `iq.error(…)`), or a request whose answer comes as an `iqResponse` event.
     @discardableResult
     public func send(_ iq: XMPPIQ) async throws(XMPPClientError) -> String {
-        try await perform { machine, now throws(XMPPClientError) in try machine.send(iq, now: now) }
+        try await submit { machine, now throws(XMPPClientError) in try machine.send(iq, now: now) }
     }
 
     /// Sends any stanza.
     public func send(stanza: XElement) async throws(XMPPClientError) {
-        try await perform { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now) }
+        try await submit { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now) }
     }
 
     /// Sends an iq request (`get` or `set`) and returns its `result`; throws `iqError` (with the
@@ -214,13 +210,10 @@ public final class XMPPClient: Sendable {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
         let call = Call()
         let runner = runner
-        let result: Result<XMPPIQ, XMPPClientError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async { runner.request(iq, timeout: timeout, call: call, continuation) }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancel(call) }
-        }
+        let result: Result<XMPPIQ, XMPPClientError> = await runner.core.call(
+            { runner.request(iq, timeout: timeout, call: call, $0) },
+            onCancel: { runner.cancel(call) }
+        )
         return try result.get()
     }
 
@@ -246,57 +239,59 @@ public final class XMPPClient: Sendable {
     }
 
     /// Returns once every stanza sent so far is acknowledged by the server (stream management),
-    /// or, without it, written to the socket; asks the server for an acknowledgement at once.
+    /// or, without it, written to the transport; asks the server for an acknowledgement at once.
     /// Throws when the client stops first, or `canceled` at once when the calling task is
     /// canceled.
     public func flush() async throws(XMPPClientError) {
         let call = Call()
         let runner = runner
-        let result: Result<Void, XMPPClientError> = await withTaskCancellationHandler {
-            await awaitHandoff { continuation in
-                runner.queue.async { runner.flush(call: call, continuation) }
-            }
-        } onCancel: {
-            runner.queue.async { runner.cancelFlush(call) }
-        }
+        let result: Result<Void, XMPPClientError> = await runner.core.call(
+            { runner.flush(call: call, $0) },
+            onCancel: { runner.cancelFlush(call) }
+        )
         try result.get()
     }
 
-    private func perform<Result: Sendable>(
-        _ body: @escaping @Sendable (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Result
-    ) async throws(XMPPClientError) -> Result {
-        let result: Swift.Result<Result, XMPPClientError> = await awaitHandoff { continuation in
-            runner.queue.async { [runner] in continuation.resume(returning: runner.perform(body)) }
-        }
+    /// Runs a send on the machine, waiting for room as `Options.backPressure` says.
+    private func submit<Value: Sendable>(
+        _ body: @escaping @Sendable (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Value
+    ) async throws(XMPPClientError) -> Value {
+        let call = Call()
+        let runner = runner
+        let result: Result<Value, XMPPClientError> = await runner.core.call(
+            { handoff in runner.submit(body, call: call) { handoff.resume(returning: $0) } },
+            onCancel: { runner.cancelSubmit(call) }
+        )
         return try result.get()
     }
 
     // MARK: - Events
 
-    /// Calls `handler` on `queue` with every event from now on (replacing an earlier handler).
-    public func setEventHandler(queue: DispatchQueue, _ handler: @escaping @Sendable (Event) -> Void) {
-        runner.queue.async { [runner] in runner.handler = (queue, handler) }
+    /// Calls `handler` on `queue` (default `Options.callbackQueue`) with every event from now on,
+    /// replacing an earlier handler.
+    public func setEventHandler(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Event) -> Void) {
+        let queue = queue ?? callbackQueue
+        runner.core.queue.async { [runner] in runner.core.events.setHandler(queue: queue, handler) }
     }
 
     /// A stream of every event from now on (several streams may be open at once; a stream ends
     /// when the client is deinitialised). Events are buffered until read.
     public func events() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
-        runner.queue.async { [runner] in runner.addStream(continuation) }
+        runner.core.queue.async { [runner] in runner.core.events.addStream(continuation) }
         return stream
     }
 
     /// The machine's state now.
     public func state() async -> XMPPClientMachine.StateName {
-        await awaitHandoff { continuation in
-            runner.queue.async { [runner] in continuation.resume(returning: runner.machine.stateName) }
-        }
+        let runner = runner
+        return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }
     }
 }
 
 extension XMPPClient {
-    /// One `request` or `flush` call, for canceling it from its task. Used only on the runner's
-    /// queue.
+    /// One awaiting call (`request`, `flush`, a send waiting for room), for canceling it from its
+    /// task. Used only on the runner's queue.
     final class Call: @unchecked Sendable {
         /// The iq's id, once sent.
         var id: String?
@@ -307,5 +302,5 @@ extension XMPPClient {
 
 extension XMPPClientError {
     /// A call whose task was canceled.
-    static let canceledByTask = XMPPClientError(.canceled, "The request's task was canceled.")
+    static let canceledByTask = XMPPClientError(.canceled, "The call's task was canceled.")
 }

@@ -4,141 +4,175 @@ import TetherDispatch
 import TetherXML
 import TetherXMPP
 
-/// The only code with IO and a clock for an `XMPPClient`: it owns the machine, the TCP
-/// connections (one per transport generation) and one timer, feeds the machine every socket
-/// event and timer expiry, carries out its actions, and re-arms the timer at the machine's
-/// earliest deadline (`Specs/machine-contract.md`, "The runner").
+/// The XMPP part of an `XMPPClient`'s runner: how `XMPPClientMachine`'s actions are carried out
+/// (one `ByteTransport` per transport generation, TLS inserted where the machine says) and the
+/// calls that wait for something the protocol answers (connect, disconnect, iq requests,
+/// flushes, sends waiting for room). The queue, the timer, the action loop and event delivery
+/// are the shared `ConnectionRunner`'s (`Specs/machine-contract.md`, "The runner").
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
-/// written only on `queue` (the public methods of `XMPPClient` hop onto it first).
+/// written only on `core.queue`.
 final class XMPPRunner: @unchecked Sendable {
-    let queue = DispatchQueue(label: "tether.xmpp-client")
-    var machine: XMPPClientMachine
+    let core: ConnectionRunner<XMPPClientMachine, XMPPClient.Event>
     private let options: XMPPClient.Options
-    private var connections: [TransportGeneration: TransportConnection] = [:]
+    private let log: ConnectionLog
+    private var transports: [TransportGeneration: any ByteTransport] = [:]
 
-    private let timer: DeadlineTimer
-    private var isShutDown = false
-
-    var handler: (queue: DispatchQueue, body: @Sendable (XMPPClient.Event) -> Void)?
-    /// A task awaiting `flush()`.
     private struct FlushWaiter {
         let call: XMPPClient.Call
-        let continuation: Handoff<Result<Void, XMPPClientError>>
+        let handoff: Handoff<Result<Void, XMPPClientError>>
     }
 
-    private var streams: [Int: AsyncStream<XMPPClient.Event>.Continuation] = [:]
-    private var nextStream = 0
     private var connectWaiters: [Handoff<Result<JID, XMPPClientError>>] = []
     private var disconnectWaiters: [Handoff<Void>] = []
     private var flushWaiters: [FlushWaiter] = []
     private var requestWaiters: [String: Handoff<Result<XMPPIQ, XMPPClientError>>] = [:]
     /// Requests whose task was canceled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []
+    /// Sends waiting for room in the stream-management queue (`BackPressure.wait`).
+    private var blocked = BlockedCommands<XMPPClientMachine, XMPPClientError>()
 
     init(configuration: XMPPClient.Configuration, options: XMPPClient.Options, hashProvider: any SCRAMHashProvider) {
         self.options = options
+        log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
         var machineConfiguration = configuration
         if options.tlsSessionFactory == nil && configuration.tls == .optional { machineConfiguration.tls = .disabled }
-        machine = XMPPClientMachine(
-            configuration: machineConfiguration,
-            hashProvider: hashProvider,
-            randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+        core = ConnectionRunner(
+            label: "tether.xmpp-client",
+            machine: XMPPClientMachine(
+                configuration: machineConfiguration,
+                hashProvider: hashProvider,
+                randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+            )
         )
-        timer = DeadlineTimer(queue: queue)
-        timer.onFire = { [weak self] in self?.timerFired() }
+        core.bind(
+            perform: { [unowned self] action in perform(action) },
+            afterDrain: { [unowned self] in afterDrain() }
+        )
     }
 
-    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
-    func now() -> Instant {
-        DeadlineTimer.now()
+    /// The client is gone: close everything without events (the block keeps the runner alive
+    /// until it has run).
+    func shutDown() {
+        core.queue.async { [self] in
+            for transport in transports.values { transport.close() }
+            transports.removeAll()
+            core.shutDown()
+        }
     }
 
-    // MARK: - Commands (on `queue`)
+    private var now: Instant { core.now() }
 
-    func connect(_ continuation: Handoff<Result<JID, XMPPClientError>>) {
-        if let jid = machine.jid { return continuation.resume(returning: .success(jid)) }
-        connectWaiters.append(continuation)
-        switch machine.phase {
+    // MARK: - Commands (on the queue)
+
+    func connect(_ handoff: Handoff<Result<JID, XMPPClientError>>) {
+        if let jid = core.machine.jid { return handoff.resume(returning: .success(jid)) }
+        connectWaiters.append(handoff)
+        switch core.machine.phase {
         case .disconnected:
-            machine.start(now: now())
+            log.info("Connecting as \(core.machine.configuration.jid).")
+            core.machine.start(now: now)
         case .suspended:
-            machine.reconnectNow(now: now())
+            core.machine.reconnectNow(now: now)
         case .connecting, .connected, .resuming, .closing, .reconnectWaiting:
             break
         }
-        drive()
+        core.drive()
     }
 
     /// The task awaiting `connect()` was canceled: the attempt is abandoned (the machine stops)
     /// and the waiting `connect()` calls throw `canceled`. Nothing happens once online.
     func cancelConnect() {
-        guard !connectWaiters.isEmpty, machine.jid == nil else { return }
+        guard !connectWaiters.isEmpty, core.machine.jid == nil else { return }
         resumeConnectWaiters(.failure(XMPPClientError(.canceled, "The connect's task was canceled.")))
-        machine.stop(now: now())
-        drive()
+        core.machine.stop(now: now)
+        core.drive()
     }
 
-    func disconnect(_ continuation: Handoff<Void>) {
-        guard machine.stateName != .disconnected else { return continuation.resume() }
-        disconnectWaiters.append(continuation)
-        machine.stop(now: now())
-        drive()
+    func disconnect(_ handoff: Handoff<Void>) {
+        guard core.machine.phase != .disconnected else { return handoff.resume() }
+        disconnectWaiters.append(handoff)
+        log.info("Disconnecting.")
+        core.machine.stop(now: now)
+        core.drive()
     }
 
     func reconnectNow() {
-        machine.reconnectNow(now: now())
-        drive()
+        core.machine.reconnectNow(now: now)
+        core.drive()
     }
 
-    func perform<Value>(
-        _ body: (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Value
-    ) -> Result<Value, XMPPClientError> {
-        let result: Result<Value, XMPPClientError>
+    /// Runs an app send; when the queue of unacknowledged stanzas is full it waits its turn
+    /// (`BackPressure.wait`: an acknowledgement is asked for at once) or fails.
+    func submit<Value>(
+        _ body: @escaping (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Value,
+        call: XMPPClient.Call,
+        completion: @escaping (Result<Value, XMPPClientError>) -> Void
+    ) {
+        guard !call.isCanceled else { return completion(.failure(.canceledByTask)) }
+        let command = BlockedCommands<XMPPClientMachine, XMPPClientError>.Command(
+            run: { machine, now throws(XMPPClientError) in completion(.success(try body(&machine, now))) },
+            fail: { completion(.failure($0)) },
+            call: call
+        )
+        guard blocked.isEmpty else { return blocked.append(command) }
         do throws(XMPPClientError) {
-            result = .success(try body(&machine, now()))
+            try command.run(&core.machine, now)
+        } catch  where error.kind == .sendQueueFull && options.backPressure == .wait {
+            blocked.append(command)
+            log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
+            core.machine.requestAcknowledgement(now: now)
         } catch {
-            result = .failure(error)
+            command.fail(error)
         }
-        drive()
-        return result
+        core.drive()
+    }
+
+    /// The task of a send waiting for room was canceled: it throws `canceled` and is never sent.
+    func cancelSubmit(_ call: XMPPClient.Call) {
+        call.isCanceled = true
+        _ = blocked.cancel(call, with: .canceledByTask)
     }
 
     func request(
         _ iq: XMPPIQ,
         timeout: Duration?,
         call: XMPPClient.Call,
-        _ continuation: Handoff<Result<XMPPIQ, XMPPClientError>>
+        _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
     ) {
-        guard !call.isCanceled else { return continuation.resume(returning: .failure(.canceledByTask)) }
-        do throws(XMPPClientError) {
-            let id = try machine.send(iq, timeout: timeout, now: now())
-            requestWaiters[id] = continuation
-            call.id = id
-        } catch {
-            continuation.resume(returning: .failure(error))
+        let sent: (Result<String, XMPPClientError>) -> Void = { [unowned self] result in
+            switch result {
+            case .success(let id):
+                call.id = id
+                requestWaiters[id] = handoff
+            case .failure(let error):
+                handoff.resume(returning: .failure(error))
+            }
         }
-        drive()
+        submit(
+            { machine, now throws(XMPPClientError) in try machine.send(iq, timeout: timeout, now: now) },
+            call: call,
+            completion: sent
+        )
     }
 
     /// The task awaiting a request was canceled: it throws `canceled` at once; the answer, when it
-    /// comes, is dropped.
+    /// comes, is dropped (a request still waiting for room is never sent).
     func cancel(_ call: XMPPClient.Call) {
         call.isCanceled = true
+        if blocked.cancel(call, with: .canceledByTask) { return }
         guard let id = call.id, let waiter = requestWaiters.removeValue(forKey: id) else { return }
         abandonedRequests.insert(id)
         waiter.resume(returning: .failure(.canceledByTask))
     }
 
-    func flush(call: XMPPClient.Call, _ continuation: Handoff<Result<Void, XMPPClientError>>) {
+    func flush(call: XMPPClient.Call, _ handoff: Handoff<Result<Void, XMPPClientError>>) {
         guard !call.isCanceled else {
-            return continuation.resume(
-                returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled."))
-            )
+            return handoff.resume(returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled.")))
         }
-        machine.requestAcknowledgement(now: now())
-        flushWaiters.append(FlushWaiter(call: call, continuation: continuation))
-        drive()
+        core.machine.requestAcknowledgement(now: now)
+        flushWaiters.append(FlushWaiter(call: call, handoff: handoff))
+        core.drive()
     }
 
     /// The task awaiting a flush was canceled: that flush throws `canceled` at once (what was sent
@@ -146,154 +180,152 @@ final class XMPPRunner: @unchecked Sendable {
     func cancelFlush(_ call: XMPPClient.Call) {
         call.isCanceled = true
         guard let index = flushWaiters.firstIndex(where: { $0.call === call }) else { return }
-        flushWaiters.remove(at: index).continuation.resume(
+        flushWaiters.remove(at: index).handoff.resume(
             returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled."))
         )
     }
 
-    func addStream(_ continuation: AsyncStream<XMPPClient.Event>.Continuation) {
-        let key = nextStream
-        nextStream += 1
-        streams[key] = continuation
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            queue.async { self.streams[key] = nil }
-        }
-    }
+    // MARK: - Actions
 
-    /// The client is gone: close everything without events.
-    func shutDown() {
-        queue.async { [self] in
-            isShutDown = true
-            for connection in connections.values { connection.close() }
-            connections.removeAll()
-            timer.cancel()
-            for stream in streams.values { stream.finish() }
-            streams.removeAll()
-        }
-    }
-
-    // MARK: - The loop
-
-    /// Carries out the machine's actions, then re-arms the timer.
-    func drive() {
-        guard !isShutDown else { return }
-        while let action = machine.pollAction() {
-            switch action {
-            case .openTransport(let endpoint, let generation, let directTLSServerName):
-                let connection = TransportConnection(
-                    endpoint: endpoint,
-                    queue: queue,
-                    connectTimeout: options.tcpConnectTimeout,
-                    readBufferSize: options.readBufferSize,
-                    directTLSServerName: directTLSServerName,
-                    settings: TLSSettings(factory: options.tlsSessionFactory, caFile: options.caFile)
-                ) { [weak self] event in
-                    self?.transportEvent(event, generation: generation)
-                }
-                connections[generation] = connection
-                connection.start()
-            case .send(let bytes, let generation, let containsCredentials):
-                if let log = options.trafficLog {
-                    log(
-                        XMPPClient.Traffic(
-                            direction: .sent,
-                            text: containsCredentials
-                                ? XMPPClient.Traffic.hidingCredentials(bytes)
-                                : String(decoding: bytes, as: UTF8.self)
-                        )
-                    )
-                }
-                connections[generation]?.send(bytes)
-            case .startTLS(let serverName, let generation, let buffered):
-                connections[generation]?.startTLS(serverName: serverName, buffered: buffered)
-            case .closeTransport(let generation):
-                connections.removeValue(forKey: generation)?.close()
-            case .event(let event):
-                deliver(event)
+    private func perform(_ action: XMPPClientMachine.Action) {
+        switch action {
+        case .openTransport(let endpoint, let generation, let directTLSServerName):
+            log.debug("Connecting to \(endpoint)\(directTLSServerName == nil ? "" : " with direct TLS").")
+            let request = ByteTransportRequest(
+                endpoint: endpoint,
+                directTLSServerName: directTLSServerName,
+                tcpConnectTimeout: options.tcpConnectTimeout,
+                maximumReadSize: options.maximumReadSize,
+                tlsSessionFactory: options.tlsSessionFactory,
+                caFile: options.caFile
+            )
+            let transport = options.transportFactory(request, core.queue) { [weak self] event in
+                self?.transportEvent(event, generation: generation)
             }
+            transports[generation] = transport
+            transport.start()
+        case .send(let bytes, let generation, let containsCredentials):
+            log.trace {
+                "Sending "
+                    + (containsCredentials
+                        ? Self.hidingCredentials(bytes) : String(decoding: bytes, as: UTF8.self))
+            }
+            transports[generation]?.send(bytes)
+        case .startTLS(let serverName, let generation, let buffered):
+            log.debug("Starting TLS for \(serverName).")
+            transports[generation]?.startTLS(serverName: serverName, bufferedBytes: buffered)
+        case .closeTransport(let generation):
+            transports.removeValue(forKey: generation)?.close()
+        case .event(let event):
+            deliver(event)
+        }
+    }
+
+    private func afterDrain() {
+        if !blocked.isEmpty {
+            blocked.retry(on: &core.machine, now: now) { $0.kind == .sendQueueFull }
         }
         resolveFlushWaiters()
-        armTimer()
     }
 
-    private func transportEvent(_ event: TransportConnection.Event, generation: TransportGeneration) {
-        guard connections[generation] != nil else { return }
+    private func transportEvent(_ event: ByteTransportEvent, generation: TransportGeneration) {
+        guard transports[generation] != nil else { return }
         switch event {
         case .connected:
-            machine.transportConnected(generation: generation, now: now())
+            core.machine.transportConnected(generation: generation, now: now)
         case .tlsEstablished:
-            machine.tlsEstablished(generation: generation, now: now())
+            core.machine.tlsEstablished(generation: generation, now: now)
         case .tlsFailed(let reason):
-            connections.removeValue(forKey: generation)?.close()
-            machine.tlsFailed(generation: generation, reason: reason, now: now())
+            transports.removeValue(forKey: generation)?.close()
+            log.debug("TLS failed: \(reason)")
+            core.machine.tlsFailed(generation: generation, reason: reason, now: now)
         case .received(let bytes):
-            options.trafficLog?(XMPPClient.Traffic(direction: .received, text: String(decoding: bytes, as: UTF8.self)))
-            machine.transportReceived(bytes, generation: generation, now: now())
+            log.trace { "Received " + String(decoding: bytes, as: UTF8.self) }
+            core.machine.transportReceived(bytes, generation: generation, now: now)
         case .drained:
             break
         case .closed(let error):
-            connections.removeValue(forKey: generation)?.close()
-            machine.transportClosed(generation: generation, error: error, now: now())
+            transports.removeValue(forKey: generation)?.close()
+            log.debug("The connection closed\(error.map { ": \($0)" } ?? ".")")
+            core.machine.transportClosed(generation: generation, error: error, now: now)
         }
-        drive()
+        core.drive()
     }
 
-    private func timerFired() {
-        machine.handleTimeout(now: now())
-        drive()
-    }
-
-    private func armTimer() {
-        timer.arm(at: machine.pollTimeout())
+    /// A SASL element as the log shows it: its start and end tags (the mechanism included), its
+    /// content, which carries the credentials, replaced by a placeholder.
+    static func hidingCredentials(_ bytes: [UInt8]) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let startTagEnd = text.firstIndex(of: ">"), let endTagStart = text.lastIndex(of: "<"),
+            startTagEnd < endTagStart
+        else { return "[\(bytes.count) bytes of SASL credentials not shown]" }
+        let hidden = text.utf8.distance(from: text.index(after: startTagEnd), to: endTagStart)
+        return text[...startTagEnd] + "[\(hidden) bytes of SASL credentials not shown]" + text[endTagStart...]
     }
 
     // MARK: - Events and waiters
 
     private func deliver(_ event: XMPPClient.Event) {
-        if case .iqResponse(let id, let outcome) = event {
+        switch event {
+        case .iqResponse(let id, let outcome):
             // Answers to `request` go to their caller only (or nowhere, when it gave up).
             if let waiter = requestWaiters.removeValue(forKey: id) {
                 return waiter.resume(returning: Self.result(of: outcome))
             }
             if abandonedRequests.remove(id) != nil { return }
-        }
-        // The app sees the event before any waiter resumes, so that a caller returning from
-        // `connect()` or `disconnect()` finds it already delivered.
-        if let handler {
-            let body = handler.body
-            handler.queue.async { body(event) }
-        }
-        for stream in streams.values { stream.yield(event) }
-        switch event {
+            core.events.deliver(event)
         case .connected(let jid), .resumed(let jid):
-            resumeConnectWaiters(.success(jid))
+            log.info(event == .connected(jid) ? "Connected as \(jid)." : "Resumed as \(jid).")
+            let waiters = takeConnectWaiters()
+            core.events.deliver(event) { for waiter in waiters { waiter.resume(returning: .success(jid)) } }
         case .suspended(let error):
-            resumeConnectWaiters(.failure(error))
+            log.error("The reconnect policy gave up: \(error)")
+            let waiters = takeConnectWaiters()
+            core.events.deliver(event) { for waiter in waiters { waiter.resume(returning: .failure(error)) } }
         case .closed(let error):
+            if let error { log.error("Stopped: \(error)") } else { log.info("Stopped.") }
             let failure = error ?? XMPPClientError(.notConnected, "The connection was stopped.")
-            resumeConnectWaiters(.failure(failure))
-            for waiter in disconnectWaiters { waiter.resume() }
+            let waiters = takeConnectWaiters()
+            let disconnecting = disconnectWaiters
             disconnectWaiters.removeAll()
-            for waiter in flushWaiters { waiter.continuation.resume(returning: .failure(failure)) }
+            let flushing = flushWaiters
             flushWaiters.removeAll()
-        case .resumeFailed, .streamManagementEnabled, .disconnected, .connectAttemptFailed, .reconnecting, .message,
-            .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster, .rosterPush, .unacknowledgedStanzas:
-            break
+            blocked.failAll(failure)
+            core.events.deliver(event) {
+                for waiter in waiters { waiter.resume(returning: .failure(failure)) }
+                for waiter in disconnecting { waiter.resume() }
+                for waiter in flushing { waiter.handoff.resume(returning: .failure(failure)) }
+            }
+        case .disconnected(let error):
+            if let error { log.warning("The connection was lost: \(error)") }
+            core.events.deliver(event)
+        case .reconnecting(let attempt, let delay):
+            log.info("Reconnect attempt \(attempt) in \(delay).")
+            core.events.deliver(event)
+        case .connectAttemptFailed(let error):
+            log.debug("The connect attempt failed: \(error)")
+            core.events.deliver(event)
+        case .resumeFailed, .streamManagementEnabled, .message, .presence, .subscriptionRequest, .iqRequest, .roster,
+            .rosterPush, .unacknowledgedStanzas:
+            core.events.deliver(event)
         }
+    }
+
+    private func takeConnectWaiters() -> [Handoff<Result<JID, XMPPClientError>>] {
+        defer { connectWaiters.removeAll() }
+        return connectWaiters
     }
 
     private func resumeConnectWaiters(_ result: Result<JID, XMPPClientError>) {
-        for waiter in connectWaiters { waiter.resume(returning: result) }
-        connectWaiters.removeAll()
+        for waiter in takeConnectWaiters() { waiter.resume(returning: result) }
     }
 
     private func resolveFlushWaiters() {
-        guard !flushWaiters.isEmpty, machine.unacknowledgedCount == 0,
-            connections.values.allSatisfy({ $0.pendingWriteCount == 0 }),
-            machine.stateName == .connected || machine.stateName == .disconnected
+        guard !flushWaiters.isEmpty, core.machine.unacknowledgedCount == 0,
+            transports.values.allSatisfy({ $0.pendingWriteCount == 0 }),
+            core.machine.phase == .connected || core.machine.phase == .disconnected
         else { return }
-        for waiter in flushWaiters { waiter.continuation.resume(returning: .success(())) }
+        for waiter in flushWaiters { waiter.handoff.resume(returning: .success(())) }
         flushWaiters.removeAll()
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import TetherCore
+import TetherDispatch
 import TetherJSON
 import TetherSignalR
 import TetherSignalRClient
@@ -234,7 +235,7 @@ struct SignalRCommand: Sendable, Equatable {
                 connection.on(target) { arguments in printer.call(target: target, arguments: arguments) }
             }
         }
-        connection.onLifecycle { event in printer.lifecycle(event) }
+        connection.setEventHandler(queue: printer.queue) { event in printer.lifecycle(event) }
         do throws(HubConnectionError) {
             try await connection.start()
         } catch {
@@ -340,7 +341,7 @@ final class Printer: @unchecked Sendable {
     }
 
     /// On `queue`: a lifecycle event.
-    func lifecycle(_ event: HubConnection.LifecycleEvent) {
+    func lifecycle(_ event: HubConnection.Event) {
         switch event {
         case .connected: output(#"{"event":"connected"}"#)
         case .reconnecting: output(#"{"event":"reconnecting"}"#)

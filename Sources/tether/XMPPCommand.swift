@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @_spi(TetherInternal) import TetherCore
+import TetherDispatch
 import TetherJSON
 import TetherXML
 import TetherXMPP
@@ -248,9 +249,9 @@ struct XMPPCommand: Sendable, Equatable {
         }
         var options = XMPPClient.Options(caFile: caFile)
         if verbose {
-            options.trafficLog = { traffic in
-                errorOutput((traffic.direction == .sent ? "SEND: " : "RECV: ") + traffic.text)
-            }
+            // The traffic at `trace`, SASL credentials hidden, and the connection's steps.
+            options.logLevel = .trace
+            options.logHandler = { level, text in errorOutput("tether: \(level): \(text)") }
         }
         let client: XMPPClient
         do throws(XMPPClientError) {

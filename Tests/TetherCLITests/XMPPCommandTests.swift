@@ -148,7 +148,7 @@ struct XMPPCommandServerTests {
         #expect(send.output.first?.hasPrefix(#"{"event":"connected","jid":"alice@localhost/"#) == true)
         #expect(send.output.last == #"{"event":"disconnected","reason":null}"#)
         // --verbose: the traffic, credentials hidden.
-        #expect(send.errors.contains { $0.hasPrefix("SEND: <?xml") })
+        #expect(send.errors.contains { $0.hasPrefix("tether: trace: Sending <?xml") })
         #expect(send.errors.contains { $0.contains("SASL credentials not shown") })
         #expect(!send.errors.joined().contains("alicepass"))
         let received = await listen.result

@@ -1,4 +1,5 @@
 import Testing
+import TetherDispatch
 import TetherSignalR
 import TetherXMPP
 
@@ -11,7 +12,7 @@ struct DriverDefaultsTests {
     @Test func clientsAreSilentUnlessAsked() {
         #expect(HubConnection.Options().logLevel == .none)
         #expect(HubConnectionBuilder(url: "http://127.0.0.1:1/hub").options.logLevel == .none)
-        #expect(XMPPClient.Options().trafficLog == nil)
+        #expect(XMPPClient.Options().logLevel == .none)
     }
 
     /// A connection that could never be made is refused when it is created, naming why.
@@ -43,6 +44,6 @@ struct DriverDefaultsTests {
         ("garbage without tags", "[20 bytes of SASL credentials not shown]"),
     ])
     func saslContentIsHidden(element: String, logged: String) {
-        #expect(XMPPClient.Traffic.hidingCredentials(Array(element.utf8)) == logged)
+        #expect(XMPPRunner.hidingCredentials(Array(element.utf8)) == logged)
     }
 }

@@ -168,7 +168,7 @@ struct HubConnectionTests {
             }
             .build()
         let lifecycle = LifecycleRecorder(connection)
-        let stream = connection.lifecycleEvents()
+        let stream = connection.events()
         let notes = Recorder<String>()
         connection.on("Notify") { (text: String) in notes.append(text) }
         let rejoined = Recorder<String>()
@@ -418,7 +418,7 @@ extension HubConnectionError {
     )
 }
 
-extension HubConnection.LifecycleEvent {
+extension HubConnection.Event {
     var name: String {
         switch self {
         case .connected: "connected"
@@ -464,17 +464,19 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
 
 /// A connection's lifecycle events.
 final class LifecycleRecorder: Sendable {
-    private let recorder = Recorder<HubConnection.LifecycleEvent>()
+    private let recorder = Recorder<HubConnection.Event>()
 
     init(_ connection: HubConnection) {
-        connection.onLifecycle { [recorder] event in recorder.append(event) }
+        connection.setEventHandler(queue: DispatchQueue(label: "lifecycle")) { [recorder] event in
+            recorder.append(event)
+        }
     }
 
-    var events: [HubConnection.LifecycleEvent] { recorder.values }
+    var events: [HubConnection.Event] { recorder.values }
 
     func wait(
         timeout: Duration = .seconds(10),
-        _ condition: ([HubConnection.LifecycleEvent]) -> Bool
+        _ condition: ([HubConnection.Event]) -> Bool
     ) async -> Bool {
         await recorder.wait(timeout: timeout, condition)
     }
@@ -484,7 +486,7 @@ final class LifecycleRecorder: Sendable {
 final class LogRecorder: Sendable {
     private let recorder = Recorder<String>()
 
-    var handler: @Sendable (HubConnection.LogLevel, String) -> Void {
+    var handler: @Sendable (LogLevel, String) -> Void {
         { [recorder] level, text in recorder.append("\(level): \(text)") }
     }
 

@@ -71,7 +71,7 @@ struct TCPConnectionTests {
             queue: queue,
             connectTimeout: connectTimeout,
             attemptDelay: attemptDelay,
-            readBufferSize: 4096
+            maximumReadSize: 4096
         ) { recorder.record($0) }
         let start = ContinuousClock.now
         queue.async { connection.connect(to: addresses) }

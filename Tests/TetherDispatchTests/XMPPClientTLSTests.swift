@@ -37,7 +37,7 @@ struct XMPPClientTLSTests {
         let log = TrafficLog()
         let client = try XMPPClient(
             Self.configuration(server, tls: .required),
-            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
         #expect(jid.bare == JID("alice@localhost"))
@@ -60,7 +60,7 @@ struct XMPPClientTLSTests {
         configuration.mechanisms = SASLMechanism.allCases
         let client = try XMPPClient(
             configuration,
-            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         try await client.connect()
         #expect(log.entries.contains { $0.direction == .sent && $0.text.hasPrefix("<starttls") })
@@ -74,7 +74,7 @@ struct XMPPClientTLSTests {
         let log = TrafficLog()
         let client = try XMPPClient(
             Self.configuration(server, tls: .direct),
-            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
         #expect(jid.bare == JID("alice@localhost"))
@@ -170,7 +170,7 @@ struct XMPPClientTLSTests {
         let log = TrafficLog()
         let client = try XMPPClient(
             Self.configuration(server, tls: .required),
-            options: .init(trafficLog: { log.append($0) }, caFile: certificates.caCertificate)
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         do {
             try await client.connect()

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import TetherCore
+import TetherDispatch
 import TetherTestServers
 import TetherXML
 import TetherXMPP
@@ -202,6 +203,99 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// A plain loop of sends through a small stream-management queue loses nothing: each send
+    /// waits for room (the default back-pressure) instead of throwing `sendQueueFull`.
+    @Test func sendsWaitForRoomInTheQueue() async throws {
+        let server = try startedProsody()
+        var aliceConfiguration = testConfiguration("alice", port: server.port, resource: "a")
+        aliceConfiguration.maximumQueuedStanzas = 10
+        let alice = try XMPPClient(aliceConfiguration)
+        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let bobEvents = EventRecorder(bob)
+        try await bob.connect()
+        try await alice.connect()
+        for n in 1...300 {
+            try await alice.send(XMPPMessage(to: JID("bob@localhost/b"), body: "m\(n)"))
+        }
+        let expected = (1...300).map { "m\($0)" }
+        #expect(await bobEvents.wait(timeout: .seconds(20)) { _ in bobEvents.bodies.count >= 300 })
+        #expect(bobEvents.bodies == expected)
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
+    /// With `backPressure: .fail` a full queue throws `sendQueueFull` at once; with the default, a
+    /// send waiting for room whose task is canceled throws `canceled` and never reaches the server.
+    @Test func fullQueueFailsFastOrWaitsCancelably() async throws {
+        let server = try startedProsody()
+        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let bobEvents = EventRecorder(bob)
+        try await bob.connect()
+
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var configuration = testConfiguration("alice", port: relay.port, resource: "fails")
+        configuration.maximumQueuedStanzas = 3
+        let failing = try XMPPClient(configuration, options: .init(backPressure: .fail))
+        let failingEvents = EventRecorder(failing)
+        try await failing.connect()
+        #expect(await failingEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        relay.stallAll()  // no acknowledgement comes back
+        do {
+            for n in 1...4 { try await failing.send(XMPPMessage(to: JID("bob@localhost/b"), body: "f\(n)")) }
+            Issue.record("four sends into a queue of three")
+        } catch {
+            #expect(error.kind == .sendQueueFull)
+        }
+        relay.cutAll()
+        await failing.disconnect()
+
+        // The default: a send into the full queue waits; canceled, it is dropped.
+        let log = TrafficLog()
+        let stalling = try TCPRelay(upstreamPort: server.port)
+        configuration.endpoint = Endpoint(host: "127.0.0.1", port: stalling.port)
+        configuration.resource = "waits"
+        let debug = Recorder<String>()
+        let waiting = try XMPPClient(
+            configuration,
+            options: .init(logLevel: .trace) { level, line in
+                log.handler(level, line)
+                debug.append(line)
+            }
+        )
+        let waitingEvents = EventRecorder(waiting)
+        try await waiting.connect()
+        #expect(await waitingEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        stalling.stallAll()
+        let sent = Recorder<Int>()
+        let sending = Task {
+            for n in 1...10 {
+                try await waiting.send(XMPPMessage(to: JID("bob@localhost/b"), body: "w\(n)"))
+                sent.append(n)
+            }
+        }
+        // One waits (the client asked for an acknowledgement to make room).
+        #expect(await debug.wait { $0.contains { $0.contains("a send waits for room") } })
+        sending.cancel()
+        do {
+            try await sending.value
+            Issue.record("ten sends into a queue of three")
+        } catch {
+            #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+        }
+        let delivered = sent.values.map { "w\($0)" }
+        #expect(delivered.count < 3)
+        // Cut the stalled link: the session resumes and the queued messages arrive; the canceled
+        // one never does.
+        stalling.cutAll()
+        #expect(await waitingEvents.wait { $0.contains { $0.isResumed } })
+        try await waiting.send(XMPPMessage(to: JID("bob@localhost/b"), body: "end"))
+        #expect(await bobEvents.wait { _ in bobEvents.bodies.contains("end") })
+        // (The failing client's first message may have slipped through before its stall.)
+        #expect(bobEvents.bodies.filter { !$0.hasPrefix("f") } == delivered + ["end"])
+        await waiting.disconnect()
+        await bob.disconnect()
+    }
+
     /// A flush waiting for an acknowledgement that cannot come (the link stalled) throws
     /// `canceled` at once when its task is canceled.
     @Test func flushCanceledByItsTask() async throws {
@@ -211,7 +305,7 @@ struct XMPPClientTests {
         // No acknowledgement request of its own: the only <r/> is the flush's.
         configuration.streamManagement = .init(requestAckAfterStanzas: 1000, requestAckAfter: .seconds(600))
         let log = TrafficLog()
-        let client = try XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
+        let client = try XMPPClient(configuration, options: .init(logLevel: .trace, logHandler: log.handler))
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -304,7 +398,7 @@ struct XMPPClientTests {
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
         configuration.allowPlainOnCleartext = true
-        let client = try XMPPClient(configuration, options: .init(trafficLog: { log.append($0) }))
+        let client = try XMPPClient(configuration, options: .init(logLevel: .trace, logHandler: log.handler))
         try await client.connect()
         await client.disconnect()
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text).joined()
@@ -316,16 +410,34 @@ struct XMPPClientTests {
     }
 }
 
+/// The XML traffic a client logs at `trace` ("Sending …", "Received …").
 final class TrafficLog: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var stored: [XMPPClient.Traffic] = []
-
-    func append(_ traffic: XMPPClient.Traffic) {
-        lock.withLock { stored.append(traffic) }
+    struct Entry: Sendable {
+        enum Direction: Sendable { case sent, received }
+        var direction: Direction
+        var text: String
     }
 
-    var entries: [XMPPClient.Traffic] {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [Entry] = []
+
+    /// The handler to pass as `Options.logHandler` (with `logLevel: .trace`).
+    var handler: LogHandler {
+        { [self] _, line in
+            let entry: Entry? =
+                if line.hasPrefix("Sending ") {
+                    Entry(direction: .sent, text: String(line.dropFirst("Sending ".count)))
+                } else if line.hasPrefix("Received ") {
+                    Entry(direction: .received, text: String(line.dropFirst("Received ".count)))
+                } else {
+                    nil
+                }
+            if let entry { lock.withLock { stored.append(entry) } }
+        }
+    }
+
+    var entries: [Entry] {
         lock.withLock { stored }
     }
 }

@@ -1,23 +1,9 @@
-package import Dispatch
+import Dispatch
 public import TetherCore
 
 #if canImport(TetherTLS)
     import TetherTLS
 #endif
-
-/// How a transport inserts TLS: the session maker (nil: no TLS layer) and what to trust.
-package struct TLSSettings: Sendable {
-    /// Makes the sessions.
-    package var factory: TLSSessionFactory?
-    /// A PEM file of CA certificates trusted in addition to the system's.
-    package var caFile: String?
-
-    package init(factory: TLSSessionFactory?, caFile: String?) {
-        self.factory = factory
-        self.caFile = caFile
-    }
-
-}
 
 /// This platform's default TLS session maker for the drivers: OpenSSL (`TetherTLS`'s
 /// `OpenSSLTLSSession`) on Linux, none elsewhere.
@@ -29,79 +15,58 @@ public let defaultTLSSessionFactory: TLSSessionFactory? = {
     #endif
 }()
 
-/// One transport generation's stack for a runner: a TCP connection and, when asked, TLS over it
-/// (at once for direct TLS, or mid-stream for STARTTLS). It hands the runner plaintext and
-/// lifecycle events, and takes plaintext to send; the TLS layer is a `TLSSession` from the
-/// settings' factory (by default `TetherTLS`'s OpenSSL session on Linux, none elsewhere).
+/// The default `ByteTransport`: a `TCPConnection` and, when asked, TLS over it (at once for
+/// direct TLS, or mid-stream for STARTTLS). It hands the runner plaintext and lifecycle events,
+/// and takes plaintext to send; the TLS layer is a `TLSSession` from the request's factory (by
+/// default `TetherTLS`'s OpenSSL session on Linux, none elsewhere).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`. Events are delivered on `queue` from inside socket events, never from
 /// inside a call the runner makes (failures found while sending are delivered asynchronously).
-package final class TransportConnection: @unchecked Sendable {
-    package enum Event {
-        /// Connected (with direct TLS: and TLS is established).
-        case connected
-        /// TLS inserted by `startTLS` is established.
-        case tlsEstablished
-        /// Plaintext received.
-        case received([UInt8])
-        /// TLS failed (a rejected certificate, a failed handshake, a broken record).
-        case tlsFailed(String)
-        /// Everything written was taken by the kernel.
-        case drained
-        /// The connection ended (nil: orderly).
-        case closed(String?)
-    }
-
+final class TCPTransport: ByteTransport, @unchecked Sendable {
     private let queue: DispatchQueue
-    private let settings: TLSSettings
+    private let tlsSessionFactory: TLSSessionFactory?
+    private let caFile: String?
     private let directTLSServerName: String?
     private var tcp: TCPConnection?
-    private var onEvent: ((Event) -> Void)?
+    private var onEvent: ((ByteTransportEvent) -> Void)?
     private var closed = false
 
     /// The TLS session, once inserted, and whether it was direct TLS.
     private var session: (any TLSSession)?
     private var sessionIsDirect = false
 
-    package init(
-        endpoint: Endpoint,
-        queue: DispatchQueue,
-        connectTimeout: Duration,
-        readBufferSize: Int,
-        directTLSServerName: String?,
-        settings: TLSSettings,
-        onEvent: @escaping (Event) -> Void
-    ) {
+    init(request: ByteTransportRequest, queue: DispatchQueue, onEvent: @escaping (ByteTransportEvent) -> Void) {
         self.queue = queue
-        self.settings = settings
-        self.directTLSServerName = directTLSServerName
+        tlsSessionFactory = request.tlsSessionFactory
+        caFile = request.caFile
+        directTLSServerName = request.directTLSServerName
         self.onEvent = onEvent
         tcp = TCPConnection(
-            endpoint: endpoint,
+            endpoint: request.endpoint,
             queue: queue,
-            connectTimeout: connectTimeout,
-            readBufferSize: readBufferSize
+            connectTimeout: request.tcpConnectTimeout,
+            maximumReadSize: request.maximumReadSize
         ) { [weak self] event in
             self?.tcpEvent(event)
         }
     }
 
     /// Bytes written and not yet taken by the kernel.
-    package var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
+    var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
 
-    package func start() {
+    func start() {
         tcp?.start()
     }
 
     /// Inserts TLS now (after STARTTLS's `<proceed/>`); `buffered` arrived after it.
-    package func startTLS(serverName: String, buffered: [UInt8]) {
+    func startTLS(serverName: String, bufferedBytes: [UInt8]) {
         beginTLS(serverName: serverName, direct: false)
-        if !buffered.isEmpty { queue.async { [self] in received(buffered) } }
+        if !bufferedBytes.isEmpty { queue.async { [self] in received(bufferedBytes) } }
     }
 
     /// Sends plaintext (through TLS when it is in place).
-    package func send(_ bytes: [UInt8]) {
+    func send(_ bytes: [UInt8]) {
         guard !closed else { return }
         if let session {
             do {
@@ -116,7 +81,7 @@ package final class TransportConnection: @unchecked Sendable {
 
     /// Closes: TLS's close_notify first when TLS is up, then the socket once what is written has
     /// gone out. No event follows.
-    package func close() {
+    func close() {
         guard !closed else { return }
         closed = true
         onEvent = nil
@@ -130,7 +95,7 @@ package final class TransportConnection: @unchecked Sendable {
 
     // MARK: - Internals
 
-    private func deliver(_ event: Event) {
+    private func deliver(_ event: ByteTransportEvent) {
         guard !closed else { return }
         onEvent?(event)
     }
@@ -158,10 +123,10 @@ package final class TransportConnection: @unchecked Sendable {
     }
 
     private func beginTLS(serverName: String, direct: Bool) {
-        guard let factory = settings.factory else { return failLater("this platform's driver has no TLS layer") }
+        guard let factory = tlsSessionFactory else { return failLater("this platform's driver has no TLS layer") }
         do {
             let session = try factory(
-                TLSSessionConfiguration(serverName: serverName, additionalTrustedCertificates: settings.caFile)
+                TLSSessionConfiguration(serverName: serverName, additionalTrustedCertificates: caFile)
             )
             try session.start()
             self.session = session

@@ -1,0 +1,163 @@
+package import Dispatch
+package import TetherCore
+
+/// What every client's runner shares, whatever its protocol (`Specs/machine-contract.md`, "The
+/// runner"): one serial queue that owns the machine, one timer armed at the machine's earliest
+/// deadline, the action loop, event delivery, and the awaiting calls with their cancellation.
+/// A client adds what its protocol needs: how each action is carried out (`perform`), what to
+/// check after every drain (`afterDrain`), and its waiters.
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
+/// mutable are used only on `queue` (`dispatchPrecondition` checks the loop).
+package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & SendableMetatype, Event: Sendable>:
+    @unchecked Sendable
+{
+    package let queue: DispatchQueue
+    package var machine: Machine
+    package let events: EventDelivery<Event>
+    private let timer: DeadlineTimer
+    package private(set) var isShutDown = false
+    private var perform: (Machine.Action) -> Void = { _ in }
+    private var afterDrain: () -> Void = {}
+
+    /// A runner for `machine` on a new serial queue named `label`.
+    package init(label: String, machine: consuming Machine) {
+        let queue = DispatchQueue(label: label)
+        self.queue = queue
+        self.machine = machine
+        events = EventDelivery(runnerQueue: queue)
+        timer = DeadlineTimer(queue: queue)
+        timer.onFire = { [weak self] in self?.timerFired() }
+    }
+
+    /// Sets the protocol's part: `perform` carries out one action, `afterDrain` runs after every
+    /// drain. The closures should hold their owner unowned: the owner holds the runner, and only
+    /// the owner's calls reach the runner (and its `shutDown()` ends them).
+    package func bind(perform: @escaping (Machine.Action) -> Void, afterDrain: @escaping () -> Void = {}) {
+        self.perform = perform
+        self.afterDrain = afterDrain
+    }
+
+    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
+    package func now() -> Instant {
+        DeadlineTimer.now()
+    }
+
+    /// After every input (a transport event, a timer, an app command): carries out every action
+    /// the machine queued, then arms the timer at its earliest deadline.
+    package func drive() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isShutDown else { return }
+        while let action = machine.pollAction() { perform(action) }
+        afterDrain()
+        // What `afterDrain` asked of the machine (a command that found room) is carried out now,
+        // not at the next input.
+        while let action = machine.pollAction() { perform(action) }
+        timer.arm(at: machine.pollTimeout())
+    }
+
+    private func timerFired() {
+        machine.handleTimeout(now: now())
+        drive()
+    }
+
+    /// The client is gone (on the queue): stops the timer and ends the event streams; nothing is
+    /// carried out any more. The owner closes what it holds (transports, waiters) around it.
+    package func shutDown() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        isShutDown = true
+        timer.cancel()
+        events.finish()
+        perform = { _ in }
+        afterDrain = {}
+    }
+
+    /// An awaiting call of the app's: `start` runs on the queue with the hand-off the caller's
+    /// task awaits; when the task is canceled first, `cancel` runs on the queue (it must resume the
+    /// hand-off at once, with the call's `canceled` error).
+    package func call<Value: Sendable>(
+        _ start: @escaping @Sendable (Handoff<Value>) -> Void,
+        onCancel cancel: (@Sendable () -> Void)? = nil
+    ) async -> Value {
+        let queue = queue
+        guard let cancel else {
+            return await awaitHandoff { handoff in queue.async { start(handoff) } }
+        }
+        return await withTaskCancellationHandler {
+            await awaitHandoff { handoff in queue.async { start(handoff) } }
+        } onCancel: {
+            queue.async { cancel() }
+        }
+    }
+}
+
+/// How a client treats a command when its protocol's queue of unacknowledged messages is full
+/// (XEP-0198's stanzas awaiting acknowledgement, SignalR's stateful-reconnect buffer): the same
+/// choice on both clients.
+public enum BackPressure: Sendable, Equatable {
+    /// The call waits (cancelably) until there is room, in order with the calls after it. The
+    /// default: a plain loop of sends loses nothing.
+    case wait
+    /// The call throws the protocol's "full" error at once (`sendQueueFull`, `sendBufferFull`):
+    /// the app decides.
+    case fail
+}
+
+/// Commands that found the send queue full, waiting for room in order (`BackPressure.wait`). Used
+/// only on the runner's queue.
+package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
+    package struct Command {
+        /// Runs it; throws the protocol's "full" error when there is still no room.
+        package var run: (inout Machine, Instant) throws(Failure) -> Void
+        package var fail: (Failure) -> Void
+        /// Identifies the command for canceling it (its awaiting call).
+        package var call: AnyObject?
+
+        package init(
+            run: @escaping (inout Machine, Instant) throws(Failure) -> Void,
+            fail: @escaping (Failure) -> Void,
+            call: AnyObject? = nil
+        ) {
+            self.run = run
+            self.fail = fail
+            self.call = call
+        }
+    }
+
+    private var commands: [Command] = []
+
+    package init() {}
+
+    package var isEmpty: Bool { commands.isEmpty }
+
+    package mutating func append(_ command: Command) {
+        commands.append(command)
+    }
+
+    /// Runs the waiting commands in order until one finds no room (`isFull`) again.
+    package mutating func retry(on machine: inout Machine, now: Instant, isFull: (Failure) -> Bool) {
+        while let command = commands.first {
+            do throws(Failure) {
+                try command.run(&machine, now)
+            } catch {
+                if isFull(error) { return }
+                command.fail(error)
+            }
+            commands.removeFirst()
+        }
+    }
+
+    /// Fails the waiting command of `call` (its task was canceled); false if none waits.
+    package mutating func cancel(_ call: AnyObject, with error: Failure) -> Bool {
+        guard let index = commands.firstIndex(where: { $0.call === call }) else { return false }
+        commands.remove(at: index).fail(error)
+        return true
+    }
+
+    /// Fails every waiting command (the connection closed).
+    package mutating func failAll(_ error: Failure) {
+        let failing = commands
+        commands.removeAll()
+        for command in failing { command.fail(error) }
+    }
+}

@@ -1,0 +1,69 @@
+package import Dispatch
+
+/// How a client's events reach the app, the same for every client: one handler on a queue the app
+/// chooses (`setHandler`), any number of observers (the clients' `onConnected`-style callbacks),
+/// and any number of `AsyncStream`s. Used only on the runner's queue.
+///
+/// The guarantee both clients give: an event reaches every handler, observer and stream before an
+/// awaiting call that it ends (`connect()`, `start()`, `disconnect()`, `stop()`) returns:
+/// `deliver(_:then:)` runs `then` on the runner's queue once every handler and observer has run.
+package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
+    private let runnerQueue: DispatchQueue
+    private var handler: (queue: DispatchQueue, body: @Sendable (Event) -> Void)?
+    private var observers: [(queue: DispatchQueue, body: @Sendable (Event) -> Void)] = []
+    private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
+    private var nextStream = 0
+
+    package init(runnerQueue: DispatchQueue) {
+        self.runnerQueue = runnerQueue
+    }
+
+    /// Calls `body` on `queue` with every event from now on, replacing an earlier handler.
+    package func setHandler(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
+        handler = (queue, body)
+    }
+
+    /// Also calls `body` on `queue` with every event from now on.
+    package func addObserver(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
+        observers.append((queue, body))
+    }
+
+    /// Also yields every event from now on to `continuation`, until its stream ends.
+    package func addStream(_ continuation: AsyncStream<Event>.Continuation) {
+        let key = nextStream
+        nextStream += 1
+        streams[key] = continuation
+        continuation.onTermination = { [weak self, runnerQueue] _ in
+            guard let self else { return }
+            runnerQueue.async { self.streams[key] = nil }
+        }
+    }
+
+    /// Delivers `event`; `then` (if any) runs on the runner's queue once every handler and
+    /// observer has run.
+    package func deliver(_ event: Event, then: (@Sendable () -> Void)? = nil) {
+        guard let then else {
+            if let handler {
+                let body = handler.body
+                handler.queue.async { body(event) }
+            }
+            for (queue, body) in observers { queue.async { body(event) } }
+            for stream in streams.values { stream.yield(event) }
+            return
+        }
+        let group = DispatchGroup()
+        if let handler {
+            let body = handler.body
+            handler.queue.async(group: group) { body(event) }
+        }
+        for (queue, body) in observers { queue.async(group: group) { body(event) } }
+        for stream in streams.values { stream.yield(event) }
+        group.notify(queue: runnerQueue, execute: then)
+    }
+
+    /// Ends every stream (the client is gone).
+    package func finish() {
+        for stream in streams.values { stream.finish() }
+        streams.removeAll()
+    }
+}
