@@ -98,7 +98,8 @@ let package = Package(
                 "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
                 "TetherTLS",
                 "CExpat",
-                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSignalRClient", "TetherSimulation",
+                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSignalRClient", "TetherXMPPClient",
+                "TetherSimulation",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings

@@ -54,3 +54,11 @@ int posix_memalign(void **result, size_t alignment, size_t size) {
     *result = pointer;
     return 0;
 }
+
+#include <malloc.h>
+
+unsigned long long tether_heap_in_use(void) {
+    malloc_trim(0);
+    struct mallinfo2 info = mallinfo2();
+    return (unsigned long long)info.uordblks;
+}

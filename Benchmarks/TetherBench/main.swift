@@ -23,6 +23,8 @@ struct Options {
     var chartPath: String?
     /// `--soak [MINUTES]`: the simulated soak instead of the benchmarks.
     var soakMinutes: Int?
+    /// `--xmpp MODE HOST:PORT ARGUMENTS…`: `XMPPClient` against a running server instead.
+    var xmppDriver: [String]?
 
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
@@ -30,6 +32,9 @@ struct Options {
                tether-bench --write-corpus DIR [--size MIB]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
                tether-bench --soak [MINUTES]
+               tether-bench --xmpp latency HOST:PORT JID COUNT
+               tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
+               tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
@@ -49,6 +54,12 @@ struct Options {
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
                          (Benchmarks/signalr-latency.sh compares them with pysignalr's)
+          --xmpp MODE HOST:PORT …
+                         instead of the benchmarks: XMPPClient against the running server (password
+                         from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99), COUNT
+                         messages from one account to another without stream management (messages/s),
+                         or COUNT idle clients in this process (memory per connection, threads,
+                         descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe)
           --soak [MINUTES]
                          instead of the benchmarks: both connection machines and all codecs on a
                          simulated network for MINUTES virtual minutes (default 60) with cuts and
@@ -100,6 +111,13 @@ struct Options {
                     soakMinutes = 60
                     index += 1
                 }
+            case "--xmpp":
+                let rest = Array(arguments[(index + 1)...])
+                guard let mode = rest.first, ["latency", "throughput", "idle"].contains(mode),
+                    rest.count == (mode == "throughput" ? 5 : 4)
+                else { return nil }
+                xmppDriver = rest
+                index = arguments.count
             case "--echo-latency":
                 guard let value else { return nil }
                 echoLatencyURL = value
@@ -187,6 +205,30 @@ if let minutes = options.soakMinutes {
 if let directory = options.writeCorpusDirectory {
     do {
         try CorpusFiles.write(to: directory, targetBytes: Int(options.sizeMiB * 1_048_576))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if let arguments = options.xmppDriver {
+    do {
+        let address = arguments[1]
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+            let count = Int(arguments.last!), count > 0
+        else { throw BenchError("expected HOST:PORT and a positive COUNT") }
+        let server = XMPPDriverBenchmarks.Server(
+            host: String(address[..<colon]),
+            port: port,
+            password: ProcessInfo.processInfo.environment["TETHER_PASSWORD"] ?? ""
+        )
+        switch arguments[0] {
+        case "latency": print(try await XMPPDriverBenchmarks.latency(server, jid: arguments[2], count: count))
+        case "throughput":
+            print(try await XMPPDriverBenchmarks.throughput(server, from: arguments[2], to: arguments[3], count: count))
+        default: print(try await XMPPDriverBenchmarks.idle(server, account: arguments[2], count: count))
+        }
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))

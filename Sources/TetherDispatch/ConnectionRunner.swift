@@ -20,9 +20,11 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     private var perform: (Machine.Action) -> Void = { _ in }
     private var afterDrain: () -> Void = {}
 
-    /// A runner for `machine` on a new serial queue named `label`.
+    /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
+    /// concurrent queue (not an overcommitting one of its own), so that many connections share a
+    /// pool of threads about as large as the machine has cores.
     package init(label: String, machine: consuming Machine) {
-        let queue = DispatchQueue(label: label)
+        let queue = DispatchQueue(label: label, target: DispatchQueue.global())
         self.queue = queue
         self.machine = machine
         events = EventDelivery(runnerQueue: queue)
@@ -75,16 +77,21 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// An awaiting call of the app's: `start` runs on the queue with the hand-off the caller's
     /// task awaits; when the task is canceled first, `cancel` runs on the queue (it must resume the
     /// hand-off at once, with the call's `canceled` error).
+    ///
+    /// `start` runs with `queue.sync`, on the caller's thread: the queue's work items are short
+    /// and never wait, so this costs no thread hop, and a call that `start` answers at once (a
+    /// send with room, a state query) returns without suspending. Only an answer that comes later
+    /// (a response, a connect) hops back to the task.
     package func call<Value: Sendable>(
         _ start: @escaping @Sendable (Handoff<Value>) -> Void,
         onCancel cancel: (@Sendable () -> Void)? = nil
     ) async -> Value {
         let queue = queue
         guard let cancel else {
-            return await awaitHandoff { handoff in queue.async { start(handoff) } }
+            return await awaitHandoff { handoff in queue.sync { start(handoff) } }
         }
         return await withTaskCancellationHandler {
-            await awaitHandoff { handoff in queue.async { start(handoff) } }
+            await awaitHandoff { handoff in queue.sync { start(handoff) } }
         } onCancel: {
             queue.async { cancel() }
         }

@@ -18,6 +18,23 @@ package struct SocketAddress: Sendable {
         case failure(String)
     }
 
+    /// `host` when it is an IPv4 or IPv6 address literal (no lookup needed), else nil.
+    package static func literal(host: String, port: Int) -> SocketAddress? {
+        var v4 = sockaddr_in()
+        if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = UInt16(port).bigEndian
+            return withUnsafeBytes(of: &v4) { SocketAddress(family: AF_INET, bytes: Array($0)) }
+        }
+        var v6 = sockaddr_in6()
+        if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = UInt16(port).bigEndian
+            return withUnsafeBytes(of: &v6) { SocketAddress(family: AF_INET6, bytes: Array($0)) }
+        }
+        return nil
+    }
+
     /// Resolves `host` for TCP (blocking).
     package static func resolve(host: String, port: Int) -> Resolution {
         var hints = addrinfo()

@@ -1,4 +1,5 @@
 package import Dispatch
+import Synchronization
 @_spi(TetherInternal) package import TetherCore
 
 #if canImport(Glibc)
@@ -32,6 +33,18 @@ package final class TCPConnection: @unchecked Sendable {
         case drained
         /// The connection ended: nil for an orderly end of stream, else what went wrong.
         case closed(String?)
+    }
+
+    /// The queues host names are resolved on (`getaddrinfo` blocks): a few, shared by every
+    /// connection, so that many connections starting at once cost a bounded number of threads.
+    private static let resolverQueues = (0..<4).map {
+        DispatchQueue(label: "tether.resolver.\($0)", target: DispatchQueue.global())
+    }
+    private static let nextResolver = Atomic<Int>(0)
+
+    private static func resolverQueue() -> DispatchQueue {
+        let index = nextResolver.wrappingAdd(1, ordering: .relaxed).oldValue
+        return resolverQueues[index % resolverQueues.count]
     }
 
     /// RFC 8305's "Connection Attempt Delay" (its recommended value).
@@ -96,7 +109,11 @@ package final class TCPConnection: @unchecked Sendable {
     package func start() {
         let host = endpoint.host
         let port = endpoint.port
-        DispatchQueue.global().async { [self] in
+        if let address = SocketAddress.literal(host: host, port: port) {
+            queue.async { [self] in connect(to: [address]) }
+            return
+        }
+        Self.resolverQueue().async { [self] in
             let result = SocketAddress.resolve(host: host, port: port)
             queue.async { [self] in
                 switch result {

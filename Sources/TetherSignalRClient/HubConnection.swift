@@ -157,7 +157,9 @@ public final class HubConnection: Sendable {
             options: options,
             accessTokenProvider: accessTokenProvider
         )
-        callbackQueue = options.callbackQueue ?? DispatchQueue(label: "tether.hub-connection.callbacks")
+        callbackQueue =
+            options.callbackQueue
+            ?? DispatchQueue(label: "tether.hub-connection.callbacks", target: DispatchQueue.global())
         encoding = hubProtocol.valueEncoding
     }
 

@@ -127,7 +127,9 @@ public final class XMPPClient: Sendable {
             options: options,
             hashProvider: hashProvider ?? Self.defaultHashProvider
         )
-        callbackQueue = options.callbackQueue ?? DispatchQueue(label: "tether.xmpp-client.callbacks")
+        callbackQueue =
+            options.callbackQueue
+            ?? DispatchQueue(label: "tether.xmpp-client.callbacks", target: DispatchQueue.global())
     }
 
     deinit {

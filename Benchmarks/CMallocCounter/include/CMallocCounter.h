@@ -6,4 +6,8 @@
 /// allocator entry points; nothing else in Tether does.
 unsigned long long tether_malloc_count(void);
 
+/// The bytes of heap in use now (glibc's mallinfo2), after giving free memory back to the system
+/// (malloc_trim): what live objects hold, for memory per connection.
+unsigned long long tether_heap_in_use(void);
+
 #endif

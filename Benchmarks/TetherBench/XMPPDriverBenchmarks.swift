@@ -1,0 +1,170 @@
+import CMallocCounter
+import Dispatch
+import Foundation
+import TetherCore
+import TetherDispatch
+import TetherXMPP
+import TetherXMPPClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `tether-bench --xmpp-latency`, `--xmpp-throughput`, `--xmpp-idle`: `XMPPClient` against a
+/// running XMPP server (`Benchmarks/xmpp-driver/run.sh` starts prosody and runs libstrophe's
+/// harness on the same measurements, alternately). Each prints one JSON line.
+enum XMPPDriverBenchmarks {
+    struct Server {
+        var host: String
+        var port: Int
+        var password: String
+    }
+
+    /// Cleartext, as the libstrophe harness connects; the rest as an app would leave it.
+    static func configuration(
+        _ jid: String,
+        _ server: Server,
+        streamManagement: Bool
+    ) throws -> XMPPClient.Configuration {
+        guard let parsed = JID(jid) else { throw BenchError("not a JID: \(jid)") }
+        var configuration = XMPPClient.Configuration(
+            jid: parsed,
+            password: Secret(server.password),
+            endpoint: Endpoint(host: server.host, port: server.port),
+            tls: .disabled
+        )
+        configuration.allowPlainOnCleartext = true
+        configuration.fetchRosterOnConnect = false
+        if !streamManagement { configuration.streamManagement = nil }
+        return configuration
+    }
+
+    /// Sequential pings of the server: p50 and p99 of the round trip.
+    static func latency(_ server: Server, jid: String, count: Int) async throws -> String {
+        let client = try XMPPClient(configuration(jid, server, streamManagement: false))
+        try await client.connect()
+        var samples: [Double] = []
+        samples.reserveCapacity(count)
+        for index in -50..<count {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try await client.request(.ping(to: nil))
+            if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+        }
+        await client.disconnect()
+        samples.sort()
+        return String(
+            format: #"{"client":"tether","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            count,
+            samples[count / 2],
+            samples[Int(Double(count) * 0.99)]
+        )
+    }
+
+    /// `count` messages from one account to another without stream management, sent as fast as
+    /// the client takes them; the time until the last one arrived.
+    static func throughput(_ server: Server, from: String, to: String, count: Int) async throws -> String {
+        let receiver = try XMPPClient(configuration(to, server, streamManagement: false))
+        let sender = try XMPPClient(configuration(from, server, streamManagement: false))
+        let arrived = Counter()
+        let done = DispatchSemaphore(value: 0)
+        receiver.setEventHandler(queue: DispatchQueue(label: "receiver")) { event in
+            if case .message(let message) = event, message.body != nil, arrived.increment() == count {
+                done.signal()
+            }
+        }
+        try await receiver.connect()
+        try await sender.connect()
+        try await Task.sleep(for: .milliseconds(50))  // as the harness: the receiver's presence settles
+        guard let target = JID(to) else { throw BenchError("not a JID: \(to)") }
+        let start = DispatchTime.now().uptimeNanoseconds
+        for index in 0..<count {
+            try await sender.send(XMPPMessage(to: target, body: "message \(index)", type: .chat))
+        }
+        let finished = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: done.wait(timeout: .now() + 120)) }
+        }
+        guard finished == .success else { throw BenchError("\(arrived.value) of \(count) messages arrived") }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        await sender.disconnect()
+        await receiver.disconnect()
+        return String(
+            format: #"{"client":"tether","count":%d,"seconds":%.4f,"messages_per_s":%.0f}"#,
+            count,
+            seconds,
+            Double(count) / seconds
+        )
+    }
+
+    /// `count` idle clients in this process (stream management on, buffers released after 2 s of
+    /// quiet): resident memory and live heap per connection beyond the process before them,
+    /// threads and descriptors.
+    static func idle(_ server: Server, account: String, count: Int) async throws -> String {
+        let heapBefore = Int(tether_heap_in_use())
+        let rssBefore = residentBytes()
+        var clients: [XMPPClient] = []
+        clients.reserveCapacity(count)
+        let started = DispatchTime.now().uptimeNanoseconds
+        var index = 0
+        while index < count {
+            let batch = min(100, count - index)
+            let made = try (0..<batch).map { offset in
+                var configuration = try configuration(
+                    "\(account)/idle\(index + offset)",
+                    server,
+                    streamManagement: true
+                )
+                configuration.releaseBuffersAfterIdle = .seconds(2)
+                // Idle: no presence (the harness sends none either; thousands of resources of
+                // one account would otherwise each get every other's presence).
+                configuration.initialPresence = nil
+                return try XMPPClient(configuration)
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in made { group.addTask { try await client.connect() } }
+                try await group.waitForAll()
+            }
+            clients += made
+            index += batch
+        }
+        let connectSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        try await Task.sleep(for: .seconds(4))  // every machine has released its parser buffers
+        let heap = Int(tether_heap_in_use()) - heapBefore
+        let rss = residentBytes() - rssBefore
+        let line = String(
+            format: #"{"client":"tether","count":%d,"rss_per_connection":%.0f,"heap_per_connection":%.0f,"#
+                + #""threads":%d,"descriptors":%d,"connect_seconds":%.1f}"#,
+            count,
+            Double(rss) / Double(count),
+            Double(heap) / Double(count),
+            entries("/proc/self/task"),
+            entries("/proc/self/fd"),
+            connectSeconds
+        )
+        withExtendedLifetime(clients) {}
+        return line
+    }
+
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    static func entries(_ path: String) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1
+    }
+
+    /// A count shared with a handler's queue.
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+
+        func increment() -> Int {
+            lock.withLock {
+                count += 1
+                return count
+            }
+        }
+        var value: Int { lock.withLock { count } }
+    }
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# XMPPClient (the Dispatch driver) against libstrophe (Debian's libstrophe 0.12), on one local
+# prosody, in the same run: sequential pings (p50, p99), 10,000 messages from one account to
+# another without stream management (messages/s), and many idle connections in one process
+# (resident memory and live heap per connection, threads, descriptors). The per-message rows run
+# alternately, ROUNDS times each; the best of each client's rounds is compared.
+#
+#   Benchmarks/xmpp-driver/run.sh [IDLE_COUNT] [ROUNDS]      (default: 10000 and 3)
+#
+# libstrophe's event loop uses select(), so its idle row stops at 1,000 connections; Tether's runs
+# at 1,000 (side by side) and at IDLE_COUNT. Needs (installed when run as root): prosody,
+# lua-unbound, libstrophe-dev, gcc, pkg-config. Everything listens on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+idle=${1:-10000}
+rounds=${2:-3}
+
+packages=(prosody lua-unbound libstrophe-dev gcc pkg-config)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "missing: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2
+        exit 1
+    fi
+fi
+
+# Room for IDLE_COUNT connections on both sides.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" -lt $((idle * 2 + 100)) ]; then ulimit -n $((idle * 2 + 100)); fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tether-xmpp-driver.XXXXXX")
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+prosody_pid=""
+cleanup() {
+    if [ -n "$prosody_pid" ]; then kill "$prosody_pid" 2>/dev/null || true; wait "$prosody_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/data"
+cat >"$work/prosody.cfg.lua" <<EOF
+run_as_root = true
+data_path = "$work/data"
+pidfile = "$work/prosody.pid"
+plugin_paths = {}
+admins = {}
+interfaces = { "127.0.0.1" }
+c2s_ports = { $port }
+c2s_direct_tls_ports = {}
+s2s_ports = {}
+http_ports = {}
+https_ports = {}
+network_backend = "epoll"
+modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; }
+modules_disabled = { "s2s"; "offline"; "tls"; }
+c2s_require_encryption = false
+allow_unencrypted_plain_auth = true
+authentication = "internal_plain"
+log = { { levels = { min = "error" }, to = "file", filename = "$work/prosody.log" } }
+VirtualHost "localhost"
+EOF
+for user in alice bob; do
+    prosodyctl --config "$work/prosody.cfg.lua" register "$user" localhost benchpass >/dev/null
+done
+prosody -F --config "$work/prosody.cfg.lua" >"$work/console.log" 2>&1 &
+prosody_pid=$!
+for _ in $(seq 200); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
+    sleep 0.05
+done
+
+echo "building tether-bench (release) and the libstrophe harness…" >&2
+swift build -c release --product tether-bench 2>&1 | grep -E "error|warning:" >&2 || true
+bench=$(swift build -c release --show-bin-path)/tether-bench
+gcc -O2 -o "$work/strophe_bench" Benchmarks/xmpp-driver/strophe_bench.c $(pkg-config --cflags --libs libstrophe)
+strophe="$work/strophe_bench"
+export TETHER_PASSWORD=benchpass
+results="$work/results.jsonl"
+: >"$results"
+run() { # ROW COMMAND...
+    local row=$1
+    shift
+    local line
+    line=$("$@") || { echo "failed: $*" >&2; exit 1; }
+    echo "$line" >&2
+    echo "{\"row\":\"$row\",${line#\{}" >>"$results"
+}
+
+for round in $(seq "$rounds"); do
+    echo "round $round of $rounds" >&2
+    run latency "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt 1000
+    run latency "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass 1000
+    run throughput "$bench" --xmpp throughput "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
+    run throughput "$strophe" throughput 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
+done
+run idle-1000 "$strophe" idle 127.0.0.1 "$port" bob@localhost benchpass 1000
+run idle-1000 "$bench" --xmpp idle "127.0.0.1:$port" bob@localhost 1000
+if [ "$idle" -gt 1000 ]; then run "idle-$idle" "$bench" --xmpp idle "127.0.0.1:$port" bob@localhost "$idle"; fi
+
+python3 - "$results" <<'EOF'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+def best(row, client, key, lower):
+    values = [r[key] for r in rows if r["row"] == row and r["client"] == client]
+    return (min if lower else max)(values) if values else None
+print("XMPPClient vs libstrophe, same prosody, same run (best of the rounds)")
+for key, label in (("p50_us", "ping p50 (µs)"), ("p99_us", "ping p99 (µs)")):
+    t, s = best("latency", "tether", key, True), best("latency", "libstrophe", key, True)
+    print(f"  {label:28} tether {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)")
+t, s = best("throughput", "tether", "messages_per_s", False), best("throughput", "libstrophe", "messages_per_s", False)
+print(f"  {'10,000 messages (msg/s)':28} tether {t:10.0f}   libstrophe {s:10.0f}   ratio {t / s:.2f} (≥ 1 is the target)")
+for r in rows:
+    if r["row"].startswith("idle"):
+        print(f"  {r['row']:12} {r['client']:10} {r['rss_per_connection'] / 1024:6.1f} KiB resident/connection, "
+              f"{r['heap_per_connection'] / 1024:6.1f} KiB heap/connection, {r['threads']} threads, "
+              f"{r['descriptors']} descriptors")
+EOF

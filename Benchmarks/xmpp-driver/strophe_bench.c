@@ -1,0 +1,206 @@
+/*
+ * The libstrophe side of Benchmarks/xmpp-driver/run.sh: the same measurements tether-bench's
+ * --xmpp-latency, --xmpp-throughput and --xmpp-idle make with XMPPClient, against the same
+ * prosody, printed as one JSON line each.
+ *
+ *   strophe_bench latency    HOST PORT JID PASSWORD COUNT
+ *   strophe_bench throughput HOST PORT FROM_JID TO_JID PASSWORD COUNT
+ *   strophe_bench idle       HOST PORT ACCOUNT@DOMAIN PASSWORD COUNT
+ *
+ * Cleartext (TLS disabled), stream management disabled, one context and one thread, as an app
+ * would use libstrophe's event loop. Built by run.sh with `pkg-config libstrophe`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strophe.h>
+#include <time.h>
+#include <malloc.h>
+#include <dirent.h>
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * 4096;
+}
+
+static int count_entries(const char *path) {
+    DIR *d = opendir(path);
+    int n = 0;
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n - 2;
+}
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int online = 0;
+static int failed = 0;
+
+static void on_connect(xmpp_conn_t *conn, xmpp_conn_event_t status, int error, xmpp_stream_error_t *stream_error,
+                       void *userdata) {
+    (void)conn;
+    (void)error;
+    (void)stream_error;
+    (void)userdata;
+    if (status == XMPP_CONN_CONNECT) {
+        online++;
+    } else {
+        failed++;
+    }
+}
+
+static xmpp_conn_t *connect_one(xmpp_ctx_t *ctx, const char *host, int port, const char *jid, const char *password) {
+    xmpp_conn_t *conn = xmpp_conn_new(ctx);
+    xmpp_conn_set_flags(conn, XMPP_CONN_FLAG_DISABLE_TLS | XMPP_CONN_FLAG_DISABLE_SM);
+    xmpp_conn_set_jid(conn, jid);
+    xmpp_conn_set_pass(conn, password);
+    if (xmpp_connect_client(conn, host, (unsigned short)port, on_connect, NULL) != XMPP_EOK) failed++;
+    return conn;
+}
+
+static void wait_online(xmpp_ctx_t *ctx, int count) {
+    double deadline = now_us() + 120e6;
+    while (online + failed < count && now_us() < deadline) xmpp_run_once(ctx, 10);
+    if (online < count) {
+        fprintf(stderr, "strophe_bench: %d of %d connections online (%d failed)\n", online, count, failed);
+        exit(1);
+    }
+}
+
+/* Sequential pings to the server. */
+static int ping_answered = 0;
+
+static int on_pong(xmpp_conn_t *conn, xmpp_stanza_t *stanza, void *userdata) {
+    (void)conn;
+    (void)stanza;
+    (void)userdata;
+    ping_answered = 1;
+    return 0;
+}
+
+static int latency(const char *host, int port, const char *jid, const char *password, int count) {
+    xmpp_ctx_t *ctx = xmpp_ctx_new(NULL, NULL);
+    xmpp_conn_t *conn = connect_one(ctx, host, port, jid, password);
+    wait_online(ctx, 1);
+    double *samples = calloc((size_t)count, sizeof(double));
+    const char *domain = strchr(jid, '@') + 1;
+    char id[32];
+    for (int i = -50; i < count; i++) {
+        snprintf(id, sizeof id, "p%d", i + 50);
+        xmpp_stanza_t *iq = xmpp_iq_new(ctx, "get", id);
+        xmpp_stanza_set_to(iq, domain);
+        xmpp_stanza_t *ping = xmpp_stanza_new(ctx);
+        xmpp_stanza_set_name(ping, "ping");
+        xmpp_stanza_set_ns(ping, "urn:xmpp:ping");
+        xmpp_stanza_add_child(iq, ping);
+        xmpp_stanza_release(ping);
+        xmpp_id_handler_add(conn, on_pong, id, NULL);
+        ping_answered = 0;
+        double start = now_us();
+        xmpp_send(conn, iq);
+        xmpp_stanza_release(iq);
+        while (!ping_answered) xmpp_run_once(ctx, 1);
+        if (i >= 0) samples[i] = now_us() - start;
+    }
+    qsort(samples, (size_t)count, sizeof(double), compare);
+    printf("{\"client\":\"libstrophe\",\"count\":%d,\"p50_us\":%.1f,\"p99_us\":%.1f}\n", count, samples[count / 2],
+           samples[(int)(count * 0.99)]);
+    xmpp_disconnect(conn);
+    xmpp_conn_release(conn);
+    xmpp_ctx_free(ctx);
+    return 0;
+}
+
+/* Messages from one account to another, as fast as the client takes them. */
+static int received = 0;
+
+static int on_message(xmpp_conn_t *conn, xmpp_stanza_t *stanza, void *userdata) {
+    (void)conn;
+    (void)userdata;
+    if (xmpp_stanza_get_child_by_name(stanza, "body")) received++;
+    return 1;
+}
+
+static int throughput(const char *host, int port, const char *from, const char *to, const char *password, int count) {
+    xmpp_ctx_t *ctx = xmpp_ctx_new(NULL, NULL);
+    xmpp_conn_t *receiver = connect_one(ctx, host, port, to, password);
+    xmpp_conn_t *sender = connect_one(ctx, host, port, from, password);
+    wait_online(ctx, 2);
+    xmpp_handler_add(receiver, on_message, NULL, "message", NULL, NULL);
+    /* The receiver's presence makes it available; let it settle. */
+    for (int i = 0; i < 50; i++) xmpp_run_once(ctx, 1);
+    char body[64];
+    double start = now_us();
+    for (int i = 0; i < count; i++) {
+        xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, NULL);
+        snprintf(body, sizeof body, "message %d", i);
+        xmpp_message_set_body(message, body);
+        xmpp_send(sender, message);
+        xmpp_stanza_release(message);
+        if (i % 64 == 0) xmpp_run_once(ctx, 0);
+    }
+    double deadline = now_us() + 120e6;
+    while (received < count && now_us() < deadline) xmpp_run_once(ctx, 1);
+    double elapsed = now_us() - start;
+    if (received < count) {
+        fprintf(stderr, "strophe_bench: %d of %d messages arrived\n", received, count);
+        return 1;
+    }
+    printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f}\n", count, elapsed / 1e6,
+           count / (elapsed / 1e6));
+    xmpp_disconnect(sender);
+    xmpp_disconnect(receiver);
+    return 0;
+}
+
+/* Many idle connections in one process: resident memory and heap per connection. */
+static int idle(const char *host, int port, const char *account, const char *password, int count) {
+    xmpp_ctx_t *ctx = xmpp_ctx_new(NULL, NULL);
+    malloc_trim(0);
+    long rss_before = rss_bytes();
+    struct mallinfo2 heap_before = mallinfo2();
+    char jid[256];
+    for (int i = 0; i < count; i++) {
+        snprintf(jid, sizeof jid, "%s/idle%d", account, i);
+        connect_one(ctx, host, port, jid, password);
+        while (online + failed < i + 1) xmpp_run_once(ctx, 1);
+    }
+    wait_online(ctx, count);
+    for (int i = 0; i < 200; i++) xmpp_run_once(ctx, 5);
+    malloc_trim(0);
+    long rss_after = rss_bytes();
+    struct mallinfo2 heap_after = mallinfo2();
+    printf("{\"client\":\"libstrophe\",\"count\":%d,\"rss_per_connection\":%.0f,\"heap_per_connection\":%.0f,"
+           "\"threads\":%d,\"descriptors\":%d}\n",
+           count, (double)(rss_after - rss_before) / count,
+           (double)((long)heap_after.uordblks - (long)heap_before.uordblks) / count, count_entries("/proc/self/task"),
+           count_entries("/proc/self/fd"));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    xmpp_initialize();
+    if (argc == 7 && strcmp(argv[1], "latency") == 0)
+        return latency(argv[2], atoi(argv[3]), argv[4], argv[5], atoi(argv[6]));
+    if (argc == 8 && strcmp(argv[1], "throughput") == 0)
+        return throughput(argv[2], atoi(argv[3]), argv[4], argv[5], argv[6], atoi(argv[7]));
+    if (argc == 7 && strcmp(argv[1], "idle") == 0)
+        return idle(argv[2], atoi(argv[3]), argv[4], argv[5], atoi(argv[6]));
+    fprintf(stderr, "usage: strophe_bench latency|throughput|idle HOST PORT ...\n");
+    return 2;
+}
