@@ -29,9 +29,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
 fi
 
-# Room for IDLE_COUNT connections on both sides.
+# Room for IDLE_COUNT connections in each process (the clients' and prosody's).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-if [ "$(ulimit -n)" -lt $((idle * 2 + 100)) ]; then ulimit -n $((idle * 2 + 100)); fi
+if [ "$(ulimit -n)" -lt $((idle + 200)) ]; then
+    echo "the open-file limit ($(ulimit -n)) is too low for $idle connections" >&2
+    exit 1
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tether-xmpp-driver.XXXXXX")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -55,6 +55,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         // What `afterDrain` asked of the machine (a command that found room) is carried out now,
         // not at the next input.
         while let action = machine.pollAction() { perform(action) }
+        events.flush()
         timer.arm(at: machine.pollTimeout())
     }
 

@@ -2,8 +2,12 @@ package import Dispatch
 package import TetherCore
 
 /// A runner's one timer (`Specs/machine-contract.md`, "The runner"): a Dispatch timer source on
-/// the runner's queue, armed at the machine's earliest deadline (`pollTimeout()`), re-scheduled
-/// only when that changes. Used only on the runner's queue.
+/// the runner's queue, armed at the machine's earliest deadline (`pollTimeout()`). It is
+/// re-scheduled only when the deadline comes sooner than the armed one: a deadline that moves
+/// later (a keep-alive pushed back by every message) keeps the earlier one armed, which then fires
+/// early and harmlessly (the machine's extra `handleTimeout` calls do nothing) and is armed anew.
+/// Re-scheduling a Dispatch timer wakes Dispatch's event thread, so this saves a wake-up per
+/// message. Used only on the runner's queue.
 package final class DeadlineTimer {
     private let source: any DispatchSourceTimer
     private var armed: Instant?
@@ -27,15 +31,12 @@ package final class DeadlineTimer {
         Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
     }
 
-    /// Fires at `deadline` (never when nil).
+    /// Fires at `deadline` at the latest (see above; nil: no deadline).
     package func arm(at deadline: Instant?) {
-        guard deadline != armed else { return }
+        guard let deadline else { return }
+        if let armed, armed <= deadline { return }
         armed = deadline
-        if let deadline {
-            source.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
-        } else {
-            source.schedule(deadline: .distantFuture)
-        }
+        source.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(max(0, deadline.nanoseconds))))
     }
 
     /// Stops for good.

@@ -13,6 +13,9 @@ package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
     private var observers: [(queue: DispatchQueue, body: @Sendable (Event) -> Void)] = []
     private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
     private var nextStream = 0
+    /// Events for the handler and observers not yet sent to their queues: a drain's events go in
+    /// one block per queue (`flush()`), not one each, which saves a thread wake-up per message.
+    private var pending: [Event] = []
 
     package init(runnerQueue: DispatchQueue) {
         self.runnerQueue = runnerQueue
@@ -40,25 +43,32 @@ package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
     }
 
     /// Delivers `event`; `then` (if any) runs on the runner's queue once every handler and
-    /// observer has run.
+    /// observer has run. Without `then` the event waits for `flush()` (the end of the drain).
     package func deliver(_ event: Event, then: (@Sendable () -> Void)? = nil) {
-        guard let then else {
-            if let handler {
-                let body = handler.body
-                handler.queue.async { body(event) }
-            }
-            for (queue, body) in observers { queue.async { body(event) } }
-            for stream in streams.values { stream.yield(event) }
-            return
-        }
+        for stream in streams.values { stream.yield(event) }
+        guard let then else { return pending.append(event) }
+        pending.append(event)
         let group = DispatchGroup()
+        send(group: group)
+        group.notify(queue: runnerQueue, execute: then)
+    }
+
+    /// Sends the events delivered since the last flush to the handler and observers, in order.
+    package func flush() {
+        guard !pending.isEmpty else { return }
+        send(group: nil)
+    }
+
+    private func send(group: DispatchGroup?) {
+        let events = pending
+        pending.removeAll()
         if let handler {
             let body = handler.body
-            handler.queue.async(group: group) { body(event) }
+            handler.queue.async(group: group) { for event in events { body(event) } }
         }
-        for (queue, body) in observers { queue.async(group: group) { body(event) } }
-        for stream in streams.values { stream.yield(event) }
-        group.notify(queue: runnerQueue, execute: then)
+        for (queue, body) in observers {
+            queue.async(group: group) { for event in events { body(event) } }
+        }
     }
 
     /// Ends every stream (the client is gone).
