@@ -44,7 +44,7 @@ enum Soak {
 
         for messagePack in [false, true] {
             var first: Sample?
-            var hub = HubSimulation(
+            let hub = HubSimulation(
                 .init(
                     seed: 1,
                     stateful: true,

@@ -32,7 +32,7 @@ struct HubSimulationTests {
         for seed in 1...UInt64(Self.seeds) {
             // Odd seeds speak JSON, even ones MessagePack.
             let scenario = Scenario(seed: seed, stateful: stateful, faults: faults, messagePack: seed % 2 == 0)
-            var simulation = HubSimulation(scenario)
+            let simulation = HubSimulation(scenario)
             let failures = simulation.run()
             if !failures.isEmpty {
                 Issue.record(Comment(rawValue: "\(name): replay with \(scenario)\n" + failures.joined(separator: "\n")))
@@ -45,7 +45,7 @@ struct HubSimulationTests {
 extension HubSimulationTests {
     /// The scenarios do what they say: traffic both ways, resumptions without new connections.
     @Test func theSimulationExercisesTheProtocol() {
-        var simulation = HubSimulation(.init(seed: 1, stateful: true, faults: [.cut, .stall]))
+        let simulation = HubSimulation(.init(seed: 1, stateful: true, faults: [.cut, .stall]))
         #expect(simulation.run().isEmpty)
         #expect(simulation.completedInvocations > 50)
         #expect(simulation.notifySegments.joined().count > 50)

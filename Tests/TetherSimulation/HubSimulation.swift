@@ -8,7 +8,7 @@ import TetherSignalR
 ///
 /// Everything comes from the scenario's seed: a failing seed replays exactly with
 /// `HubSimulation(scenario).run()`.
-public struct HubSimulation {
+public final class HubSimulation: MachineSimulation {
     public struct Scenario: CustomStringConvertible, Sendable {
         public typealias Fault = SimulatedFault
 
@@ -82,7 +82,13 @@ public struct HubSimulation {
     var time = VirtualTime<Event>()
     var now: Instant { time.now }
     var random: SeededRandomNumberGenerator
-    var machine: HubConnectionMachine
+    let holder: MachineHolder<HubConnectionMachine>
+    var driven: any DrivenMachine { holder }
+    /// The machine under test.
+    var machine: HubConnectionMachine {
+        _read { yield holder.machine }
+        _modify { yield &holder.machine }
+    }
     var hub = Hub()
 
     // What the app saw.
@@ -117,10 +123,12 @@ public struct HubSimulation {
         configuration.reconnectPolicy = .delays(Self.reconnectDelays)
         configuration.statefulReconnect = scenario.stateful
         configuration.handledTargets = ["Notify"]
-        machine = HubConnectionMachine(
-            configuration: configuration,
-            hubProtocol: Self.hubProtocol(scenario),
-            randomSeed: scenario.seed
+        holder = MachineHolder(
+            HubConnectionMachine(
+                configuration: configuration,
+                hubProtocol: Self.hubProtocol(scenario),
+                randomSeed: scenario.seed
+            )
         )
         hub.allowsStatefulReconnect = scenario.stateful
         hub.hubProtocol = Self.hubProtocol(scenario)
@@ -133,67 +141,25 @@ public struct HubSimulation {
     // MARK: - Running
 
     /// Runs the scenario and returns what broke (empty when every invariant held).
-    public mutating func run() -> [String] {
-        machine.start(now: now)
-        drain()
+    public func run() -> [String] {
+        runScenario()
+    }
+
+    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) {
+        (scenario.faults, scenario.faultInterval, scenario.duration)
+    }
+
+    var stopGrace: Duration { .seconds(20) }
+
+    func begin() {
         schedule(after: .milliseconds(500), .appInvoke)
         schedule(after: .seconds(1), .serverNotify)
         schedule(after: .seconds(1), .serverTick)
-        for (at, fault) in faultTimes(
-            scenario.faults,
-            interval: scenario.faultInterval,
-            duration: scenario.duration,
-            using: &random
-        ) {
-            time.schedule(at: at, .fault(fault))
-        }
-        let end = Instant.zero + scenario.duration
-        runSteps(until: end, countingMinutes: true)
-        // The app stops; whatever is pending must end.
-        time.advance(to: end)
-        isOver = true
-        machine.stop(now: now)
-        drain()
-        runSteps(until: now + .seconds(20))
-        checkEnd()
-        return time.log.report
-    }
-
-    /// Runs the machine's timers and the events due by `end`.
-    mutating func runSteps(until end: Instant, countingMinutes: Bool = false) {
-        while let step = time.next(until: end, machineTimer: machine.pollTimeout()) {
-            switch step {
-            case .timers:
-                machine.handleTimeout(now: now)
-                drain()
-                time.timersRan(nextTimer: machine.pollTimeout())
-            case .event(let event):
-                handle(event)
-            }
-            if countingMinutes { time.reportMinutes(to: onMinute) }
-        }
-    }
-
-    mutating func fail(_ text: String) {
-        time.fail(text)
-    }
-
-    mutating func note(_ text: String) {
-        time.note(text)
-    }
-
-    mutating func schedule(after delay: Duration, _ event: Event) {
-        time.schedule(after: delay, event)
-    }
-
-    /// A link's one-way latency.
-    mutating func latency() -> Duration {
-        simulatedLatency(using: &random)
     }
 
     // MARK: - Events
 
-    enum Event {
+    enum Event: SimulationEvent {
         case clientReceive(TransportGeneration, [UInt8])
         case clientTransportOpened(TransportGeneration)
         case clientTransportClosed(TransportGeneration, String?)
@@ -209,7 +175,7 @@ public struct HubSimulation {
         case fault(Scenario.Fault)
     }
 
-    mutating func handle(_ event: Event) {
+    func handle(_ event: Event) {
         switch event {
         case .clientReceive(let generation, let bytes):
             machine.transportReceived(bytes, generation: generation, now: now)
@@ -249,7 +215,7 @@ public struct HubSimulation {
     }
 
     /// Carries out the machine's actions (at most 1,000 per input: no busy loop).
-    mutating func drain() {
+    func drain() {
         var count = 0
         while let action = machine.pollAction() {
             count += 1
@@ -266,7 +232,7 @@ public struct HubSimulation {
         }
     }
 
-    mutating func perform(_ action: HubConnectionMachine.Action) {
+    func perform(_ action: HubConnectionMachine.Action) {
         switch action {
         case .fetchAccessToken(let generation):
             machine.accessTokenFetched(nil, generation: generation, now: now)
@@ -300,7 +266,7 @@ public struct HubSimulation {
         }
     }
 
-    mutating func observe(_ event: HubConnectionMachine.Event) {
+    func observe(_ event: HubConnectionMachine.Event) {
         switch event {
         case .connected, .reconnected:
             if !notifySegments[notifySegments.count - 1].isEmpty { notifySegments.append([]) }
@@ -343,7 +309,7 @@ public struct HubSimulation {
         }
     }
 
-    mutating func appInvoke() {
+    func appInvoke() {
         guard machine.stateName == .connected || machine.stateName == .resuming else { return }
         let argument = nextArgument
         nextArgument += 1
@@ -355,7 +321,7 @@ public struct HubSimulation {
 
     // MARK: - Faults
 
-    mutating func inject(_ fault: Scenario.Fault) {
+    func inject(_ fault: Scenario.Fault) {
         let live = hub.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
         note("fault \(fault) on \(live)")
         switch fault {
@@ -383,7 +349,7 @@ public struct HubSimulation {
 
     // MARK: - Checks at the end
 
-    mutating func checkEnd() {
+    func checkEnd() {
         if !pendingInvocations.isEmpty {
             fail("invocations never ended: \(pendingInvocations.keys.sorted())")
         }
@@ -500,7 +466,7 @@ extension HubSimulation {
         }
     }
 
-    mutating func serverOpen(_ generation: TransportGeneration, token: String) {
+    func serverOpen(_ generation: TransportGeneration, token: String) {
         guard hub.isUp, var session = hub.sessions[token], !session.handshaken || session.stateful else {
             schedule(after: latency(), .clientTransportClosed(generation, "404 Not Found"))
             return
@@ -532,7 +498,7 @@ extension HubSimulation {
         }
     }
 
-    mutating func serverReceive(_ generation: TransportGeneration, _ bytes: [UInt8]) {
+    func serverReceive(_ generation: TransportGeneration, _ bytes: [UInt8]) {
         guard let token = hub.links[generation]?.token, var session = hub.sessions[token],
             session.attached == generation
         else { return }
@@ -562,7 +528,7 @@ extension HubSimulation {
         for message in messages { serverHandle(message, token: token) }
     }
 
-    mutating func serverHandle(_ message: HubMessage, token: String) {
+    func serverHandle(_ message: HubMessage, token: String) {
         guard var session = hub.sessions[token] else { return }
         switch message {
         case .ping, .close:
@@ -606,7 +572,7 @@ extension HubSimulation {
 
     /// Sends a message on `token`'s connection: numbered and kept until acknowledged when the
     /// connection is stateful and the message trackable; lost when nothing carries it.
-    mutating func serverSend(_ message: HubMessage, token: String, trackable: Bool) {
+    func serverSend(_ message: HubMessage, token: String, trackable: Bool) {
         guard var session = hub.sessions[token] else { return }
         var bytes: [UInt8] = []
         hub.hubProtocol.write(message, into: &bytes)
@@ -618,7 +584,7 @@ extension HubSimulation {
         serverWrite(bytes, token: token)
     }
 
-    mutating func serverWrite(_ bytes: [UInt8], token: String) {
+    func serverWrite(_ bytes: [UInt8], token: String) {
         guard let generation = hub.sessions[token]?.attached, let link = hub.links[generation], link.isOpen,
             !link.isStalled
         else { return }
@@ -628,7 +594,7 @@ extension HubSimulation {
         time.schedule(at: at, .clientReceive(generation, bytes))
     }
 
-    mutating func serverNotify() {
+    func serverNotify() {
         guard let token = hub.current, let session = hub.sessions[token], session.handshaken else { return }
         let value = session.notifyCounter
         hub.sessions[token]!.notifyCounter += 1
@@ -640,7 +606,7 @@ extension HubSimulation {
         )
     }
 
-    mutating func serverTick() {
+    func serverTick() {
         for token in hub.sessions.keys.sorted() {
             guard let session = hub.sessions[token] else { continue }
             if let detached = session.detachedAt {

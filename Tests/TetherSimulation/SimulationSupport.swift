@@ -145,3 +145,119 @@ func faultTimes(
 func simulatedLatency(using random: inout SeededRandomNumberGenerator) -> Duration {
     .milliseconds(Int64.random(in: 1...40, using: &random))
 }
+
+/// What both simulations share: a connection machine against a scripted server on `VirtualTime`,
+/// faults struck on a schedule, the app stopping at the end and every invariant checked then. A
+/// simulation supplies its machine, its events and their handling; the run is the same.
+protocol MachineSimulation: AnyObject {
+    associatedtype Event: SimulationEvent
+
+    var time: VirtualTime<Event> { get set }
+    var random: SeededRandomNumberGenerator { get set }
+    /// Set once the app has stopped (late traffic is then expected to end).
+    var isOver: Bool { get set }
+    var onMinute: ((Int) -> Void)? { get }
+    /// The faults, how often they strike (nil: a few times early on) and how long the app runs.
+    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) { get }
+    /// How long pending work may take to end after the app stops.
+    var stopGrace: Duration { get }
+
+    /// The machine under test, in a holder the shared run can use whatever the machine's type.
+    var driven: any DrivenMachine { get }
+    /// Carries out the machine's actions.
+    func drain()
+    func handle(_ event: Event)
+    /// Schedules the scenario's first events (traffic, server ticks).
+    func begin()
+    /// Checks the invariants that hold once everything ended.
+    func checkEnd()
+}
+
+extension MachineSimulation {
+    var now: Instant { time.now }
+
+    /// Runs the scenario and returns what broke (empty when every invariant held).
+    func runScenario() -> [String] {
+        driven.start(now: now)
+        drain()
+        begin()
+        let plan = plan
+        for (at, fault) in faultTimes(
+            plan.faults,
+            interval: plan.faultInterval,
+            duration: plan.duration,
+            using: &random
+        ) {
+            time.schedule(at: at, .fault(fault))
+        }
+        let end = Instant.zero + plan.duration
+        runSteps(until: end, countingMinutes: true)
+        // The app stops; whatever is pending must end.
+        time.advance(to: end)
+        isOver = true
+        driven.stop(now: now)
+        drain()
+        runSteps(until: now + stopGrace)
+        checkEnd()
+        return time.log.report
+    }
+
+    /// Runs the machine's timers and the events due by `end`.
+    func runSteps(until end: Instant, countingMinutes: Bool = false) {
+        while let step = time.next(until: end, machineTimer: driven.pollTimeout()) {
+            switch step {
+            case .timers:
+                driven.handleTimeout(now: now)
+                drain()
+                time.timersRan(nextTimer: driven.pollTimeout())
+            case .event(let event):
+                handle(event)
+            }
+            if countingMinutes { time.reportMinutes(to: onMinute) }
+        }
+    }
+
+    func fail(_ text: String) {
+        time.fail(text)
+    }
+
+    func note(_ text: String) {
+        time.note(text)
+    }
+
+    func schedule(after delay: Duration, _ event: Event) {
+        time.schedule(after: delay, event)
+    }
+
+    /// A link's one-way latency.
+    func latency() -> Duration {
+        simulatedLatency(using: &random)
+    }
+}
+
+/// A simulation's events: one of them strikes a fault.
+protocol SimulationEvent {
+    static func fault(_ fault: SimulatedFault) -> Self
+}
+
+/// What the shared run calls on a simulation's machine.
+protocol DrivenMachine: AnyObject {
+    func start(now: Instant)
+    func stop(now: Instant)
+    func handleTimeout(now: Instant)
+    func pollTimeout() -> Instant?
+}
+
+/// Holds a connection machine (copyable or not) for a simulation.
+final class MachineHolder<Machine: ConnectionMachine & ~Copyable>: DrivenMachine {
+    var machine: Machine
+
+    init(_ machine: consuming Machine) {
+        self.machine = machine
+    }
+
+    func start(now: Instant) { machine.start(now: now) }
+    func stop(now: Instant) { machine.stop(now: now) }
+    func handleTimeout(now: Instant) { machine.handleTimeout(now: now) }
+    func pollTimeout() -> Instant? { machine.pollTimeout() }
+}

@@ -9,7 +9,7 @@ import TetherXMPP
 /// with seeded latency, cuts, stalls (a half-open link that silently drops everything) and
 /// server restarts, on a virtual clock. A failing seed replays exactly with
 /// `XMPPSimulation(scenario).run()`.
-public final class XMPPSimulation {
+public final class XMPPSimulation: MachineSimulation {
     public struct Scenario: CustomStringConvertible, Sendable {
         public typealias Fault = SimulatedFault
 
@@ -78,7 +78,13 @@ public final class XMPPSimulation {
     var time = VirtualTime<Event>()
     var now: Instant { time.now }
     var random: SeededRandomNumberGenerator
-    var machine: XMPPClientMachine
+    let holder: MachineHolder<XMPPClientMachine>
+    var driven: any DrivenMachine { holder }
+    /// The machine under test.
+    var machine: XMPPClientMachine {
+        _read { yield holder.machine }
+        _modify { yield &holder.machine }
+    }
     var server = Server()
     var isOver = false
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
@@ -119,76 +125,38 @@ public final class XMPPSimulation {
             iqTimeout: .seconds(20),
             releaseBuffersAfterIdle: nil
         )
-        machine = XMPPClientMachine(
-            configuration: configuration,
-            hashProvider: OpenSSLHashProvider(),
-            randomSeed: scenario.seed,
-            makeNonce: { "simulation-nonce" }
+        holder = MachineHolder(
+            XMPPClientMachine(
+                configuration: configuration,
+                hashProvider: OpenSSLHashProvider(),
+                randomSeed: scenario.seed,
+                makeNonce: { "simulation-nonce" }
+            )
         )
     }
 
     // MARK: - Running
 
+    /// Runs the scenario and returns what broke (empty when every invariant held).
     public func run() -> [String] {
-        machine.start(now: now)
-        drain()
+        runScenario()
+    }
+
+    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) {
+        (scenario.faults, scenario.faultInterval, scenario.duration)
+    }
+
+    var stopGrace: Duration { .seconds(30) }
+
+    func begin() {
         schedule(after: .milliseconds(700), .appSend)
         schedule(after: .seconds(1), .serverMessage)
         schedule(after: .seconds(1), .serverTick)
-        for (at, fault) in faultTimes(
-            scenario.faults,
-            interval: scenario.faultInterval,
-            duration: scenario.duration,
-            using: &random
-        ) {
-            time.schedule(at: at, .fault(fault))
-        }
-        let end = Instant.zero + scenario.duration
-        runSteps(until: end, countingMinutes: true)
-        // The app stops; whatever is pending must end.
-        time.advance(to: end)
-        isOver = true
-        machine.stop(now: now)
-        drain()
-        runSteps(until: now + .seconds(30))
-        checkEnd()
-        return time.log.report
-    }
-
-    /// Runs the machine's timers and the events due by `end`.
-    func runSteps(until end: Instant, countingMinutes: Bool = false) {
-        while let step = time.next(until: end, machineTimer: machine.pollTimeout()) {
-            switch step {
-            case .timers:
-                machine.handleTimeout(now: now)
-                drain()
-                time.timersRan(nextTimer: machine.pollTimeout())
-            case .event(let event):
-                handle(event)
-            }
-            if countingMinutes { time.reportMinutes(to: onMinute) }
-        }
-    }
-
-    func fail(_ text: String) {
-        time.fail(text)
-    }
-
-    func note(_ text: String) {
-        time.note(text)
-    }
-
-    func schedule(after delay: Duration, _ event: Event) {
-        time.schedule(after: delay, event)
-    }
-
-    func latency() -> Duration {
-        simulatedLatency(using: &random)
     }
 
     // MARK: - Events
 
-    enum Event {
+    enum Event: SimulationEvent {
         case clientConnected(TransportGeneration)
         case clientReceive(TransportGeneration, [UInt8])
         case clientClosed(TransportGeneration, String?)
