@@ -41,7 +41,7 @@ enum XMPPDriverBenchmarks {
 
     /// Sequential pings of the server: p50 and p99 of the round trip.
     static func latency(_ server: Server, jid: String, count: Int) async throws -> String {
-        let client = try XMPPClient(configuration(jid, server, streamManagement: false))
+        let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
         var samples: [Double] = []
         samples.reserveCapacity(count)
@@ -63,8 +63,8 @@ enum XMPPDriverBenchmarks {
     /// `count` messages from one account to another without stream management, sent as fast as
     /// the client takes them; the time until the last one arrived.
     static func throughput(_ server: Server, from: String, to: String, count: Int) async throws -> String {
-        let receiver = try XMPPClient(configuration(to, server, streamManagement: false))
-        let sender = try XMPPClient(configuration(from, server, streamManagement: false))
+        let receiver = try XMPPClient(configuration: configuration(to, server, streamManagement: false))
+        let sender = try XMPPClient(configuration: configuration(from, server, streamManagement: false))
         let arrived = Counter()
         let done = DispatchSemaphore(value: 0)
         receiver.setEventHandler(queue: DispatchQueue(label: "receiver")) { event in
@@ -117,7 +117,7 @@ enum XMPPDriverBenchmarks {
                 // Idle: no presence (the harness sends none either; thousands of resources of
                 // one account would otherwise each get every other's presence).
                 configuration.initialPresence = nil
-                return try XMPPClient(configuration)
+                return try XMPPClient(configuration: configuration)
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for client in made { group.addTask { try await client.connect() } }

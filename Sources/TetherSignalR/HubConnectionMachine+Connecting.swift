@@ -162,8 +162,8 @@ extension HubConnectionMachine {
             handshakeReceived = []
             state = .handshaking(attempt)
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        case .resuming(let session, .opening):
-            guard session.generation == generation, let stateful = link!.stateful else { return }
+        case .resuming(let session, .opening, let link):
+            guard session.generation == generation, let stateful = link.stateful else { return }
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
             var bytes: [UInt8] = []
             hubProtocol.write(.sequence(sequenceId: stateful.resumeSequenceId), into: &bytes)
@@ -172,15 +172,19 @@ extension HubConnectionMachine {
                 enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
             }
             timers.cancel(.handshake)
-            link!.parser = hubProtocol.makeParser()
-            link!.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
-            link!.resumedAt = now
-            link!.receivedAtResume = stateful.latestReceived
-            state = .connected(session)
-            armLivenessTimers()
+            guard var live = takeLive() else { return }
+            live.link.parser = hubProtocol.makeParser()
+            live.link.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
+            live.link.resumedAt = now
+            live.link.receivedAtResume = stateful.latestReceived
+            live.resumeStep = nil
+            armLivenessTimers(live.link)
+            restore(live)
         case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting, .suspended,
-            .resuming(_, .waiting):
+            .resuming(_, .waiting, _):
             return
+        case .modifying:
+            Self.modifyingObserved()
         }
     }
 
@@ -220,12 +224,14 @@ extension HubConnectionMachine {
             handshakeCompleted(attempt, now: now)
             let rest = Array(received[parsed.consumed...])
             if !rest.isEmpty { processReceived(rest.backDeployedSpan, now: now) }
-        case .connected(let session):
+        case .connected(let session, _):
             guard session.generation == generation else { return }
             processReceived(bytes, now: now)
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .suspended,
             .resuming:
             return
+        case .modifying:
+            Self.modifyingObserved()
         }
     }
 
@@ -252,10 +258,14 @@ extension HubConnectionMachine {
             transportURL: url,
             headers: requestHeaders(attempt.accessToken)
         )
-        link = Link(
-            parser: hubProtocol.makeParser(),
-            stateful: stateful ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
-            heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
+        var live = LiveConnection(
+            session: session,
+            resumeStep: nil,
+            link: Link(
+                parser: hubProtocol.makeParser(),
+                stateful: stateful ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
+                heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
+            )
         )
         schedule?.connectionEstablished()
         enqueue(
@@ -264,14 +274,14 @@ extension HubConnectionMachine {
                     ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId)
             )
         )
-        state = .connected(session)
         // Like the TypeScript client: one Ping right after the handshake.
-        send(.ping, on: session.generation, now: now)
-        armLivenessTimers()
+        send(.ping, live: &live, now: now)
+        armLivenessTimers(live.link)
+        restore(live)
     }
 
-    mutating func armLivenessTimers() {
-        if let deadline = link?.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+    mutating func armLivenessTimers(_ link: Link) {
+        if let deadline = link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
     /// The WebSocket of `generation` closed (`error` is nil for a normal close; it must not
@@ -286,15 +296,19 @@ extension HubConnectionMachine {
                 error ?? HubConnectionError(.transport, "The WebSocket closed before the handshake completed."),
                 now: now
             )
-        case .connected(let session):
-            connectionLost(session, error: error, allowReconnect: true, now: now)
-        case .resuming(let session, .opening(let attempt)):
+        case .connected:
+            guard let live = takeLive() else { return }
+            connectionLost(live, error: error, allowReconnect: true, now: now)
+        case .resuming(_, .opening(let attempt), _):
             timers.cancel(.handshake)
-            resumeAttemptFailed(session, attempt: attempt, error: error, now: now)
-        case .resuming(_, .waiting):
+            guard let live = takeLive() else { return }
+            resumeAttemptFailed(live, attempt: attempt, error: error, now: now)
+        case .resuming(_, .waiting, _):
             return
         case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended:
             return
+        case .modifying:
+            Self.modifyingObserved()
         }
     }
 
@@ -306,10 +320,10 @@ extension HubConnectionMachine {
         for timer in timers.expired(at: now) {
             switch timer {
             case .handshake:
-                if case .resuming(let session, .opening(let attempt)) = state {
+                if case .resuming(let session, .opening(let attempt), _) = state, let live = takeLive() {
                     enqueue(.closeTransport(generation: session.generation))
                     resumeAttemptFailed(
-                        session,
+                        live,
                         attempt: attempt,
                         error: HubConnectionError(
                             .transport,
@@ -329,28 +343,36 @@ extension HubConnectionMachine {
                     now: now
                 )
             case .liveness:
-                guard case .connected(let session) = state else { continue }
-                switch link!.heartbeat.check(now: now) {
+                guard case .connected = state, var live = takeLive() else { continue }
+                switch live.link.heartbeat.check(now: now) {
                 case .receiveTimedOut, .probesExhausted:
-                    enqueue(.closeTransport(generation: session.generation))
-                    connectionLost(session, error: .serverTimeout, allowReconnect: true, now: now)
+                    enqueue(.closeTransport(generation: live.session.generation))
+                    connectionLost(live, error: .serverTimeout, allowReconnect: true, now: now)
                     continue
                 case .keepAlive, .probeUnanswered:
-                    send(.ping, on: session.generation, now: now)
+                    send(.ping, live: &live, now: now)
                 case nil:
                     break
                 }
-                armLivenessTimers()
+                armLivenessTimers(live.link)
+                restore(live)
             case .reconnect:
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
             case .resume:
-                guard case .resuming(let session, .waiting(let attempt)) = state else { continue }
-                openResumedTransport(session, attempt: attempt + 1, now: now)
+                guard case .resuming(let session, .waiting(let attempt), _) = state, let live = takeLive() else {
+                    continue
+                }
+                openResumedTransport(session, link: live.link, attempt: attempt + 1, now: now)
             case .ack:
-                guard case .connected(let session) = state, link!.stateful?.needsAck == true else { continue }
-                let sequenceId = link!.stateful!.acknowledge()
-                send(.ack(sequenceId: sequenceId), on: session.generation, now: now)
+                guard case .connected(_, let link) = state, link.stateful?.needsAck == true, var live = takeLive()
+                else {
+                    continue
+                }
+                if let sequenceId = live.link.stateful?.acknowledge() {
+                    send(.ack(sequenceId: sequenceId), live: &live, now: now)
+                }
+                restore(live)
             }
         }
     }
@@ -368,6 +390,8 @@ extension HubConnectionMachine {
             isReconnect = attempt.isReconnect
         case .disconnected, .connected, .reconnectWaiting, .suspended, .resuming:
             isReconnect = false
+        case .modifying:
+            Self.modifyingObserved()
         }
         if isReconnect {
             scheduleReconnect(error: error, now: now)
@@ -376,40 +400,44 @@ extension HubConnectionMachine {
         }
     }
 
-    /// The connection was lost (transport closed, server timeout, protocol violation, Close).
+    /// The connection was lost (transport closed, server timeout, protocol violation, Close):
+    /// under stateful reconnect its WebSocket is reopened, otherwise what is pending fails and the
+    /// policy decides. `live` has been taken out of the state; a transition replaces it.
     mutating func connectionLost(
-        _ session: Session,
+        _ live: LiveConnection,
         error: HubConnectionError?,
         allowReconnect: Bool,
         now: Instant,
         resumable: Bool = true
     ) {
+        var live = live
         timers.cancel(.liveness)
         timers.cancel(.ack)
-        if resumable, allowReconnect, let stateful = link?.stateful {
+        if resumable, allowReconnect, let stateful = live.link.stateful {
             // A resumed transport lost again within a handshake timeout with nothing new received
             // counts as a failed resume: the retry delays apply, and when they are used up the
             // connection is lost (a replayed message the client cannot take would otherwise
             // loop).
-            let quick = link!.resumedAt.map { now - $0 < configuration.handshakeTimeout } ?? false
-            link!.quickLosses = quick && stateful.latestReceived == link!.receivedAtResume ? link!.quickLosses + 1 : 0
-            link!.resumedAt = nil
-            if link!.quickLosses > configuration.resumeRetryDelays.count {
-                link!.stateful = nil
-                return connectionLost(session, error: error, allowReconnect: true, now: now, resumable: false)
+            let quick = live.link.resumedAt.map { now - $0 < configuration.handshakeTimeout } ?? false
+            live.link.quickLosses =
+                quick && stateful.latestReceived == live.link.receivedAtResume ? live.link.quickLosses + 1 : 0
+            live.link.resumedAt = nil
+            if live.link.quickLosses > configuration.resumeRetryDelays.count {
+                live.link.stateful = nil
+                return connectionLost(live, error: error, allowReconnect: true, now: now, resumable: false)
             }
             // Stateful reconnect: reopen the same connection on a new transport; nothing pending
             // fails.
-            link!.stateful!.transportLost()
-            var resuming = session
+            live.link.stateful?.transportLost()
+            var resuming = live.session
             resuming.generation = makeGeneration()
-            guard link!.quickLosses > 0 else { return openResumedTransport(resuming, attempt: 1, now: now) }
-            state = .resuming(resuming, .waiting(attempt: link!.quickLosses))
-            timers.set(.resume, at: now + configuration.resumeRetryDelays[link!.quickLosses - 1])
+            let losses = live.link.quickLosses
+            guard losses > 0 else { return openResumedTransport(resuming, link: live.link, attempt: 1, now: now) }
+            state = .resuming(resuming, .waiting(attempt: losses), live.link)
+            timers.set(.resume, at: now + configuration.resumeRetryDelays[losses - 1])
             return
         }
-        failPending()
-        link = nil
+        failPending(live.link)
         if allowReconnect, schedule != nil {
             scheduleReconnect(error: error, now: now)
         } else {
@@ -419,8 +447,8 @@ extension HubConnectionMachine {
 
     /// Opens the WebSocket of `session.generation` to resume the same connection; it gets as long
     /// as a handshake would.
-    mutating func openResumedTransport(_ session: Session, attempt: Int, now: Instant) {
-        state = .resuming(session, .opening(attempt: attempt))
+    mutating func openResumedTransport(_ session: Session, link: Link, attempt: Int, now: Instant) {
+        state = .resuming(session, .opening(attempt: attempt), link)
         timers.set(.handshake, at: now + configuration.handshakeTimeout)
         enqueue(.openTransport(url: session.transportURL, headers: session.headers, generation: session.generation))
     }
@@ -429,16 +457,21 @@ extension HubConnectionMachine {
     /// generation, so that late input from the failed one is ignored); when none is left, the
     /// connection is lost as without stateful reconnect: what is pending fails and the ordinary
     /// path (a new connection under the reconnect policy, or closed) follows.
-    mutating func resumeAttemptFailed(_ session: Session, attempt: Int, error: HubConnectionError?, now: Instant) {
+    mutating func resumeAttemptFailed(
+        _ live: LiveConnection,
+        attempt: Int,
+        error: HubConnectionError?,
+        now: Instant
+    ) {
+        var live = live
         guard attempt > configuration.resumeRetryDelays.count else {
-            var next = session
-            next.generation = makeGeneration()
-            state = .resuming(next, .waiting(attempt: attempt))
+            live.session.generation = makeGeneration()
+            state = .resuming(live.session, .waiting(attempt: attempt), live.link)
             timers.set(.resume, at: now + configuration.resumeRetryDelays[attempt - 1])
             return
         }
-        link?.stateful = nil
-        connectionLost(session, error: error, allowReconnect: true, now: now)
+        live.link.stateful = nil
+        connectionLost(live, error: error, allowReconnect: true, now: now)
     }
 
     /// Waits for the policy's next delay, or suspends when it gives up.
@@ -454,9 +487,8 @@ extension HubConnectionMachine {
     }
 
     /// Fails every pending invocation and stream of the live connection ("exactly once").
-    mutating func failPending() {
-        guard let pending = link?.pending else { return }
-        for (id, kind) in pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
+    mutating func failPending(_ link: Link) {
+        for (id, kind) in link.pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
             switch kind {
             case .invocation:
                 enqueue(
@@ -470,14 +502,12 @@ extension HubConnectionMachine {
                 continue
             }
         }
-        link!.pending.removeAll()
     }
 
     /// The policy gave up: nothing runs until `reconnectNow` (or `stop`).
     mutating func suspend(error: HubConnectionError?) {
         timers.cancelAll()
         state = .suspended(lastError: error)
-        link = nil
         handshakeReceived = []
         enqueue(.event(.suspended(error)))
     }
@@ -486,7 +516,6 @@ extension HubConnectionMachine {
     mutating func finish(error: HubConnectionError?) {
         timers.cancelAll()
         state = .disconnected
-        link = nil
         handshakeReceived = []
         schedule?.connectionEstablished()
         enqueue(.event(.closed(error)))

@@ -3,41 +3,35 @@ public import TetherCore
 extension HubConnectionMachine {
     // MARK: - Sending
 
-    /// Encodes and sends `message` on the WebSocket of `generation`, numbering and buffering it
-    /// under stateful reconnect. While the WebSocket is being reopened (`resuming`, `generation`
-    /// nil), a sequenced message is only buffered (the replay after the Sequence message sends it)
-    /// and other messages are dropped. Precondition: `link` is set.
-    mutating func send(_ message: HubMessage, on generation: TransportGeneration?, now: Instant) {
+    /// Encodes and sends `message` on the live connection's WebSocket, numbering and buffering it
+    /// under stateful reconnect. While the WebSocket is being reopened (`resuming`), a sequenced
+    /// message is only buffered (the replay after the Sequence message sends it) and other
+    /// messages are dropped.
+    mutating func send(_ message: HubMessage, live: inout LiveConnection, now: Instant) {
         var bytes: [UInt8] = []
         if case .ping = message {
             bytes = hubProtocol.encodedPing
         } else {
             hubProtocol.write(message, into: &bytes)
         }
-        if message.isSequenced, link!.stateful != nil { link!.stateful!.sent(bytes) }
-        guard let generation else { return }
+        if message.isSequenced { live.link.stateful?.sent(bytes) }
+        guard let generation = live.generation else { return }
         enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
-        link!.heartbeat.didSend(at: now)
-        if let deadline = link!.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+        live.link.heartbeat.didSend(at: now)
+        if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
-    /// Where an app command's message goes: the open WebSocket's generation, or nil while resuming
-    /// (stateful reconnect: commands are taken and buffered, then replayed on the reopened
-    /// WebSocket, as the official clients do). Throws `notConnected` otherwise, and
-    /// `sendBufferFull` when a sequenced message would overfill the stateful buffer.
-    mutating func commandGeneration(sequenced: Bool = true) throws(HubConnectionError) -> TransportGeneration? {
-        let generation: TransportGeneration?
-        switch state {
-        case .connected(let session): generation = session.generation
-        case .resuming: generation = nil
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
-            .suspended:
-            throw .notConnected
-        }
-        if sequenced, let stateful = link!.stateful, !stateful.hasRoom {
+    /// The live connection an app command runs on, taken out of the state (put it back with
+    /// `restore(_:)`): while resuming (stateful reconnect) commands are taken and buffered, then
+    /// replayed on the reopened WebSocket, as the official clients do. Throws `notConnected`
+    /// otherwise, and `sendBufferFull` when a sequenced message would overfill the stateful buffer.
+    mutating func takeLiveForCommand(sequenced: Bool = true) throws(HubConnectionError) -> LiveConnection {
+        guard let live = takeLive() else { throw .notConnected }
+        if sequenced, let stateful = live.link.stateful, !stateful.hasRoom {
+            restore(live)
             throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
         }
-        return generation
+        return live
     }
 
     mutating func makeInvocationId() -> String {
@@ -140,13 +134,14 @@ extension HubConnectionMachine {
         now: Instant
     ) throws(HubConnectionError) {
         try check(arguments.encoding)
-        let generation = try commandGeneration()
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
         let message = InvocationMessage(
             target: target,
             arguments: arguments,
             streamIds: streamIds.isEmpty ? nil : streamIds
         )
-        send(.invocation(message), on: generation, now: now)
+        send(.invocation(message), live: &live, now: now)
     }
 
     /// Calls the streaming method `target`; items arrive as `streamItem`, the end as
@@ -177,28 +172,31 @@ extension HubConnectionMachine {
         now: Instant,
         _ message: (String) -> HubMessage
     ) throws(HubConnectionError) -> String {
-        let generation = try commandGeneration()
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
         let id = makeInvocationId()
-        link!.pending[id] = kind
-        send(message(id), on: generation, now: now)
+        live.link.pending[id] = kind
+        send(message(id), live: &live, now: now)
         return id
     }
 
     /// Cancels a server→client stream: sends CancelInvocation and reports the stream completed
     /// (later items and its Completion are ignored).
     public mutating func cancelStream(_ invocationId: String, now: Instant) throws(HubConnectionError) {
-        let generation = try commandGeneration()
-        guard link!.pending[invocationId] == .stream else { return }
-        link!.pending[invocationId] = .canceledStream
-        send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), on: generation, now: now)
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
+        guard live.link.pending[invocationId] == .stream else { return }
+        live.link.pending[invocationId] = .canceledStream
+        send(.cancelInvocation(CancelInvocationMessage(invocationId: invocationId)), live: &live, now: now)
         enqueue(.event(.streamCompleted(invocationId: invocationId, error: nil)))
     }
 
     /// A new client→server stream id, to pass in an invocation's `streamIds`.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
-        _ = try commandGeneration(sequenced: false)
+        var live = try takeLiveForCommand(sequenced: false)
+        defer { restore(live) }
         let id = makeInvocationId()
-        link!.uploads.insert(id)
+        live.link.uploads.insert(id)
         return id
     }
 
@@ -206,9 +204,10 @@ extension HubConnectionMachine {
     public mutating func sendStreamItem(_ streamId: String, item: EncodedValue, now: Instant) throws(HubConnectionError)
     {
         try check(item.encoding)
-        let generation = try commandGeneration()
-        guard link!.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
-        send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), on: generation, now: now)
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
+        guard live.link.uploads.contains(streamId) else { throw .unknownUploadStream(streamId) }
+        send(.streamItem(StreamItemMessage(invocationId: streamId, item: item)), live: &live, now: now)
     }
 
     /// Ends an upload stream (with an error text, or normally).
@@ -217,10 +216,11 @@ extension HubConnectionMachine {
         error: String? = nil,
         now: Instant
     ) throws(HubConnectionError) {
-        let generation = try commandGeneration()
-        guard link!.uploads.remove(streamId) != nil else { throw .unknownUploadStream(streamId) }
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
+        guard live.link.uploads.remove(streamId) != nil else { throw .unknownUploadStream(streamId) }
         let result: CompletionResult = error.map { .error($0) } ?? .void
-        send(.completion(CompletionMessage(invocationId: streamId, result: result)), on: generation, now: now)
+        send(.completion(CompletionMessage(invocationId: streamId, result: result)), live: &live, now: now)
     }
 
     /// Answers a server invocation that expects a result (a client result).
@@ -230,79 +230,84 @@ extension HubConnectionMachine {
         now: Instant
     ) throws(HubConnectionError) {
         if case .value(let value) = result { try check(value.encoding) }
-        let generation = try commandGeneration()
-        guard link!.serverInvocations.remove(invocationId) != nil else {
+        var live = try takeLiveForCommand()
+        defer { restore(live) }
+        guard live.link.serverInvocations.remove(invocationId) != nil else {
             throw HubConnectionError(.unknownInvocation, "No server invocation '\(invocationId)' awaits a reply.")
         }
-        send(.completion(CompletionMessage(invocationId: invocationId, result: result)), on: generation, now: now)
+        send(.completion(CompletionMessage(invocationId: invocationId, result: result)), live: &live, now: now)
     }
 
     // MARK: - Receiving
 
     /// Parses and handles received bytes on the connected session.
     mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
-        guard case .connected(let session) = state else { return }
-        link!.heartbeat.didReceive(at: now)
-        if let deadline = link!.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
-        link!.parser.append(bytes)
+        guard case .connected = state, var live = takeLive() else { return }
+        live.link.heartbeat.didReceive(at: now)
+        if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+        live.link.parser.append(bytes)
         while true {
             let message: HubMessage?
             do {
-                message = try link!.parser.next()
+                message = try live.link.parser.next()
             } catch {
-                return violation(session, error.message, now: now)
+                return violation(live, error.message, now: now)
             }
             guard let message else { break }
-            if link!.stateful != nil {
+            if live.link.stateful != nil {
                 if message.isSequenced {
-                    let process = link!.stateful!.shouldProcessReceived()
-                    if !timers.isArmed(.ack), link!.stateful!.needsAck {
+                    let process = live.link.stateful!.shouldProcessReceived()
+                    if !timers.isArmed(.ack), live.link.stateful!.needsAck {
                         timers.set(.ack, at: now + configuration.ackDelay)
                     }
                     if !process { continue }
-                } else if link!.stateful!.waitingForSequence, case .sequence = message {
+                } else if live.link.stateful!.waitingForSequence, case .sequence = message {
                     // handled below
-                } else if link!.stateful!.waitingForSequence {
+                } else if live.link.stateful!.waitingForSequence {
                     continue
                 }
             }
-            guard handle(message, in: session, now: now) else { return }
+            // The connection ended (a transition replaced the state): nothing to put back.
+            guard handle(message, live: &live, now: now) else { return }
         }
+        restore(live)
     }
 
     static let tooManyClientResults = "Too many client results are pending."
 
-    /// Handles one message of the connected `session`; returns false when the connection ended.
-    mutating func handle(_ message: HubMessage, in session: Session, now: Instant) -> Bool {
+    /// Handles one message of the connected `live` connection; returns false when the connection
+    /// ended (the state then is the one that followed, and `live` is spent).
+    mutating func handle(_ message: HubMessage, live: inout LiveConnection, now: Instant) -> Bool {
+        let session = live.session
         switch message {
         case .invocation(let invocation):
             if let handler = handler(for: invocation.target) {
                 if let id = invocation.invocationId {
-                    guard link!.serverInvocations.count < configuration.maximumPendingClientResults else {
+                    guard live.link.serverInvocations.count < configuration.maximumPendingClientResults else {
                         let reply = CompletionMessage(invocationId: id, result: .error(Self.tooManyClientResults))
-                        send(.completion(reply), on: session.generation, now: now)
+                        send(.completion(reply), live: &live, now: now)
                         break
                     }
-                    link!.serverInvocations.insert(id)
+                    live.link.serverInvocations.insert(id)
                 }
                 enqueue(.event(.invocation(invocation, handler: handler)))
             } else {
                 if let id = invocation.invocationId {
                     let reply = CompletionMessage(invocationId: id, result: .error("Client didn't provide a result."))
-                    send(.completion(reply), on: session.generation, now: now)
+                    send(.completion(reply), live: &live, now: now)
                 }
                 enqueue(.event(.unhandledInvocation(invocation)))
             }
         case .streamItem(let item):
-            switch link!.pending[item.invocationId] {
+            switch live.link.pending[item.invocationId] {
             case .stream: enqueue(.event(.streamItem(invocationId: item.invocationId, item: item.item)))
             case .canceledStream: break
             case .invocation, nil:
-                violation(session, "Received a StreamItem for unknown stream '\(item.invocationId)'.", now: now)
+                violation(live, "Received a StreamItem for unknown stream '\(item.invocationId)'.", now: now)
                 return false
             }
         case .completion(let completion):
-            switch link!.pending.removeValue(forKey: completion.invocationId) {
+            switch live.link.pending.removeValue(forKey: completion.invocationId) {
             case .invocation:
                 enqueue(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
             case .stream:
@@ -313,7 +318,7 @@ extension HubConnectionMachine {
                 break
             case nil:
                 violation(
-                    session,
+                    live,
                     "Received a Completion for unknown invocation '\(completion.invocationId)'.",
                     now: now
                 )
@@ -327,15 +332,15 @@ extension HubConnectionMachine {
                 HubConnectionError(.serverClosed, "Server returned an error on close: " + $0)
             }
             enqueue(.closeTransport(generation: session.generation))
-            connectionLost(session, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
+            connectionLost(live, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
         case .ack(let sequenceId):
-            if link!.stateful != nil, link!.stateful!.acknowledged(upTo: sequenceId) {
+            if live.link.stateful?.acknowledged(upTo: sequenceId) == true {
                 enqueue(.event(.sendBufferAvailable))
             }
         case .sequence(let sequenceId):
-            if link!.stateful != nil, !link!.stateful!.peerSequence(sequenceId) {
-                violation(session, "Sequence ID greater than amount of messages we've received.", now: now)
+            if live.link.stateful?.peerSequence(sequenceId) == false {
+                violation(live, "Sequence ID greater than amount of messages we've received.", now: now)
                 return false
             }
         }
@@ -371,11 +376,12 @@ extension HubConnectionMachine {
 
     /// The server broke the protocol: tell it why with a Close message (the protocol's closing
     /// bytes), close the transport and treat the connection as lost.
-    mutating func violation(_ session: Session, _ message: String, now: Instant) {
-        send(.close(CloseMessage(error: message)), on: session.generation, now: now)
-        enqueue(.closeTransport(generation: session.generation))
+    mutating func violation(_ live: LiveConnection, _ message: String, now: Instant) {
+        var live = live
+        send(.close(CloseMessage(error: message)), live: &live, now: now)
+        enqueue(.closeTransport(generation: live.session.generation))
         connectionLost(
-            session,
+            live,
             error: HubConnectionError(.protocolViolation, message),
             allowReconnect: true,
             now: now,

@@ -226,13 +226,10 @@ public struct HubConnectionMachine {
     }
 
     /// What a live connection accumulates and changes with every message: its parser, the
-    /// invocations in flight, the stateful-reconnect buffer, the heartbeat. It is kept in `link`,
-    /// beside the state rather than in its payload, so that it is changed in place (a payload taken
-    /// out of an enum to be changed would share its buffers with the enum and copy them on every
-    /// change, and putting it back would need a placeholder state in between).
-    ///
-    /// `link` is non-nil exactly while the state is `connected` or `resuming` (and for the
-    /// handshake's last step, where the session is being set up).
+    /// invocations in flight, the stateful-reconnect buffer, the heartbeat. It is part of the
+    /// `connected` and `resuming` states' payloads. To change it in place, the payload is taken
+    /// out (`takeLive()`) while the state is `modifying`, so that the link's buffers have one
+    /// owner and are not copied, and put back (`restore(_:)`) or replaced by the next state.
     struct Link: Sendable {
         var parser: AnyHubMessageParser
         /// Client→server invocations and streams awaiting their Completion.
@@ -260,20 +257,33 @@ public struct HubConnectionMachine {
         case connectingTransport(Attempt)
         /// The handshake response is awaited (what arrived of it is in `handshakeReceived`).
         case handshaking(Attempt)
-        case connected(Session)
+        case connected(Session, Link)
         case reconnectWaiting(lastError: HubConnectionError?)
         /// The reconnect policy gave up; `reconnectNow` (or `stop`) ends it.
         case suspended(lastError: HubConnectionError?)
         /// Stateful reconnect: the WebSocket of `Session.generation` is being opened, or will be.
-        case resuming(Session, ResumeStep)
+        case resuming(Session, ResumeStep, Link)
+        /// Only while a live connection's link is changed in place (`takeLive()`); never seen
+        /// between two calls, and a trap if it is.
+        case modifying
+    }
+
+    /// A live connection (connected or resuming) taken out of the state to be changed in place:
+    /// the state is `modifying` until `restore(_:)` puts it back or a transition replaces it.
+    struct LiveConnection {
+        var session: Session
+        /// Where reopening the WebSocket stands while resuming; nil while connected.
+        var resumeStep: ResumeStep?
+        var link: Link
+        /// The WebSocket messages go out on now: nil while resuming (sequenced messages are then
+        /// only buffered, for the replay).
+        var generation: TransportGeneration? { resumeStep == nil ? session.generation : nil }
     }
 
     /// The configuration.
     public let configuration: Configuration
     let hubProtocol: AnyHubProtocol
     var state: State = .disconnected
-    /// The live connection's data (see `Link`).
-    var link: Link?
     /// What arrived of the handshake response (in `handshaking`).
     var handshakeReceived: [UInt8] = []
     var timers = TimerTable<Timer>()
@@ -338,13 +348,53 @@ public struct HubConnectionMachine {
         case .reconnectWaiting: .reconnectWaiting
         case .suspended: .suspended
         case .resuming: .resuming
+        case .modifying: Self.modifyingObserved()
+        }
+    }
+
+    static func modifyingObserved() -> Never {
+        preconditionFailure("the state was observed while a live connection was being changed")
+    }
+
+    /// Takes the live connection (connected or resuming) out of the state, leaving it
+    /// `modifying`; nil in any other state.
+    mutating func takeLive() -> LiveConnection? {
+        switch state {
+        case .connected(let session, let link):
+            state = .modifying
+            return LiveConnection(session: session, resumeStep: nil, link: link)
+        case .resuming(let session, let step, let link):
+            state = .modifying
+            return LiveConnection(session: session, resumeStep: step, link: link)
+        case .modifying:
+            Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
+            return nil
+        }
+    }
+
+    /// Puts a live connection taken by `takeLive()` back.
+    mutating func restore(_ live: LiveConnection) {
+        state = live.resumeStep.map { .resuming(live.session, $0, live.link) } ?? .connected(live.session, live.link)
+    }
+
+    /// The live connection's link (a copy, for reading), if any.
+    var link: Link? {
+        switch state {
+        case .connected(_, let link), .resuming(_, _, let link): link
+        case .modifying: Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
+            nil
         }
     }
 
     /// The connection id of the current connection.
     public var connectionId: String? {
         switch state {
-        case .connected(let session), .resuming(let session, _): session.connectionId
+        case .connected(let session, _), .resuming(let session, _, _): session.connectionId
+        case .modifying: Self.modifyingObserved()
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
             .suspended:
             nil
@@ -364,7 +414,8 @@ public struct HubConnectionMachine {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
             .handshaking(let attempt):
             attempt.generation
-        case .connected(let session), .resuming(let session, _): session.generation
+        case .connected(let session, _), .resuming(let session, _, _): session.generation
+        case .modifying: Self.modifyingObserved()
         case .disconnected, .reconnectWaiting, .suspended: nil
         }
     }
@@ -407,19 +458,21 @@ public struct HubConnectionMachine {
         switch state {
         case .disconnected:
             return
-        case .connected(let session):
-            send(.close(CloseMessage()), on: session.generation, now: now)
-            failPending()
-            enqueue(.closeTransport(generation: session.generation))
-        case .resuming(let session, .opening):
-            failPending()
-            enqueue(.closeTransport(generation: session.generation))
-        case .resuming(_, .waiting):
-            failPending()
+        case .connected, .resuming:
+            guard var live = takeLive() else { return }
+            if live.resumeStep == nil { send(.close(CloseMessage()), live: &live, now: now) }
+            failPending(live.link)
+            if case .waiting = live.resumeStep {
+                // No WebSocket is open.
+            } else {
+                enqueue(.closeTransport(generation: live.session.generation))
+            }
         case .connectingTransport(let attempt), .handshaking(let attempt):
             enqueue(.closeTransport(generation: attempt.generation))
         case .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended:
             break
+        case .modifying:
+            Self.modifyingObserved()
         }
         finish(error: nil)
     }
@@ -432,11 +485,12 @@ public struct HubConnectionMachine {
     /// Disconnected or connected: a no-op.
     public mutating func reconnectNow(now: Instant) {
         switch state {
-        case .disconnected, .connected, .resuming(_, .opening):
+        case .disconnected, .connected, .resuming(_, .opening, _):
             return
-        case .resuming(let session, .waiting(let attempt)):
+        case .resuming(let session, .waiting(let attempt), let link):
             timers.cancel(.resume)
-            openResumedTransport(session, attempt: attempt + 1, now: now)
+            state = .modifying
+            openResumedTransport(session, link: link, attempt: attempt + 1, now: now)
         case .reconnectWaiting, .suspended:
             timers.cancel(.reconnect)
             schedule?.connectionEstablished()
@@ -451,6 +505,8 @@ public struct HubConnectionMachine {
             enqueue(.closeTransport(generation: attempt.generation))
             schedule?.connectionEstablished()
             beginAttempt(isReconnect: attempt.isReconnect, now: now)
+        case .modifying:
+            Self.modifyingObserved()
         }
     }
 }
@@ -483,6 +539,7 @@ extension HubConnectionMachine: ConnectionMachine {
         case .resuming: .resuming
         case .reconnectWaiting: .reconnectWaiting
         case .suspended: .suspended
+        case .modifying: Self.modifyingObserved()
         }
     }
 }

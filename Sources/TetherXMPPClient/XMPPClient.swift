@@ -13,7 +13,7 @@ public import TetherXMPP
 /// ```swift
 /// var configuration = XMPPClient.Configuration(jid: JID("alice@example.com/phone")!, password: password)
 /// configuration.reconnectPolicy = .tiered(repeats: false)        // 5×3 s, 5×9 s, 5×15 s, then wait
-/// let client = try XMPPClient(configuration)
+/// let client = try XMPPClient(configuration: configuration)
 /// client.setEventHandler(queue: .main) { event in
 ///     if case .message(let message) = event { print(message.body ?? "") }
 /// }
@@ -111,7 +111,7 @@ public final class XMPPClient: Sendable {
     /// or `.direct`) and `options.tlsSessionFactory` is nil (no TLS layer on this platform):
     /// supply one, or choose `.optional` / `.disabled` for a trusted network.
     public init(
-        _ configuration: Configuration,
+        configuration: Configuration,
         options: Options = Options(),
         hashProvider: (any SCRAMHashProvider)? = nil
     ) throws(XMPPClientError) {

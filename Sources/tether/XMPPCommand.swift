@@ -255,7 +255,7 @@ struct XMPPCommand: Sendable, Equatable {
         }
         let client: XMPPClient
         do throws(XMPPClientError) {
-            client = try XMPPClient(configuration(password: Secret(password)), options: options)
+            client = try XMPPClient(configuration: configuration(password: Secret(password)), options: options)
         } catch {
             errorOutput("tether: \(error.message)")
             return 2

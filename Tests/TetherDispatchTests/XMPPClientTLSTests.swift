@@ -36,7 +36,7 @@ struct XMPPClientTLSTests {
         try server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
-            Self.configuration(server, tls: .required),
+            configuration: Self.configuration(server, tls: .required),
             options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
@@ -59,7 +59,7 @@ struct XMPPClientTLSTests {
         var configuration = Self.configuration(server, tls: .optional)
         configuration.mechanisms = SASLMechanism.allCases
         let client = try XMPPClient(
-            configuration,
+            configuration: configuration,
             options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         try await client.connect()
@@ -73,7 +73,7 @@ struct XMPPClientTLSTests {
         try server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
-            Self.configuration(server, tls: .direct),
+            configuration: Self.configuration(server, tls: .direct),
             options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         let jid = try await client.connect()
@@ -90,7 +90,7 @@ struct XMPPClientTLSTests {
         let server = try ProsodyServer(certificates: certificates)
         try server.start()
         for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
-            let client = try XMPPClient(Self.configuration(server, tls: tls))  // no CA file
+            let client = try XMPPClient(configuration: Self.configuration(server, tls: tls))  // no CA file
             let events = EventRecorder(client)
             do {
                 try await client.connect()
@@ -116,7 +116,7 @@ struct XMPPClientTLSTests {
         // STARTTLS and over direct TLS).
         for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
             let client = try XMPPClient(
-                Self.configuration(server, tls: tls, domain: "misnamed.test"),
+                configuration: Self.configuration(server, tls: tls, domain: "misnamed.test"),
                 options: .init(caFile: certificates.caCertificate)
             )
             do {
@@ -137,7 +137,7 @@ struct XMPPClientTLSTests {
         try server.start()
         let names = SessionNames()
         let plugged = try XMPPClient(
-            Self.configuration(server, tls: .required),
+            configuration: Self.configuration(server, tls: .required),
             options: .init(
                 caFile: certificates.caCertificate,
                 tlsSessionFactory: { configuration in
@@ -152,10 +152,16 @@ struct XMPPClientTLSTests {
         // Without a TLS layer a client that requires TLS cannot even be made (never in cleartext).
         for tls in [XMPPClientMachine.TLSPolicy.required, .direct] {
             #expect(throws: XMPPClientError.self) {
-                _ = try XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
+                _ = try XMPPClient(
+                    configuration: Self.configuration(server, tls: tls),
+                    options: .init(tlsSessionFactory: nil)
+                )
             }
             do {
-                _ = try XMPPClient(Self.configuration(server, tls: tls), options: .init(tlsSessionFactory: nil))
+                _ = try XMPPClient(
+                    configuration: Self.configuration(server, tls: tls),
+                    options: .init(tlsSessionFactory: nil)
+                )
             } catch {
                 #expect(error.kind == .tlsUnavailable && error.message.contains("tlsSessionFactory"))
             }
@@ -169,7 +175,7 @@ struct XMPPClientTLSTests {
         try server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
-            Self.configuration(server, tls: .required),
+            configuration: Self.configuration(server, tls: .required),
             options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         do {

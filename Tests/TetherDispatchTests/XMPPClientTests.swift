@@ -25,7 +25,7 @@ struct XMPPClientTests {
         let server = try startedProsody(authentication: authentication)
         var configuration = testConfiguration("alice", port: server.port, resource: "login")
         configuration.mechanisms = [mechanism]
-        let client = try XMPPClient(configuration)
+        let client = try XMPPClient(configuration: configuration)
         #expect(try await client.connect() == JID("alice@localhost/login"))
         try await expectRoundTrip(client, jid: JID("alice@localhost/login")!)
         await client.disconnect()
@@ -44,7 +44,7 @@ struct XMPPClientTests {
         let server = try startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
-        let refused = try XMPPClient(configuration)
+        let refused = try XMPPClient(configuration: configuration)
         do {
             try await refused.connect()
             Issue.record("PLAIN was used on a cleartext stream")
@@ -52,7 +52,7 @@ struct XMPPClientTests {
             #expect(error.kind == .noAcceptableMechanism)
         }
         configuration.allowPlainOnCleartext = true
-        let allowed = try XMPPClient(configuration)
+        let allowed = try XMPPClient(configuration: configuration)
         let jid = try await allowed.connect()
         #expect(jid.bare == JID("alice@localhost"))
         try await expectRoundTrip(allowed, jid: jid)
@@ -61,9 +61,11 @@ struct XMPPClientTests {
 
     @Test func bindWithAndWithoutResource() async throws {
         let server = try startedProsody()
-        let named = try XMPPClient(testConfiguration("alice", port: server.port, resource: "tether-test"))
+        let named = try XMPPClient(
+            configuration: testConfiguration("alice", port: server.port, resource: "tether-test")
+        )
         #expect(try await named.connect() == JID("alice@localhost/tether-test"))
-        let chosen = try XMPPClient(testConfiguration("bob", port: server.port))
+        let chosen = try XMPPClient(configuration: testConfiguration("bob", port: server.port))
         let jid = try await chosen.connect()
         #expect(jid.bare == JID("bob@localhost") && (jid.resourcepart?.isEmpty == false))
         await named.disconnect()
@@ -73,7 +75,7 @@ struct XMPPClientTests {
     @Test func wrongPasswordFailsOnceWithoutRetrying() async throws {
         let server = try startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
-        let client = try XMPPClient(testConfiguration("alice", port: relay.port, password: "wrong"))
+        let client = try XMPPClient(configuration: testConfiguration("alice", port: relay.port, password: "wrong"))
         do {
             try await client.connect()
             Issue.record("logged in with a wrong password")
@@ -89,7 +91,7 @@ struct XMPPClientTests {
     @Test func connectAndRequestCanceledByTheirTasks() async throws {
         // connect: a server that accepts and never answers, so the attempt hangs.
         let silent = try SilentListener()
-        let hanging = try XMPPClient(testConfiguration("alice", port: silent.port))
+        let hanging = try XMPPClient(configuration: testConfiguration("alice", port: silent.port))
         let connecting = Task { try await hanging.connect() }
         // Our stream header is out and unanswered: the attempt hangs.
         #expect(await eventually { await hanging.state() == .openingStream })
@@ -104,10 +106,10 @@ struct XMPPClientTests {
 
         // request: bob handles the namespace and never answers.
         let server = try startedProsody()
-        let alice = try XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
+        let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
         var bobConfiguration = testConfiguration("bob", port: server.port, resource: "b")
         bobConfiguration.handledIQNamespaces = ["urn:example:never"]
-        let bob = try XMPPClient(bobConfiguration)
+        let bob = try XMPPClient(configuration: bobConfiguration)
         let aliceEvents = EventRecorder(alice)
         let bobEvents = EventRecorder(bob)
         try await alice.connect()
@@ -134,8 +136,8 @@ struct XMPPClientTests {
 
     @Test func messageRosterAndPings() async throws {
         let server = try startedProsody()
-        let alice = try XMPPClient(testConfiguration("alice", port: server.port, resource: "a"))
-        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
         let aliceEvents = EventRecorder(alice)
         try await alice.connect()
@@ -173,10 +175,10 @@ struct XMPPClientTests {
         let server = try startedProsody()
         let aliceRelay = try TCPRelay(upstreamPort: server.port)
         let bobRelay = try TCPRelay(upstreamPort: server.port)
-        let alice = try XMPPClient(testConfiguration("alice", port: aliceRelay.port, resource: "a"))
+        let alice = try XMPPClient(configuration: testConfiguration("alice", port: aliceRelay.port, resource: "a"))
         var bobConfiguration = testConfiguration("bob", port: bobRelay.port, resource: "b")
         bobConfiguration.streamManagement = .init(requestAckAfterStanzas: 5, requestAckAfter: .milliseconds(200))
-        let bob = try XMPPClient(bobConfiguration)
+        let bob = try XMPPClient(configuration: bobConfiguration)
         let aliceEvents = EventRecorder(alice)
         let bobEvents = EventRecorder(bob)
         try await bob.connect()
@@ -209,8 +211,8 @@ struct XMPPClientTests {
         let server = try startedProsody()
         var aliceConfiguration = testConfiguration("alice", port: server.port, resource: "a")
         aliceConfiguration.maximumQueuedStanzas = 10
-        let alice = try XMPPClient(aliceConfiguration)
-        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let alice = try XMPPClient(configuration: aliceConfiguration)
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
         try await bob.connect()
         try await alice.connect()
@@ -228,14 +230,14 @@ struct XMPPClientTests {
     /// send waiting for room whose task is canceled throws `canceled` and never reaches the server.
     @Test func fullQueueFailsFastOrWaitsCancelably() async throws {
         let server = try startedProsody()
-        let bob = try XMPPClient(testConfiguration("bob", port: server.port, resource: "b"))
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
         try await bob.connect()
 
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port, resource: "fails")
         configuration.maximumQueuedStanzas = 3
-        let failing = try XMPPClient(configuration, options: .init(backPressure: .fail))
+        let failing = try XMPPClient(configuration: configuration, options: .init(backPressure: .fail))
         let failingEvents = EventRecorder(failing)
         try await failing.connect()
         #expect(await failingEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -256,7 +258,7 @@ struct XMPPClientTests {
         configuration.resource = "waits"
         let debug = Recorder<String>()
         let waiting = try XMPPClient(
-            configuration,
+            configuration: configuration,
             options: .init(logLevel: .trace) { level, line in
                 log.handler(level, line)
                 debug.append(line)
@@ -305,7 +307,10 @@ struct XMPPClientTests {
         // No acknowledgement request of its own: the only <r/> is the flush's.
         configuration.streamManagement = .init(requestAckAfterStanzas: 1000, requestAckAfter: .seconds(600))
         let log = TrafficLog()
-        let client = try XMPPClient(configuration, options: .init(logLevel: .trace, logHandler: log.handler))
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: .init(logLevel: .trace, logHandler: log.handler)
+        )
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -337,7 +342,7 @@ struct XMPPClientTests {
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port)
         configuration.autoPing = .init(interval: .seconds(1), timeout: .milliseconds(500), maximumMissed: 2)
-        let client = try XMPPClient(configuration)
+        let client = try XMPPClient(configuration: configuration)
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -360,7 +365,7 @@ struct XMPPClientTests {
         let server = try startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.reconnectPolicy = .fixed(.milliseconds(300), maximumAttempts: 30)
-        let client = try XMPPClient(configuration)
+        let client = try XMPPClient(configuration: configuration)
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
@@ -398,7 +403,10 @@ struct XMPPClientTests {
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
         configuration.allowPlainOnCleartext = true
-        let client = try XMPPClient(configuration, options: .init(logLevel: .trace, logHandler: log.handler))
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: .init(logLevel: .trace, logHandler: log.handler)
+        )
         try await client.connect()
         await client.disconnect()
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text).joined()

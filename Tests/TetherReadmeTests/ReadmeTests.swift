@@ -97,7 +97,7 @@ struct ReadmeExampleTests {
             endpoint: Endpoint(host: "127.0.0.1", port: server.port)
         )
         bobConfiguration.fetchRosterOnConnect = false
-        let bob = try XMPPClient(bobConfiguration, options: .init(caFile: certificates.caCertificate))
+        let bob = try XMPPClient(configuration: bobConfiguration, options: .init(caFile: certificates.caCertificate))
         let bobBodies = Mutex<[String]>([])
         bob.setEventHandler(queue: DispatchQueue(label: "bob")) { event in
             if case .message(let message) = event, let body = message.body { bobBodies.withLock { $0.append(body) } }
