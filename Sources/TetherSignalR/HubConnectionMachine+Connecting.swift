@@ -162,8 +162,9 @@ extension HubConnectionMachine {
             handshakeReceived = []
             state = .handshaking(attempt)
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        case .resuming(let session, .opening, let link):
-            guard session.generation == generation, let stateful = link.stateful else { return }
+        case .resuming(let session, .opening, _):
+            guard session.generation == generation, var live = takeLive() else { return }
+            guard let stateful = live.link.stateful else { return restore(live) }
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
             var bytes: [UInt8] = []
             hubProtocol.write(.sequence(sequenceId: stateful.resumeSequenceId), into: &bytes)
@@ -172,7 +173,6 @@ extension HubConnectionMachine {
                 enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
             }
             timers.cancel(.handshake)
-            guard var live = takeLive() else { return }
             live.link.parser = hubProtocol.makeParser()
             live.link.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             live.link.resumedAt = now
@@ -261,10 +261,13 @@ extension HubConnectionMachine {
         var live = LiveConnection(
             session: session,
             resumeStep: nil,
-            link: Link(
-                parser: hubProtocol.makeParser(),
-                stateful: stateful ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
-                heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
+            linkStorage: LinkStorage(
+                Link(
+                    parser: hubProtocol.makeParser(),
+                    stateful: stateful
+                        ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
+                    heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
+                )
             )
         )
         schedule?.connectionEstablished()
@@ -354,8 +357,8 @@ extension HubConnectionMachine {
                 case nil:
                     break
                 }
-                armLivenessTimers(live.link)
-                restore(live)
+                if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
+                restore(consume live)
             case .reconnect:
                 guard case .reconnectWaiting = state else { continue }
                 beginAttempt(isReconnect: true, now: now)
@@ -363,13 +366,10 @@ extension HubConnectionMachine {
                 guard case .resuming(let session, .waiting(let attempt), _) = state, let live = takeLive() else {
                     continue
                 }
-                openResumedTransport(session, link: live.link, attempt: attempt + 1, now: now)
+                openResumedTransport(session, linkStorage: live.linkStorage, attempt: attempt + 1, now: now)
             case .ack:
-                guard case .connected(_, let link) = state, link.stateful?.needsAck == true, var live = takeLive()
-                else {
-                    continue
-                }
-                if let sequenceId = live.link.stateful?.acknowledge() {
+                guard case .connected = state, var live = takeLive() else { continue }
+                if live.link.stateful?.needsAck == true, let sequenceId = live.link.stateful?.acknowledge() {
                     send(.ack(sequenceId: sequenceId), live: &live, now: now)
                 }
                 restore(live)
@@ -432,8 +432,10 @@ extension HubConnectionMachine {
             var resuming = live.session
             resuming.generation = makeGeneration()
             let losses = live.link.quickLosses
-            guard losses > 0 else { return openResumedTransport(resuming, link: live.link, attempt: 1, now: now) }
-            state = .resuming(resuming, .waiting(attempt: losses), live.link)
+            guard losses > 0 else {
+                return openResumedTransport(resuming, linkStorage: live.linkStorage, attempt: 1, now: now)
+            }
+            state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
             timers.set(.resume, at: now + configuration.resumeRetryDelays[losses - 1])
             return
         }
@@ -447,8 +449,8 @@ extension HubConnectionMachine {
 
     /// Opens the WebSocket of `session.generation` to resume the same connection; it gets as long
     /// as a handshake would.
-    mutating func openResumedTransport(_ session: Session, link: Link, attempt: Int, now: Instant) {
-        state = .resuming(session, .opening(attempt: attempt), link)
+    mutating func openResumedTransport(_ session: Session, linkStorage: LinkStorage, attempt: Int, now: Instant) {
+        state = .resuming(session, .opening(attempt: attempt), linkStorage)
         timers.set(.handshake, at: now + configuration.handshakeTimeout)
         enqueue(.openTransport(url: session.transportURL, headers: session.headers, generation: session.generation))
     }
@@ -466,7 +468,7 @@ extension HubConnectionMachine {
         var live = live
         guard attempt > configuration.resumeRetryDelays.count else {
             live.session.generation = makeGeneration()
-            state = .resuming(live.session, .waiting(attempt: attempt), live.link)
+            state = .resuming(live.session, .waiting(attempt: attempt), live.linkStorage)
             timers.set(.resume, at: now + configuration.resumeRetryDelays[attempt - 1])
             return
         }

@@ -227,9 +227,10 @@ public struct HubConnectionMachine {
 
     /// What a live connection accumulates and changes with every message: its parser, the
     /// invocations in flight, the stateful-reconnect buffer, the heartbeat. It is part of the
-    /// `connected` and `resuming` states' payloads. To change it in place, the payload is taken
-    /// out (`takeLive()`) while the state is `modifying`, so that the link's buffers have one
-    /// owner and are not copied, and put back (`restore(_:)`) or replaced by the next state.
+    /// `connected` and `resuming` states' payloads (in a `LinkStorage`). To change it in place,
+    /// the payload is taken out (`takeLive()`) while the state is `modifying`, so that the link's
+    /// buffers have one owner and are not copied, and put back (`restore(_:)`) or replaced by the
+    /// next state.
     struct Link: Sendable {
         var parser: AnyHubMessageParser
         /// Client→server invocations and streams awaiting their Completion.
@@ -250,6 +251,37 @@ public struct HubConnectionMachine {
         var heartbeat: Heartbeat
     }
 
+    /// A link in one heap block of its own, copied on write: the states' payloads stay small, so
+    /// taking a live connection out of the state and putting it back moves a few words instead of
+    /// the whole link (a keep-alive sweep over many machines does that for each of them).
+    struct LinkStorage: Sendable {
+        // Mutated only through `link`'s `_modify`, which copies a shared block first; a block is
+        // reached only through the one LinkStorage that owns it uniquely while it is changed, so
+        // the dynamic exclusivity check (a third of a keep-alive sweep's cost) is left out.
+        private final class Block: @unchecked Sendable {
+            @exclusivity(unchecked) var link: Link
+            init(_ link: Link) { unsafe self.link = link }
+        }
+        private var block: Block
+
+        init(_ link: Link) { block = Block(link) }
+
+        var link: Link {
+            @inline(__always) _read { yield unsafe block.link }
+            @inline(__always) _modify {
+                if !isKnownUniquelyReferenced(&block) { copyBlock() }
+                yield &(unsafe block.link)
+            }
+        }
+
+        // Out of line: the copy would otherwise make the accessor's coroutine frame too large for
+        // its caller's buffer, and every access would allocate one.
+        @inline(never)
+        private mutating func copyBlock() {
+            block = Block(unsafe block.link)
+        }
+    }
+
     enum State: Sendable {
         case disconnected
         case fetchingAccessToken(Attempt)
@@ -257,12 +289,12 @@ public struct HubConnectionMachine {
         case connectingTransport(Attempt)
         /// The handshake response is awaited (what arrived of it is in `handshakeReceived`).
         case handshaking(Attempt)
-        case connected(Session, Link)
+        case connected(Session, LinkStorage)
         case reconnectWaiting(lastError: HubConnectionError?)
         /// The reconnect policy gave up; `reconnectNow` (or `stop`) ends it.
         case suspended(lastError: HubConnectionError?)
         /// Stateful reconnect: the WebSocket of `Session.generation` is being opened, or will be.
-        case resuming(Session, ResumeStep, Link)
+        case resuming(Session, ResumeStep, LinkStorage)
         /// Only while a live connection's link is changed in place (`takeLive()`); never seen
         /// between two calls, and a trap if it is.
         case modifying
@@ -274,20 +306,25 @@ public struct HubConnectionMachine {
         var session: Session
         /// Where reopening the WebSocket stands while resuming; nil while connected.
         var resumeStep: ResumeStep?
-        var link: Link
+        var linkStorage: LinkStorage
+        var link: Link {
+            @inline(__always) _read { yield linkStorage.link }
+            @inline(__always) _modify { yield &linkStorage.link }
+        }
         /// The WebSocket messages go out on now: nil while resuming (sequenced messages are then
         /// only buffered, for the replay).
         var generation: TransportGeneration? { resumeStep == nil ? session.generation : nil }
     }
 
+    // The timers and the action queue first: a sweep over many machines reads only these.
+    var timers = TimerTable<Timer>()
+    var actions = ActionQueue<Action>()
     /// The configuration.
     public let configuration: Configuration
     let hubProtocol: AnyHubProtocol
     var state: State = .disconnected
     /// What arrived of the handshake response (in `handshaking`).
     var handshakeReceived: [UInt8] = []
-    var timers = TimerTable<Timer>()
-    var actions = ActionQueue<Action>()
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
     var lastGeneration = TransportGeneration(0)
@@ -357,36 +394,39 @@ public struct HubConnectionMachine {
     }
 
     /// Takes the live connection (connected or resuming) out of the state, leaving it
-    /// `modifying`; nil in any other state.
+    /// `modifying`; nil in any other state. The payload is moved, not copied: swapped out of the
+    /// state and taken apart, so the link keeps one owner and changing it copies nothing (hold
+    /// no other reference to the state's `LinkStorage` meanwhile, or the first change copies the
+    /// link).
     mutating func takeLive() -> LiveConnection? {
         switch state {
-        case .connected(let session, let link):
-            state = .modifying
-            return LiveConnection(session: session, resumeStep: nil, link: link)
-        case .resuming(let session, let step, let link):
-            state = .modifying
-            return LiveConnection(session: session, resumeStep: step, link: link)
+        case .connected, .resuming:
+            break
         case .modifying:
             Self.modifyingObserved()
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
             .suspended:
             return nil
         }
+        var taken = State.modifying
+        swap(&state, &taken)
+        switch consume taken {
+        case .connected(let session, let link):
+            return LiveConnection(session: session, resumeStep: nil, linkStorage: link)
+        case .resuming(let session, let step, let link):
+            return LiveConnection(session: session, resumeStep: step, linkStorage: link)
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended, .modifying:
+            Self.modifyingObserved()
+        }
     }
 
     /// Puts a live connection taken by `takeLive()` back.
-    mutating func restore(_ live: LiveConnection) {
-        state = live.resumeStep.map { .resuming(live.session, $0, live.link) } ?? .connected(live.session, live.link)
-    }
-
-    /// The live connection's link (a copy, for reading), if any.
-    var link: Link? {
-        switch state {
-        case .connected(_, let link), .resuming(_, _, let link): link
-        case .modifying: Self.modifyingObserved()
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
-            .suspended:
-            nil
+    mutating func restore(_ live: consuming LiveConnection) {
+        if let step = live.resumeStep {
+            state = .resuming(live.session, step, live.linkStorage)
+        } else {
+            state = .connected(live.session, live.linkStorage)
         }
     }
 
@@ -405,7 +445,13 @@ public struct HubConnectionMachine {
     /// for replay after a reconnect; 0 without stateful reconnect). New messages wait while it is
     /// at `statefulReconnectBufferSize` or more, so it exceeds that by one message at most.
     public var unacknowledgedBytes: Int {
-        link?.stateful?.bufferedBytes ?? 0
+        switch state {
+        case .connected(_, let storage), .resuming(_, _, let storage): storage.link.stateful?.bufferedBytes ?? 0
+        case .modifying: Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
+            0
+        }
     }
 
     /// The generation whose input the machine accepts now, if any.
@@ -490,7 +536,7 @@ public struct HubConnectionMachine {
         case .resuming(let session, .waiting(let attempt), let link):
             timers.cancel(.resume)
             state = .modifying
-            openResumedTransport(session, link: link, attempt: attempt + 1, now: now)
+            openResumedTransport(session, linkStorage: link, attempt: attempt + 1, now: now)
         case .reconnectWaiting, .suspended:
             timers.cancel(.reconnect)
             schedule?.connectionEstablished()

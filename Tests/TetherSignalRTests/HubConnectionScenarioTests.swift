@@ -603,6 +603,21 @@ struct HubConnectionStatefulReconnectTests {
         #expect(next == String(sent))
     }
 
+    /// The live link sits in a shared block copied on write: a copied machine is still a value.
+    @Test func copiedMachineIsIndependent() throws {
+        var harness = HubConnectionHarness { $0.statefulReconnect = true }
+        harness.connect(stateful: true)
+        harness.drain()
+        let copy = harness.machine
+        _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""x""#), now: harness.now)
+        #expect(harness.machine.unacknowledgedBytes > 0)
+        #expect(copy.unacknowledgedBytes == 0)
+        var other = copy
+        _ = try other.invoke("Echo", arguments: jsonArguments(#""yy""#), now: harness.now)
+        #expect(other.unacknowledgedBytes > harness.machine.unacknowledgedBytes)
+        #expect(copy.unacknowledgedBytes == 0)
+    }
+
     @Test func sequenceGreaterThanReceivedIsFatal() {
         var harness = HubConnectionHarness { $0.statefulReconnect = true }
         harness.connect(stateful: true)

@@ -3,7 +3,7 @@ import TetherXMPP  // XMPPClientMachine
 
 /// What your runtime supplies (Network.framework, an event loop, a test): connections that can
 /// start TLS, and one timer.
-protocol ByteTransport {
+protocol MachineTransport {
     func open(_ endpoint: Endpoint, tlsServerName: String?, generation: TransportGeneration)
     func write(_ bytes: [UInt8], generation: TransportGeneration)
     func startTLS(serverName: String, bufferedBytes: [UInt8], generation: TransportGeneration)
@@ -25,7 +25,7 @@ enum TransportInput {
 /// `XMPPClientMachine` on your own transport: feed it every input, then do what it asks.
 struct MachineDriver: ~Copyable {
     var machine: XMPPClientMachine
-    let transport: any ByteTransport
+    let transport: any MachineTransport
     let onEvent: (XMPPClientMachine.Event) -> Void
 
     mutating func start(now: Instant) {
