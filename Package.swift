@@ -257,7 +257,7 @@ let package = Package(
             name: "TetherReadmeTests",
             dependencies: [
                 "TetherXMPPClient", "TetherSignalRClient", "TetherTestServers", "TetherXMPP", "TetherXML",
-                "TetherSignalR", "TetherCore",
+                "TetherSignalR", "TetherCore", "TetherDispatch",
             ],
             swiftSettings: strictSettings
         ),

@@ -9,6 +9,8 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         case transport
         /// The handshake failed or timed out.
         case handshake
+        /// A connect attempt did not complete within `connectTimeout`.
+        case connectTimeout
         /// The server sent nothing for the server timeout.
         case serverTimeout
         /// The server closed the connection with a Close message.

@@ -18,6 +18,7 @@ extension HubConnectionMachine {
             accessToken: configuration.accessToken,
             isReconnect: isReconnect
         )
+        timers.set(.connectAttempt, at: now + configuration.connectTimeout)
         if configuration.asksForAccessToken {
             state = .fetchingAccessToken(attempt)
             return enqueue(.fetchAccessToken(generation: attempt.generation))
@@ -246,6 +247,7 @@ extension HubConnectionMachine {
     }
 
     mutating func handshakeCompleted(_ attempt: Attempt, now: Instant) {
+        timers.cancel(.connectAttempt)
         let negotiated = attempt.negotiated
         let stateful = negotiated?.useStatefulReconnect == true && usesStatefulReconnect
         let url =
@@ -345,6 +347,33 @@ extension HubConnectionMachine {
                     ),
                     now: now
                 )
+            case .connectAttempt:
+                let awaited: String
+                switch state {
+                case .fetchingAccessToken:
+                    awaited = "the access token"
+                case .negotiating(let attempt):
+                    awaited = "the negotiate response"
+                    enqueue(.closeTransport(generation: attempt.generation))
+                case .connectingTransport(let attempt):
+                    awaited = "the WebSocket to open"
+                    enqueue(.closeTransport(generation: attempt.generation))
+                case .handshaking(let attempt):
+                    awaited = "the handshake response"
+                    enqueue(.closeTransport(generation: attempt.generation))
+                case .disconnected, .connected, .reconnectWaiting, .suspended, .resuming:
+                    continue
+                case .modifying:
+                    Self.modifyingObserved()
+                }
+                attemptFailed(
+                    HubConnectionError(
+                        .connectTimeout,
+                        "The connection attempt did not complete within "
+                            + "\(configuration.connectTimeout.components.seconds) seconds (waiting for \(awaited))."
+                    ),
+                    now: now
+                )
             case .liveness:
                 guard case .connected = state, var live = takeLive() else { continue }
                 switch live.link.heartbeat.check(now: now) {
@@ -383,6 +412,7 @@ extension HubConnectionMachine {
     /// the next delay.
     mutating func attemptFailed(_ error: HubConnectionError, now: Instant) {
         timers.cancel(.handshake)
+        timers.cancel(.connectAttempt)
         let isReconnect: Bool
         switch state {
         case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),

@@ -56,6 +56,11 @@ public struct HubConnectionMachine {
         public var serverTimeout: Duration
         /// Fail the handshake when no response arrives within this long (default 15 s).
         public var handshakeTimeout: Duration
+        /// A connect attempt (the access token, negotiate and its redirects, opening the WebSocket,
+        /// the handshake) must complete within this long, or it is abandoned and fails with
+        /// `connectTimeout` (default 30 s): a request or WebSocket that hangs never blocks the
+        /// next attempt.
+        public var connectTimeout: Duration
         /// The most bytes of handshake response awaited before the handshake fails (default
         /// 64 KiB).
         public var maximumHandshakeSize: Int
@@ -95,6 +100,7 @@ public struct HubConnectionMachine {
             keepAliveInterval: Duration = .seconds(15),
             serverTimeout: Duration = .seconds(30),
             handshakeTimeout: Duration = .seconds(15),
+            connectTimeout: Duration = .seconds(30),
             maximumHandshakeSize: Int = 64 * 1024,
             maximumNegotiateRedirects: Int = 100,
             reconnectPolicy: ReconnectPolicy? = nil,
@@ -113,6 +119,7 @@ public struct HubConnectionMachine {
             self.keepAliveInterval = keepAliveInterval
             self.serverTimeout = serverTimeout
             self.handshakeTimeout = handshakeTimeout
+            self.connectTimeout = connectTimeout
             self.maximumHandshakeSize = maximumHandshakeSize
             self.maximumNegotiateRedirects = maximumNegotiateRedirects
             self.reconnectPolicy = reconnectPolicy
@@ -139,7 +146,8 @@ public struct HubConnectionMachine {
         /// Send `bytes` in one WebSocket message of `format` (Text for JSON, Binary for
         /// MessagePack) on the transport of `generation`.
         case send([UInt8], format: TransferFormat, generation: TransportGeneration)
-        /// Close the WebSocket of `generation` (no further input from it is used).
+        /// Close the WebSocket of `generation`, or abandon its negotiate request (no further input
+        /// from either is used).
         case closeTransport(generation: TransportGeneration)
         /// Tell the app.
         case event(Event)
@@ -185,6 +193,9 @@ public struct HubConnectionMachine {
     enum Timer: Hashable, Sendable {
         /// The handshake's deadline, and, when resuming, the reopened transport's.
         case handshake
+        /// The connect attempt's deadline (`connectTimeout`), from its start to the handshake
+        /// response.
+        case connectAttempt
         case liveness, reconnect, ack
         /// Resuming: the next try to reopen the WebSocket.
         case resume

@@ -1,5 +1,5 @@
 public import Dispatch
-public import TetherCore
+import TetherCore
 public import TetherDispatch
 public import TetherSignalR
 
@@ -34,63 +34,9 @@ public final class HubConnection: Sendable {
     /// The `User-Agent` sent with the negotiate request and the WebSocket upgrade.
     public static let userAgent = "Tether/0.1 (Swift)"
 
-    /// Driver settings beyond the protocol (the same as `XMPPClient.Options` where they meet).
-    public struct Options: Sendable {
-        /// Where handlers and event callbacks run unless a queue is given when they are
-        /// registered (nil: a serial queue of the connection's own).
-        public var callbackQueue: DispatchQueue?
-        /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
-        /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
-        /// swallows the connect costs 250 ms, not this timeout.
-        public var tcpConnectTimeout: Duration
-        /// How long the negotiate request may take, connect included (default 30 s).
-        public var negotiateTimeout: Duration
-        /// What a send or invocation does while the stateful-reconnect buffer is full: wait for
-        /// room (the default, cancelably, as the official clients do) or throw `sendBufferFull`.
-        public var backPressure: BackPressure
-        /// The least severe level logged (default `none`: a connection is silent unless the app
-        /// asks for its log). `trace` logs every message sent and received.
-        public var logLevel: LogLevel
-        /// Where log lines go (default: standard error, once `logLevel` asks for something).
-        /// Access tokens never reach it.
-        public var logHandler: LogHandler
-        /// Seeds the reconnect jitter (nil: random).
-        public var randomSeed: UInt64?
-        /// A PEM file of CA certificates trusted, for TLS, in addition to the system's.
-        public var caFile: String?
-        /// Makes the TLS sessions for `https://` and `wss://` (default: OpenSSL on Linux; nil
-        /// elsewhere, where a connection to such a URL cannot be created: it throws
-        /// `invalidConfiguration`).
-        public var tlsSessionFactory: TLSSessionFactory?
-        /// Makes the byte transports under negotiate and the WebSocket (default: TCP with TLS
-        /// from `tlsSessionFactory`); an app can bring its own, for example over Network.framework.
-        public var transportFactory: ByteTransportFactory
-
-        /// Options.
-        public init(
-            callbackQueue: DispatchQueue? = nil,
-            tcpConnectTimeout: Duration = .seconds(10),
-            negotiateTimeout: Duration = .seconds(30),
-            backPressure: BackPressure = .wait,
-            logLevel: LogLevel = .none,
-            logHandler: @escaping LogHandler = logToStandardError,
-            randomSeed: UInt64? = nil,
-            caFile: String? = nil,
-            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
-            transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
-        ) {
-            self.callbackQueue = callbackQueue
-            self.tcpConnectTimeout = tcpConnectTimeout
-            self.negotiateTimeout = negotiateTimeout
-            self.backPressure = backPressure
-            self.logLevel = logLevel
-            self.logHandler = logHandler
-            self.randomSeed = randomSeed
-            self.caFile = caFile
-            self.tlsSessionFactory = tlsSessionFactory
-            self.transportFactory = transportFactory
-        }
-    }
+    /// Driver settings beyond the protocol: queues, transports and TLS, back-pressure, logging
+    /// (the same type as `XMPPClient.Options`).
+    public typealias Options = ConnectionOptions
 
     /// A change of the connection's life (server calls go to the `on` handlers instead).
     public enum Event: Sendable, Equatable {

@@ -97,6 +97,14 @@ public struct HubConnectionBuilder: Sendable {
         }
     }
 
+    /// Abandons a connect attempt (access token, negotiate, WebSocket, handshake) that has not
+    /// completed within `timeout` (default 30 s); it fails with `connectTimeout`.
+    public func withConnectTimeout(_ timeout: Duration) -> Self {
+        with {
+            $0.configuration.connectTimeout = timeout
+        }
+    }
+
     /// Asks for stateful reconnect: a dropped WebSocket is reopened for the same connection and
     /// unacknowledged messages are replayed both ways (`bufferSize` bytes at most in flight).
     public func withStatefulReconnect(bufferSize: Int = 100_000) -> Self {

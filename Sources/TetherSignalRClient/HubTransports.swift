@@ -5,7 +5,8 @@ import TetherSignalR
 import TetherWebSocket
 
 /// One negotiate request: a connection (TLS for https), the POST, the response parsed
-/// incrementally, then closed. Reports once, on the runner's queue.
+/// incrementally, then closed. Reports once, on the runner's queue. It has no deadline of its own:
+/// the machine's `connectTimeout` abandons it (`closeTransport` of its generation cancels it).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`.
@@ -35,10 +36,6 @@ final class NegotiateRequest: @unchecked Sendable {
             self?.event(event)
         }
         connection?.start()
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(options.negotiateTimeout.totalNanoseconds))) {
-            [weak self] in
-            self?.finish(.failed("no response within \(options.negotiateTimeout)"))
-        }
     }
 
     /// Abandons the request (no outcome follows).
@@ -202,20 +199,18 @@ extension HTTPHeaders {
     }
 }
 
-extension HubConnection.Options {
+extension ConnectionOptions {
     /// A byte transport to a hub URL's host: TLS from the first byte for https and wss.
     func makeTransport(
         to url: HubURL,
         queue: DispatchQueue,
         onEvent: @escaping (ByteTransportEvent) -> Void
     ) -> any ByteTransport {
-        let request = ByteTransportRequest(
-            endpoint: url.endpoint,
+        makeTransport(
+            to: url.endpoint,
             directTLSServerName: url.isSecure ? url.host : nil,
-            tcpConnectTimeout: tcpConnectTimeout,
-            tlsSessionFactory: tlsSessionFactory,
-            caFile: caFile
+            queue: queue,
+            onEvent: onEvent
         )
-        return transportFactory(request, queue, onEvent)
     }
 }

@@ -42,64 +42,9 @@ public final class XMPPClient: Sendable {
     /// What the app is told (the machine's events).
     public typealias Event = XMPPClientMachine.Event
 
-    /// Driver settings beyond the protocol (the same as `HubConnection.Options` where they meet).
-    public struct Options: Sendable {
-        /// Where the event handler runs unless `setEventHandler` names a queue (nil: a serial
-        /// queue of the client's own).
-        public var callbackQueue: DispatchQueue?
-        /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
-        /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
-        /// swallows the connect costs 250 ms, not this timeout. The machine's `connectTimeout`
-        /// bounds the whole attempt.
-        public var tcpConnectTimeout: Duration
-        /// The most bytes taken from the transport at once (default 64 KiB).
-        public var maximumReadSize: Int
-        /// What a send does while `maximumQueuedStanzas` stanzas await acknowledgement: wait for
-        /// room (the default, cancelably) or throw `sendQueueFull`.
-        public var backPressure: BackPressure
-        /// The least severe level logged (default `none`: a client says nothing unless asked).
-        /// `trace` logs every stanza sent and received, SASL credentials hidden.
-        public var logLevel: LogLevel
-        /// Where log lines go (default: standard error, once `logLevel` asks for something).
-        /// Passwords never reach it.
-        public var logHandler: LogHandler
-        /// Seeds reconnect jitter and ids (nil: random).
-        public var randomSeed: UInt64?
-        /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a
-        /// private CA, a test server).
-        public var caFile: String?
-        /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where `.required`
-        /// and `.direct` cannot be used: creating the client throws `tlsUnavailable`).
-        public var tlsSessionFactory: TLSSessionFactory?
-        /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
-        /// bring its own, for example over Network.framework.
-        public var transportFactory: ByteTransportFactory
-
-        /// Options.
-        public init(
-            callbackQueue: DispatchQueue? = nil,
-            tcpConnectTimeout: Duration = .seconds(10),
-            maximumReadSize: Int = 65536,
-            backPressure: BackPressure = .wait,
-            logLevel: LogLevel = .none,
-            logHandler: @escaping LogHandler = logToStandardError,
-            randomSeed: UInt64? = nil,
-            caFile: String? = nil,
-            tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
-            transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
-        ) {
-            self.callbackQueue = callbackQueue
-            self.tcpConnectTimeout = tcpConnectTimeout
-            self.maximumReadSize = maximumReadSize
-            self.backPressure = backPressure
-            self.logLevel = logLevel
-            self.logHandler = logHandler
-            self.randomSeed = randomSeed
-            self.caFile = caFile
-            self.tlsSessionFactory = tlsSessionFactory
-            self.transportFactory = transportFactory
-        }
-    }
+    /// Driver settings beyond the protocol: queues, transports and TLS, back-pressure, logging
+    /// (the same type as `HubConnection.Options`).
+    public typealias Options = ConnectionOptions
 
     let runner: XMPPRunner
     let callbackQueue: DispatchQueue

@@ -191,15 +191,11 @@ final class XMPPRunner: @unchecked Sendable {
         switch action {
         case .openTransport(let endpoint, let generation, let directTLSServerName):
             log.debug("Connecting to \(endpoint)\(directTLSServerName == nil ? "" : " with direct TLS").")
-            let request = ByteTransportRequest(
-                endpoint: endpoint,
+            let transport = options.makeTransport(
+                to: endpoint,
                 directTLSServerName: directTLSServerName,
-                tcpConnectTimeout: options.tcpConnectTimeout,
-                maximumReadSize: options.maximumReadSize,
-                tlsSessionFactory: options.tlsSessionFactory,
-                caFile: options.caFile
-            )
-            let transport = options.transportFactory(request, core.queue) { [weak self] event in
+                queue: core.queue
+            ) { [weak self] event in
                 self?.transportEvent(event, generation: generation)
             }
             transports[generation] = transport

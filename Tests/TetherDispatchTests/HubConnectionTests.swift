@@ -392,6 +392,28 @@ struct HubConnectionTests {
         #expect(await connection.state() == .disconnected)
     }
 
+    /// A negotiate request that is never answered, or a WebSocket upgrade that is never answered,
+    /// ends the attempt at the machine's `connectTimeout` instead of hanging it.
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func hungAttemptEndsAtConnectTimeout(skippingNegotiation: Bool) async throws {
+        let silent = try SilentListener()
+        var builder = HubConnectionBuilder(url: "http://127.0.0.1:\(silent.port)/hub")
+            .withConnectTimeout(.milliseconds(300))
+        if skippingNegotiation { builder = builder.withSkipNegotiation() }
+        let connection = try builder.build()
+        let started = ContinuousClock.now
+        do {
+            try await connection.start()
+            Issue.record("connected to a server that never answers")
+        } catch {
+            #expect(error.kind == .connectTimeout, "\(error)")
+            #expect(error.message.contains(skippingNegotiation ? "the WebSocket to open" : "the negotiate response"))
+        }
+        // Well before anything else could have ended it (the TCP connect timeout is 10 s).
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(await connection.state() == .disconnected)
+    }
+
     @Test func startFailsCleanlyWhenNothingListens() async throws {
         let port = try freeLoopbackPort()
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(port)/hub").build()

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TetherCore
+import TetherDispatch
 import TetherSignalR
 import TetherSignalRClient
 import TetherTestServers

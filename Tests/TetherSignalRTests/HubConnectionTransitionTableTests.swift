@@ -17,7 +17,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 83
+    static let expectedRowCount = 87
 
     static let table: (rows: [Row], malformed: [String]) = {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -225,6 +225,7 @@ struct HubConnectionTransitionTableTests {
         case "handshake error": return harness.server(#"{"error":"The protocol 'json' is not supported."}"#)
         case "handshake garbage": return harness.server("garbage")
         case "handshake timeout": return harness.advance(by: .seconds(15))
+        case "connect timeout": return harness.advance(by: .seconds(30))
         case "invoke":
             _ = try? harness.machine.invoke("Echo", arguments: jsonArguments("1"), now: now)
             return harness.drain()
@@ -306,8 +307,8 @@ struct HubConnectionTransitionTableTests {
         }
         #expect(harness.machine.stateName.rawValue == row.next)
         let armed = [
-            ("ack", HubConnectionMachine.Timer.ack), ("handshake", .handshake), ("liveness", .liveness),
-            ("reconnect", .reconnect), ("resume", .resume),
+            ("ack", HubConnectionMachine.Timer.ack), ("connect", .connectAttempt), ("handshake", .handshake),
+            ("liveness", .liveness), ("reconnect", .reconnect), ("resume", .resume),
         ]
         .filter { harness.machine.timers.isArmed($0.1) }.map(\.0)
         #expect(armed == row.timers, "timers")

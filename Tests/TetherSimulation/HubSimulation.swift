@@ -79,11 +79,9 @@ public final class HubSimulation: MachineSimulation {
     static let holdTime = Duration.seconds(30)
 
     let scenario: Scenario
-    var time = VirtualTime<Event>()
-    var now: Instant { time.now }
+    var time = VirtualTime<SimulationInput<SpecificInput>>()
     var random: SeededRandomNumberGenerator
     let holder: MachineHolder<HubConnectionMachine>
-    var driven: any DrivenMachine { holder }
     /// The machine under test.
     var machine: HubConnectionMachine {
         _read { yield holder.machine }
@@ -111,7 +109,7 @@ public final class HubSimulation: MachineSimulation {
     var stalledAt: [TransportGeneration: Instant] = [:]
     var transportsClosedAt: [TransportGeneration: Instant] = [:]
     /// When the machine was first connected over each transport (handshake or resume done).
-    var connectedSince: [TransportGeneration: Instant] = [:]
+    var onlineSince: [TransportGeneration: Instant] = [:]
 
     public init(_ scenario: Scenario) {
         self.scenario = scenario
@@ -152,38 +150,24 @@ public final class HubSimulation: MachineSimulation {
     var stopGrace: Duration { .seconds(20) }
 
     func begin() {
-        schedule(after: .milliseconds(500), .appInvoke)
-        schedule(after: .seconds(1), .serverNotify)
+        schedule(after: .milliseconds(500), .appTraffic)
+        schedule(after: .seconds(1), .serverTraffic)
         schedule(after: .seconds(1), .serverTick)
     }
 
     // MARK: - Events
 
-    enum Event: SimulationEvent {
-        case clientReceive(TransportGeneration, [UInt8])
-        case clientTransportOpened(TransportGeneration)
-        case clientTransportClosed(TransportGeneration, String?)
-        case clientNegotiate(TransportGeneration, status: Int?, body: [UInt8])
+    /// The inputs only a SignalR run has.
+    enum SpecificInput: Sendable {
+        /// The negotiate response reached the client (nil status: the connection was refused).
+        case negotiated(TransportGeneration, status: Int?, body: [UInt8])
+        /// The client's WebSocket upgrade reached the server.
         case serverOpen(TransportGeneration, token: String)
-        case serverReceive(TransportGeneration, [UInt8])
-        case serverClosed(TransportGeneration)
-        case serverNotify
-        case serverTick
-        case serverUp
-        case appInvoke
-        case appStart
-        case fault(Scenario.Fault)
     }
 
-    func handle(_ event: Event) {
-        switch event {
-        case .clientReceive(let generation, let bytes):
-            machine.transportReceived(bytes, generation: generation, now: now)
-        case .clientTransportOpened(let generation):
-            machine.transportConnected(generation: generation, now: now)
-        case .clientTransportClosed(let generation, let error):
-            machine.transportClosed(generation: generation, error: error, now: now)
-        case .clientNegotiate(let generation, let status, let body):
+    func handleSpecific(_ input: SpecificInput) {
+        switch input {
+        case .negotiated(let generation, let status, let body):
             if let status {
                 machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
             } else {
@@ -191,45 +175,15 @@ public final class HubSimulation: MachineSimulation {
             }
         case .serverOpen(let generation, let token):
             serverOpen(generation, token: token)
-        case .serverReceive(let generation, let bytes):
-            serverReceive(generation, bytes)
-        case .serverClosed(let generation):
-            hub.detach(generation, now: now)
-        case .serverNotify:
-            serverNotify()
-            schedule(after: .milliseconds(Int64.random(in: 500...2_500, using: &random)), .serverNotify)
-        case .serverTick:
-            serverTick()
-            schedule(after: .seconds(1), .serverTick)
-        case .serverUp:
-            hub.isUp = true
-        case .appInvoke:
-            appInvoke()
-            schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appInvoke)
-        case .appStart:
-            if machine.stateName == .disconnected { machine.start(now: now) }
-        case .fault(let fault):
-            inject(fault)
         }
-        drain()
     }
 
-    /// Carries out the machine's actions (at most 1,000 per input: no busy loop).
-    func drain() {
-        var count = 0
-        while let action = machine.pollAction() {
-            count += 1
-            if count > 1_000 {
-                fail("more than 1,000 actions for one input")
-                return
-            }
-            perform(action)
-        }
-        if machine.stateName == .connected, let generation = machine.currentGeneration,
-            connectedSince[generation] == nil
-        {
-            connectedSince[generation] = now
-        }
+    func serverDetach(_ generation: TransportGeneration) {
+        hub.detach(generation, now: now)
+    }
+
+    func serverUp() {
+        hub.isUp = true
     }
 
     func perform(_ action: HubConnectionMachine.Action) {
@@ -242,13 +196,13 @@ public final class HubSimulation: MachineSimulation {
             if hub.isUp {
                 let (token, body) = hub.negotiate(now: now)
                 _ = token
-                schedule(after: round, .clientNegotiate(generation, status: 200, body: body))
+                schedule(after: round, .specific(.negotiated(generation, status: 200, body: body)))
             } else {
-                schedule(after: round, .clientNegotiate(generation, status: nil, body: []))
+                schedule(after: round, .specific(.negotiated(generation, status: nil, body: [])))
             }
         case .openTransport(let url, _, let generation):
             let token = url.split(separator: "id=").last.map(String.init) ?? ""
-            schedule(after: latency(), .serverOpen(generation, token: token))
+            schedule(after: latency(), .specific(.serverOpen(generation, token: token)))
         case .send(let bytes, _, let generation):
             guard let link = hub.links[generation], link.isOpen, !link.isStalled else { return }
             let at = link.nextToServer(now + latency())
@@ -309,7 +263,7 @@ public final class HubSimulation: MachineSimulation {
         }
     }
 
-    func appInvoke() {
+    func appTraffic() {
         guard machine.stateName == .connected || machine.stateName == .resuming else { return }
         let argument = nextArgument
         nextArgument += 1
@@ -321,14 +275,14 @@ public final class HubSimulation: MachineSimulation {
 
     // MARK: - Faults
 
-    func inject(_ fault: Scenario.Fault) {
+    func inject(_ fault: SimulatedFault) {
         let live = hub.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
         note("fault \(fault) on \(live)")
         switch fault {
         case .cut:
             for generation in live {
                 hub.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientTransportClosed(generation, "connection reset"))
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
                 schedule(after: latency(), .serverClosed(generation))
             }
         case .stall:
@@ -341,7 +295,7 @@ public final class HubSimulation: MachineSimulation {
             hub.restart()
             for generation in live {
                 hub.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientTransportClosed(generation, "connection reset"))
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
             }
             schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
         }
@@ -385,7 +339,7 @@ public final class HubSimulation: MachineSimulation {
             }
             // Connected, the heartbeat's server timeout is the bound; before that (a handshake,
             // a resume), the handshake timeout.
-            let connected = connectedSince[generation].map { $0 <= stalled } ?? false
+            let connected = onlineSince[generation].map { $0 <= stalled } ?? false
             let bound = connected ? Self.serverTimeout : Self.handshakeTimeout
             if closed > stalled + bound + .milliseconds(40) {
                 fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(bound))")
@@ -468,7 +422,7 @@ extension HubSimulation {
 
     func serverOpen(_ generation: TransportGeneration, token: String) {
         guard hub.isUp, var session = hub.sessions[token], !session.handshaken || session.stateful else {
-            schedule(after: latency(), .clientTransportClosed(generation, "404 Not Found"))
+            schedule(after: latency(), .clientClosed(generation, "404 Not Found"))
             return
         }
         if let old = session.attached {
@@ -489,7 +443,7 @@ extension HubSimulation {
         // The client learns the WebSocket is open before any message on it arrives.
         let opened = now + latency()
         hub.links[generation]!.lastToClient = opened
-        time.schedule(at: opened, .clientTransportOpened(generation))
+        time.schedule(at: opened, .clientConnected(generation))
         if resuming {
             // Sequence(the first unacknowledged id, or the next one), then the replay.
             let first = hub.sessions[token]!.buffer.first?.id ?? hub.sessions[token]!.total + 1
@@ -594,7 +548,7 @@ extension HubSimulation {
         time.schedule(at: at, .clientReceive(generation, bytes))
     }
 
-    func serverNotify() {
+    func serverTraffic() {
         guard let token = hub.current, let session = hub.sessions[token], session.handshaken else { return }
         let value = session.notifyCounter
         hub.sessions[token]!.notifyCounter += 1

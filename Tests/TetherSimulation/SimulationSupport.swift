@@ -148,11 +148,14 @@ func simulatedLatency(using random: inout SeededRandomNumberGenerator) -> Durati
 
 /// What both simulations share: a connection machine against a scripted server on `VirtualTime`,
 /// faults struck on a schedule, the app stopping at the end and every invariant checked then. A
-/// simulation supplies its machine, its events and their handling; the run is the same.
+/// simulation supplies its machine, how its actions and its own inputs are carried out, and its
+/// server; the inputs both have, the draining of actions and the run are the same.
 protocol MachineSimulation: AnyObject {
-    associatedtype Event: SimulationEvent
+    associatedtype Holder: DrivenMachine
+    /// The inputs only this simulation has (`Never` when none).
+    associatedtype SpecificInput: Sendable
 
-    var time: VirtualTime<Event> { get set }
+    var time: VirtualTime<SimulationInput<SpecificInput>> { get set }
     var random: SeededRandomNumberGenerator { get set }
     /// Set once the app has stopped (late traffic is then expected to end).
     var isOver: Bool { get set }
@@ -161,24 +164,66 @@ protocol MachineSimulation: AnyObject {
     var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) { get }
     /// How long pending work may take to end after the app stops.
     var stopGrace: Duration { get }
+    /// The machine under test, in its holder.
+    var holder: Holder { get }
+    /// When the machine was first connected over each transport generation (set by `drain()`).
+    var onlineSince: [TransportGeneration: Instant] { get set }
 
-    /// The machine under test, in a holder the shared run can use whatever the machine's type.
-    var driven: any DrivenMachine { get }
-    /// Carries out the machine's actions.
-    func drain()
-    func handle(_ event: Event)
     /// Schedules the scenario's first events (traffic, server ticks).
     func begin()
+    /// Carries out one of the machine's actions.
+    func perform(_ action: Holder.Action)
+    /// Handles an input only this simulation has.
+    func handleSpecific(_ input: SpecificInput)
+    /// The server received bytes on the link of `generation`.
+    func serverReceive(_ generation: TransportGeneration, _ bytes: [UInt8])
+    /// The client's end of the link of `generation` closed, as the server sees it.
+    func serverDetach(_ generation: TransportGeneration)
+    /// The server is back after a restart.
+    func serverUp()
+    /// The server sends the app its next numbered message (if it can).
+    func serverTraffic()
+    /// The server's work once a second (pings, held sessions expiring).
+    func serverTick()
+    /// The app sends its next numbered message or invocation (if it can).
+    func appTraffic()
+    /// Strikes a fault.
+    func inject(_ fault: SimulatedFault)
     /// Checks the invariants that hold once everything ended.
     func checkEnd()
 }
 
+/// The inputs of a simulation: those both protocols have, and a protocol's own (`specific`).
+enum SimulationInput<Specific: Sendable>: Sendable {
+    case clientConnected(TransportGeneration)
+    case clientReceive(TransportGeneration, [UInt8])
+    case clientClosed(TransportGeneration, String?)
+    case serverReceive(TransportGeneration, [UInt8])
+    case serverClosed(TransportGeneration)
+    /// The server's next message to the app (then the one after, at a random interval).
+    case serverTraffic
+    case serverTick
+    case serverUp
+    /// The app's next message or invocation (then the one after, at a random interval).
+    case appTraffic
+    /// The app starts the machine again if it is disconnected.
+    case appStart
+    case fault(SimulatedFault)
+    case specific(Specific)
+}
+
+extension MachineSimulation where SpecificInput == Never {
+    func handleSpecific(_ input: Never) {}
+}
+
 extension MachineSimulation {
+    typealias Event = SimulationInput<SpecificInput>
+
     var now: Instant { time.now }
 
     /// Runs the scenario and returns what broke (empty when every invariant held).
     func runScenario() -> [String] {
-        driven.start(now: now)
+        holder.start(now: now)
         drain()
         begin()
         let plan = plan
@@ -195,7 +240,7 @@ extension MachineSimulation {
         // The app stops; whatever is pending must end.
         time.advance(to: end)
         isOver = true
-        driven.stop(now: now)
+        holder.stop(now: now)
         drain()
         runSteps(until: now + stopGrace)
         checkEnd()
@@ -204,16 +249,66 @@ extension MachineSimulation {
 
     /// Runs the machine's timers and the events due by `end`.
     func runSteps(until end: Instant, countingMinutes: Bool = false) {
-        while let step = time.next(until: end, machineTimer: driven.pollTimeout()) {
+        while let step = time.next(until: end, machineTimer: holder.pollTimeout()) {
             switch step {
             case .timers:
-                driven.handleTimeout(now: now)
+                holder.handleTimeout(now: now)
                 drain()
-                time.timersRan(nextTimer: driven.pollTimeout())
+                time.timersRan(nextTimer: holder.pollTimeout())
             case .event(let event):
                 handle(event)
             }
             if countingMinutes { time.reportMinutes(to: onMinute) }
+        }
+    }
+
+    /// Feeds one input to the machine or the server, then carries out what the machine asks.
+    func handle(_ event: Event) {
+        switch event {
+        case .clientConnected(let generation):
+            holder.transportConnected(generation: generation, now: now)
+        case .clientReceive(let generation, let bytes):
+            holder.transportReceived(bytes, generation: generation, now: now)
+        case .clientClosed(let generation, let error):
+            holder.transportClosed(generation: generation, error: error, now: now)
+        case .serverReceive(let generation, let bytes):
+            serverReceive(generation, bytes)
+        case .serverClosed(let generation):
+            serverDetach(generation)
+        case .serverTraffic:
+            serverTraffic()
+            schedule(after: .milliseconds(Int64.random(in: 500...2_500, using: &random)), .serverTraffic)
+        case .serverTick:
+            serverTick()
+            schedule(after: .seconds(1), .serverTick)
+        case .serverUp:
+            serverUp()
+        case .appTraffic:
+            appTraffic()
+            schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appTraffic)
+        case .appStart:
+            if holder.phase == .disconnected { holder.start(now: now) }
+        case .fault(let fault):
+            inject(fault)
+        case .specific(let input):
+            handleSpecific(input)
+        }
+        drain()
+    }
+
+    /// Carries out the machine's actions (at most 1,000 per input: no busy loop), and notes when
+    /// it came online over a transport.
+    func drain() {
+        var count = 0
+        while let action = holder.pollAction() {
+            count += 1
+            if count > 1_000 { return fail("more than 1,000 actions for one input") }
+            perform(action)
+        }
+        if holder.phase == .connected, let generation = holder.currentGeneration,
+            onlineSince[generation] == nil
+        {
+            onlineSince[generation] = now
         }
     }
 
@@ -235,17 +330,19 @@ extension MachineSimulation {
     }
 }
 
-/// A simulation's events: one of them strikes a fault.
-protocol SimulationEvent {
-    static func fault(_ fault: SimulatedFault) -> Self
-}
-
-/// What the shared run calls on a simulation's machine.
+/// What the shared run and input handling call on a simulation's machine.
 protocol DrivenMachine: AnyObject {
+    associatedtype Action
     func start(now: Instant)
     func stop(now: Instant)
     func handleTimeout(now: Instant)
     func pollTimeout() -> Instant?
+    func pollAction() -> Action?
+    func transportConnected(generation: TransportGeneration, now: Instant)
+    func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant)
+    func transportClosed(generation: TransportGeneration, error: String?, now: Instant)
+    var phase: ConnectionPhase { get }
+    var currentGeneration: TransportGeneration? { get }
 }
 
 /// Holds a connection machine (copyable or not) for a simulation.
@@ -260,4 +357,16 @@ final class MachineHolder<Machine: ConnectionMachine & ~Copyable>: DrivenMachine
     func stop(now: Instant) { machine.stop(now: now) }
     func handleTimeout(now: Instant) { machine.handleTimeout(now: now) }
     func pollTimeout() -> Instant? { machine.pollTimeout() }
+    func pollAction() -> Machine.Action? { machine.pollAction() }
+    func transportConnected(generation: TransportGeneration, now: Instant) {
+        machine.transportConnected(generation: generation, now: now)
+    }
+    func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
+        machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
+    }
+    func transportClosed(generation: TransportGeneration, error: String?, now: Instant) {
+        machine.transportClosed(generation: generation, error: error, now: now)
+    }
+    var phase: ConnectionPhase { machine.phase }
+    var currentGeneration: TransportGeneration? { machine.currentGeneration }
 }

@@ -75,11 +75,9 @@ public final class XMPPSimulation: MachineSimulation {
     static let holdTime = Duration.seconds(60)
 
     let scenario: Scenario
-    var time = VirtualTime<Event>()
-    var now: Instant { time.now }
+    var time = VirtualTime<SimulationInput<Never>>()
     var random: SeededRandomNumberGenerator
     let holder: MachineHolder<XMPPClientMachine>
-    var driven: any DrivenMachine { holder }
     /// The machine under test.
     var machine: XMPPClientMachine {
         _read { yield holder.machine }
@@ -149,68 +147,21 @@ public final class XMPPSimulation: MachineSimulation {
     var stopGrace: Duration { .seconds(30) }
 
     func begin() {
-        schedule(after: .milliseconds(700), .appSend)
-        schedule(after: .seconds(1), .serverMessage)
+        schedule(after: .milliseconds(700), .appTraffic)
+        schedule(after: .seconds(1), .serverTraffic)
         schedule(after: .seconds(1), .serverTick)
     }
 
     // MARK: - Events
 
-    enum Event: SimulationEvent {
-        case clientConnected(TransportGeneration)
-        case clientReceive(TransportGeneration, [UInt8])
-        case clientClosed(TransportGeneration, String?)
-        case serverReceive(TransportGeneration, [UInt8])
-        case serverClosed(TransportGeneration)
-        case serverMessage
-        case serverTick
-        case serverUp
-        case appSend
-        case appStart
-        case fault(Scenario.Fault)
+    typealias SpecificInput = Never
+
+    func serverDetach(_ generation: TransportGeneration) {
+        server.detach(generation, now: now)
     }
 
-    func handle(_ event: Event) {
-        switch event {
-        case .clientConnected(let generation):
-            machine.transportConnected(generation: generation, now: now)
-        case .clientReceive(let generation, let bytes):
-            machine.transportReceived(bytes, generation: generation, now: now)
-        case .clientClosed(let generation, let error):
-            machine.transportClosed(generation: generation, error: error, now: now)
-        case .serverReceive(let generation, let bytes):
-            serverReceive(generation, bytes)
-        case .serverClosed(let generation):
-            server.detach(generation, now: now)
-        case .serverMessage:
-            serverMessage()
-            schedule(after: .milliseconds(Int64.random(in: 500...2_500, using: &random)), .serverMessage)
-        case .serverTick:
-            serverTick()
-            schedule(after: .seconds(1), .serverTick)
-        case .serverUp:
-            server.isUp = true
-        case .appSend:
-            appSend()
-            schedule(after: .milliseconds(Int64.random(in: 500...4_000, using: &random)), .appSend)
-        case .appStart:
-            if machine.stateName == .disconnected { machine.start(now: now) }
-        case .fault(let fault):
-            inject(fault)
-        }
-        drain()
-    }
-
-    func drain() {
-        var count = 0
-        while let action = machine.pollAction() {
-            count += 1
-            if count > 1_000 { return fail("more than 1,000 actions for one input") }
-            perform(action)
-        }
-        if machine.stateName == .connected, let generation = machine.currentGeneration, onlineSince[generation] == nil {
-            onlineSince[generation] = now
-        }
+    func serverUp() {
+        server.isUp = true
     }
 
     func perform(_ action: XMPPClientMachine.Action) {
@@ -289,7 +240,7 @@ public final class XMPPSimulation: MachineSimulation {
     }
 
     /// The app sends a numbered chat message, and now and then pings the server.
-    func appSend() {
+    func appTraffic() {
         guard machine.stateName != .disconnected, machine.stateName != .closing else { return }
         let message = XMPPMessage(to: JID("bob@example.com"), body: String(sentBodies))
         if (try? machine.send(message, now: now)) != nil { sentBodies += 1 }
@@ -300,7 +251,7 @@ public final class XMPPSimulation: MachineSimulation {
         }
     }
 
-    func inject(_ fault: Scenario.Fault) {
+    func inject(_ fault: SimulatedFault) {
         let live = server.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
         note("fault \(fault) on \(live)")
         switch fault {
@@ -569,7 +520,7 @@ extension XMPPSimulation {
     }
 
     /// A numbered chat message to the client, on its current stream.
-    func serverMessage() {
+    func serverTraffic() {
         guard let generation = server.current, let link = server.links[generation], link.bound else { return }
         // With stream management the messages start once the session is enabled.
         if scenario.streamManagement, link.session == nil { return }

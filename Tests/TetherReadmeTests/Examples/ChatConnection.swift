@@ -1,5 +1,6 @@
 import Dispatch  // DispatchQueue.main
 import TetherCore  // Secret, Endpoint
+import TetherDispatch  // XMPPClient.Options (the driver's ConnectionOptions)
 import TetherXMPP  // JID, XMPPMessage, XMPPClientError
 import TetherXMPPClient  // XMPPClient
 

@@ -1,0 +1,87 @@
+public import Dispatch
+public import TetherCore
+
+/// The driver's settings beyond the protocol, the same for both clients (`XMPPClient.Options` and
+/// `HubConnection.Options` are this type): queues, transports and TLS, back-pressure, logging.
+/// What each protocol bounds itself (connect attempts, keep-alive, queue sizes) is in its
+/// machine's configuration.
+public struct ConnectionOptions: Sendable {
+    /// Where event handlers and callbacks run unless a queue is given when they are registered
+    /// (nil: a serial queue of the client's own).
+    public var callbackQueue: DispatchQueue?
+    /// The timeout of each TCP connect (per resolved address; default 10 s). The addresses are
+    /// raced as RFC 8305 says (a new one every 250 ms while earlier ones hang), so one that
+    /// swallows the connect costs 250 ms, not this timeout. The machine's `connectTimeout`
+    /// bounds the whole attempt.
+    public var tcpConnectTimeout: Duration
+    /// The most bytes handed up from one read of a connection (default 64 KiB).
+    public var maximumReadSize: Int
+    /// What a send does while the queue of unacknowledged messages is full (XMPP stream
+    /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer): wait for room
+    /// (the default, cancelably, as the official SignalR clients do) or throw at once
+    /// (`sendQueueFull`, `sendBufferFull`).
+    public var backPressure: BackPressure
+    /// The least severe level logged (default `none`: a client says nothing unless asked).
+    /// `trace` logs every stanza or message sent and received.
+    public var logLevel: LogLevel
+    /// Where log lines go (default: standard error, once `logLevel` asks for something).
+    /// Secrets (passwords, SASL credentials, access tokens) never reach it.
+    public var logHandler: LogHandler
+    /// Seeds reconnect jitter and ids (nil: random).
+    public var randomSeed: UInt64?
+    /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a private CA,
+    /// a test server).
+    public var caFile: String?
+    /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where a client that needs
+    /// TLS cannot be created: `XMPPClient` throws `tlsUnavailable`, `HubConnection`
+    /// `invalidConfiguration`).
+    public var tlsSessionFactory: TLSSessionFactory?
+    /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
+    /// bring its own, for example over Network.framework.
+    public var transportFactory: ByteTransportFactory
+
+    /// Options.
+    public init(
+        callbackQueue: DispatchQueue? = nil,
+        tcpConnectTimeout: Duration = .seconds(10),
+        maximumReadSize: Int = 65536,
+        backPressure: BackPressure = .wait,
+        logLevel: LogLevel = .none,
+        logHandler: @escaping LogHandler = logToStandardError,
+        randomSeed: UInt64? = nil,
+        caFile: String? = nil,
+        tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
+        transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
+    ) {
+        self.callbackQueue = callbackQueue
+        self.tcpConnectTimeout = tcpConnectTimeout
+        self.maximumReadSize = maximumReadSize
+        self.backPressure = backPressure
+        self.logLevel = logLevel
+        self.logHandler = logHandler
+        self.randomSeed = randomSeed
+        self.caFile = caFile
+        self.tlsSessionFactory = tlsSessionFactory
+        self.transportFactory = transportFactory
+    }
+
+    /// A byte transport to `endpoint` on `queue`, made by `transportFactory` with these options'
+    /// connect timeout, read size and TLS settings (TLS from the first byte when
+    /// `directTLSServerName` is set).
+    public func makeTransport(
+        to endpoint: Endpoint,
+        directTLSServerName: String?,
+        queue: DispatchQueue,
+        onEvent: @escaping (ByteTransportEvent) -> Void
+    ) -> any ByteTransport {
+        let request = ByteTransportRequest(
+            endpoint: endpoint,
+            directTLSServerName: directTLSServerName,
+            tcpConnectTimeout: tcpConnectTimeout,
+            maximumReadSize: maximumReadSize,
+            tlsSessionFactory: tlsSessionFactory,
+            caFile: caFile
+        )
+        return transportFactory(request, queue, onEvent)
+    }
+}
