@@ -143,15 +143,10 @@ final class HubRunner: @unchecked Sendable {
             fail: fail,
             call: call
         )
-        guard blocked.isEmpty else { return blocked.append(command) }
-        do throws(HubConnectionError) {
-            try command.run(&core.machine, now)
-        } catch  where error.kind == .sendBufferFull && options.backPressure == .wait {
-            blocked.append(command)
-            log.debug("The stateful-reconnect buffer is full: a command waits for room.")
-        } catch {
-            fail(error)
+        let waits = blocked.submit(command, on: &core.machine, now: now, backPressure: options.backPressure) {
+            $0.kind == .sendBufferFull
         }
+        if waits { log.debug("The stateful-reconnect buffer is full: a command waits for room.") }
         drive()
     }
 

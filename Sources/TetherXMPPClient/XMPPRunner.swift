@@ -115,15 +115,12 @@ final class XMPPRunner: @unchecked Sendable {
             fail: { completion(.failure($0)) },
             call: call
         )
-        guard blocked.isEmpty else { return blocked.append(command) }
-        do throws(XMPPClientError) {
-            try command.run(&core.machine, now)
-        } catch  where error.kind == .sendQueueFull && options.backPressure == .wait {
-            blocked.append(command)
+        let waits = blocked.submit(command, on: &core.machine, now: now, backPressure: options.backPressure) {
+            $0.kind == .sendQueueFull
+        }
+        if waits {
             log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
             core.machine.requestAcknowledgement(now: now)
-        } catch {
-            command.fail(error)
         }
         core.drive()
     }

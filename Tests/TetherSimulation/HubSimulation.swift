@@ -9,7 +9,7 @@ import TetherSignalR
 /// Everything comes from the scenario's seed: a failing seed replays exactly with
 /// `HubSimulation(scenario).run()`.
 public final class HubSimulation: MachineSimulation {
-    public struct Scenario: CustomStringConvertible, Sendable {
+    public struct Scenario: SimulationPlan, CustomStringConvertible, Sendable {
         public typealias Fault = SimulatedFault
 
         public var seed: UInt64
@@ -79,8 +79,7 @@ public final class HubSimulation: MachineSimulation {
     static let holdTime = Duration.seconds(30)
 
     let scenario: Scenario
-    var time = VirtualTime<SimulationInput<SpecificInput>>()
-    var random: SeededRandomNumberGenerator
+    var record: SimulationRecord<SpecificInput>
     let holder: MachineHolder<HubConnectionMachine>
     /// The machine under test.
     var machine: HubConnectionMachine {
@@ -95,25 +94,16 @@ public final class HubSimulation: MachineSimulation {
     var endedInvocations: Set<String> = []
     var erroredInvocations = 0
     var completedInvocations = 0
-    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] = []
-    var connectAttempts: [Instant] = []
     var closedEvents = 0
     var sessionsLost = 0
     var nextArgument = 0
-    /// Set once the app stops at the end of the run.
-    var isOver = false
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
     /// samples memory there.
     public var onMinute: ((Int) -> Void)?
-    /// When each link stalled, to check how soon the client noticed.
-    var stalledAt: [TransportGeneration: Instant] = [:]
-    var transportsClosedAt: [TransportGeneration: Instant] = [:]
-    /// When the machine was first connected over each transport (handshake or resume done).
-    var onlineSince: [TransportGeneration: Instant] = [:]
 
     public init(_ scenario: Scenario) {
         self.scenario = scenario
-        random = SeededRandomNumberGenerator(seed: scenario.seed)
+        record = SimulationRecord(seed: scenario.seed)
         var configuration = HubConnectionMachine.Configuration(url: "http://hub.test/chat")
         configuration.keepAliveInterval = Self.keepAlive
         configuration.serverTimeout = Self.serverTimeout
@@ -141,10 +131,6 @@ public final class HubSimulation: MachineSimulation {
     /// Runs the scenario and returns what broke (empty when every invariant held).
     public func run() -> [String] {
         runScenario()
-    }
-
-    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) {
-        (scenario.faults, scenario.faultInterval, scenario.duration)
     }
 
     var stopGrace: Duration { .seconds(20) }
@@ -186,6 +172,16 @@ public final class HubSimulation: MachineSimulation {
         hub.isUp = true
     }
 
+    func serverRestart() {
+        if hub.isUp { sessionsLost += hub.sessions.count }
+        hub.restart()
+    }
+
+    var links: [TransportGeneration: Link] {
+        _read { yield hub.links }
+        _modify { yield &hub.links }
+    }
+
     func perform(_ action: HubConnectionMachine.Action) {
         switch action {
         case .fetchAccessToken(let generation):
@@ -209,7 +205,7 @@ public final class HubSimulation: MachineSimulation {
             hub.links[generation]!.lastToServer = at
             time.schedule(at: at, .serverReceive(generation, bytes))
         case .closeTransport(let generation):
-            transportsClosedAt[generation] = now
+            closedAt[generation] = now
             if let link = hub.links[generation], link.isOpen {
                 hub.links[generation]!.isOpen = false
                 if !link.isStalled { schedule(after: latency(), .serverClosed(generation)) }
@@ -273,34 +269,6 @@ public final class HubSimulation: MachineSimulation {
         pendingInvocations[id] = argument
     }
 
-    // MARK: - Faults
-
-    func inject(_ fault: SimulatedFault) {
-        let live = hub.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
-        note("fault \(fault) on \(live)")
-        switch fault {
-        case .cut:
-            for generation in live {
-                hub.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
-                schedule(after: latency(), .serverClosed(generation))
-            }
-        case .stall:
-            for generation in live {
-                hub.links[generation]!.isStalled = true
-                stalledAt[generation] = now
-            }
-        case .restart:
-            if hub.isUp { sessionsLost += hub.sessions.count }
-            hub.restart()
-            for generation in live {
-                hub.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
-            }
-            schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
-        }
-    }
-
     // MARK: - Checks at the end
 
     func checkEnd() {
@@ -324,27 +292,9 @@ public final class HubSimulation: MachineSimulation {
             }
             if erroredInvocations > 0 { fail("\(erroredInvocations) Echo invocations failed under stateful reconnect") }
         }
-        // Each reconnect attempt starts exactly when its event said.
-        for (at, attempt, delay) in reconnecting {
-            if !connectAttempts.contains(at + delay) {
-                fail("reconnect attempt \(attempt) announced at \(at) for \(delay) later did not start then")
-            }
-        }
-        // A stalled link is given up within the server timeout of its last receipt (which may
-        // be a message already on its way when the link stalled: up to one latency later).
-        for (generation, stalled) in stalledAt {
-            guard let closed = transportsClosedAt[generation] else {
-                fail("stalled link \(generation) was never closed")
-                continue
-            }
-            // Connected, the heartbeat's server timeout is the bound; before that (a handshake,
-            // a resume), the handshake timeout.
-            let connected = onlineSince[generation].map { $0 <= stalled } ?? false
-            let bound = connected ? Self.serverTimeout : Self.handshakeTimeout
-            if closed > stalled + bound + .milliseconds(40) {
-                fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(bound))")
-            }
-        }
+        // Connected, the heartbeat's server timeout bounds a stall; before that (a handshake, a
+        // resume), the handshake timeout.
+        checkReconnectsAndStalls { $0 ? Self.serverTimeout : Self.handshakeTimeout }
         if completedInvocations == 0 { fail("no Echo invocation completed at all") }
     }
 }
@@ -353,7 +303,7 @@ public final class HubSimulation: MachineSimulation {
 
 extension HubSimulation {
     /// One WebSocket between the client and the hub.
-    struct Link {
+    struct Link: SimulatedLink {
         var token: String
         var isOpen = true
         /// Half-open: everything sent either way is lost, and neither side is told.

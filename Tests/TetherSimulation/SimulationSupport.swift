@@ -152,22 +152,22 @@ func simulatedLatency(using random: inout SeededRandomNumberGenerator) -> Durati
 /// server; the inputs both have, the draining of actions and the run are the same.
 protocol MachineSimulation: AnyObject {
     associatedtype Holder: DrivenMachine
+    associatedtype Link: SimulatedLink
+    associatedtype Scenario: SimulationPlan
     /// The inputs only this simulation has (`Never` when none).
     associatedtype SpecificInput: Sendable
 
-    var time: VirtualTime<SimulationInput<SpecificInput>> { get set }
-    var random: SeededRandomNumberGenerator { get set }
-    /// Set once the app has stopped (late traffic is then expected to end).
-    var isOver: Bool { get set }
+    /// The clock, the random numbers and what the shared checks need.
+    var record: SimulationRecord<SpecificInput> { get set }
     var onMinute: ((Int) -> Void)? { get }
-    /// The faults, how often they strike (nil: a few times early on) and how long the app runs.
-    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) { get }
+    /// The faults, how often they strike and how long the app runs.
+    var scenario: Scenario { get }
     /// How long pending work may take to end after the app stops.
     var stopGrace: Duration { get }
     /// The machine under test, in its holder.
     var holder: Holder { get }
-    /// When the machine was first connected over each transport generation (set by `drain()`).
-    var onlineSince: [TransportGeneration: Instant] { get set }
+    /// The server's links, by the client's transport generation.
+    var links: [TransportGeneration: Link] { get set }
 
     /// Schedules the scenario's first events (traffic, server ticks).
     func begin()
@@ -187,10 +187,48 @@ protocol MachineSimulation: AnyObject {
     func serverTick()
     /// The app sends its next numbered message or invocation (if it can).
     func appTraffic()
-    /// Strikes a fault.
-    func inject(_ fault: SimulatedFault)
+    /// The server loses every session and refuses connections until `serverUp()`.
+    func serverRestart()
     /// Checks the invariants that hold once everything ended.
     func checkEnd()
+}
+
+/// What the shared run keeps of a simulation: its clock and random numbers, whether the app has
+/// stopped (late traffic is then expected to end), and what the shared checks look at.
+struct SimulationRecord<Specific: Sendable> {
+    var time = VirtualTime<SimulationInput<Specific>>()
+    var random: SeededRandomNumberGenerator
+    var isOver = false
+    /// The reconnect attempts the machine announced, and when attempts started.
+    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] = []
+    var connectAttempts: [Instant] = []
+    /// When each link stalled (set by a `stall` fault), to check how soon the client noticed.
+    var stalledAt: [TransportGeneration: Instant] = [:]
+    /// When the client closed each transport.
+    var closedAt: [TransportGeneration: Instant] = [:]
+    /// When the machine was first connected over each transport generation (set by `drain()`).
+    var onlineSince: [TransportGeneration: Instant] = [:]
+
+    init(seed: UInt64) {
+        random = SeededRandomNumberGenerator(seed: seed)
+    }
+}
+
+/// What every scenario says: the faults, how often they strike and how long the app runs.
+protocol SimulationPlan {
+    var faults: [SimulatedFault] { get }
+    /// How often each fault strikes on average (nil: one to three times in the first five minutes).
+    var faultInterval: Duration? { get }
+    /// Virtual time the app runs for.
+    var duration: Duration { get }
+}
+
+/// What the simulated network knows of a link on the server's side.
+protocol SimulatedLink {
+    /// Neither closed by either end nor cut.
+    var isOpen: Bool { get set }
+    /// Half-open: everything sent either way is lost, and neither end is told.
+    var isStalled: Bool { get set }
 }
 
 /// The inputs of a simulation: those both protocols have, and a protocol's own (`specific`).
@@ -219,6 +257,39 @@ extension MachineSimulation where SpecificInput == Never {
 extension MachineSimulation {
     typealias Event = SimulationInput<SpecificInput>
 
+    var time: VirtualTime<Event> {
+        _read { yield record.time }
+        _modify { yield &record.time }
+    }
+    var random: SeededRandomNumberGenerator {
+        _read { yield record.random }
+        _modify { yield &record.random }
+    }
+    var isOver: Bool {
+        _read { yield record.isOver }
+        _modify { yield &record.isOver }
+    }
+    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] {
+        _read { yield record.reconnecting }
+        _modify { yield &record.reconnecting }
+    }
+    var connectAttempts: [Instant] {
+        _read { yield record.connectAttempts }
+        _modify { yield &record.connectAttempts }
+    }
+    var stalledAt: [TransportGeneration: Instant] {
+        _read { yield record.stalledAt }
+        _modify { yield &record.stalledAt }
+    }
+    var closedAt: [TransportGeneration: Instant] {
+        _read { yield record.closedAt }
+        _modify { yield &record.closedAt }
+    }
+    var onlineSince: [TransportGeneration: Instant] {
+        _read { yield record.onlineSince }
+        _modify { yield &record.onlineSince }
+    }
+
     var now: Instant { time.now }
 
     /// Runs the scenario and returns what broke (empty when every invariant held).
@@ -226,7 +297,7 @@ extension MachineSimulation {
         holder.start(now: now)
         drain()
         begin()
-        let plan = plan
+        let plan = scenario
         for (at, fault) in faultTimes(
             plan.faults,
             interval: plan.faultInterval,
@@ -309,6 +380,51 @@ extension MachineSimulation {
             onlineSince[generation] == nil
         {
             onlineSince[generation] = now
+        }
+    }
+
+    /// Strikes a fault on every live link (or on the server).
+    func inject(_ fault: SimulatedFault) {
+        let live = links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
+        note("fault \(fault) on \(live)")
+        switch fault {
+        case .cut:
+            for generation in live {
+                links[generation]!.isOpen = false
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+                schedule(after: latency(), .serverClosed(generation))
+            }
+        case .stall:
+            for generation in live {
+                links[generation]!.isStalled = true
+                stalledAt[generation] = now
+            }
+        case .restart:
+            serverRestart()
+            for generation in live {
+                links[generation]!.isOpen = false
+                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+            }
+            schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
+        }
+    }
+
+    /// Checks what both protocols promise: each reconnect attempt starts exactly when its event
+    /// said, and a stalled link is closed within `bound(online)` of the stall (`online`: the
+    /// machine was connected over it by then), plus one latency for a message already on its way.
+    func checkReconnectsAndStalls(bound: (_ online: Bool) -> Duration) {
+        for (at, attempt, delay) in reconnecting where !connectAttempts.contains(at + delay) {
+            fail("reconnect attempt \(attempt) announced at \(at) for \(delay) later did not start then")
+        }
+        for (generation, stalled) in stalledAt {
+            guard let closed = closedAt[generation] else {
+                fail("stalled link \(generation) was never closed")
+                continue
+            }
+            let limit = bound(onlineSince[generation].map { $0 <= stalled } ?? false)
+            if closed > stalled + limit + .milliseconds(40) {
+                fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(limit))")
+            }
         }
     }
 

@@ -10,7 +10,7 @@ import TetherXMPP
 /// server restarts, on a virtual clock. A failing seed replays exactly with
 /// `XMPPSimulation(scenario).run()`.
 public final class XMPPSimulation: MachineSimulation {
-    public struct Scenario: CustomStringConvertible, Sendable {
+    public struct Scenario: SimulationPlan, CustomStringConvertible, Sendable {
         public typealias Fault = SimulatedFault
 
         public var seed: UInt64
@@ -75,8 +75,7 @@ public final class XMPPSimulation: MachineSimulation {
     static let holdTime = Duration.seconds(60)
 
     let scenario: Scenario
-    var time = VirtualTime<SimulationInput<Never>>()
-    var random: SeededRandomNumberGenerator
+    var record: SimulationRecord<Never>
     let holder: MachineHolder<XMPPClientMachine>
     /// The machine under test.
     var machine: XMPPClientMachine {
@@ -84,7 +83,6 @@ public final class XMPPSimulation: MachineSimulation {
         _modify { yield &holder.machine }
     }
     var server = Server()
-    var isOver = false
     /// Called as each virtual minute passes, with its number (from 1): the benchmark's soak
     /// samples memory there.
     public var onMinute: ((Int) -> Void)?
@@ -95,17 +93,12 @@ public final class XMPPSimulation: MachineSimulation {
     var reportedUnacknowledged: Set<Int> = []
     var pendingIQs: Set<String> = []
     var endedIQs: Set<String> = []
-    var reconnecting: [(at: Instant, attempt: Int, delay: Duration)] = []
-    var connectAttempts: [Instant] = []
     var resumeFailures = 0
     var resumptions = 0
-    var stalledAt: [TransportGeneration: Instant] = [:]
-    var closedAt: [TransportGeneration: Instant] = [:]
-    var onlineSince: [TransportGeneration: Instant] = [:]
 
     public init(_ scenario: Scenario) {
         self.scenario = scenario
-        random = SeededRandomNumberGenerator(seed: scenario.seed)
+        record = SimulationRecord(seed: scenario.seed)
         let configuration = XMPPClientMachine.Configuration(
             jid: JID("alice@example.com")!,
             password: "secret",
@@ -140,10 +133,6 @@ public final class XMPPSimulation: MachineSimulation {
         runScenario()
     }
 
-    var plan: (faults: [SimulatedFault], faultInterval: Duration?, duration: Duration) {
-        (scenario.faults, scenario.faultInterval, scenario.duration)
-    }
-
     var stopGrace: Duration { .seconds(30) }
 
     func begin() {
@@ -162,6 +151,15 @@ public final class XMPPSimulation: MachineSimulation {
 
     func serverUp() {
         server.isUp = true
+    }
+
+    func serverRestart() {
+        server.restart()
+    }
+
+    var links: [TransportGeneration: Link] {
+        _read { yield server.links }
+        _modify { yield &server.links }
     }
 
     func perform(_ action: XMPPClientMachine.Action) {
@@ -251,31 +249,6 @@ public final class XMPPSimulation: MachineSimulation {
         }
     }
 
-    func inject(_ fault: SimulatedFault) {
-        let live = server.links.filter { $0.value.isOpen && !$0.value.isStalled }.map(\.key).sorted()
-        note("fault \(fault) on \(live)")
-        switch fault {
-        case .cut:
-            for generation in live {
-                server.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
-                schedule(after: latency(), .serverClosed(generation))
-            }
-        case .stall:
-            for generation in live {
-                server.links[generation]!.isStalled = true
-                stalledAt[generation] = now
-            }
-        case .restart:
-            server.restart()
-            for generation in live {
-                server.links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
-            }
-            schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
-        }
-    }
-
     // MARK: - Checks at the end
 
     func checkEnd() {
@@ -303,22 +276,10 @@ public final class XMPPSimulation: MachineSimulation {
                 }
             }
         }
-        for (at, attempt, delay) in reconnecting where !connectAttempts.contains(at + delay) {
-            fail("reconnect attempt \(attempt) announced at \(at) for \(delay) later did not start then")
-        }
         // A dead link is noticed within interval + maximumMissed × timeout of its last byte once
         // online; before that, within the connect timeout.
-        for (generation, stalled) in stalledAt {
-            guard let closed = closedAt[generation] else {
-                fail("stalled link \(generation) was never closed")
-                continue
-            }
-            let online = onlineSince[generation].map { $0 <= stalled } ?? false
-            let bound =
-                online ? Self.pingInterval + Self.pingTimeout * Self.maximumMissed : Self.connectTimeout
-            if closed > stalled + bound + .milliseconds(40) {
-                fail("stalled link \(generation) was closed \(closed - stalled) after it stalled (bound \(bound))")
-            }
+        checkReconnectsAndStalls {
+            $0 ? Self.pingInterval + Self.pingTimeout * Self.maximumMissed : Self.connectTimeout
         }
         if server.received.isEmpty { fail("the server received no message at all") }
     }
@@ -327,7 +288,7 @@ public final class XMPPSimulation: MachineSimulation {
 // MARK: - The scripted server
 
 extension XMPPSimulation {
-    struct Link {
+    struct Link: SimulatedLink {
         var isOpen = true
         var isStalled = false
         var lastToServer = Instant.zero
