@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherSimulation
 
 @testable import TetherSignalR
 
@@ -20,29 +21,15 @@ struct HubConnectionTransitionTableTests {
     static let expectedRowCount = 87
 
     static let table: (rows: [Row], malformed: [String]) = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let text = try! String(
-            contentsOf: root.appendingPathComponent("Specs/signalr/hub-connection.md"),
-            encoding: .utf8
-        )
-        let section = text.components(separatedBy: "## Transition table")[1].components(separatedBy: "\n## ")[0]
-        var rows: [Row] = []
-        var malformed: [String] = []
-        for line in section.split(separator: "\n") where line.hasPrefix("|") {
-            if line.hasPrefix("| state |") || line.hasPrefix("|---") { continue }
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }
-            guard cells.count == 7, cells[0].isEmpty, cells[6].isEmpty, !cells[1].isEmpty, !cells[2].isEmpty,
-                !cells[4].isEmpty
-            else {
-                malformed.append(String(line))
-                continue
-            }
-            let actions = cells[3].isEmpty ? [] : cells[3].components(separatedBy: ", ")
-            let timers = cells[5].isEmpty ? [] : cells[5].components(separatedBy: ", ")
-            rows.append(Row(state: cells[1], input: cells[2], actions: actions, next: cells[4], timers: timers))
+        let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
+        let rows = cells.map {
+            Row(
+                state: $0[0],
+                input: $0[1],
+                actions: TransitionTable.list($0[2]),
+                next: $0[3],
+                timers: TransitionTable.list($0[4])
+            )
         }
         return (rows, malformed)
     }()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherSimulation
 import TetherXML
 
 @testable import TetherXMPP
@@ -19,26 +20,8 @@ struct ClientTransitionTableTests {
     static let expectedRowCount = 102
 
     static let table: (rows: [Row], malformed: [String]) = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let text = try! String(contentsOf: root.appendingPathComponent("Specs/xmpp/client-machine.md"), encoding: .utf8)
-        let section = text.components(separatedBy: "## Transition table")[1]
-        var rows: [Row] = []
-        var malformed: [String] = []
-        for line in section.split(separator: "\n") where line.hasPrefix("|") {
-            if line.hasPrefix("| state |") || line.hasPrefix("|---") { continue }
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }
-            guard cells.count == 6, cells[0].isEmpty, cells[5].isEmpty, !cells[1].isEmpty, !cells[2].isEmpty,
-                !cells[4].isEmpty
-            else {
-                malformed.append(String(line))
-                continue
-            }
-            let actions = cells[3].isEmpty ? [] : cells[3].components(separatedBy: ", ")
-            rows.append(Row(state: cells[1], input: cells[2], actions: actions, next: cells[4]))
-        }
+        let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
+        let rows = cells.map { Row(state: $0[0], input: $0[1], actions: TransitionTable.list($0[2]), next: $0[3]) }
         return (rows, malformed)
     }()
 

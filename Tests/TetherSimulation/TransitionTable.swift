@@ -1,0 +1,41 @@
+import Foundation
+
+/// Reads the transition table of a machine's spec (`Specs/…`, a Markdown table after the heading
+/// "## Transition table", up to the next "## " heading) for the table tests, which run every row
+/// against the code.
+public enum TransitionTable {
+    /// The rows' cells (without the leading and trailing empty cells), and the lines that are not
+    /// a row of `columns` cells with the state, input and next state (the first, second and
+    /// fourth) filled in.
+    public static func read(_ specPath: String, columns: Int) -> (rows: [[String]], malformed: [String]) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        guard let text = try? String(contentsOf: root.appendingPathComponent(specPath), encoding: .utf8) else {
+            return ([], ["cannot read \(specPath)"])
+        }
+        let parts = text.components(separatedBy: "## Transition table")
+        guard parts.count > 1 else { return ([], ["no transition table in \(specPath)"]) }
+        let section = parts[1].components(separatedBy: "\n## ")[0]
+        var rows: [[String]] = []
+        var malformed: [String] = []
+        for line in section.split(separator: "\n") where line.hasPrefix("|") {
+            if line.hasPrefix("| state |") || line.hasPrefix("|---") { continue }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard cells.count == columns + 2, cells[0].isEmpty, cells[columns + 1].isEmpty, !cells[1].isEmpty,
+                !cells[2].isEmpty, !cells[4].isEmpty
+            else {
+                malformed.append(String(line))
+                continue
+            }
+            rows.append(Array(cells[1...columns]))
+        }
+        return (rows, malformed)
+    }
+
+    /// A cell's comma-separated list (actions, timers); empty for an empty cell.
+    public static func list(_ cell: String) -> [String] {
+        cell.isEmpty ? [] : cell.components(separatedBy: ", ")
+    }
+}
