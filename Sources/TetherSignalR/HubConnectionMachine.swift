@@ -277,8 +277,12 @@ public struct HubConnectionMachine {
 
         init(_ link: Link) { block = Block(link) }
 
+        // A getter, not a `_read` coroutine: Swift 6.3.1 at -Onone reads a large value yielded
+        // by `_read` (such as `link.stateful` in `live.link.stateful != nil`) after ending the
+        // coroutine, from its freed frame (AddressSanitizer's heap-use-after-free). Inlined, the
+        // getter loads only the fields its caller uses.
         var link: Link {
-            @inline(__always) _read { yield unsafe block.link }
+            @inline(__always) get { unsafe block.link }
             @inline(__always) _modify {
                 if !isKnownUniquelyReferenced(&block) { copyBlock() }
                 yield &(unsafe block.link)
@@ -319,7 +323,7 @@ public struct HubConnectionMachine {
         var resumeStep: ResumeStep?
         var linkStorage: LinkStorage
         var link: Link {
-            @inline(__always) _read { yield linkStorage.link }
+            @inline(__always) get { linkStorage.link }
             @inline(__always) _modify { yield &linkStorage.link }
         }
         /// The WebSocket messages go out on now: nil while resuming (sequenced messages are then
