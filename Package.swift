@@ -167,6 +167,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "FuzzServerSentEvents",
+            dependencies: ["FuzzSupport", "TetherSignalR"],
+            path: "Tests/Fuzz/FuzzServerSentEvents",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "FuzzTLSRecords",
             dependencies: ["FuzzSupport", "TetherTLS"],
             path: "Tests/Fuzz/FuzzTLSRecords",

@@ -181,6 +181,13 @@ def main():
             b"\x02HTTP/1.1 307 Temporary Redirect\r\nLocation: https://example.com/x\r\nContent-Length: 0\r\n\r\n"]
     write("FuzzHTTPResponse", http)
 
+    # Server-Sent Events: [split and limit selector] + stream.
+    sse = [b"\x3fdata: {\"type\":6}\x1e\r\n\r\n",
+           b"\x05\xef\xbb\xbf: hi\r\nevent: x\rid: 1\rdata: a\rdata: b\r\rretry: 100\n\n",
+           b"\x12data:one\ndata\n: c\ndata:  two\n\ndata: cut",
+           b"\x00data: 0123456789abcdef0123456789\n\n"]
+    write("FuzzServerSentEvents", sse)
+
     # TLS: [split seed] + records where the server's flight belongs.
     tls = [bytes([1]) + b"\x16\x03\x03\x00\x04\x02\x00\x00\x00",
            bytes([2]) + b"\x15\x03\x03\x00\x02\x02\x28",
