@@ -25,7 +25,7 @@ struct HubConnectionBenchmarks {
         func drain(_ machine: inout Machine) {
             while let action = machine.pollAction() {
                 switch action {
-                case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+                case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
                     generation = next
                 case .send, .closeTransport, .event: break
                 }

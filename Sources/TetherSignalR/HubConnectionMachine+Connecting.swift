@@ -11,12 +11,19 @@ extension HubConnectionMachine {
 
     var usesStatefulReconnect: Bool { configuration.statefulReconnect }
 
+    /// Whether `attempt`'s connection uses stateful reconnect: asked for, agreed by the server,
+    /// and over WebSockets (the one transport the servers resume).
+    func usesStatefulReconnect(_ attempt: Attempt) -> Bool {
+        usesStatefulReconnect && attempt.negotiated?.useStatefulReconnect == true && attempt.transport == .webSockets
+    }
+
     mutating func beginAttempt(isReconnect: Bool, now: Instant) {
         let attempt = Attempt(
             generation: makeGeneration(),
             url: configuration.url,
             accessToken: configuration.accessToken,
-            isReconnect: isReconnect
+            isReconnect: isReconnect,
+            untried: configuration.skipNegotiation ? [] : configuration.transports
         )
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
         if configuration.asksForAccessToken {
@@ -31,9 +38,11 @@ extension HubConnectionMachine {
         var attempt = attempt
         if configuration.skipNegotiation {
             attempt.negotiated = nil
+            attempt.transport = .webSockets
             state = .connectingTransport(attempt)
             return enqueue(
                 .openTransport(
+                    .webSockets,
                     url: Negotiate.webSocketURL(for: configuration.url),
                     headers: requestHeaders(attempt.accessToken),
                     generation: attempt.generation
@@ -112,24 +121,21 @@ extension HubConnectionMachine {
                         now: now
                     )
                 }
-                guard response.transport(named: "WebSockets")?.supports(hubProtocol.transferFormat) == true else {
+                guard let transport = chooseTransport(&attempt, offered: response) else {
                     return attemptFailed(
-                        HubConnectionError(
-                            .negotiation,
-                            "Unable to connect to the server with any of the available transports."
-                        ),
+                        HubConnectionError(.negotiation, Self.noTransportMessage(attempt.transportFailures)),
                         now: now
                     )
                 }
                 attempt.negotiated = response
+                attempt.transport = transport
                 attempt.generation = makeGeneration()
                 state = .connectingTransport(attempt)
-                let url = Negotiate.webSocketURL(
-                    for: Negotiate.connectURL(for: attempt.url, connectionToken: response.connectionToken)
-                )
+                let url = Negotiate.connectURL(for: attempt.url, connectionToken: response.connectionToken)
                 enqueue(
                     .openTransport(
-                        url: url,
+                        transport,
+                        url: transport == .webSockets ? Negotiate.webSocketURL(for: url) : url,
                         headers: requestHeaders(attempt.accessToken),
                         generation: attempt.generation
                     )
@@ -138,6 +144,32 @@ extension HubConnectionMachine {
         } catch {
             attemptFailed(HubConnectionError(.negotiation, error.message), now: now)
         }
+    }
+
+    /// The first of the attempt's untried transports that the server offers and that carries the
+    /// hub protocol's format (taken off the list); the ones passed over are noted with why.
+    func chooseTransport(_ attempt: inout Attempt, offered response: NegotiateResponse) -> HubTransport? {
+        let format = hubProtocol.transferFormat
+        while !attempt.untried.isEmpty {
+            let candidate = attempt.untried.removeFirst()
+            guard let offered = response.transport(named: candidate.rawValue) else {
+                attempt.transportFailures.append("'\(candidate.rawValue)' is not offered by the server.")
+                continue
+            }
+            guard candidate.carries(format), offered.supports(format) else {
+                attempt.transportFailures.append(
+                    "'\(candidate.rawValue)' does not support \(format == .text ? "Text" : "Binary")."
+                )
+                continue
+            }
+            return candidate
+        }
+        return nil
+    }
+
+    /// The official clients' text when no transport could be used, with the reasons.
+    static func noTransportMessage(_ failures: [String]) -> String {
+        (["Unable to connect to the server with any of the available transports."] + failures).joined(separator: " ")
     }
 
     /// The negotiate request failed without a response (network error); `description` must not
@@ -155,7 +187,7 @@ extension HubConnectionMachine {
         switch state {
         case .connectingTransport(let attempt):
             guard attempt.generation == generation else { return }
-            let stateful = attempt.negotiated?.useStatefulReconnect == true && usesStatefulReconnect
+            let stateful = usesStatefulReconnect(attempt)
             var bytes: [UInt8] = []
             HandshakeRequest(protocolName: hubProtocol.name, version: stateful ? 2 : 1).write(into: &bytes)
             // The handshake is JSON, but goes in the transfer format's frame type.
@@ -249,7 +281,7 @@ extension HubConnectionMachine {
     mutating func handshakeCompleted(_ attempt: Attempt, now: Instant) {
         timers.cancel(.connectAttempt)
         let negotiated = attempt.negotiated
-        let stateful = negotiated?.useStatefulReconnect == true && usesStatefulReconnect
+        let stateful = usesStatefulReconnect(attempt)
         let url =
             negotiated.map {
                 Negotiate.webSocketURL(for: Negotiate.connectURL(for: attempt.url, connectionToken: $0.connectionToken))
@@ -257,6 +289,7 @@ extension HubConnectionMachine {
         let session = Session(
             generation: attempt.generation,
             connectionId: negotiated?.connectionId,
+            transport: attempt.transport,
             transportURL: url,
             headers: requestHeaders(attempt.accessToken)
         )
@@ -268,7 +301,11 @@ extension HubConnectionMachine {
                     parser: hubProtocol.makeParser(),
                     stateful: stateful
                         ? StatefulReconnectBuffer(capacity: configuration.statefulReconnectBufferSize) : nil,
-                    heartbeat: Heartbeat(configuration: heartbeatConfiguration, now: now)
+                    heartbeat: Heartbeat(
+                        configuration: attempt.transport.hasInherentKeepAlive
+                            ? Heartbeat.Configuration() : heartbeatConfiguration,
+                        now: now
+                    )
                 )
             )
         )
@@ -293,12 +330,32 @@ extension HubConnectionMachine {
     /// contain secrets).
     public mutating func transportClosed(generation: TransportGeneration, error description: String?, now: Instant) {
         guard currentGeneration == generation else { return }
-        let error = description.map { HubConnectionError(.transport, "WebSocket closed with an error: " + $0) }
+        let transport = self.transport ?? .webSockets
+        let error = description.map {
+            HubConnectionError(.transport, "\(transport.capitalizedDescription) closed with an error: " + $0)
+        }
         switch state {
-        case .connectingTransport, .handshaking:
+        case .connectingTransport(var attempt):
+            // The transport failed to start: the next one, after a new negotiate.
+            let failure = error ?? HubConnectionError(.transport, "The \(transport) closed before it opened.")
+            guard !attempt.untried.isEmpty || !attempt.transportFailures.isEmpty else {
+                return attemptFailed(failure, now: now)
+            }
+            attempt.transportFailures.append("\(transport.rawValue) failed: \(failure.message)")
+            // Negotiate again only if the last answer offered a transport left to try.
+            var rest = attempt
+            guard let negotiated = attempt.negotiated, chooseTransport(&rest, offered: negotiated) != nil else {
+                return attemptFailed(
+                    HubConnectionError(.transport, Self.noTransportMessage(rest.transportFailures)),
+                    now: now
+                )
+            }
+            attempt.generation = makeGeneration()
+            connect(attempt)
+        case .handshaking:
             timers.cancel(.handshake)
             attemptFailed(
-                error ?? HubConnectionError(.transport, "The WebSocket closed before the handshake completed."),
+                error ?? HubConnectionError(.transport, "The \(transport) closed before the handshake completed."),
                 now: now
             )
         case .connected:
@@ -356,7 +413,7 @@ extension HubConnectionMachine {
                     awaited = "the negotiate response"
                     enqueue(.closeTransport(generation: attempt.generation))
                 case .connectingTransport(let attempt):
-                    awaited = "the WebSocket to open"
+                    awaited = "the \(attempt.transport) to open"
                     enqueue(.closeTransport(generation: attempt.generation))
                 case .handshaking(let attempt):
                     awaited = "the handshake response"
@@ -482,7 +539,14 @@ extension HubConnectionMachine {
     mutating func openResumedTransport(_ session: Session, linkStorage: LinkStorage, attempt: Int, now: Instant) {
         state = .resuming(session, .opening(attempt: attempt), linkStorage)
         timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        enqueue(.openTransport(url: session.transportURL, headers: session.headers, generation: session.generation))
+        enqueue(
+            .openTransport(
+                session.transport,
+                url: session.transportURL,
+                headers: session.headers,
+                generation: session.generation
+            )
+        )
     }
 
     /// Reopening the WebSocket failed: try again after the next retry delay (under a new

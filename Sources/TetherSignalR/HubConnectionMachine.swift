@@ -48,8 +48,14 @@ public struct HubConnectionMachine {
         public var asksForAccessToken: Bool
         /// Extra HTTP headers for the negotiate request and the WebSocket upgrade.
         public var headers: [String: String]
-        /// Connect the WebSocket directly, without negotiating (no connection id then).
+        /// Connect the WebSocket directly, without negotiating (no connection id then; only with
+        /// `.webSockets` among `transports`).
         public var skipNegotiation: Bool
+        /// The transports the client may use, in the order it tries them (default: WebSockets,
+        /// Server-Sent Events, long polling, the official clients' order). One the server does not
+        /// offer, or that cannot carry the hub protocol's format, is skipped; one that fails to
+        /// start is followed by the next (after a new negotiate, as the official clients do).
+        public var transports: [HubTransport]
         /// Send a Ping after this long without sending (default 15 s).
         public var keepAliveInterval: Duration
         /// Close when nothing was received for this long (default 30 s).
@@ -97,6 +103,7 @@ public struct HubConnectionMachine {
             asksForAccessToken: Bool = false,
             headers: [String: String] = [:],
             skipNegotiation: Bool = false,
+            transports: [HubTransport] = HubTransport.allCases,
             keepAliveInterval: Duration = .seconds(15),
             serverTimeout: Duration = .seconds(30),
             handshakeTimeout: Duration = .seconds(15),
@@ -116,6 +123,7 @@ public struct HubConnectionMachine {
             self.asksForAccessToken = asksForAccessToken
             self.headers = headers
             self.skipNegotiation = skipNegotiation
+            self.transports = transports
             self.keepAliveInterval = keepAliveInterval
             self.serverTimeout = serverTimeout
             self.handshakeTimeout = handshakeTimeout
@@ -140,11 +148,13 @@ public struct HubConnectionMachine {
         /// POST to `url` with an empty body and `headers`; report `negotiateResponse` or
         /// `negotiateFailed` with `generation`.
         case sendNegotiate(url: String, headers: [String: String], generation: TransportGeneration)
-        /// Open a WebSocket to `url` with `headers`; report `transportConnected` or
-        /// `transportClosed` with `generation`.
-        case openTransport(url: String, headers: [String: String], generation: TransportGeneration)
-        /// Send `bytes` in one WebSocket message of `format` (Text for JSON, Binary for
-        /// MessagePack) on the transport of `generation`.
+        /// Open `transport` to `url` (`ws(s)://` for WebSockets, the `http(s)://` connect URL for
+        /// the HTTP transports, which `HubHTTPTransportMachine` runs) with `headers`; report
+        /// `transportConnected` or `transportClosed` with `generation`.
+        case openTransport(HubTransport, url: String, headers: [String: String], generation: TransportGeneration)
+        /// Send `bytes` (one message) in `format` (Text for JSON, Binary for MessagePack: the
+        /// WebSocket frame type; the HTTP transports `POST` them) on the transport of
+        /// `generation`.
         case send([UInt8], format: TransferFormat, generation: TransportGeneration)
         /// Close the WebSocket of `generation`, or abandon its negotiate request (no further input
         /// from either is used).
@@ -218,6 +228,13 @@ public struct HubConnectionMachine {
         var redirects = 0
         var isReconnect: Bool
         var negotiated: NegotiateResponse?
+        /// The transport being opened (or to open once negotiated).
+        var transport = HubTransport.webSockets
+        /// The transports left to try after `transport`, in order.
+        var untried: [HubTransport]
+        /// Why each transport tried or skipped so far did not do ("'ServerSentEvents' does not
+        /// support Binary.", "WebSockets failed: …"), for the attempt's error.
+        var transportFailures: [String] = []
     }
 
     enum Pending: Sendable {
@@ -232,6 +249,7 @@ public struct HubConnectionMachine {
         /// The generation of its WebSocket (a new one for each reopened WebSocket).
         var generation: TransportGeneration
         var connectionId: String?
+        var transport: HubTransport
         var transportURL: String
         var headers: [String: String]
     }
@@ -445,6 +463,17 @@ public struct HubConnectionMachine {
         }
     }
 
+    /// The transport of the current connection (while connected or resuming), or the one being
+    /// opened (while connecting or handshaking); nil otherwise.
+    public var transport: HubTransport? {
+        switch state {
+        case .connected(let session, _), .resuming(let session, _, _): session.transport
+        case .connectingTransport(let attempt), .handshaking(let attempt): attempt.transport
+        case .modifying: Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended: nil
+        }
+    }
+
     /// The connection id of the current connection.
     public var connectionId: String? {
         switch state {
@@ -580,8 +609,8 @@ extension HubConnectionMachine.Action: CustomStringConvertible {
         case .fetchAccessToken(let generation): "fetchAccessToken(\(generation))"
         case .sendNegotiate(let url, let headers, let generation):
             "sendNegotiate(\(url), headers: \(headers.keys.sorted()), \(generation))"
-        case .openTransport(let url, let headers, let generation):
-            "openTransport(\(url), headers: \(headers.keys.sorted()), \(generation))"
+        case .openTransport(let transport, let url, let headers, let generation):
+            "openTransport(\(transport.rawValue), \(url), headers: \(headers.keys.sorted()), \(generation))"
         case .send(let bytes, let format, let generation):
             "send(\(format), \(generation), \(ByteDescription.describe(bytes)))"
         case .closeTransport(let generation): "closeTransport(\(generation))"

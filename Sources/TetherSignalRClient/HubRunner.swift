@@ -16,14 +16,15 @@ final class HubRunner: @unchecked Sendable {
     let core: ConnectionRunner<HubConnectionMachine, HubConnection.Event>
     let options: HubConnection.Options
     let encoding: ValueEncoding
+    let transferFormat: TransferFormat
     /// The hub protocol's largest message, also the largest WebSocket message.
     let maximumMessageSize: Int
     private let accessTokenProvider: (@Sendable () async throws -> String?)?
     private let log: ConnectionLog
     private var queue: DispatchQueue { core.queue }
 
-    private var negotiations: [TransportGeneration: NegotiateRequest] = [:]
-    private var transports: [TransportGeneration: WebSocketTransport] = [:]
+    private var negotiations: [TransportGeneration: HTTPExchange] = [:]
+    private var transports: [TransportGeneration: any HubTransportConnection] = [:]
     /// Whether the current run (since `start`) connected: a failed `start()` throws to its caller
     /// and announces no `closed`.
     private var hasConnected = false
@@ -49,6 +50,7 @@ final class HubRunner: @unchecked Sendable {
         self.options = options
         self.accessTokenProvider = accessTokenProvider
         encoding = hubProtocol.valueEncoding
+        transferFormat = hubProtocol.transferFormat
         maximumMessageSize = hubProtocol.maximumMessageSize
         log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
         core = ConnectionRunner(
@@ -319,34 +321,68 @@ final class HubRunner: @unchecked Sendable {
                 return
             }
             log.debug("Sending the negotiate request to \(HubLog.redacted(url)).")
-            negotiations[generation] = NegotiateRequest(
+            var status = 0
+            var body: [UInt8] = []
+            negotiations[generation] = HTTPExchange(
+                method: "POST",
                 url: parsed,
                 headers: headers,
                 queue: queue,
                 options: options
             ) {
-                [weak self] outcome in
-                self?.negotiated(outcome, generation: generation)
+                [weak self] event in
+                switch event {
+                case .started(let code, _):
+                    status = code
+                case .body(let bytes):
+                    body += bytes
+                    if body.count > Self.maximumNegotiateSize {
+                        self?.negotiated(
+                            .failed("the response is larger than \(Self.maximumNegotiateSize) bytes"),
+                            generation: generation
+                        )
+                    }
+                case .ended:
+                    self?.negotiated(.response(status: status, body: body), generation: generation)
+                case .failed(let reason, _):
+                    self?.negotiated(.failed(reason), generation: generation)
+                }
             }
-        case .openTransport(let url, let headers, let generation):
+        case .openTransport(let transport, let url, let headers, let generation):
             guard let parsed = HubURL(url) else {
                 core.machine.transportClosed(
                     generation: generation,
-                    error: "The URL '\(HubLog.redacted(url))' is not an absolute ws(s) URL.",
+                    error: "The URL '\(HubLog.redacted(url))' is not an absolute URL.",
                     now: now
                 )
                 return
             }
-            log.debug("Opening the WebSocket to \(HubLog.redacted(url)).")
-            transports[generation] = WebSocketTransport(
-                url: parsed,
-                headers: headers,
-                queue: queue,
-                options: options,
-                maximumMessageSize: maximumMessageSize
-            ) {
-                [weak self] event in
+            log.debug("Opening the \(transport) transport to \(HubLog.redacted(url)).")
+            let onEvent: (HubTransportEvent) -> Void = { [weak self] event in
                 self?.transportEvent(event, generation: generation)
+            }
+            switch transport {
+            case .webSockets:
+                transports[generation] = WebSocketTransport(
+                    url: parsed,
+                    headers: headers,
+                    queue: queue,
+                    options: options,
+                    maximumMessageSize: maximumMessageSize,
+                    onEvent: onEvent
+                )
+            case .serverSentEvents, .longPolling:
+                transports[generation] = HTTPHubTransport(
+                    transport == .serverSentEvents ? .serverSentEvents : .longPolling,
+                    url: parsed,
+                    urlText: url,
+                    headers: headers,
+                    format: transferFormat,
+                    queue: queue,
+                    options: options,
+                    maximumMessageSize: maximumMessageSize,
+                    onEvent: onEvent
+                )
             }
         case .send(let bytes, let format, let generation):
             log.trace { "Sending \(HubLog.describe(bytes, format: format))" }
@@ -388,8 +424,17 @@ final class HubRunner: @unchecked Sendable {
         }
     }
 
-    private func negotiated(_ outcome: NegotiateRequest.Outcome, generation: TransportGeneration) {
-        guard negotiations.removeValue(forKey: generation) != nil else { return }
+    /// The largest negotiate response read (it is a few hundred bytes).
+    static let maximumNegotiateSize = 1 << 20
+
+    enum NegotiateOutcome {
+        case response(status: Int, body: [UInt8])
+        case failed(String)
+    }
+
+    private func negotiated(_ outcome: NegotiateOutcome, generation: TransportGeneration) {
+        guard let exchange = negotiations.removeValue(forKey: generation) else { return }
+        exchange.cancel()
         switch outcome {
         case .response(let status, let body):
             log.debug("Negotiate answered \(status).")
@@ -400,18 +445,18 @@ final class HubRunner: @unchecked Sendable {
         drive()
     }
 
-    private func transportEvent(_ event: WebSocketTransport.Event, generation: TransportGeneration) {
+    private func transportEvent(_ event: HubTransportEvent, generation: TransportGeneration) {
         guard transports[generation] != nil else { return }
         switch event {
         case .opened:
-            log.debug("The WebSocket is open.")
+            log.debug("The \(core.machine.transport ?? .webSockets) transport is open.")
             core.machine.transportConnected(generation: generation, now: now)
         case .message(let bytes):
             log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
             core.machine.transportReceived(bytes, generation: generation, now: now)
         case .closed(let error):
             transports.removeValue(forKey: generation)
-            log.debug("The WebSocket closed\(error.map { ": \($0)" } ?? ".")")
+            log.debug("The transport closed\(error.map { ": \($0)" } ?? ".")")
             core.machine.transportClosed(generation: generation, error: error, now: now)
         }
         drive()

@@ -4,43 +4,62 @@ import TetherDispatch
 import TetherSignalR
 import TetherWebSocket
 
-/// One negotiate request: a connection (TLS for https), the POST, the response parsed
-/// incrementally, then closed. Reports once, on the runner's queue. It has no deadline of its own:
-/// the machine's `connectTimeout` abandons it (`closeTransport` of its generation cancels it).
+/// One HTTP request on a connection of its own (TLS for https; `Connection: close`), its
+/// response read as it arrives: the head, the body in pieces (chunked framing removed), the end.
+/// Negotiate and the HTTP transports' requests. Reports on the runner's queue; after `cancel()`,
+/// a failure or the end, nothing more.
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`.
-final class NegotiateRequest: @unchecked Sendable {
-    enum Outcome {
-        case response(status: Int, body: [UInt8])
-        case failed(String)
+final class HTTPExchange: @unchecked Sendable {
+    enum Event {
+        case started(status: Int, contentType: String?)
+        case body([UInt8])
+        case ended
+        /// No (complete) response; `timedOut` when the exchange's own deadline passed.
+        case failed(String, timedOut: Bool)
     }
 
     private var connection: (any ByteTransport)?
-    private var parser = HTTPResponseParser()
-    private var onOutcome: ((Outcome) -> Void)?
+    private var parser: HTTPResponseParser
+    private var onEvent: ((Event) -> Void)?
     private let request: HTTPRequest
+    private var started = false
 
+    /// Starts `method` to `url`; `timeout` (if any) bounds the whole exchange; `maximumBodySize`
+    /// bounds the body not yet handed over (each read's bytes are handed over at once).
     init(
+        method: String,
         url: HubURL,
         headers: [String: String],
+        body: [UInt8] = [],
         queue: DispatchQueue,
         options: HubConnection.Options,
-        onOutcome: @escaping (Outcome) -> Void
+        timeout: Duration? = nil,
+        maximumBodySize: Int = 4 << 20,
+        onEvent: @escaping (Event) -> Void
     ) {
         var fields = HTTPHeaders(hub: headers)
         fields.add("Connection", "close")  // one request per connection
-        request = HTTPRequest(method: "POST", target: url.target, host: url.hostHeader, headers: fields)
-        self.onOutcome = onOutcome
+        request = HTTPRequest(method: method, target: url.target, host: url.hostHeader, headers: fields, body: body)
+        parser = HTTPResponseParser(configuration: .init(maximumBodySize: maximumBodySize), requestMethod: method)
+        self.onEvent = onEvent
         connection = options.makeTransport(to: url, queue: queue) { [weak self] event in
             self?.event(event)
         }
         connection?.start()
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                self?.finish(.failed("no response within \(seconds) seconds", timedOut: true))
+            }
+        }
     }
 
-    /// Abandons the request (no outcome follows).
+    /// Abandons the request (no event follows).
     func cancel() {
-        onOutcome = nil
+        onEvent = nil
         connection?.close()
         connection = nil
     }
@@ -52,33 +71,183 @@ final class NegotiateRequest: @unchecked Sendable {
         case .received(let bytes):
             parser.append(bytes)
             do throws(HTTPError) {
-                if let response = try parser.response() {
-                    finish(.response(status: response.head.status, body: response.body))
-                }
+                try deliverResponse()
             } catch {
-                finish(.failed(error.message))
+                finish(.failed(error.message, timedOut: false))
             }
         case .closed(let reason):
             do throws(HTTPError) {
-                let response = try parser.endOfInput()
-                finish(.response(status: response.head.status, body: response.body))
+                let rest = try parser.endOfInput()
+                if !started {
+                    deliver(.started(status: rest.head.status, contentType: rest.head.headers["Content-Type"]))
+                }
+                if !rest.body.isEmpty { deliver(.body(rest.body)) }
+                finish(.ended)
             } catch {
                 // A response cut short by a failed connection is reported as that failure.
-                finish(.failed(reason.map { "the connection failed: \($0)" } ?? error.message))
+                finish(.failed(reason.map { "the connection failed: \($0)" } ?? error.message, timedOut: false))
             }
         case .tlsFailed(let reason):
-            finish(.failed("TLS failed: \(reason)"))
+            finish(.failed("TLS failed: \(reason)", timedOut: false))
         case .tlsEstablished, .drained:
             break
         }
     }
 
-    private func finish(_ outcome: Outcome) {
-        guard let report = onOutcome else { return }
-        onOutcome = nil
+    private func deliverResponse() throws(HTTPError) {
+        if !started {
+            guard let head = try parser.readHead() else { return }
+            started = true
+            deliver(.started(status: head.status, contentType: head.headers["Content-Type"]))
+        }
+        let body = try parser.takeBody()
+        if !body.isEmpty { deliver(.body(body)) }
+        if parser.isComplete { finish(.ended) }
+    }
+
+    private func deliver(_ event: Event) {
+        onEvent?(event)
+    }
+
+    private func finish(_ event: Event) {
+        guard let report = onEvent else { return }
+        onEvent = nil
         connection?.close()
         connection = nil
-        report(outcome)
+        report(event)
+    }
+}
+
+/// A SignalR transport of one generation as the runner drives it: the WebSocket, or an HTTP
+/// transport.
+protocol HubTransportConnection: AnyObject {
+    /// Sends one message in `format`.
+    func send(_ bytes: [UInt8], format: TransferFormat)
+    /// Closes (no event follows).
+    func close()
+}
+
+/// What a transport reports to the runner.
+enum HubTransportEvent {
+    case opened
+    case message([UInt8])
+    /// Closed: nil for a normal close, else what went wrong.
+    case closed(String?)
+}
+
+/// Server-Sent Events or long polling for one generation: `HubHTTPTransportMachine`'s requests
+/// made as `HTTPExchange`s. Reports on the runner's queue.
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
+/// written only on `queue`.
+final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
+    /// A poll or send with no answer within this long is sent again (polls) or fails (sends):
+    /// the official clients' HTTP timeout, above ASP.NET Core's 90 s poll timeout.
+    static let requestTimeout = Duration.seconds(100)
+    /// The `DELETE` on close gets this long.
+    static let closeTimeout = Duration.seconds(5)
+
+    private var machine: HubHTTPTransportMachine
+    private var exchanges: [Int: HTTPExchange] = [:]
+    private var onEvent: ((HubTransportEvent) -> Void)?
+    private let queue: DispatchQueue
+    private let options: HubConnection.Options
+    private let url: HubURL
+    private let maximumMessageSize: Int
+    /// Keeps the transport alive after `close()` until its `DELETE` is answered.
+    private var closing: HTTPHubTransport?
+
+    init(
+        _ kind: HubHTTPTransportMachine.Kind,
+        url: HubURL,
+        urlText: String,
+        headers: [String: String],
+        format: TransferFormat,
+        queue: DispatchQueue,
+        options: HubConnection.Options,
+        maximumMessageSize: Int,
+        onEvent: @escaping (HubTransportEvent) -> Void
+    ) {
+        machine = HubHTTPTransportMachine(
+            kind: kind,
+            url: urlText,
+            headers: headers,
+            format: format,
+            maximumEventSize: maximumMessageSize
+        )
+        self.url = url
+        self.queue = queue
+        self.options = options
+        self.maximumMessageSize = maximumMessageSize
+        self.onEvent = onEvent
+        queue.async { [weak self] in
+            guard let self else { return }
+            machine.open()
+            drain()
+        }
+    }
+
+    func send(_ bytes: [UInt8], format: TransferFormat) {
+        machine.send(bytes)
+        drain()
+    }
+
+    func close() {
+        onEvent = nil
+        closing = self
+        machine.stop()
+        drain()
+    }
+
+    private func drain() {
+        while let action = machine.pollAction() {
+            switch action {
+            case .request(let request):
+                let purpose = request.purpose
+                exchanges[request.id] = HTTPExchange(
+                    method: request.method.rawValue,
+                    url: url,
+                    headers: request.headers,
+                    body: request.body,
+                    queue: queue,
+                    options: options,
+                    timeout: purpose == .eventStream
+                        ? nil : purpose == .close ? Self.closeTimeout : Self.requestTimeout,
+                    maximumBodySize: maximumMessageSize
+                ) { [weak self] event in
+                    self?.exchangeEvent(event, id: request.id)
+                }
+            case .cancelRequest(let id):
+                exchanges.removeValue(forKey: id)?.cancel()
+            case .opened:
+                onEvent?(.opened)
+            case .received(let bytes):
+                onEvent?(.message(bytes))
+            case .closed(let error):
+                for exchange in exchanges.values { exchange.cancel() }
+                exchanges.removeAll()
+                let report = onEvent
+                onEvent = nil
+                closing = nil
+                report?(.closed(error?.message))
+            }
+        }
+    }
+
+    private func exchangeEvent(_ event: HTTPExchange.Event, id: Int) {
+        switch event {
+        case .started(let status, let contentType):
+            machine.responseStarted(id: id, status: status, contentType: contentType)
+        case .body(let bytes):
+            machine.responseBody(id: id, bytes)
+        case .ended:
+            exchanges.removeValue(forKey: id)
+            machine.responseEnded(id: id)
+        case .failed(let reason, let timedOut):
+            exchanges.removeValue(forKey: id)
+            machine.requestFailed(id: id, timedOut ? .timedOut : .failed(reason))
+        }
+        drain()
     }
 }
 
@@ -87,13 +256,8 @@ final class NegotiateRequest: @unchecked Sendable {
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`.
-final class WebSocketTransport: @unchecked Sendable {
-    enum Event {
-        case opened
-        case message([UInt8])
-        /// Closed: nil for a normal close (1000, or none given), else what went wrong.
-        case closed(String?)
-    }
+final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
+    typealias Event = HubTransportEvent
 
     private var connection: (any ByteTransport)?
     private var socket: WebSocketClient

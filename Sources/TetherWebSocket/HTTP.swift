@@ -216,10 +216,41 @@ public struct HTTPResponseParser: Sendable {
 
     /// The response, once complete; nil while more bytes are needed.
     public mutating func response() throws(HTTPError) -> HTTPResponse? {
+        guard try advance() else { return nil }
+        compact()
+        return HTTPResponse(head: head!, body: body)
+    }
+
+    /// Streaming (a body read as it arrives, such as an event stream that does not end): the
+    /// head, once it is complete. Then `takeBody()` hands over the body in pieces.
+    public mutating func readHead() throws(HTTPError) -> HTTPResponseHead? {
+        _ = try advance()
+        return head
+    }
+
+    /// Streaming: the body bytes decoded since the last call (chunked framing removed), moved
+    /// out. Only what has not been taken counts against `maximumBodySize`, so an endless body
+    /// read this way stays bounded by what one read brings.
+    public mutating func takeBody() throws(HTTPError) -> [UInt8] {
+        _ = try advance()
+        var taken: [UInt8] = []
+        swap(&taken, &body)
+        return taken
+    }
+
+    /// Whether the whole response has been read (streaming: once `takeBody()` has taken the
+    /// last bytes, nothing more belongs to it).
+    public var isComplete: Bool {
+        if case .done = step { return true }
+        return false
+    }
+
+    /// Reads as far as the buffered bytes go; true once the response is complete.
+    private mutating func advance() throws(HTTPError) -> Bool {
         while true {
             switch step {
             case .head:
-                guard let parsed = try parseHead() else { return nil }
+                guard let parsed = try parseHead() else { return false }
                 head = parsed
                 step = try bodyStep(for: parsed)
             case .fixed(let remaining):
@@ -227,11 +258,11 @@ public struct HTTPResponseParser: Sendable {
                 try takeBody(available)
                 if available < remaining {
                     step = .fixed(remaining: remaining - available)
-                    return nil
+                    return false
                 }
                 step = .done
             case .chunkSize:
-                guard let line = try takeLine(limit: 1024) else { return nil }
+                guard let line = try takeLine(limit: 1024) else { return false }
                 let sizeText = line.split(separator: ";", maxSplits: 1).first.map { String($0.trimmingSpaces) } ?? ""
                 guard !sizeText.isEmpty, sizeText.count <= 16, let size = Int(sizeText, radix: 16), size >= 0 else {
                     throw HTTPError(.malformed, "Invalid chunk size '\(line)'.")
@@ -242,22 +273,21 @@ public struct HTTPResponseParser: Sendable {
                 try takeBody(available)
                 if available < remaining {
                     step = .chunkData(remaining: remaining - available)
-                    return nil
+                    return false
                 }
                 step = .chunkEnd
             case .chunkEnd:
-                guard let line = try takeLine(limit: 2) else { return nil }
+                guard let line = try takeLine(limit: 2) else { return false }
                 guard line.isEmpty else { throw HTTPError(.malformed, "A chunk does not end with CRLF.") }
                 step = .chunkSize
             case .trailers:
-                guard let line = try takeLine(limit: configuration.maximumHeadSize) else { return nil }
+                guard let line = try takeLine(limit: configuration.maximumHeadSize) else { return false }
                 if line.isEmpty { step = .done }
             case .untilClose:
                 try takeBody(buffer.count - position)
-                return nil
+                return false
             case .done:
-                compact()
-                return HTTPResponse(head: head!, body: body)
+                return true
             }
         }
     }

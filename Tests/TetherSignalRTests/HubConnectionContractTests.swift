@@ -48,7 +48,7 @@ struct HubConnectionContractTests {
         machine.start(now: .zero)
         var generation = TransportGeneration(0)
         while let action = machine.pollAction() {
-            if case .openTransport(_, _, let next) = action { generation = next }
+            if case .openTransport(_, _, _, let next) = action { generation = next }
         }
         machine.transportConnected(generation: generation, now: .zero)
         machine.transportReceived(Array("{}\u{1E}".utf8), generation: generation, now: .zero)
@@ -98,7 +98,7 @@ struct HubConnectionContractTests {
         }
         #expect(headers["Authorization"] == "Bearer first")
         harness.negotiate()
-        guard case .openTransport(_, let wsHeaders, _) = harness.actions.last else {
+        guard case .openTransport(_, _, let wsHeaders, _) = harness.actions.last else {
             Issue.record("no open")
             return
         }

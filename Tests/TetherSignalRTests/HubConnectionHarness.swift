@@ -39,7 +39,7 @@ struct HubConnectionHarness {
         while let action = machine.pollAction() {
             actions.append(action)
             switch action {
-            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
                 generation = next
             case .closeTransport(let closed):
                 closedGenerations.append(closed)

@@ -18,7 +18,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 87
+    static let expectedRowCount = 93
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
@@ -35,6 +35,11 @@ struct HubConnectionTransitionTableTests {
     }()
 
     static var rows: [Row] { table.rows }
+
+    static let everyTransport =
+        #"[{"transport":"WebSockets","transferFormats":["Text","Binary"]},"#
+        + #"{"transport":"ServerSentEvents","transferFormats":["Text"]},"#
+        + #"{"transport":"LongPolling","transferFormats":["Text","Binary"]}]"#
 
     /// A harness brought into the named state (and its output drained).
     static func setUp(_ state: String) -> HubConnectionHarness? {
@@ -90,6 +95,35 @@ struct HubConnectionTransitionTableTests {
             harness.drain()
             harness.negotiate()
             harness.opened()
+        case "connectingTransport with every transport offered":
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
+        case "connectingTransport over WebSockets only":
+            harness = HubConnectionHarness { $0.transports = [.webSockets] }
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
+        case "negotiating the next transport", "connectingTransport on the last transport":
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
+            harness.closed()
+            if state == "connectingTransport on the last transport" {
+                harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
+                harness.closed()
+                harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
+            }
+        case "connected over long polling":
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate(
+                body: HubConnectionHarness.negotiateBody(
+                    transports: #"[{"transport":"LongPolling","transferFormats":["Text","Binary"]}]"#
+                )
+            )
+            harness.opened()
+            harness.server("{}")
         case "connected": harness = connected()
         case "connected with a policy": harness = connected(policy: true)
         case "connected stateful": harness = connected(stateful: true)
@@ -153,12 +187,20 @@ struct HubConnectionTransitionTableTests {
         case "negotiate 204": return harness.negotiate(status: 204, body: [])
         case "negotiate error body":
             return harness.negotiate(body: Array(#"{"error":"This connection is not allowed."}"#.utf8))
-        case "negotiate without WebSockets":
+        case "negotiate offering long polling only":
             return harness.negotiate(
                 body: HubConnectionHarness.negotiateBody(
                     transports: #"[{"transport":"LongPolling","transferFormats":["Text"]}]"#
                 )
             )
+        case "negotiate offering no usable transport":
+            return harness.negotiate(
+                body: HubConnectionHarness.negotiateBody(
+                    transports: #"[{"transport":"ServerSentEvents","transferFormats":["Binary"]}]"#
+                )
+            )
+        case "negotiate offering every transport":
+            return harness.negotiate(body: HubConnectionHarness.negotiateBody(transports: everyTransport))
         case "negotiate stateful not asked":
             return harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         case "access token":

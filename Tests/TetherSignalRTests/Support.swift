@@ -195,7 +195,7 @@ extension HubConnectionMachine.Action {
 
     /// The URL and headers of an `openTransport`.
     var transportRequest: (url: String, headers: [String: String])? {
-        if case .openTransport(let url, let headers, _) = self { (url, headers) } else { nil }
+        if case .openTransport(_, let url, let headers, _) = self { (url, headers) } else { nil }
     }
 
     /// The bytes and format of a `send`.

@@ -196,7 +196,7 @@ public final class HubSimulation: MachineSimulation {
             } else {
                 schedule(after: round, .specific(.negotiated(generation, status: nil, body: [])))
             }
-        case .openTransport(let url, _, let generation):
+        case .openTransport(_, let url, _, let generation):
             let token = url.split(separator: "id=").last.map(String.init) ?? ""
             schedule(after: latency(), .specific(.serverOpen(generation, token: token)))
         case .send(let bytes, _, let generation):

@@ -55,7 +55,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             require(count < 10_000, "more than 10,000 actions for one input")
             switch action {
             case .event(.closed): closed = true
-            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, let next):
+            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
                 closed = false
                 generation = next
             case .send(_, _, let on):
