@@ -313,7 +313,8 @@ extension HubConnectionMachine {
         enqueue(
             .event(
                 attempt.isReconnect
-                    ? .reconnected(connectionId: session.connectionId) : .connected(connectionId: session.connectionId)
+                    ? .reconnected(connectionId: session.connectionId, transport: session.transport)
+                    : .connected(connectionId: session.connectionId, transport: session.transport)
             )
         )
         // Like the TypeScript client: one Ping right after the handshake.
@@ -338,9 +339,7 @@ extension HubConnectionMachine {
         case .connectingTransport(var attempt):
             // The transport failed to start: the next one, after a new negotiate.
             let failure = error ?? HubConnectionError(.transport, "The \(transport) closed before it opened.")
-            guard !attempt.untried.isEmpty || !attempt.transportFailures.isEmpty else {
-                return attemptFailed(failure, now: now)
-            }
+            guard attempt.negotiated != nil else { return attemptFailed(failure, now: now) }
             attempt.transportFailures.append("\(transport.rawValue) failed: \(failure.message)")
             // Negotiate again only if the last answer offered a transport left to try.
             var rest = attempt

@@ -165,14 +165,14 @@ public struct HubConnectionMachine {
 
     /// What the app is told.
     public enum Event: Sendable, Equatable {
-        /// Connected (the connection id is nil when negotiation was skipped).
-        case connected(connectionId: String?)
+        /// Connected over `transport` (the connection id is nil when negotiation was skipped).
+        case connected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
         /// the connection is lost (with the error that lost it), then before every further
         /// attempt (with the last attempt's error).
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
         /// Reconnected (a new connection: re-join groups here).
-        case reconnected(connectionId: String?)
+        case reconnected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy gave up (with the last attempt's error): nothing happens until
         /// `reconnectNow` starts again (or `stop` ends it with `closed(nil)`).
         case suspended(HubConnectionError?)

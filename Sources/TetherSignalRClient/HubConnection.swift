@@ -40,14 +40,14 @@ public final class HubConnection: Sendable {
 
     /// A change of the connection's life (server calls go to the `on` handlers instead).
     public enum Event: Sendable, Equatable {
-        /// `start()` connected.
-        case connected(connectionId: String?)
+        /// `start()` connected, over `transport`.
+        case connected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
         /// the connection is lost (with the error that lost it), then before every further
         /// attempt (with the last attempt's error).
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
-        /// Reconnected: a new connection (re-join groups here).
-        case reconnected(connectionId: String?)
+        /// Reconnected: a new connection (re-join groups here), over `transport` (chosen again).
+        case reconnected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy gave up (with the last attempt's error): `reconnectNow()` (or
         /// `start()`) connects again, `stop()` ends it. Nothing is retried meanwhile.
         case suspended(HubConnectionError?)
@@ -68,8 +68,10 @@ public final class HubConnection: Sendable {
     ///
     /// Throws `invalidConfiguration` when the connection could never be made: the URL is not an
     /// absolute http, https, ws or wss URL; it asks for TLS and `options.tlsSessionFactory` is nil
-    /// (no TLS layer on this platform: supply one); or the token provider and
-    /// `asksForAccessToken` disagree. (`HubConnectionBuilder` keeps the last two consistent.)
+    /// (no TLS layer on this platform: supply one); the token provider and `asksForAccessToken`
+    /// disagree (`HubConnectionBuilder` keeps them consistent); or no allowed transport can be
+    /// used (`transports` empty, without WebSockets when negotiation is skipped, or only Server-Sent
+    /// Events for a binary protocol).
     public init(
         configuration: Configuration,
         hubProtocol: AnyHubProtocol = .json(JSONHubProtocol()),
@@ -96,6 +98,9 @@ public final class HubConnection: Sendable {
                     ? "The configuration asks for access tokens (asksForAccessToken), but no token provider was given."
                     : "A token provider was given, but the configuration does not ask for tokens (set asksForAccessToken)."
             )
+        }
+        if let problem = Self.transportProblem(configuration, format: hubProtocol.transferFormat) {
+            throw HubConnectionError(.invalidConfiguration, problem)
         }
         runner = HubRunner(
             configuration: configuration,
@@ -149,6 +154,12 @@ public final class HubConnection: Sendable {
         return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }
     }
 
+    /// The transport of the current connection (nil unless connected, resuming or opening one).
+    public func transport() async -> HubTransport? {
+        let runner = runner
+        return await runner.core.call { $0.resume(returning: runner.core.machine.transport) }
+    }
+
     /// The current connection id (nil unless connected after a negotiation).
     public func connectionId() async -> String? {
         let runner = runner
@@ -172,7 +183,7 @@ public final class HubConnection: Sendable {
     /// Calls `handler` when `start()` connects.
     public func onConnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
         observe(queue: queue) { event in
-            if case .connected(let connectionId) = event { handler(connectionId) }
+            if case .connected(let connectionId, _) = event { handler(connectionId) }
         }
     }
 
@@ -190,7 +201,7 @@ public final class HubConnection: Sendable {
     /// Calls `handler` after a reconnect (the place to re-join groups).
     public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
         observe(queue: queue) { event in
-            if case .reconnected(let connectionId) = event { handler(connectionId) }
+            if case .reconnected(let connectionId, _) = event { handler(connectionId) }
         }
     }
 
@@ -463,5 +474,20 @@ public final class HubConnection: Sendable {
                 "The result of '\(method)' cannot be decoded as \(Result.self): \(error)"
             )
         }
+    }
+}
+
+extension HubConnection {
+    /// Why `configuration.transports` can never carry a connection in `format`, if so.
+    static func transportProblem(_ configuration: Configuration, format: TransferFormat) -> String? {
+        if configuration.transports.isEmpty { return "No transport is allowed (transports is empty)." }
+        if configuration.skipNegotiation && !configuration.transports.contains(.webSockets) {
+            return "Negotiation can only be skipped when using the WebSocket transport directly."
+        }
+        if !configuration.transports.contains(where: { $0.carries(format) }) {
+            return "Server-Sent Events carry text only: a binary hub protocol (MessagePack) needs WebSockets or "
+                + "long polling."
+        }
+        return nil
     }
 }

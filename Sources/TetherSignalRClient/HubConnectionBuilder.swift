@@ -114,6 +114,21 @@ public struct HubConnectionBuilder: Sendable {
         }
     }
 
+    /// The transports allowed, in the order they are tried (default: WebSockets, Server-Sent
+    /// Events, long polling). A transport the server does not offer, or that cannot carry the hub
+    /// protocol (Server-Sent Events carry text only), is skipped; one that fails to start (a proxy
+    /// refusing the WebSocket upgrade) is followed by the next.
+    public func withTransports(_ transports: [HubTransport]) -> Self {
+        with {
+            $0.configuration.transports = transports
+        }
+    }
+
+    /// The transports allowed, in the order they are tried.
+    public func withTransports(_ transports: HubTransport...) -> Self {
+        withTransports(transports)
+    }
+
     /// Opens the WebSocket at once, without the negotiate request (the server must allow it).
     public func withSkipNegotiation() -> Self {
         with {

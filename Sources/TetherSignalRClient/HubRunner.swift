@@ -466,12 +466,12 @@ final class HubRunner: @unchecked Sendable {
 
     private func deliver(_ event: HubConnectionMachine.Event) {
         switch event {
-        case .connected(let connectionId):
+        case .connected(let connectionId, let transport):
             hasConnected = true
-            log.info("Connected\(connectionId.map { " (connection id \($0))" } ?? "").")
+            log.info("Connected over \(transport)\(connectionId.map { " (connection id \($0))" } ?? "").")
             let waiters = startWaiters
             startWaiters.removeAll()
-            announce(.connected(connectionId: connectionId)) {
+            announce(.connected(connectionId: connectionId, transport: transport)) {
                 for waiter in waiters { waiter.resume(returning: .success(())) }
             }
         case .reconnecting(let error, let attempt, let delay):
@@ -482,11 +482,11 @@ final class HubRunner: @unchecked Sendable {
                 log.info("Reconnect attempt \(attempt) in \(delay)\(reason).")
             }
             announce(.reconnecting(error, attempt: attempt, delay: delay))
-        case .reconnected(let connectionId):
-            log.info("Reconnected\(connectionId.map { " (connection id \($0))" } ?? "").")
+        case .reconnected(let connectionId, let transport):
+            log.info("Reconnected over \(transport)\(connectionId.map { " (connection id \($0))" } ?? "").")
             let waiters = startWaiters
             startWaiters.removeAll()
-            announce(.reconnected(connectionId: connectionId)) {
+            announce(.reconnected(connectionId: connectionId, transport: transport)) {
                 for waiter in waiters { waiter.resume(returning: .success(())) }
             }
         case .suspended(let error):

@@ -13,9 +13,9 @@ import TetherSignalRClient
 /// hub error (printed as `{"error":…}`); 2 for a usage error.
 struct SignalRCommand: Sendable, Equatable {
     static let usage = """
-        usage: tether signalr --url URL [--protocol json|messagepack] [--stateful] [--header NAME:VALUE]...
-                              [--access-token-env VAR] [--reconnect none|default|tiered] [--ca-file F]
-                              [--verbose] COMMAND
+        usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
+                              [--header NAME:VALUE]... [--access-token-env VAR]
+                              [--reconnect none|default|tiered] [--ca-file F] [--verbose] COMMAND
 
         Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
           invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]
@@ -27,9 +27,12 @@ struct SignalRCommand: Sendable, Equatable {
                                   print {"target":…,"arguments":[…]} per server call of a TARGET;
                                   stop after N calls or S seconds
 
-        Lifecycle events print as JSON lines too: {"event":"connected"}, {"event":"reconnecting"},
-        {"event":"reconnected"}, {"event":"suspended"} (the reconnect policy gave up: the command
-        ends with exit status 1), {"event":"closed"}. The access token comes from the environment
+        Lifecycle events print as JSON lines too: {"event":"connected","transport":T},
+        {"event":"reconnecting"}, {"event":"reconnected","transport":T}, {"event":"suspended"} (the
+        reconnect policy gave up: the command ends with exit status 1), {"event":"closed"}; T is
+        "websockets", "sse" or "long-polling". --transport LIST: the transports allowed, a
+        comma-separated subset of websockets,sse,long-polling in fallback order (default: all
+        three; Server-Sent Events carry text only, so not with --protocol messagepack). The access token comes from the environment
         variable VAR, never from the command line, and is never printed. --reconnect: none, default
         (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
@@ -42,7 +45,7 @@ struct SignalRCommand: Sendable, Equatable {
 
         Example:
           tether signalr --url http://127.0.0.1:5000/hub --protocol messagepack invoke Add '[2, 3]' --count 2
-          {"event":"connected"}
+          {"event":"connected","transport":"websockets"}
           {"result":5}
           {"result":5}
           {"event":"closed"}
@@ -63,6 +66,7 @@ struct SignalRCommand: Sendable, Equatable {
     var url: String
     var encoding = ValueEncoding.json
     var stateful = false
+    var transports = HubTransport.allCases
     var headers: [String: String] = [:]
     var accessTokenVariable: String?
     var reconnect = ReconnectChoice.default
@@ -97,6 +101,11 @@ struct SignalRCommand: Sendable, Equatable {
                 case "messagepack": options.encoding = .messagePack
                 default: return .usageError("--protocol takes json or messagepack")
                 }
+            case "--transport":
+                guard let list = value().flatMap(Self.parseTransports) else {
+                    return .usageError("--transport takes a comma-separated list of websockets, sse and long-polling")
+                }
+                options.transports = list
             case "--stateful":
                 options.stateful = true
             case "--header":
@@ -126,11 +135,37 @@ struct SignalRCommand: Sendable, Equatable {
         }
         guard let url else { return .usageError("--url is required") }
         options.url = url
+        if !options.transports.contains(where: { $0.carries(options.encoding == .json ? .text : .binary) }) {
+            return .usageError(
+                "Server-Sent Events carry text only: --transport sse cannot carry --protocol messagepack"
+            )
+        }
         switch parseAction(rest) {
         case .success(let action): options.action = action
         case .failure(let error): return .usageError(error.description)
         }
         return .command(options)
+    }
+
+    /// The command line's name of each transport.
+    static let transportNames: [(name: String, transport: HubTransport)] = [
+        ("websockets", .webSockets), ("sse", .serverSentEvents), ("long-polling", .longPolling),
+    ]
+
+    static func name(of transport: HubTransport) -> String {
+        transportNames.first { $0.transport == transport }!.name
+    }
+
+    /// `websockets,sse` → the transports, in order; nil for an unknown or repeated name.
+    static func parseTransports(_ list: String) -> [HubTransport]? {
+        var transports: [HubTransport] = []
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let transport = transportNames.first(where: { $0.name == name })?.transport,
+                !transports.contains(transport)
+            else { return nil }
+            transports.append(transport)
+        }
+        return transports.isEmpty ? nil : transports
     }
 
     static func hasHubScheme(_ url: String) -> Bool {
@@ -189,6 +224,7 @@ struct SignalRCommand: Sendable, Equatable {
             .withLogging(verbose ? .trace : .warning) { level, text in errorOutput("tether: \(level): \(text)") }
         if let accessToken { builder = builder.withAccessToken(accessToken) }
         if stateful { builder = builder.withStatefulReconnect() }
+        builder = builder.withTransports(transports)
         if let caFile { builder = builder.withCAFile(caFile) }
         switch reconnect {
         case .none: break
@@ -343,9 +379,11 @@ final class Printer: @unchecked Sendable {
     /// On `queue`: a lifecycle event.
     func lifecycle(_ event: HubConnection.Event) {
         switch event {
-        case .connected: output(#"{"event":"connected"}"#)
+        case .connected(_, let transport):
+            output(#"{"event":"connected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
         case .reconnecting: output(#"{"event":"reconnecting"}"#)
-        case .reconnected: output(#"{"event":"reconnected"}"#)
+        case .reconnected(_, let transport):
+            output(#"{"event":"reconnected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
         case .suspended(let error):
             // The policy gave up; a command line has no one to tap "retry": it ends.
             closed = true

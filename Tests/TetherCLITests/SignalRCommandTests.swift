@@ -29,6 +29,21 @@ struct SignalRCommandParsingTests {
             ])
         else { return #expect(Bool(false)) }
         #expect(listen.action == .listen(targets: ["A", "B"], count: 2, seconds: 1.5))
+        #expect(listen.transports == [.webSockets, .serverSentEvents, .longPolling])
+        guard
+            case .command(let transports) = SignalRCommand.parse([
+                "--url", "http://h/hub", "--transport", "long-polling,sse", "invoke", "Echo",
+            ])
+        else { return #expect(Bool(false)) }
+        #expect(transports.transports == [.longPolling, .serverSentEvents])
+    }
+
+    @Test func serverSentEventsAloneCannotCarryMessagePack() async {
+        let result = await tether([
+            "signalr", "--url", "http://h/hub", "--transport", "sse", "--protocol", "messagepack", "invoke", "Echo",
+        ])
+        #expect(result.status == 2)
+        #expect(result.errors.joined().contains("Server-Sent Events carry text only"), "\(result.errors)")
     }
 
     @Test(arguments: [
@@ -42,6 +57,10 @@ struct SignalRCommandParsingTests {
         ["signalr", "--url", "http://h/hub", "invoke", "Echo", "not json"],
         ["signalr", "--url", "http://h/hub", "invoke", "Echo", #"{"not":"an array"}"#],
         ["signalr", "--url", "http://h/hub", "--access-token-env", "TETHER_UNSET_TOKEN", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "--transport", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "--transport", "websocket", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "--transport", "sse,sse", "invoke", "Echo"],
+        ["signalr", "--url", "http://h/hub", "--transport", "sse,", "invoke", "Echo"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)
@@ -70,16 +89,21 @@ struct SignalRCommandParsingTests {
     .realServers(.aiosignalr)
 )
 struct SignalRCommandServerTests {
-    @Test(arguments: ["json", "messagepack"])
-    func invokeStreamAndErrors(_ encoding: String) async throws {
+    /// Every transport with every protocol it carries.
+    @Test(arguments: [
+        ("json", "websockets"), ("json", "sse"), ("json", "long-polling"), ("messagepack", "websockets"),
+        ("messagepack", "long-polling"),
+    ])
+    func invokeStreamAndErrors(_ encoding: String, _ transport: String) async throws {
         let server = try SignalRHubServer()
         try server.start()
-        let common = ["signalr", "--url", server.url, "--protocol", encoding]
+        let common = ["signalr", "--url", server.url, "--protocol", encoding, "--transport", transport]
+        let connected = #"{"event":"connected","transport":"\#(transport)"}"#
         let add = await tether(common + ["invoke", "Add", "[2, 3]", "--count", "3"])
         #expect(add.status == 0, "\(add.errors)")
         #expect(
             add.output == [
-                #"{"event":"connected"}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"event":"closed"}"#,
+                connected, #"{"result":5}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"event":"closed"}"#,
             ]
         )
         let echo = await tether(common + ["invoke", "Echo", #"[{"a": [1, 2.5, null, "é"]}]"#])
@@ -91,7 +115,7 @@ struct SignalRCommandServerTests {
         #expect(stream.status == 0, "\(stream.errors)")
         #expect(
             stream.output == [
-                #"{"event":"connected"}"#, #"{"item":0}"#, #"{"item":1}"#, #"{"item":2}"#, #"{"completed":true}"#,
+                connected, #"{"item":0}"#, #"{"item":1}"#, #"{"item":2}"#, #"{"completed":true}"#,
                 #"{"event":"closed"}"#,
             ]
         )
@@ -107,7 +131,7 @@ struct SignalRCommandServerTests {
         let listen = RunningTether([
             "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
         ])
-        #expect(await listen.printed(#"{"event":"connected"}"#))
+        #expect(await listen.printed(#"{"event":"connected","transport":"websockets"}"#))
         for text in ["one", "two"] {
             let sent = await tether(["signalr", "--url", server.url, "invoke", "Broadcast", "[\"\(text)\"]"])
             #expect(sent.status == 0, "\(sent.errors)")
@@ -116,7 +140,7 @@ struct SignalRCommandServerTests {
         #expect(result.status == 0, "\(result.errors)")
         #expect(
             result.output == [
-                #"{"event":"connected"}"#, #"{"target":"Notify","arguments":["one"]}"#,
+                #"{"event":"connected","transport":"websockets"}"#, #"{"target":"Notify","arguments":["one"]}"#,
                 #"{"target":"Notify","arguments":["two"]}"#, #"{"event":"closed"}"#,
             ]
         )

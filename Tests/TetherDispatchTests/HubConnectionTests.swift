@@ -16,12 +16,17 @@ import TetherTestServers
     .realServers(.aiosignalr, .opensslCommand)
 )
 struct HubConnectionTests {
-    @Test(arguments: [ValueEncoding.json, .messagePack])
-    func invokeSendStreamsResultsAndErrors(_ encoding: ValueEncoding) async throws {
+    /// Every transport with every protocol it carries.
+    @Test(arguments: [
+        (ValueEncoding.json, HubTransport.webSockets), (.messagePack, .webSockets), (.json, .serverSentEvents),
+        (.json, .longPolling), (.messagePack, .longPolling),
+    ])
+    func invokeSendStreamsResultsAndErrors(_ encoding: ValueEncoding, _ transport: HubTransport) async throws {
         let server = try startedHub()
         let logs = LogRecorder()
         let connection = try HubConnectionBuilder(url: server.url)
             .withHubProtocol(encoding)
+            .withTransports(transport)
             .withLogging(.warning, handler: logs.handler)
             .build()
         let lifecycle = LifecycleRecorder(connection)
@@ -30,6 +35,7 @@ struct HubConnectionTests {
         connection.onClientResult("Answer") { (question: String) in "answer to \(question)" }
         try await connection.start()
         #expect(await connection.connectionId() != nil)
+        #expect(await connection.transport() == transport)
 
         let echoed: String = try await connection.invoke("Echo", "héllo ✓")
         #expect(echoed == "héllo ✓")
@@ -79,7 +85,11 @@ struct HubConnectionTests {
         #expect(notes.values == ["ping"])
 
         await connection.stop()
-        #expect(await lifecycle.wait { $0 == [.connected(connectionId: $0.first?.connectionId), .closed(nil)] })
+        #expect(
+            await lifecycle.wait {
+                $0 == [.connected(connectionId: $0.first?.connectionId, transport: transport), .closed(nil)]
+            }
+        )
         do {
             try await connection.send("Echo", "x")
             Issue.record("sent while stopped")
@@ -92,6 +102,49 @@ struct HubConnectionTests {
         let again: String = try await connection.invoke("Echo", "again")
         #expect(again == "again")
         await connection.stop()
+    }
+
+    /// A proxy that refuses WebSocket upgrades (and one that also breaks event streams): the
+    /// default connection lands on the next transport; WebSockets alone fails, saying why.
+    @Test(arguments: [
+        ([TCPRelay.Refusal.webSocketUpgrade], HubTransport.serverSentEvents),
+        ([.webSocketUpgrade, .eventStream], .longPolling),
+    ])
+    func fallsBackThroughAProxyThatRefusesTransports(
+        _ refusals: [TCPRelay.Refusal],
+        _ expected: HubTransport
+    )
+        async throws
+    {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port, refusing: Set(refusals))
+        let url = "http://127.0.0.1:\(relay.port)/hub"
+        let connection = try HubConnectionBuilder(url: url).build()
+        let lifecycle = LifecycleRecorder(connection)
+        try await connection.start()
+        #expect(await connection.transport() == expected)
+        let echoed: String = try await connection.invoke("Echo", "through the proxy")
+        #expect(echoed == "through the proxy")
+        #expect(relay.refusedCount == refusals.count)
+        await connection.stop()
+        #expect(
+            await lifecycle.wait { $0.first == .connected(connectionId: $0.first?.connectionId, transport: expected) }
+        )
+
+        let webSocketsOnly = try HubConnectionBuilder(url: url).withTransports(.webSockets).build()
+        do {
+            try await webSocketsOnly.start()
+            Issue.record("WebSockets connected through a proxy that refuses them")
+        } catch {
+            #expect(error.kind == .transport)
+            #expect(
+                error.message.hasPrefix(
+                    "Unable to connect to the server with any of the available transports. WebSockets failed: "
+                ),
+                "\(error.message)"
+            )
+            #expect(error.message.contains("403"), "\(error.message)")
+        }
     }
 
     @Test func streamCanceledByTheConsumer() async throws {
@@ -157,10 +210,12 @@ struct HubConnectionTests {
         )
     }
 
-    @Test func reconnectsAfterTheServerRestartsAndRejoins() async throws {
+    @Test(arguments: HubTransport.allCases)
+    func reconnectsAfterTheServerRestartsAndRejoins(over transport: HubTransport) async throws {
         let server = try startedHub()
         let tokens = Recorder<Int>()
         let connection = try HubConnectionBuilder(url: server.url)
+            .withTransports(transport)
             .withAutomaticReconnect(.fixed(.milliseconds(500), maximumAttempts: 40))
             .withAccessTokenProvider {
                 tokens.append(tokens.values.count + 1)
@@ -186,6 +241,7 @@ struct HubConnectionTests {
         #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
         try server.start()
         #expect(await lifecycle.wait(timeout: .seconds(20)) { $0.contains { $0.isReconnected } })
+        #expect(lifecycle.events.contains { $0 == .reconnected(connectionId: $0.connectionId, transport: transport) })
         #expect(await rejoined.wait { $0 == ["lobby"] })
         #expect(tokens.values.count >= 2)  // asked again for the new attempt(s)
 
@@ -452,7 +508,7 @@ extension HubConnection.Event {
     }
     var connectionId: String? {
         switch self {
-        case .connected(let id), .reconnected(let id): id
+        case .connected(let id, _), .reconnected(let id, _): id
         case .reconnecting, .suspended, .closed: nil
         }
     }

@@ -465,7 +465,7 @@ struct HubConnectionReconnectTests {
         harness.negotiate(body: HubConnectionHarness.negotiateBody(connectionId: "conn-2", token: "token-2"))
         harness.opened()
         harness.server("{}")
-        guard case .reconnected(let connectionId) = harness.events.last else {
+        guard case .reconnected(let connectionId, _) = harness.events.last else {
             Issue.record("no reconnected event")
             return
         }

@@ -12,14 +12,25 @@ import Foundation
 /// changes networks). Connections made after a cut or stall are relayed normally. Releasing the
 /// relay stops it (its threads hold only its inner state).
 public final class TCPRelay: Sendable {
+    /// HTTP requests the relay answers itself instead of passing them on, as proxies and
+    /// corporate networks do.
+    public enum Refusal: Hashable, Sendable {
+        /// A WebSocket upgrade (`Upgrade: websocket`) is answered 403.
+        case webSocketUpgrade
+        /// A request for an event stream (`Accept: text/event-stream`) is answered with an HTML
+        /// page, as a proxy that does not pass streaming responses.
+        case eventStream
+    }
+
     public let port: Int
     private let core: Core
 
-    /// A relay to 127.0.0.1:`upstreamPort`, listening on a free port.
-    public init(upstreamPort: Int) throws {
+    /// A relay to 127.0.0.1:`upstreamPort`, listening on a free port, refusing the `refusals`
+    /// (it then reads each connection's request head before connecting upstream).
+    public init(upstreamPort: Int, refusing refusals: Set<Refusal> = []) throws {
         let (listener, port) = try boundLoopbackSocket(listening: true, reuseAddress: true)
         self.port = port
-        core = Core(listener: listener, upstreamPort: upstreamPort)
+        core = Core(listener: listener, upstreamPort: upstreamPort, refusals: refusals)
         Thread.detachNewThread { [core] in core.acceptLoop() }
     }
 
@@ -29,6 +40,9 @@ public final class TCPRelay: Sendable {
 
     /// How many client connections were accepted so far.
     public var acceptedCount: Int { core.acceptedCount }
+
+    /// How many requests were refused so far.
+    public var refusedCount: Int { core.refusedCount }
 
     /// Closes every relayed connection now (both sides).
     public func cutAll() { core.cutAll() }
@@ -49,7 +63,9 @@ public final class TCPRelay: Sendable {
         // Shared state is guarded by `lock`; each relayed pair runs on its own thread.
         private let listener: Int32
         private let upstreamPort: Int
+        private let refusals: Set<Refusal>
         private let lock = NSLock()
+        private var refused = 0
         private var pairs: [Pair] = []
         private var stopped = false
         private var listenerClosed = false
@@ -68,13 +84,55 @@ public final class TCPRelay: Sendable {
             }
         }
 
-        init(listener: Int32, upstreamPort: Int) {
+        init(listener: Int32, upstreamPort: Int, refusals: Set<Refusal>) {
             self.listener = listener
             self.upstreamPort = upstreamPort
+            self.refusals = refusals
         }
 
         var acceptedCount: Int {
             lock.withLock { accepted }
+        }
+
+        var refusedCount: Int {
+            lock.withLock { refused }
+        }
+
+        /// Reads the client's request head (up to its blank line, 64 KiB at most, 5 s); answers it
+        /// and returns nil when it is refused, else returns the bytes read (to pass on).
+        private func screen(_ client: Int32) -> [UInt8]? {
+            var head: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let deadline = Date().addingTimeInterval(5)
+            while head.count < 65536, Date() < deadline {
+                if head.count >= 4,
+                    (0...(head.count - 4)).contains(where: { head[$0..<($0 + 4)].elementsEqual([13, 10, 13, 10]) })
+                {
+                    break
+                }
+                var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 50) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                head += buffer[..<count]
+            }
+            let text = String(decoding: head, as: UTF8.self).lowercased()
+            let answer: String
+            if refusals.contains(.webSocketUpgrade), text.contains("upgrade: websocket") {
+                answer = "HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\nConnection: close\r\n\r\nForbidden"
+            } else if refusals.contains(.eventStream), text.contains("accept: text/event-stream") {
+                let page = "<html><body>Streaming is not allowed here.</body></html>"
+                answer =
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n"
+                    + "Connection: close\r\n\r\n" + page
+            } else {
+                return head
+            }
+            lock.withLock { refused += 1 }
+            let bytes = Array(answer.utf8)
+            _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return nil
         }
 
         func cutAll() {
@@ -118,6 +176,11 @@ public final class TCPRelay: Sendable {
                     if errno == EINTR { continue }
                     return
                 }
+                guard refusals.isEmpty else {
+                    lock.withLock { accepted += 1 }
+                    Thread.detachNewThread { [self] in screenThenRelay(client) }
+                    continue
+                }
                 guard let server = connectedLoopbackSocket(port: upstreamPort) else {
                     close(client)
                     continue
@@ -135,6 +198,35 @@ public final class TCPRelay: Sendable {
                 }
                 Thread.detachNewThread { [self] in pump(pair) }
             }
+        }
+
+        /// Screens the connection's request; relays it if it passes.
+        private func screenThenRelay(_ client: Int32) {
+            guard let head = screen(client), !lock.withLock({ stopped }),
+                let server = connectedLoopbackSocket(port: upstreamPort)
+            else {
+                close(client)
+                return
+            }
+            var offset = 0
+            while offset < head.count {
+                let written = head.withUnsafeBytes {
+                    send(server, $0.baseAddress! + offset, head.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if written <= 0 { break }
+                offset += written
+            }
+            let pair = Pair(client: client, server: server)
+            let isStopped = lock.withLock {
+                if !stopped { pairs.append(pair) }
+                return stopped
+            }
+            if isStopped {
+                close(client)
+                close(server)
+                return
+            }
+            pump(pair)
         }
 
         /// Forwards both ways until either side ends or the pair is cut; forwards nothing while
