@@ -30,6 +30,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         /// text, "Unknown hub method '…'", or "Failed to invoke '…' due to an error on the
         /// server."), or a stream ended with one. `message` is the server's text.
         case invocationFailed
+        /// The server refused the access token (HTTP 401 to negotiate or to opening the
+        /// transport), also after the token provider was asked once more (or there is none).
+        case unauthorized
         /// The connection cannot be made as configured (an URL that is not absolute http(s) or
         /// ws(s), TLS without a TLS layer, a token provider without a configuration asking for
         /// tokens): thrown when the connection is created.

@@ -64,7 +64,65 @@ extension HubConnectionMachine {
         guard case .fetchingAccessToken(var attempt) = state, attempt.generation == generation else { return }
         attempt.accessToken = token
         attempt.generation = makeGeneration()
-        connect(attempt)
+        guard attempt.retryAfterUnauthorized == .transport, let negotiated = attempt.negotiated else {
+            return connect(attempt)
+        }
+        // The transport was refused: open it again with the new token (same negotiated connection).
+        state = .connectingTransport(attempt)
+        openTransport(attempt, negotiated: negotiated)
+    }
+
+    /// Opens `attempt.transport` for the negotiated connection.
+    private mutating func openTransport(_ attempt: Attempt, negotiated: NegotiateResponse) {
+        let url = Negotiate.connectURL(for: attempt.url, connectionToken: negotiated.connectionToken)
+        enqueue(
+            .openTransport(
+                attempt.transport,
+                url: attempt.transport == .webSockets ? Negotiate.webSocketURL(for: url) : url,
+                headers: requestHeaders(attempt.accessToken),
+                generation: attempt.generation
+            )
+        )
+    }
+
+    /// A 401 refused `step` of the current attempt: the token provider is asked once more and the
+    /// step retried; a second 401, or one without a provider to ask, fails the attempt with
+    /// `unauthorized` (no other transport is tried: the token, not the transport, was refused).
+    mutating func refusedAsUnauthorized(_ step: UnauthorizedStep, now: Instant) {
+        let attempt: Attempt
+        switch state {
+        case .negotiating(let current) where step == .negotiate: attempt = current
+        case .connectingTransport(let current) where step == .transport: attempt = current
+        case .handshaking(let current) where step == .transport: attempt = current
+        default: return
+        }
+        timers.cancel(.handshake)
+        let what = step == .negotiate ? "negotiate" : "opening the \(attempt.transport)"
+        guard configuration.asksForAccessToken, attempt.retryAfterUnauthorized == nil else {
+            let again = attempt.retryAfterUnauthorized == nil ? "" : "; a new token from the provider was refused too"
+            return attemptFailed(
+                HubConnectionError(.unauthorized, "Unauthorized: the server answered 401 to \(what)\(again)."),
+                now: now
+            )
+        }
+        var retry = attempt
+        retry.retryAfterUnauthorized = step
+        retry.generation = makeGeneration()
+        state = .fetchingAccessToken(retry)
+        enqueue(.fetchAccessToken(generation: retry.generation))
+    }
+
+    /// A request of the transport of `generation` was answered 401 (the WebSocket upgrade, the
+    /// event stream, a poll or a send): as `transportClosed` with an error once connected; before
+    /// (while connecting or handshaking: long polling is open at once and posts the handshake),
+    /// the token provider is asked once more and the transport opened again.
+    public mutating func transportUnauthorized(generation: TransportGeneration, now: Instant) {
+        guard currentGeneration == generation else { return }
+        switch state {
+        case .connectingTransport, .handshaking: return refusedAsUnauthorized(.transport, now: now)
+        default: break
+        }
+        transportClosed(generation: generation, error: "the server answered 401 (unauthorized)", now: now)
     }
 
     /// The app's token provider failed (`description` must not contain secrets).
@@ -81,6 +139,7 @@ extension HubConnectionMachine {
         now: Instant
     ) {
         guard case .negotiating(var attempt) = state, attempt.generation == generation else { return }
+        if status == 401 { return refusedAsUnauthorized(.negotiate, now: now) }
         guard status == 200 else {
             let message =
                 (200..<300).contains(status)
@@ -100,13 +159,13 @@ extension HubConnectionMachine {
                         now: now
                     )
                 }
-                attempt.url = url
+                attempt.url = Negotiate.redirectURL(url, keepingQueryOf: configuration.url)
                 if let accessToken { attempt.accessToken = accessToken }
                 attempt.generation = makeGeneration()
                 state = .negotiating(attempt)
                 enqueue(
                     .sendNegotiate(
-                        url: Negotiate.negotiateURL(for: url, statefulReconnect: usesStatefulReconnect),
+                        url: Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect),
                         headers: requestHeaders(attempt.accessToken),
                         generation: attempt.generation
                     )
@@ -131,15 +190,7 @@ extension HubConnectionMachine {
                 attempt.transport = transport
                 attempt.generation = makeGeneration()
                 state = .connectingTransport(attempt)
-                let url = Negotiate.connectURL(for: attempt.url, connectionToken: response.connectionToken)
-                enqueue(
-                    .openTransport(
-                        transport,
-                        url: transport == .webSockets ? Negotiate.webSocketURL(for: url) : url,
-                        headers: requestHeaders(attempt.accessToken),
-                        generation: attempt.generation
-                    )
-                )
+                openTransport(attempt, negotiated: response)
             }
         } catch {
             attemptFailed(HubConnectionError(.negotiation, error.message), now: now)

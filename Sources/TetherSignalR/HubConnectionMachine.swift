@@ -232,9 +232,18 @@ public struct HubConnectionMachine {
         var transport = HubTransport.webSockets
         /// The transports left to try after `transport`, in order.
         var untried: [HubTransport]
+        /// A 401 answered this attempt: the token provider was asked once more, and the step
+        /// that was refused is retried with the new token (a second 401 fails the attempt).
+        var retryAfterUnauthorized: UnauthorizedStep?
         /// Why each transport tried or skipped so far did not do ("'ServerSentEvents' does not
         /// support Binary.", "WebSockets failed: …"), for the attempt's error.
         var transportFailures: [String] = []
+    }
+
+    /// The step of an attempt that a 401 refused.
+    enum UnauthorizedStep: Sendable {
+        case negotiate
+        case transport
     }
 
     enum Pending: Sendable {

@@ -71,7 +71,8 @@ public struct HubHTTPTransportMachine: Sendable {
         /// Frames from the server, as the hub protocol's parser takes them.
         case received([UInt8])
         /// The transport ended: nil when it was stopped or the server closed it in order (a
-        /// poll answered 204, the event stream's end), else why.
+        /// poll answered 204, the event stream's end), else why (kind `unauthorized` for a 401,
+        /// `transport` otherwise).
         case closed(HubConnectionError?)
     }
 
@@ -192,6 +193,9 @@ public struct HubHTTPTransportMachine: Sendable {
 
     /// The answer to request `id` started with `status` (`contentType` its Content-Type).
     public mutating func responseStarted(id: Int, status: Int, contentType: String? = nil) {
+        if status == 401, id == receiving || id == sending {
+            return fail("The server answered 401 (unauthorized).", kind: .unauthorized)
+        }
         if id == receiving {
             statusOfReceiving = status
             switch kind {
@@ -330,12 +334,12 @@ public struct HubHTTPTransportMachine: Sendable {
         _ = queued.removeAll()
     }
 
-    private mutating func fail(_ message: String) {
+    private mutating func fail(_ message: String, kind: HubConnectionError.Kind = .transport) {
         guard phase != .closed else { return }
         cancelAll()
         if let closing { actions.append(.cancelRequest(id: closing)) }
         closing = nil
-        finish(HubConnectionError(.transport, message))
+        finish(HubConnectionError(kind, message))
     }
 
     private mutating func finish(_ error: HubConnectionError?) {

@@ -273,6 +273,22 @@ public enum Negotiate {
         return result + "id=" + percentEncode(connectionToken)
     }
 
+    /// A negotiate redirect's `url` with the app's own query parameters (those of `original`
+    /// whose names the redirect does not set) appended, so that a tenant or API key the app put
+    /// in its hub URL survives the redirect.
+    public static func redirectURL(_ url: String, keepingQueryOf original: String) -> String {
+        guard let appQuery = split(original).query, !appQuery.isEmpty else { return url }
+        let (base, query) = split(url)
+        let present = Set(
+            (query ?? "").split(separator: "&").map { $0.split(separator: "=", maxSplits: 1).first ?? "" }
+        )
+        let kept = appQuery.split(separator: "&").filter {
+            !present.contains($0.split(separator: "=", maxSplits: 1).first ?? "")
+        }
+        let parts = (query.map { [$0] } ?? []).filter { !$0.isEmpty } + kept.map(String.init)
+        return parts.isEmpty ? base : base + "?" + parts.joined(separator: "&")
+    }
+
     /// `url` with `http` → `ws` and `https` → `wss` (schemes match case-insensitively, RFC 3986
     /// §3.1; other schemes unchanged).
     public static func webSocketURL(for url: String) -> String {

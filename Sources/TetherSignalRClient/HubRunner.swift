@@ -454,6 +454,10 @@ final class HubRunner: @unchecked Sendable {
         case .message(let bytes):
             log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
             core.machine.transportReceived(bytes, generation: generation, now: now)
+        case .unauthorized:
+            transports.removeValue(forKey: generation)
+            log.debug("Opening the transport was answered 401.")
+            core.machine.transportUnauthorized(generation: generation, now: now)
         case .closed(let error):
             transports.removeValue(forKey: generation)
             log.debug("The transport closed\(error.map { ": \($0)" } ?? ".")")

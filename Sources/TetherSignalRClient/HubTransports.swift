@@ -133,6 +133,8 @@ enum HubTransportEvent {
     case message([UInt8])
     /// Closed: nil for a normal close, else what went wrong.
     case closed(String?)
+    /// Opening it (or a request of it) was answered 401.
+    case unauthorized
 }
 
 /// Server-Sent Events or long polling for one generation: `HubHTTPTransportMachine`'s requests
@@ -229,7 +231,7 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
                 let report = onEvent
                 onEvent = nil
                 closing = nil
-                report?(.closed(error?.message))
+                report?(error?.kind == .unauthorized ? .unauthorized : .closed(error?.message))
             }
         }
     }
@@ -312,6 +314,14 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
         onEvent?(event)
     }
 
+    private func unauthorized() {
+        let report = onEvent
+        onEvent = nil
+        connection?.close()
+        connection = nil
+        report?(.unauthorized)
+    }
+
     private func end(_ error: String?) {
         let report = onEvent
         onEvent = nil
@@ -341,6 +351,7 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
                 }
                 flush()  // pongs
             } catch {
+                if socket.handshakeResponse?.status == 401 { return unauthorized() }
                 end(error.message)
             }
         case .closed(let error):

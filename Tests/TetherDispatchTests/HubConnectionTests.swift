@@ -147,6 +147,58 @@ struct HubConnectionTests {
         }
     }
 
+    /// A gateway answering 401 to an expired token, at negotiate or when the transport opens: the
+    /// provider is asked once more and the step retried; a provider that keeps returning the
+    /// expired token ends with `unauthorized` after two asks, without a loop.
+    @Test(arguments: HubTransport.allCases)
+    func anExpiredTokenIsReplacedOnce(over transport: HubTransport) async throws {
+        let server = try startedHub()
+        for onTransport in [false, true] {
+            let relay = try TCPRelay(
+                upstreamPort: server.port,
+                refusing: [onTransport ? .bearerTokenOnTransport("expired") : .bearerToken("expired")]
+            )
+            let url = "http://127.0.0.1:\(relay.port)/hub"
+            let asked = Recorder<String>()
+            let connection = try HubConnectionBuilder(url: url)
+                .withTransports(transport)
+                .withAccessTokenProvider {
+                    let token = asked.values.isEmpty ? "expired" : "fresh"
+                    asked.append(token)
+                    return token
+                }
+                .build()
+            try await connection.start()
+            let echoed: String = try await connection.invoke("Echo", "with a fresh token")
+            #expect(echoed == "with a fresh token")
+            #expect(asked.values == ["expired", "fresh"])
+            #expect(relay.refusedCount == 1)
+            await connection.stop()
+
+            let stuck = Recorder<String>()
+            let refused = try HubConnectionBuilder(url: url)
+                .withTransports(transport)
+                .withAccessTokenProvider {
+                    stuck.append("expired")
+                    return "expired"
+                }
+                .build()
+            do {
+                try await refused.start()
+                Issue.record("connected with a refused token")
+            } catch {
+                let step = onTransport ? "opening the \(transport)" : "negotiate"
+                #expect(error.kind == .unauthorized)
+                #expect(
+                    error.message
+                        == "Unauthorized: the server answered 401 to \(step); a new token from the provider was refused too."
+                )
+                #expect(!error.message.contains("expired"))
+            }
+            #expect(stuck.values.count == 2)
+        }
+    }
+
     @Test func streamCanceledByTheConsumer() async throws {
         let server = try startedHub()
         let connection = try HubConnectionBuilder(url: server.url).build()

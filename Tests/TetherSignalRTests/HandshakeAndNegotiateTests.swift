@@ -208,3 +208,18 @@ struct StatefulReconnectTranscriptTests {
         #expect(duplicates.count == 2)
     }
 }
+
+struct NegotiateRedirectURLTests {
+    @Test func aRedirectKeepsTheAppsOwnQueryParameters() {
+        #expect(
+            Negotiate.redirectURL("https://other/chat", keepingQueryOf: "http://h/hub?tenant=a&key=b")
+                == "https://other/chat?tenant=a&key=b"
+        )
+        // The redirect's own parameters win; others are appended after them.
+        #expect(
+            Negotiate.redirectURL("https://other/chat?tenant=z&x=1", keepingQueryOf: "http://h/hub?tenant=a&key=b")
+                == "https://other/chat?tenant=z&x=1&key=b"
+        )
+        #expect(Negotiate.redirectURL("https://other/chat#f", keepingQueryOf: "http://h/hub") == "https://other/chat#f")
+    }
+}

@@ -18,7 +18,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 93
+    static let expectedRowCount = 100
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
@@ -86,12 +86,40 @@ struct HubConnectionTransitionTableTests {
             harness.closed()
         case "negotiating":
             harness.machine.start(now: harness.now)
+        case "negotiating with a token provider", "negotiating again after a 401":
+            harness = HubConnectionHarness { $0.asksForAccessToken = true }
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.machine.accessTokenFetched("old", generation: harness.generation, now: harness.now)
+            if state == "negotiating again after a 401" {
+                harness.drain()
+                harness.negotiate(status: 401, body: [])
+                harness.machine.accessTokenFetched("new", generation: harness.generation, now: harness.now)
+            }
+        case "connectingTransport with a token provider", "fetchingAccessToken after a 401 from the transport":
+            harness = HubConnectionHarness { $0.asksForAccessToken = true }
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.machine.accessTokenFetched("old", generation: harness.generation, now: harness.now)
+            harness.drain()
+            harness.negotiate()
+            if state == "fetchingAccessToken after a 401 from the transport" {
+                harness.machine.transportUnauthorized(generation: harness.generation, now: harness.now)
+            }
         case "connectingTransport":
             harness.machine.start(now: harness.now)
             harness.drain()
             harness.negotiate()
         case "handshaking":
             harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.negotiate()
+            harness.opened()
+        case "handshaking with a token provider":
+            harness = HubConnectionHarness { $0.asksForAccessToken = true }
+            harness.machine.start(now: harness.now)
+            harness.drain()
+            harness.machine.accessTokenFetched("old", generation: harness.generation, now: harness.now)
             harness.drain()
             harness.negotiate()
             harness.opened()
@@ -205,6 +233,10 @@ struct HubConnectionTransitionTableTests {
             return harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         case "access token":
             harness.machine.accessTokenFetched("fresh-token", generation: harness.generation, now: now)
+            return harness.drain()
+        case "negotiate 401": return harness.negotiate(status: 401, body: [])
+        case "transport unauthorized":
+            harness.machine.transportUnauthorized(generation: harness.generation, now: now)
             return harness.drain()
         case "access token failure":
             harness.machine.accessTokenFailed("offline", generation: harness.generation, now: now)

@@ -205,7 +205,7 @@ struct HubHTTPTransportMachineTests {
 
     @Test func theEventStreamRefusesAnotherStatusOrContentType() {
         for (status, contentType, message) in [
-            (401, "text/event-stream", "The Server-Sent Events request failed with status 401."),
+            (403, "text/event-stream", "The Server-Sent Events request failed with status 403."),
             (200, "text/html", "The Server-Sent Events response is not text/event-stream."),
             (200, nil, "The Server-Sent Events response is not text/event-stream."),
         ] {
@@ -260,5 +260,25 @@ struct HubHTTPTransportMachineTests {
         machine.stop()
         let actions = Self.drain(&machine)
         #expect(actions == [.cancelRequest(id: stream), .closed(nil)])
+    }
+
+    @Test func a401IsReportedAsUnauthorized() {
+        var (machine, stream) = Self.openEventStream()
+        machine.send(Self.frames("{}\u{1E}"))
+        let post = Self.requests(Self.drain(&machine))[0]
+        machine.responseStarted(id: post.id, status: 401)
+        let actions = Self.drain(&machine)
+        #expect(actions.contains(.cancelRequest(id: stream)))
+        #expect(actions.last == .closed(HubConnectionError(.unauthorized, "The server answered 401 (unauthorized).")))
+
+        var polling = Machine(kind: .longPolling, url: Self.url, format: .text)
+        polling.open()
+        polling.send(Self.frames("{}\u{1E}"))
+        let handshake = Self.requests(Self.drain(&polling))[0]
+        polling.responseStarted(id: handshake.id, status: 401)
+        #expect(
+            Self.drain(&polling).last
+                == .closed(HubConnectionError(.unauthorized, "The server answered 401 (unauthorized)."))
+        )
     }
 }

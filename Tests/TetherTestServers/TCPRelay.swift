@@ -20,6 +20,11 @@ public final class TCPRelay: Sendable {
         /// A request for an event stream (`Accept: text/event-stream`) is answered with an HTML
         /// page, as a proxy that does not pass streaming responses.
         case eventStream
+        /// A request with `Authorization: Bearer TOKEN` is answered 401, as a gateway that
+        /// checks tokens does once one has expired.
+        case bearerToken(String)
+        /// As `bearerToken`, but only for the transport's requests (negotiate passes).
+        case bearerTokenOnTransport(String)
     }
 
     public let port: Int
@@ -126,6 +131,18 @@ public final class TCPRelay: Sendable {
                 answer =
                     "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n"
                     + "Connection: close\r\n\r\n" + page
+            } else if refusals.contains(where: { refusal in
+                let isNegotiate = text.prefix { $0 != "\r" }.contains("/negotiate")
+                switch refusal {
+                case .bearerToken(let token):
+                    return text.contains("authorization: bearer \(token.lowercased())\r\n")
+                case .bearerTokenOnTransport(let token):
+                    return !isNegotiate && text.contains("authorization: bearer \(token.lowercased())\r\n")
+                case .webSocketUpgrade, .eventStream:
+                    return false
+                }
+            }) {
+                answer = "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             } else {
                 return head
             }
