@@ -361,9 +361,11 @@ extension HubConnectionMachine {
             )
         )
         schedule?.connectionEstablished()
+        let isReconnect = attempt.isReconnect && hasConnectedSinceStart
+        hasConnectedSinceStart = true
         enqueue(
             .event(
-                attempt.isReconnect
+                isReconnect
                     ? .reconnected(connectionId: session.connectionId, transport: session.transport)
                     : .connected(connectionId: session.connectionId, transport: session.transport)
             )
@@ -530,7 +532,7 @@ extension HubConnectionMachine {
         case .modifying:
             Self.modifyingObserved()
         }
-        if isReconnect {
+        if isReconnect || (configuration.retriesFailedStart && schedule != nil) {
             scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)

@@ -74,6 +74,11 @@ public struct HubConnectionMachine {
         public var maximumNegotiateRedirects: Int
         /// Automatic reconnect (nil: off, like the official clients' default).
         public var reconnectPolicy: ReconnectPolicy?
+        /// Retry a failed first `start` under `reconnectPolicy` too (default false, as the
+        /// official clients: a failed start fails at once). The attempts are announced as
+        /// reconnects (`reconnecting`), the first success as `connected`, and a policy that gives
+        /// up suspends the connection.
+        public var retriesFailedStart: Bool
         /// Ask for stateful reconnect (hub protocol version 2).
         public var statefulReconnect: Bool
         /// The byte limit of unacknowledged messages under stateful reconnect (default 100,000).
@@ -111,6 +116,7 @@ public struct HubConnectionMachine {
             maximumHandshakeSize: Int = 64 * 1024,
             maximumNegotiateRedirects: Int = 100,
             reconnectPolicy: ReconnectPolicy? = nil,
+            retriesFailedStart: Bool = false,
             statefulReconnect: Bool = false,
             statefulReconnectBufferSize: Int = 100_000,
             ackDelay: Duration = .seconds(1),
@@ -131,6 +137,7 @@ public struct HubConnectionMachine {
             self.maximumHandshakeSize = maximumHandshakeSize
             self.maximumNegotiateRedirects = maximumNegotiateRedirects
             self.reconnectPolicy = reconnectPolicy
+            self.retriesFailedStart = retriesFailedStart
             self.statefulReconnect = statefulReconnect
             self.statefulReconnectBufferSize = statefulReconnectBufferSize
             self.ackDelay = ackDelay
@@ -369,6 +376,9 @@ public struct HubConnectionMachine {
     var handshakeReceived: [UInt8] = []
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
+    /// Whether a connection was made since the last `start` (a retried first start connects as
+    /// `connected`, a later reconnect as `reconnected`).
+    var hasConnectedSinceStart = false
     var lastGeneration = TransportGeneration(0)
     var random: SeededRandomNumberGenerator
     /// The handled targets by lower-cased name (targets match case-insensitively): the
@@ -549,6 +559,7 @@ public struct HubConnectionMachine {
     /// Starts connecting. Precondition: the machine is disconnected.
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
+        hasConnectedSinceStart = false
         beginAttempt(isReconnect: false, now: now)
     }
 

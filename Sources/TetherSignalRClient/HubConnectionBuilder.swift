@@ -76,9 +76,16 @@ public struct HubConnectionBuilder: Sendable {
     /// Reconnects automatically after a lost connection, as `policy` says (default: the
     /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s). When the
     /// policy gives up the connection is suspended (`onSuspended`) until `reconnectNow()`.
-    public func withAutomaticReconnect(_ policy: ReconnectPolicy = .signalRDefault) -> Self {
+    /// `retryingFailedStart`: a failed first `start()` is retried under the policy too, and
+    /// `start()` returns once connected (or throws when the policy gives up); off by default, as
+    /// in the official clients.
+    public func withAutomaticReconnect(
+        _ policy: ReconnectPolicy = .signalRDefault,
+        retryingFailedStart: Bool = false
+    ) -> Self {
         with {
             $0.configuration.reconnectPolicy = policy
+            $0.configuration.retriesFailedStart = retryingFailedStart
         }
     }
 

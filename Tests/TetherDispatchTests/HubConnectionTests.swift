@@ -199,6 +199,26 @@ struct HubConnectionTests {
         }
     }
 
+    /// With `retryingFailedStart`, a first `start()` while the hub is down waits through the
+    /// policy's attempts and returns once the hub is up (announced as `connected`).
+    @Test func aFailedFirstStartIsRetriedWhenAsked() async throws {
+        let server = try SignalRHubServer()
+        defer { server.stop() }
+        let connection = try HubConnectionBuilder(url: server.url)
+            .withAutomaticReconnect(.fixed(.milliseconds(300), maximumAttempts: 60), retryingFailedStart: true)
+            .build()
+        let lifecycle = LifecycleRecorder(connection)
+        async let started: Void = connection.start()
+        #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
+        try server.start()
+        try await started
+        let echoed: String = try await connection.invoke("Echo", "late")
+        #expect(echoed == "late")
+        let names = lifecycle.events.map(\.name)
+        #expect(names.first == "reconnecting" && names.last == "connected" && !names.contains("reconnected"))
+        await connection.stop()
+    }
+
     @Test func streamCanceledByTheConsumer() async throws {
         let server = try startedHub()
         let connection = try HubConnectionBuilder(url: server.url).build()

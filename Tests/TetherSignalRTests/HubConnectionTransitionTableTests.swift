@@ -18,7 +18,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 100
+    static let expectedRowCount = 101
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
@@ -85,6 +85,12 @@ struct HubConnectionTransitionTableTests {
             harness.server("{}")
             harness.closed()
         case "negotiating":
+            harness.machine.start(now: harness.now)
+        case "negotiating a first start retried under the policy":
+            harness = HubConnectionHarness {
+                $0.reconnectPolicy = .signalRDefault
+                $0.retriesFailedStart = true
+            }
             harness.machine.start(now: harness.now)
         case "negotiating with a token provider", "negotiating again after a 401":
             harness = HubConnectionHarness { $0.asksForAccessToken = true }
