@@ -14,7 +14,7 @@ import TetherSignalRClient
 struct SignalRCommand: Sendable, Equatable {
     static let usage = """
         usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
-                              [--header NAME:VALUE]... [--access-token-env VAR]
+                              [--header NAME:VALUE]... [--access-token-env VAR | --access-token-command CMD]
                               [--reconnect none|default|tiered] [--ca-file F] [--verbose] COMMAND
 
         Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
@@ -32,7 +32,9 @@ struct SignalRCommand: Sendable, Equatable {
         reconnect policy gave up: the command ends with exit status 1), {"event":"closed"}; T is
         "websockets", "sse" or "long-polling". --transport LIST: the transports allowed, a
         comma-separated subset of websockets,sse,long-polling in fallback order (default: all
-        three; Server-Sent Events carry text only, so not with --protocol messagepack). The access token comes from the environment
+        three; Server-Sent Events carry text only, so not with --protocol messagepack).
+        --access-token-command CMD runs CMD (through sh -c) before every connection attempt and
+        again when the hub answers 401; its standard output, trimmed, is the token. The access token comes from the environment
         variable VAR, never from the command line, and is never printed. --reconnect: none, default
         (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
@@ -69,6 +71,7 @@ struct SignalRCommand: Sendable, Equatable {
     var transports = HubTransport.allCases
     var headers: [String: String] = [:]
     var accessTokenVariable: String?
+    var accessTokenCommand: String?
     var reconnect = ReconnectChoice.default
     var caFile: String?
     var verbose = false
@@ -118,6 +121,11 @@ struct SignalRCommand: Sendable, Equatable {
             case "--access-token-env":
                 guard let name = value(), !name.isEmpty else { return .usageError("--access-token-env needs a name") }
                 options.accessTokenVariable = name
+            case "--access-token-command":
+                guard let command = value(), !command.isEmpty else {
+                    return .usageError("--access-token-command needs a command")
+                }
+                options.accessTokenCommand = command
             case "--reconnect":
                 guard let choice = value().flatMap(ReconnectChoice.init(rawValue:)) else {
                     return .usageError(ReconnectChoice.usage)
@@ -134,6 +142,9 @@ struct SignalRCommand: Sendable, Equatable {
             index += 1
         }
         guard let url else { return .usageError("--url is required") }
+        if options.accessTokenVariable != nil && options.accessTokenCommand != nil {
+            return .usageError("--access-token-env and --access-token-command exclude each other")
+        }
         options.url = url
         if !options.transports.contains(where: { $0.carries(options.encoding == .json ? .text : .binary) }) {
             return .usageError(
@@ -223,6 +234,9 @@ struct SignalRCommand: Sendable, Equatable {
             .withCallbackQueue(printer.queue)
             .withLogging(verbose ? .trace : .warning) { level, text in errorOutput("tether: \(level): \(text)") }
         if let accessToken { builder = builder.withAccessToken(accessToken) }
+        if let accessTokenCommand {
+            builder = builder.withAccessTokenProvider { try await TokenCommand.run(accessTokenCommand) }
+        }
         if stateful { builder = builder.withStatefulReconnect() }
         builder = builder.withTransports(transports)
         if let caFile { builder = builder.withCAFile(caFile) }
@@ -473,5 +487,46 @@ enum JSONArguments {
         let array = try EncodedValue(json: Array(text.utf8))
         let values = try array.decode([Value].self)
         return EncodedArguments(encoding: encoding, values: try values.map { try EncodedValue($0, encoding: encoding) })
+    }
+}
+
+/// `--access-token-command`: runs the command through `sh -c` and takes its standard output,
+/// trimmed, as the token. Failures name the exit status, never the output (it may hold a token).
+enum TokenCommand {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func run(_ command: String) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", command]
+                let output = Pipe()
+                process.standardOutput = output
+                do {
+                    try process.run()
+                } catch {
+                    return continuation.resume(throwing: Failure(description: "the access token command did not start"))
+                }
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                guard process.terminationStatus == 0 else {
+                    return continuation.resume(
+                        throwing: Failure(
+                            description: "the access token command exited with status \(process.terminationStatus)"
+                        )
+                    )
+                }
+                let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !token.isEmpty else {
+                    return continuation.resume(
+                        throwing: Failure(description: "the access token command printed nothing")
+                    )
+                }
+                continuation.resume(returning: token)
+            }
+        }
     }
 }

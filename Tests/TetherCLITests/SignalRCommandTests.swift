@@ -168,4 +168,37 @@ struct SignalRCommandServerTests {
         #expect(result.errors.contains { $0.contains("Negotiate answered 200") })  // --verbose logs steps
         #expect(!(result.output + result.errors).joined().contains("s3cr3t-t0ken"))
     }
+
+    /// `--access-token-command` through a gateway that refuses the first token: the command runs
+    /// again on the 401, the call succeeds, and no token is ever printed (even with --verbose).
+    @Test func accessTokenCommandRunsAgainOnA401() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let relay = try TCPRelay(upstreamPort: server.port, refusing: [.bearerToken("exp1red-t0ken")])
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("tether-token-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: marker) }
+        let command =
+            "if [ -e '\(marker.path)' ]; then echo fr3sh-t0ken; else touch '\(marker.path)'; echo exp1red-t0ken; fi"
+        let result = await tether([
+            "signalr", "--url", "http://127.0.0.1:\(relay.port)/hub", "--access-token-command", command, "--verbose",
+            "invoke", "Echo", #"["x"]"#,
+        ])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.dropFirst().first == #"{"result":"x"}"#)
+        #expect(relay.refusedCount == 1)
+        let printed = (result.output + result.errors).joined()
+        #expect(!printed.contains("fr3sh-t0ken") && !printed.contains("exp1red-t0ken"))
+
+        let both = await tether([
+            "signalr", "--url", server.url, "--access-token-env", "X", "--access-token-command", "echo t", "invoke",
+            "Echo",
+        ])
+        #expect(both.status == 2 && both.errors.joined().contains("exclude each other"))
+        let failing = await tether([
+            "signalr", "--url", server.url, "--access-token-command", "echo s3cr3t; exit 3", "invoke", "Echo",
+        ])
+        #expect(failing.status == 1)
+        #expect(failing.errors.joined().contains("exited with status 3"), "\(failing.errors)")
+        #expect(!failing.errors.joined().contains("s3cr3t"))
+    }
 }
