@@ -246,7 +246,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherTLSTests",
-            dependencies: ["TetherTLS", "COpenSSL", "TetherTestServers"],
+            dependencies: ["TetherTLS", "TetherCore", "COpenSSL", "TetherTestServers"],
             swiftSettings: strictSettings
         ),
         .testTarget(

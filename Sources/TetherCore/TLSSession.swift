@@ -25,17 +25,105 @@ public protocol TLSSession: AnyObject {
 }
 
 /// What a TLS session is made for.
-public struct TLSSessionConfiguration: Sendable, Hashable {
+public struct TLSSessionConfiguration: Sendable {
     /// The name sent as SNI and checked against the certificate (a host name or an IP address).
     public var serverName: String
     /// A PEM file of CA certificates trusted in addition to the system's.
     public var additionalTrustedCertificates: String?
+    /// What the server's certificate must satisfy beyond (or instead of) the trust store.
+    public var trust: TLSTrust
 
     /// A configuration.
-    public init(serverName: String, additionalTrustedCertificates: String? = nil) {
+    public init(serverName: String, additionalTrustedCertificates: String? = nil, trust: TLSTrust = TLSTrust()) {
         self.serverName = serverName
         self.additionalTrustedCertificates = additionalTrustedCertificates
+        self.trust = trust
     }
+}
+
+/// Which servers' certificates to accept, the same for both protocols and every TLS use (HTTPS
+/// negotiate, WebSocket, Server-Sent Events, long polling, XMPP STARTTLS and direct TLS).
+///
+/// - Default: the chain must verify against the system's trust store (plus a CA file) and be
+///   for the server's name.
+/// - `pinnedPublicKeys`: in addition, one certificate of the verified chain must have one of
+///   these public keys: the base64 SHA-256 of its DER SubjectPublicKeyInfo, as HTTP public key
+///   pinning (RFC 7469) writes them (`openssl x509 -pubkey -noout | openssl pkey -pubin
+///   -outform der | openssl dgst -sha256 -binary | base64`). Pin the leaf's key, or a CA's to
+///   survive certificate renewals.
+/// - `evaluator`: decides alone, after the handshake, from the chain and what the trust store
+///   said (`TLSPeer`): for a self-signed server whose key the app knows, or a policy of its own.
+///   Pins still apply when both are set.
+///
+/// A certificate refused by the pins or the evaluator fails the connection with
+/// `TLSPeerRejected` (the clients' `certificateRefused`), and no reconnect follows: another
+/// attempt would meet the same certificate.
+public struct TLSTrust: Sendable {
+    /// Base64 SHA-256 hashes of accepted SubjectPublicKeyInfos (empty: no pinning).
+    public var pinnedPublicKeys: [String]
+    /// The app's own decision (nil: the trust store's).
+    public var evaluator: (@Sendable (TLSPeer) -> Bool)?
+
+    /// A trust setting.
+    public init(pinnedPublicKeys: [String] = [], evaluator: (@Sendable (TLSPeer) -> Bool)? = nil) {
+        self.pinnedPublicKeys = pinnedPublicKeys
+        self.evaluator = evaluator
+    }
+
+    /// Whether the certificate `peer` presented is accepted; if not, why (no secret in it).
+    public func check(_ peer: TLSPeer) -> String? {
+        if let evaluator {
+            guard evaluator(peer) else { return "the app's trust evaluator refused the certificate" }
+        } else if !peer.isTrustedBySystem {
+            return "certificate verify failed: \(peer.verificationError ?? "untrusted")"
+        }
+        if !pinnedPublicKeys.isEmpty, !peer.publicKeyHashes.contains(where: pinnedPublicKeys.contains) {
+            return "no pinned public key matches the server's certificate chain (its keys: "
+                + peer.publicKeyHashes.joined(separator: ", ") + ")"
+        }
+        return nil
+    }
+}
+
+/// What the server presented, for `TLSTrust.evaluator`.
+public struct TLSPeer: Sendable {
+    /// The name the connection is for.
+    public var serverName: String
+    /// The certificate chain as sent, DER, the server's own first.
+    public var certificates: [[UInt8]]
+    /// Each certificate's public key: base64 SHA-256 of its SubjectPublicKeyInfo.
+    public var publicKeyHashes: [String]
+    /// Whether the chain verifies against the trust store for `serverName`.
+    public var isTrustedBySystem: Bool
+    /// Why not, when it does not.
+    public var verificationError: String?
+
+    /// A description of a peer.
+    public init(
+        serverName: String,
+        certificates: [[UInt8]],
+        publicKeyHashes: [String],
+        isTrustedBySystem: Bool,
+        verificationError: String?
+    ) {
+        self.serverName = serverName
+        self.certificates = certificates
+        self.publicKeyHashes = publicKeyHashes
+        self.isTrustedBySystem = isTrustedBySystem
+        self.verificationError = verificationError
+    }
+}
+
+/// A TLS session refused the server's certificate because of the app's `TLSTrust` (pins or
+/// evaluator). Final: the drivers do not retry.
+public struct TLSPeerRejected: Error, Sendable, CustomStringConvertible {
+    /// Why.
+    public let message: String
+
+    /// An error.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
 }
 
 /// Makes the TLS session for one connection.

@@ -16,6 +16,8 @@ public struct ByteTransportRequest: Sendable {
     public var tlsSessionFactory: TLSSessionFactory?
     /// A PEM file of CA certificates trusted for TLS in addition to the system's.
     public var caFile: String?
+    /// Pins and the app's evaluator for the server's certificate.
+    public var trust: TLSTrust
 
     /// A request.
     public init(
@@ -24,7 +26,8 @@ public struct ByteTransportRequest: Sendable {
         tcpConnectTimeout: Duration = .seconds(10),
         maximumReadSize: Int = 65536,
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
-        caFile: String? = nil
+        caFile: String? = nil,
+        trust: TLSTrust = TLSTrust()
     ) {
         self.endpoint = endpoint
         self.directTLSServerName = directTLSServerName
@@ -32,6 +35,7 @@ public struct ByteTransportRequest: Sendable {
         self.maximumReadSize = maximumReadSize
         self.tlsSessionFactory = tlsSessionFactory
         self.caFile = caFile
+        self.trust = trust
     }
 }
 
@@ -47,6 +51,9 @@ public enum ByteTransportEvent: Sendable {
     case received([UInt8])
     /// TLS failed: a refused certificate, a failed handshake, a broken record. Nothing follows.
     case tlsFailed(String)
+    /// The app's `TLSTrust` (pins, evaluator) refused the server's certificate. Nothing follows,
+    /// and the clients do not retry.
+    case certificateRefused(String)
     /// Everything sent was handed to the network (after a send had to wait).
     case drained
     /// The connection ended (nil: an orderly end; otherwise what went wrong, never a secret).

@@ -32,6 +32,9 @@ public struct ConnectionOptions: Sendable {
     /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a private CA,
     /// a test server).
     public var caFile: String?
+    /// Which server certificates are accepted beyond the trust store: pinned public keys, or the
+    /// app's evaluator (`TLSTrust`), for every TLS connection of the client.
+    public var trust: TLSTrust
     /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where a client that needs
     /// TLS cannot be created: `XMPPClient` throws `tlsUnavailable`, `HubConnection`
     /// `invalidConfiguration`).
@@ -50,6 +53,7 @@ public struct ConnectionOptions: Sendable {
         logHandler: @escaping LogHandler = logToStandardError,
         randomSeed: UInt64? = nil,
         caFile: String? = nil,
+        trust: TLSTrust = TLSTrust(),
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
         transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
     ) {
@@ -61,6 +65,7 @@ public struct ConnectionOptions: Sendable {
         self.logHandler = logHandler
         self.randomSeed = randomSeed
         self.caFile = caFile
+        self.trust = trust
         self.tlsSessionFactory = tlsSessionFactory
         self.transportFactory = transportFactory
     }
@@ -80,7 +85,8 @@ public struct ConnectionOptions: Sendable {
             tcpConnectTimeout: tcpConnectTimeout,
             maximumReadSize: maximumReadSize,
             tlsSessionFactory: tlsSessionFactory,
-            caFile: caFile
+            caFile: caFile,
+            trust: trust
         )
         return transportFactory(request, queue, onEvent)
     }

@@ -27,6 +27,7 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
     private let queue: DispatchQueue
     private let tlsSessionFactory: TLSSessionFactory?
     private let caFile: String?
+    private let trust: TLSTrust
     private let directTLSServerName: String?
     private var tcp: TCPConnection?
     private var onEvent: ((ByteTransportEvent) -> Void)?
@@ -40,6 +41,7 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
         self.queue = queue
         tlsSessionFactory = request.tlsSessionFactory
         caFile = request.caFile
+        trust = request.trust
         directTLSServerName = request.directTLSServerName
         self.onEvent = onEvent
         tcp = TCPConnection(
@@ -126,7 +128,7 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
         guard let factory = tlsSessionFactory else { return failLater("this platform's driver has no TLS layer") }
         do {
             let session = try factory(
-                TLSSessionConfiguration(serverName: serverName, additionalTrustedCertificates: caFile)
+                TLSSessionConfiguration(serverName: serverName, additionalTrustedCertificates: caFile, trust: trust)
             )
             try session.start()
             self.session = session
@@ -144,6 +146,9 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
         let plaintext: [UInt8]
         do {
             plaintext = try session.receive(bytes)
+        } catch let rejected as TLSPeerRejected {
+            flushTLS()
+            return deliver(.certificateRefused(rejected.message))
         } catch {
             flushTLS()  // an alert for the server, if the session made one
             return deliver(.tlsFailed("\(error)"))

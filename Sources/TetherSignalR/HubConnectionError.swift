@@ -33,6 +33,9 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         /// The server refused the access token (HTTP 401 to negotiate or to opening the
         /// transport), also after the token provider was asked once more (or there is none).
         case unauthorized
+        /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
+        /// server's certificate. Final: no other transport and no reconnect is tried.
+        case certificateRefused
         /// The connection cannot be made as configured (an URL that is not absolute http(s) or
         /// ws(s), TLS without a TLS layer, a token provider without a configuration asking for
         /// tokens): thrown when the connection is created.

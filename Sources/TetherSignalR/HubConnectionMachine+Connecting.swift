@@ -661,6 +661,27 @@ extension HubConnectionMachine {
     }
 
     /// Closed for good.
+    /// The app's trust settings refused the server's certificate on the negotiate request or the
+    /// transport of `generation`: the connection closes with `certificateRefused`, whatever the
+    /// reconnect policy (another attempt would meet the same certificate).
+    public mutating func certificateRefused(generation: TransportGeneration, reason: String, now: Instant) {
+        guard currentGeneration == generation else { return }
+        let error = HubConnectionError(.certificateRefused, "The server's certificate was refused: " + reason)
+        switch state {
+        case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking:
+            enqueue(.closeTransport(generation: generation))
+            finish(error: error)
+        case .connected, .resuming:
+            guard let live = takeLive() else { return }
+            enqueue(.closeTransport(generation: generation))
+            connectionLost(live, error: error, allowReconnect: false, now: now, resumable: false)
+        case .disconnected, .reconnectWaiting, .suspended:
+            return
+        case .modifying:
+            Self.modifyingObserved()
+        }
+    }
+
     mutating func finish(error: HubConnectionError?) {
         timers.cancelAll()
         state = .disconnected

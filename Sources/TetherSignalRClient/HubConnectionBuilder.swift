@@ -143,6 +143,24 @@ public struct HubConnectionBuilder: Sendable {
         }
     }
 
+    /// Accepts a TLS server only if one certificate of its verified chain has one of these
+    /// public keys (base64 SHA-256 of the SubjectPublicKeyInfo, as `TLSTrust` says), on every
+    /// TLS connection (negotiate, WebSocket, Server-Sent Events, long polling). A mismatch fails
+    /// with `certificateRefused`, and nothing is retried.
+    public func withPinnedPublicKeys(_ hashes: [String]) -> Self {
+        with {
+            $0.options.trust.pinnedPublicKeys = hashes
+        }
+    }
+
+    /// Lets `evaluator` decide which TLS servers to accept (for a self-signed server whose key
+    /// the app knows, say), from the chain and what the trust store said (`TLSPeer`).
+    public func withTrustEvaluator(_ evaluator: @escaping @Sendable (TLSPeer) -> Bool) -> Self {
+        with {
+            $0.options.trust.evaluator = evaluator
+        }
+    }
+
     /// Logs at `level` and above, to `handler` (default: standard error).
     public func withLogging(
         _ level: LogLevel,

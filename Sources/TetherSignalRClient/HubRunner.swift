@@ -346,6 +346,8 @@ final class HubRunner: @unchecked Sendable {
                     self?.negotiated(.response(status: status, body: body), generation: generation)
                 case .failed(let reason, _):
                     self?.negotiated(.failed(reason), generation: generation)
+                case .certificateRefused(let reason):
+                    self?.negotiated(.certificateRefused(reason), generation: generation)
                 }
             }
         case .openTransport(let transport, let url, let headers, let generation):
@@ -430,6 +432,7 @@ final class HubRunner: @unchecked Sendable {
     enum NegotiateOutcome {
         case response(status: Int, body: [UInt8])
         case failed(String)
+        case certificateRefused(String)
     }
 
     private func negotiated(_ outcome: NegotiateOutcome, generation: TransportGeneration) {
@@ -441,6 +444,9 @@ final class HubRunner: @unchecked Sendable {
             core.machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
         case .failed(let reason):
             core.machine.negotiateFailed(reason, generation: generation, now: now)
+        case .certificateRefused(let reason):
+            log.debug("The certificate was refused: \(reason)")
+            core.machine.certificateRefused(generation: generation, reason: reason, now: now)
         }
         drive()
     }
@@ -454,6 +460,10 @@ final class HubRunner: @unchecked Sendable {
         case .message(let bytes):
             log.trace { "Received \(HubLog.describe(bytes, format: self.encoding == .json ? .text : .binary))" }
             core.machine.transportReceived(bytes, generation: generation, now: now)
+        case .certificateRefused(let reason):
+            transports.removeValue(forKey: generation)
+            log.debug("The certificate was refused: \(reason)")
+            core.machine.certificateRefused(generation: generation, reason: reason, now: now)
         case .unauthorized:
             transports.removeValue(forKey: generation)
             log.debug("Opening the transport was answered 401.")

@@ -18,6 +18,8 @@ final class HTTPExchange: @unchecked Sendable {
         case ended
         /// No (complete) response; `timedOut` when the exchange's own deadline passed.
         case failed(String, timedOut: Bool)
+        /// The app's trust settings refused the server's certificate.
+        case certificateRefused(String)
     }
 
     private var connection: (any ByteTransport)?
@@ -89,6 +91,8 @@ final class HTTPExchange: @unchecked Sendable {
             }
         case .tlsFailed(let reason):
             finish(.failed("TLS failed: \(reason)", timedOut: false))
+        case .certificateRefused(let reason):
+            finish(.certificateRefused(reason))
         case .tlsEstablished, .drained:
             break
         }
@@ -135,6 +139,8 @@ enum HubTransportEvent {
     case closed(String?)
     /// Opening it (or a request of it) was answered 401.
     case unauthorized
+    /// The app's trust settings refused the server's certificate.
+    case certificateRefused(String)
 }
 
 /// Server-Sent Events or long polling for one generation: `HubHTTPTransportMachine`'s requests
@@ -248,6 +254,16 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
         case .failed(let reason, let timedOut):
             exchanges.removeValue(forKey: id)
             machine.requestFailed(id: id, timedOut ? .timedOut : .failed(reason))
+        case .certificateRefused(let reason):
+            // Final: the transport ends here, whatever its machine would do next.
+            exchanges.removeValue(forKey: id)
+            for exchange in exchanges.values { exchange.cancel() }
+            exchanges.removeAll()
+            let report = onEvent
+            onEvent = nil
+            closing = nil
+            report?(.certificateRefused(reason))
+            return
         }
         drain()
     }
@@ -358,6 +374,12 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
             end(error ?? "the connection closed")
         case .tlsFailed(let reason):
             end("TLS failed: \(reason)")
+        case .certificateRefused(let reason):
+            let report = onEvent
+            onEvent = nil
+            connection?.close()
+            connection = nil
+            report?(.certificateRefused(reason))
         case .tlsEstablished, .drained:
             break
         }

@@ -21,20 +21,24 @@ public final class OpenSSLTLSSession: TLSSession {
         )
     }
 
+    /// `TLSError.peerRejected` as the drivers' `TLSPeerRejected`; other errors as they are.
+    private static func translated(_ error: TLSError) -> any Error {
+        error.kind == .peerRejected ? TLSPeerRejected(error.message) : error
+    }
+
     /// A session for `configuration`, with a context of its own.
     public init(_ configuration: TLSSessionConfiguration) throws(TLSError) {
         client = try TLSClient(
-            configuration: .init(
-                serverName: configuration.serverName,
-                additionalTrustedCertificates: configuration.additionalTrustedCertificates
-            )
+            serverName: configuration.serverName,
+            context: TLSContext(additionalTrustedCertificates: configuration.additionalTrustedCertificates),
+            trust: configuration.trust
         )
     }
 
     /// A session for `configuration` with `context`'s trust and versions (its
     /// `additionalTrustedCertificates` is then not used).
     public init(_ configuration: TLSSessionConfiguration, context: TLSContext) throws(TLSError) {
-        client = try TLSClient(serverName: configuration.serverName, context: context)
+        client = try TLSClient(serverName: configuration.serverName, context: context, trust: configuration.trust)
     }
 
     /// The shared contexts, by CA file: the file's modification time and size when read, and the context.
@@ -66,8 +70,14 @@ public final class OpenSSLTLSSession: TLSSession {
 
     public var isEstablished: Bool { client.isEstablished }
     public var peerClosed: Bool { client.peerClosed }
-    public func start() throws { try client.start() }
-    public func receive(_ ciphertext: [UInt8]) throws -> [UInt8] { try client.receive(ciphertext) }
+    public func start() throws {
+        do throws(TLSError) { try client.start() } catch { throw Self.translated(error) }
+    }
+
+    public func receive(_ ciphertext: [UInt8]) throws -> [UInt8] {
+        do throws(TLSError) { return try client.receive(ciphertext) } catch { throw Self.translated(error) }
+    }
+
     public func send(_ plaintext: [UInt8]) throws { try client.send(plaintext) }
     public func takeOutput() -> [UInt8] { client.takeOutput() }
     public func close() { client.close() }

@@ -1,4 +1,5 @@
 import COpenSSL
+public import TetherCore
 
 /// Why TLS failed.
 public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -13,6 +14,9 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
         case protocolError
         /// The configuration cannot work (an unreadable CA file, an invalid server name).
         case configuration
+        /// The app's `TLSTrust` refused the certificate (no pinned key in the chain, or the
+        /// evaluator said no).
+        case peerRejected
     }
 
     /// What kind of failure.
@@ -85,6 +89,8 @@ public struct TLSClient: ~Copyable {
 
     /// Shared settings (trust, versions): kept alive as long as the session.
     private let context: TLSContext
+    private let trust: TLSTrust
+    private let serverName: String
     private let ssl: OpaquePointer
     private let incoming: OpaquePointer
     private let outgoing: OpaquePointer
@@ -112,7 +118,7 @@ public struct TLSClient: ~Copyable {
     /// A session to `serverName` (a DNS name, sent as SNI and verified against the certificate,
     /// or an IP address, matched against its IP entries) with `context`'s trust and versions.
     /// The handshake starts with `start()`.
-    public init(serverName: String, context: TLSContext) throws(TLSError) {
+    public init(serverName: String, context: TLSContext, trust: TLSTrust = TLSTrust()) throws(TLSError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else {
             throw TLSError(.configuration, Self.openSSLErrors("SSL_new failed"))
@@ -134,6 +140,11 @@ public struct TLSClient: ~Copyable {
             SSL_free(ssl)
             throw TLSError(.configuration, Self.openSSLErrors("the server name '\(serverName)' cannot be used"))
         }
+        // With an evaluator the handshake completes whatever the trust store says; the evaluator
+        // then decides, knowing what it said.
+        if trust.evaluator != nil { SSL_set_verify(ssl, SSL_VERIFY_NONE, nil) }
+        self.trust = trust
+        self.serverName = serverName
         self.context = context
         self.ssl = ssl
         self.incoming = incoming
@@ -211,6 +222,10 @@ public struct TLSClient: ~Copyable {
         ERR_clear_error()
         let result = SSL_do_handshake(ssl)
         if result == 1 {
+            if trust.evaluator != nil || !trust.pinnedPublicKeys.isEmpty, let reason = trust.check(peer()) {
+                failed = true
+                throw TLSError(.peerRejected, reason)
+            }
             isEstablished = true
             if !waiting.isEmpty {
                 let held = waiting
@@ -228,6 +243,35 @@ public struct TLSClient: ~Copyable {
             throw TLSError(.certificateRejected, "certificate verify failed: \(reason)")
         }
         throw TLSError(.handshakeFailed, Self.openSSLErrors("the TLS handshake failed"))
+    }
+
+    /// What the server presented (after the handshake).
+    func peer() -> TLSPeer {
+        var certificates: [[UInt8]] = []
+        var hashes: [String] = []
+        for index in 0..<tether_ssl_peer_chain_count(ssl) {
+            guard let certificate = tether_ssl_peer_chain_certificate(ssl, index) else { continue }
+            let length = Int(tether_x509_der_length(certificate))
+            if length > 0 {
+                var der = [UInt8](repeating: 0, count: length)
+                _ = unsafe der.withUnsafeMutableBufferPointer { unsafe tether_x509_der(certificate, $0.baseAddress) }
+                certificates.append(der)
+            }
+            var digest = [UInt8](repeating: 0, count: 32)
+            let hashed = unsafe digest.withUnsafeMutableBufferPointer {
+                unsafe tether_x509_public_key_sha256(certificate, $0.baseAddress)
+            }
+            if hashed == 1 { hashes.append(Base64.encode(digest)) }
+        }
+        let verification = SSL_get_verify_result(ssl)
+        return TLSPeer(
+            serverName: serverName,
+            certificates: certificates,
+            publicKeyHashes: hashes,
+            isTrustedBySystem: verification == X509_V_OK,
+            verificationError: verification == X509_V_OK
+                ? nil : String(cString: X509_verify_cert_error_string(verification))
+        )
     }
 
     private mutating func readPlaintext() throws(TLSError) -> [UInt8] {

@@ -232,6 +232,10 @@ final class XMPPRunner: @unchecked Sendable {
             transports.removeValue(forKey: generation)?.close()
             log.debug("TLS failed: \(reason)")
             core.machine.tlsFailed(generation: generation, reason: reason, now: now)
+        case .certificateRefused(let reason):
+            transports.removeValue(forKey: generation)?.close()
+            log.debug("The certificate was refused: \(reason)")
+            core.machine.certificateRefused(generation: generation, reason: reason, now: now)
         case .received(let bytes):
             log.trace { "Received " + String(decoding: bytes, as: UTF8.self) }
             core.machine.transportReceived(bytes, generation: generation, now: now)

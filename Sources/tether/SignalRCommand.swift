@@ -15,7 +15,8 @@ struct SignalRCommand: Sendable, Equatable {
     static let usage = """
         usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
                               [--header NAME:VALUE]... [--access-token-env VAR | --access-token-command CMD]
-                              [--reconnect none|default|tiered] [--ca-file F] [--verbose] COMMAND
+                              [--reconnect none|default|tiered] [--ca-file F] [--pin SHA256_BASE64]...
+                              [--verbose] COMMAND
 
         Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
           invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]
@@ -38,7 +39,9 @@ struct SignalRCommand: Sendable, Equatable {
         variable VAR, never from the command line, and is never printed. --reconnect: none, default
         (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
-        system's. --verbose logs the connection's steps and traffic to standard error.
+        system's. --pin (repeatable): one certificate of the server's chain must also have one of
+        these public keys (base64 SHA-256 of its SubjectPublicKeyInfo); a mismatch ends the
+        command with status 1, without retrying. --verbose logs the connection's steps and traffic to standard error.
 
         JSON_ARRAY_OF_ARGS is a JSON array of the arguments (re-encoded for --protocol messagepack);
         values print as compact JSON whatever the protocol. Exit status: 0 done; 1 the connection
@@ -74,6 +77,7 @@ struct SignalRCommand: Sendable, Equatable {
     var accessTokenCommand: String?
     var reconnect = ReconnectChoice.default
     var caFile: String?
+    var pins: [String] = []
     var verbose = false
     var action: Action
 
@@ -134,6 +138,9 @@ struct SignalRCommand: Sendable, Equatable {
             case "--ca-file":
                 guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
                 options.caFile = file
+            case "--pin":
+                guard let pin = value(), PinArgument.isValid(pin) else { return .usageError(PinArgument.usage) }
+                options.pins.append(pin)
             case "--verbose":
                 options.verbose = true
             default:
@@ -240,6 +247,7 @@ struct SignalRCommand: Sendable, Equatable {
         if stateful { builder = builder.withStatefulReconnect() }
         builder = builder.withTransports(transports)
         if let caFile { builder = builder.withCAFile(caFile) }
+        if !pins.isEmpty { builder = builder.withPinnedPublicKeys(pins) }
         switch reconnect {
         case .none: break
         case .tiered: builder = builder.withAutomaticReconnect(.tiered(repeats: false))
@@ -528,5 +536,15 @@ enum TokenCommand {
                 continuation.resume(returning: token)
             }
         }
+    }
+}
+
+/// `--pin`, shared by both commands: a base64 SHA-256 (44 characters, one `=` of padding).
+enum PinArgument {
+    static let usage = "--pin needs a public key hash: base64 SHA-256 of a SubjectPublicKeyInfo (44 characters)"
+
+    static func isValid(_ pin: String) -> Bool {
+        pin.utf8.count == 44 && pin.hasSuffix("=")
+            && pin.dropLast().allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }
     }
 }

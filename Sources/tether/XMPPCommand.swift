@@ -15,7 +15,8 @@ import TetherXMPPClient
 struct XMPPCommand: Sendable, Equatable {
     static let usage = """
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P]
-                           [--tls disabled|optional|required|direct] [--ca-file F] [--resource R] [--allow-plain]
+                           [--tls disabled|optional|required|direct] [--ca-file F] [--pin SHA256_BASE64]...
+                           [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
                            COMMAND
@@ -34,7 +35,9 @@ struct XMPPCommand: Sendable, Equatable {
         error, SASL credentials hidden. TLS: required (STARTTLS, refused when not offered; the
         default), optional (STARTTLS when offered), direct (TLS from the first byte, port 5223),
         disabled; the certificate must be valid for the JID's domain, against the system's CAs
-        and F (--ca-file, a PEM file). Defaults: ping every 60 s with a 10 s timeout, 2 missed
+        and F (--ca-file, a PEM file); with --pin, one certificate of the chain must also have
+        one of the pinned public keys (base64 SHA-256 of its SubjectPublicKeyInfo; a mismatch
+        ends the command with status 1, without retrying). Defaults: ping every 60 s with a 10 s timeout, 2 missed
         pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
         60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop), stream management on.
 
@@ -72,6 +75,7 @@ struct XMPPCommand: Sendable, Equatable {
     var port: Int?
     var tls = XMPPClientMachine.TLSPolicy.required
     var caFile: String?
+    var pins: [String] = []
     var resource: String?
     var allowPlain = false
     var pingInterval: Double = 60
@@ -122,6 +126,9 @@ struct XMPPCommand: Sendable, Equatable {
             case "--ca-file":
                 guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
                 options.caFile = file
+            case "--pin":
+                guard let pin = value(), PinArgument.isValid(pin) else { return .usageError(PinArgument.usage) }
+                options.pins.append(pin)
             case "--resource":
                 guard let resource = value(), !resource.isEmpty else { return .usageError("--resource needs a name") }
                 options.resource = resource
@@ -248,6 +255,7 @@ struct XMPPCommand: Sendable, Equatable {
             return 2
         }
         var options = XMPPClient.Options(caFile: caFile)
+        options.trust.pinnedPublicKeys = pins
         if verbose {
             // The traffic at `trace`, SASL credentials hidden, and the connection's steps.
             options.logLevel = .trace

@@ -36,6 +36,17 @@ struct SignalRCommandParsingTests {
             ])
         else { return #expect(Bool(false)) }
         #expect(transports.transports == [.longPolling, .serverSentEvents])
+        guard
+            case .command(let pinned) = SignalRCommand.parse([
+                "--url", "https://h/hub", "--pin", "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "--pin",
+                "48DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "invoke", "Echo",
+            ])
+        else { return #expect(Bool(false)) }
+        #expect(
+            pinned.pins == [
+                "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "48DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+            ]
+        )
     }
 
     @Test func serverSentEventsAloneCannotCarryMessagePack() async {
@@ -61,6 +72,8 @@ struct SignalRCommandParsingTests {
         ["signalr", "--url", "http://h/hub", "--transport", "websocket", "invoke", "Echo"],
         ["signalr", "--url", "http://h/hub", "--transport", "sse,sse", "invoke", "Echo"],
         ["signalr", "--url", "http://h/hub", "--transport", "sse,", "invoke", "Echo"],
+        ["signalr", "--url", "https://h/hub", "--pin", "not-a-hash", "invoke", "Echo"],
+        ["signalr", "--url", "https://h/hub", "--pin", "invoke", "Echo"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)

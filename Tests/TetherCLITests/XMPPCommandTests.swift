@@ -72,6 +72,7 @@ struct CommandLineTests {
         ["xmpp", "--jid", "alice@localhost", "frob"], ["xmpp", "--jid", "alice@localhost", "send", "bob@localhost"],
         ["xmpp", "--jid", "alice@localhost", "--tls", "maybe", "roster"],
         ["xmpp", "--jid", "alice@localhost", "listen", "--count", "0"], ["nonsense"],
+        ["xmpp", "--jid", "alice@localhost", "--pin", "short=", "roster"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)
@@ -102,10 +103,14 @@ struct CommandLineTests {
         #expect(listen.tls == .required)
         guard
             case .command(let direct) = XMPPCommand.parse([
-                "--jid", "a@b", "--tls", "direct", "--ca-file", "ca.pem", "roster",
+                "--jid", "a@b", "--tls", "direct", "--ca-file", "ca.pem", "--pin",
+                "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "roster",
             ])
         else { return #expect(Bool(false)) }
-        #expect(direct.tls == .direct && direct.caFile == "ca.pem")
+        #expect(
+            direct.tls == .direct && direct.caFile == "ca.pem"
+                && direct.pins == ["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
+        )
         #expect(direct.configuration(password: "x").endpoint == nil)
         guard case .command(let ping) = XMPPCommand.parse(["--jid", "a@b", "ping", "c@d/e"]) else {
             return #expect(Bool(false))

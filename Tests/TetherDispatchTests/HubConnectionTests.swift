@@ -368,6 +368,38 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
+    /// Pinning over wss: the right pin connects (negotiate and WebSocket); a wrong one fails with
+    /// `certificateRefused` at once, without a retry even where the policy would retry a start.
+    @Test func pinnedPublicKeysOverTLS() async throws {
+        let server = try startedHub()
+        let certificates = try TestCertificates()
+        let relay = try TLSRelay(upstreamPort: server.port, certificates: certificates)
+        let url = "https://localhost:\(relay.port)/hub"
+        let pin = try certificates.publicKeyPin(ofCertificate: certificates.serverCertificate)
+        let pinned = try HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate)
+            .withPinnedPublicKeys([pin]).build()
+        try await pinned.start()
+        #expect(await pinned.transport() == .webSockets)
+        let echoed: String = try await pinned.invoke("Echo", "pinned")
+        #expect(echoed == "pinned")
+        await pinned.stop()
+
+        let wrong = try certificates.publicKeyPin(ofCertificate: certificates.otherCertificate)
+        let mispinned = try HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate)
+            .withPinnedPublicKeys([wrong])
+            .withAutomaticReconnect(.fixed(.milliseconds(100), maximumAttempts: 50), retryingFailedStart: true)
+            .build()
+        let lifecycle = LifecycleRecorder(mispinned)
+        do {
+            try await mispinned.start()
+            Issue.record("connected with a wrong pin")
+        } catch {
+            #expect(error.kind == .certificateRefused, "\(error)")
+            #expect(error.message.contains("no pinned public key matches"), "\(error)")
+        }
+        #expect(!lifecycle.events.contains { $0.isReconnecting })
+    }
+
     @Test func secureWebSocketThroughATLSRelay() async throws {
         let server = try startedHub()
         let certificates = try TestCertificates()

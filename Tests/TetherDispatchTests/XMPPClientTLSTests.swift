@@ -107,6 +107,35 @@ struct XMPPClientTLSTests {
         }
     }
 
+    /// Pinning over STARTTLS and direct TLS: the right pin connects; a wrong one fails with
+    /// `certificateRefused`, fatal, without a retry.
+    @Test func pinnedPublicKeys() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
+        try server.start()
+        let pin = try certificates.publicKeyPin(ofCertificate: certificates.serverCertificate)
+        let wrong = try certificates.publicKeyPin(ofCertificate: certificates.otherCertificate)
+        for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
+            var options = XMPPClient.Options(caFile: certificates.caCertificate)
+            options.trust.pinnedPublicKeys = [pin]
+            let client = try XMPPClient(configuration: Self.configuration(server, tls: tls), options: options)
+            _ = try await client.connect()
+            await client.disconnect()
+
+            options.trust.pinnedPublicKeys = [wrong]
+            let refused = try XMPPClient(configuration: Self.configuration(server, tls: tls), options: options)
+            let events = EventRecorder(refused)
+            do {
+                _ = try await refused.connect()
+                Issue.record("connected with a wrong pin (\(tls))")
+            } catch {
+                #expect(error.kind == .certificateRefused, "\(error)")
+                #expect(error.isFatal)
+            }
+            #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } }, "\(tls)")
+        }
+    }
+
     @Test func wrongHostNameIsRejected() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)

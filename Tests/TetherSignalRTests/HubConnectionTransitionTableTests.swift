@@ -18,7 +18,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 101
+    static let expectedRowCount = 104
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
@@ -241,6 +241,13 @@ struct HubConnectionTransitionTableTests {
             harness.machine.accessTokenFetched("fresh-token", generation: harness.generation, now: now)
             return harness.drain()
         case "negotiate 401": return harness.negotiate(status: 401, body: [])
+        case "certificate refused":
+            harness.machine.certificateRefused(
+                generation: harness.generation,
+                reason: "no pinned public key matches the server's certificate chain",
+                now: now
+            )
+            return harness.drain()
         case "transport unauthorized":
             harness.machine.transportUnauthorized(generation: harness.generation, now: now)
             return harness.drain()

@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import Synchronization
 import Testing
+import TetherCore
 import TetherTestServers
 
 @testable import TetherTLS
@@ -189,6 +190,78 @@ struct TLSClientTests {
             key: certificates.selfSignedKey
         )
         #expect(Self.handshake(&client, server)?.kind == .certificateRejected)
+    }
+
+    @Test func aPinnedPublicKeyInTheChainIsAccepted() throws {
+        let certificates = try TestCertificates.shared()
+        let server = { TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey) }
+        let context = try TLSContext(additionalTrustedCertificates: certificates.caCertificate)
+        // The server's own key, or the CA's (the server sends only its own certificate, so the
+        // CA's pin does not match what was sent).
+        let leaf = try certificates.publicKeyPin(ofCertificate: certificates.serverCertificate)
+        var pinned = try TLSClient(serverName: "localhost", context: context, trust: TLSTrust(pinnedPublicKeys: [leaf]))
+        #expect(Self.handshake(&pinned, server()) == nil)
+        let pinnedEstablished = pinned.isEstablished
+        #expect(pinnedEstablished)
+        let other = try certificates.publicKeyPin(ofCertificate: certificates.otherCertificate)
+        var mismatched = try TLSClient(
+            serverName: "localhost",
+            context: context,
+            trust: TLSTrust(pinnedPublicKeys: [other])
+        )
+        let error = Self.handshake(&mismatched, server())
+        #expect(error?.kind == .peerRejected)
+        #expect(error?.message.contains("no pinned public key matches") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(leaf) == true)  // it names the key the server has
+        let mismatchedEstablished = mismatched.isEstablished
+        #expect(!mismatchedEstablished)
+        #expect(throws: TLSError.self) { try mismatched.send([1]) }
+        // Pins come on top of the trust store: a pinned key on an untrusted chain is refused.
+        let selfPin = try certificates.publicKeyPin(ofCertificate: certificates.selfSignedCertificate)
+        var untrusted = try TLSClient(
+            serverName: "localhost",
+            context: context,
+            trust: TLSTrust(pinnedPublicKeys: [selfPin])
+        )
+        let selfSigned = TLSTestServer(certificate: certificates.selfSignedCertificate, key: certificates.selfSignedKey)
+        #expect(Self.handshake(&untrusted, selfSigned)?.kind == .certificateRejected)
+    }
+
+    @Test func anEvaluatorDecidesForASelfSignedServer() throws {
+        let certificates = try TestCertificates.shared()
+        let known = try certificates.publicKeyPin(ofCertificate: certificates.selfSignedCertificate)
+        let seen = Mutex<[TLSPeer]>([])
+        let trust = TLSTrust(evaluator: { peer in
+            seen.withLock { $0.append(peer) }
+            return peer.publicKeyHashes.first == known
+        })
+        let context = try TLSContext(additionalTrustedCertificates: nil)
+        let selfSigned = {
+            TLSTestServer(certificate: certificates.selfSignedCertificate, key: certificates.selfSignedKey)
+        }
+        var accepted = try TLSClient(serverName: "localhost", context: context, trust: trust)
+        #expect(Self.handshake(&accepted, selfSigned()) == nil)
+        let acceptedEstablished = accepted.isEstablished
+        #expect(acceptedEstablished)
+        let peer = try #require(seen.withLock { $0.first })
+        #expect(peer.serverName == "localhost" && !peer.isTrustedBySystem && peer.verificationError != nil)
+        #expect(peer.certificates.count == 1 && peer.certificates[0].first == 0x30)  // DER: a SEQUENCE
+        // The evaluator refuses another server's key.
+        var refused = try TLSClient(serverName: "localhost", context: context, trust: trust)
+        let other = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        #expect(Self.handshake(&refused, other)?.kind == .peerRejected)
+        // Through the drivers' session type, the refusal is the typed TLSPeerRejected.
+        let session = try OpenSSLTLSSession(TLSSessionConfiguration(serverName: "localhost", trust: trust))
+        let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        try session.start()
+        var rejection: (any Error)?
+        for _ in 0..<20 where rejection == nil {
+            _ = server.receive(session.takeOutput())
+            let reply = server.output()
+            if reply.isEmpty { break }
+            do { _ = try session.receive(reply) } catch { rejection = error }
+        }
+        #expect(rejection is TLSPeerRejected, "\(String(describing: rejection))")
     }
 
     @Test func wrongHostNameIsRejected() throws {

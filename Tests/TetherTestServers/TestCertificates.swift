@@ -76,6 +76,29 @@ public final class TestCertificates: Sendable {
         )
     }
 
+    /// The public key pin of the certificate at `path`, computed by the `openssl` command as RFC
+    /// 7469 describes (base64 SHA-256 of the DER SubjectPublicKeyInfo): a check independent of
+    /// the client's own computation.
+    public func publicKeyPin(ofCertificate path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            "/usr/bin/openssl x509 -in '\(path)' -pubkey -noout | /usr/bin/openssl pkey -pubin -outform der"
+                + " | /usr/bin/openssl dgst -sha256 -binary | base64",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let pin = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, pin.utf8.count == 44 else {
+            throw TestServerError("could not compute the public key pin of \(path)")
+        }
+        return pin
+    }
+
     deinit {
         try? FileManager.default.removeItem(at: directory)
     }

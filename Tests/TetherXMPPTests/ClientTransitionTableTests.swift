@@ -17,7 +17,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 102
+    static let expectedRowCount = 103
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -263,6 +263,12 @@ struct ClientTransitionTableTests {
         case "proceed": harness.server("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         case "STARTTLS failure": harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         case "TLS established": harness.machine.tlsEstablished(generation: harness.generation!, now: harness.now)
+        case "certificate refused":
+            harness.machine.certificateRefused(
+                generation: harness.generation!,
+                reason: "no pinned public key matches the server's certificate chain",
+                now: harness.now
+            )
         case "TLS failed":
             harness.machine.tlsFailed(
                 generation: harness.generation!,

@@ -34,6 +34,9 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         /// TLS could not be established: the server's certificate was rejected (an unknown CA, a
         /// wrong host name) or the handshake failed.
         case tlsFailed
+        /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
+        /// server's certificate.
+        case certificateRefused
         /// The server requires a stream feature this client does not implement.
         case unsupportedRequiredFeature
         /// Resource binding failed (`stanzaError`).
@@ -95,7 +98,7 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
             !(streamError?.allowsReconnect ?? true)
         case .authenticationFailed:
             saslCondition != "temporary-auth-failure"
-        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .tlsFailed,
+        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .tlsFailed, .certificateRefused,
             .unsupportedRequiredFeature,
             .bindFailed, .sessionFailed, .invalidConfiguration:
             true

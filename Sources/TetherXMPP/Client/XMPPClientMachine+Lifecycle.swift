@@ -94,13 +94,28 @@ extension XMPPClientMachine {
     /// TLS on the transport of `generation` could not be established (`reason`: the certificate
     /// was rejected, or the handshake failed). Fatal: another attempt would meet the same server.
     public mutating func tlsFailed(generation: TransportGeneration, reason: String, now: Instant) {
+        tlsFailed(generation: generation, XMPPClientError(.tlsFailed, "TLS failed: \(reason)"), now: now)
+    }
+
+    /// The app's trust settings (pins, evaluator) refused the certificate of the transport of
+    /// `generation`. Fatal, as `tlsFailed`, with the kind `certificateRefused`.
+    public mutating func certificateRefused(generation: TransportGeneration, reason: String, now: Instant) {
+        tlsFailed(
+            generation: generation,
+            XMPPClientError(.certificateRefused, "The server's certificate was refused: \(reason)"),
+            now: now
+        )
+    }
+
+    private mutating func tlsFailed(generation: TransportGeneration, _ error: XMPPClientError, now: Instant) {
         guard currentGeneration == generation else { return }
+        let reason = error.message
         switch state {
         case .connectingTransport, .negotiating:
-            lost(XMPPClientError(.tlsFailed, "TLS failed: \(reason)"), closeTransport: true, now: now)
+            lost(error, closeTransport: true, now: now)
         case .connected, .closing:
             // A broken TLS record after the handshake: the stream is gone like a dropped link.
-            transportClosed(generation: generation, error: "TLS failed: \(reason)", now: now)
+            transportClosed(generation: generation, error: reason, now: now)
         case .disconnected, .reconnectWaiting, .suspended:
             return
         }
