@@ -7,8 +7,15 @@ import TetherSignalRClient
 /// a running hub, timed one by one (for `Benchmarks/signalr-latency.sh`, which runs the same
 /// calls through pysignalr). Prints one JSON line: count, p50 and p99 in microseconds.
 enum EchoLatency {
-    static func run(url: String, count: Int, encoding: ValueEncoding, warmUp: Int = 50) async throws -> String {
-        let connection = try HubConnectionBuilder(url: url).withHubProtocol(encoding).withLogging(.error).build()
+    static func run(
+        url: String,
+        count: Int,
+        encoding: ValueEncoding,
+        transport: HubTransport = .webSockets,
+        warmUp: Int = 50
+    ) async throws -> String {
+        let connection = try HubConnectionBuilder(url: url).withHubProtocol(encoding).withTransports(transport)
+            .withLogging(.error).build()
         try await connection.start()
         for index in 0..<warmUp {
             let _: String = try await connection.invoke("Echo", "warm-up \(index)")
@@ -26,10 +33,18 @@ enum EchoLatency {
         samples.sort()
         func percentile(_ p: Double) -> Double { samples[min(samples.count - 1, Int(p * Double(samples.count)))] }
         return String(
-            format: #"{"client":"tether","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            format: #"{"client":"tether","transport":"\#(name(of: transport))","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
             count,
             percentile(0.5),
             percentile(0.99)
         )
+    }
+
+    static func name(of transport: HubTransport) -> String {
+        switch transport {
+        case .webSockets: "websockets"
+        case .serverSentEvents: "sse"
+        case .longPolling: "long-polling"
+        }
     }
 }

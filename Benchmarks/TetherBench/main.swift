@@ -13,6 +13,9 @@ struct Options {
     var echoLatencyURL: String?
     var echoCount = 1000
     var echoEncoding = ValueEncoding.json
+    var echoTransport = HubTransport.webSockets
+    /// `--echo-floor URL`: the raw floor client's Echo latency instead.
+    var echoFloorURL: String?
     /// `--portable-kernels`: the 16-byte text kernels even where 64-byte ones could run.
     var portableKernels = false
     /// `--corpus DIR`: read the corpus files (`Benchmarks/README.md`) instead of generating them.
@@ -31,6 +34,8 @@ struct Options {
                             [--portable-kernels]
                tether-bench --write-corpus DIR [--size MIB]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
+                            [--transport websockets|sse|long-polling]
+               tether-bench --echo-floor URL [--count N]
                tether-bench --soak [MINUTES]
                tether-bench --xmpp latency HOST:PORT JID COUNT
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
@@ -53,7 +58,11 @@ struct Options {
           --echo-latency URL
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
-                         (Benchmarks/signalr-latency.sh compares them with pysignalr's)
+                         (Benchmarks/signalr-latency/run.sh compares them with pysignalr's and
+                         signalrcore's, per transport)
+          --echo-floor URL
+                         the same calls from the simplest raw WebSocket client (prebuilt frames,
+                         a byte search for the answer): the floor under any client
           --xmpp MODE HOST:PORT …
                          instead of the benchmarks: XMPPClient against the running server (password
                          from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99), COUNT
@@ -121,6 +130,18 @@ struct Options {
             case "--echo-latency":
                 guard let value else { return nil }
                 echoLatencyURL = value
+                index += 2
+            case "--echo-floor":
+                guard let value else { return nil }
+                echoFloorURL = value
+                index += 2
+            case "--transport":
+                switch value {
+                case "websockets": echoTransport = .webSockets
+                case "sse": echoTransport = .serverSentEvents
+                case "long-polling": echoTransport = .longPolling
+                default: return nil
+                }
                 index += 2
             case "--count":
                 guard let value, let count = Int(value), count > 0 else { return nil }
@@ -236,9 +257,26 @@ if let arguments = options.xmppDriver {
     }
 }
 
+if let url = options.echoFloorURL {
+    do {
+        print(try EchoFloor.run(url: url, count: options.echoCount))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 if let url = options.echoLatencyURL {
     do {
-        print(try await EchoLatency.run(url: url, count: options.echoCount, encoding: options.echoEncoding))
+        print(
+            try await EchoLatency.run(
+                url: url,
+                count: options.echoCount,
+                encoding: options.echoEncoding,
+                transport: options.echoTransport
+            )
+        )
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("tether-bench: \(error)\n".utf8))
