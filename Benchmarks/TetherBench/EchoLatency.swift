@@ -33,7 +33,8 @@ enum EchoLatency {
         samples.sort()
         func percentile(_ p: Double) -> Double { samples[min(samples.count - 1, Int(p * Double(samples.count)))] }
         return String(
-            format: #"{"client":"tether","transport":"\#(name(of: transport))","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            format:
+                #"{"client":"tether","transport":"\#(name(of: transport))","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
             count,
             percentile(0.5),
             percentile(0.99)

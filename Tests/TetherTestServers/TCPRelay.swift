@@ -217,6 +217,18 @@ public final class TCPRelay: Sendable {
             }
         }
 
+        /// Writes all of `bytes` to `fd` (stops early if the socket fails).
+        private func sendAll(_ bytes: ArraySlice<UInt8>, to fd: Int32) {
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes {
+                    send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+
         /// Screens the connection's request; relays it if it passes.
         private func screenThenRelay(_ client: Int32) {
             guard let head = screen(client), !lock.withLock({ stopped }),
@@ -225,14 +237,7 @@ public final class TCPRelay: Sendable {
                 close(client)
                 return
             }
-            var offset = 0
-            while offset < head.count {
-                let written = head.withUnsafeBytes {
-                    send(server, $0.baseAddress! + offset, head.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if written <= 0 { break }
-                offset += written
-            }
+            sendAll(head[...], to: server)
             let pair = Pair(client: client, server: server)
             let isStopped = lock.withLock {
                 if !stopped { pairs.append(pair) }
@@ -278,14 +283,7 @@ public final class TCPRelay: Sendable {
                     if count < 0 && errno == EINTR { continue }
                     // One side ended (or failed): the deferred close ends the other.
                     if count <= 0 { return }
-                    var offset = 0
-                    while offset < count {
-                        let written = buffer.withUnsafeBytes {
-                            send(to, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
-                        }
-                        if written <= 0 { break }
-                        offset += written
-                    }
+                    sendAll(buffer[..<count], to: to)
                 }
             }
         }
