@@ -182,6 +182,27 @@ struct SignalRCommandServerTests {
         #expect(!(result.output + result.errors).joined().contains("s3cr3t-t0ken"))
     }
 
+    /// Through a proxy that refuses WebSocket upgrades: by default the command lands on
+    /// Server-Sent Events; `--transport websockets` fails with exit status 1 and the reasons.
+    @Test func fallsBackThroughAProxyThatRefusesWebSockets() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let relay = try TCPRelay(upstreamPort: server.port, refusing: [.webSocketUpgrade])
+        let url = "http://127.0.0.1:\(relay.port)/hub"
+        let fallback = await tether(["signalr", "--url", url, "invoke", "Echo", #"["x"]"#])
+        #expect(fallback.status == 0, "\(fallback.errors)")
+        #expect(fallback.output.first == #"{"event":"connected","transport":"sse"}"#)
+        let only = await tether(["signalr", "--url", url, "--transport", "websockets", "invoke", "Echo", #"["x"]"#])
+        #expect(only.status == 1)
+        #expect(only.output.isEmpty)
+        #expect(
+            only.errors.joined().contains(
+                "Unable to connect to the server with any of the available transports. WebSockets failed:"
+            ),
+            "\(only.errors)"
+        )
+    }
+
     /// `--access-token-command` through a gateway that refuses the first token: the command runs
     /// again on the 401, the call succeeds, and no token is ever printed (even with --verbose).
     @Test func accessTokenCommandRunsAgainOnA401() async throws {

@@ -78,6 +78,26 @@ struct HubHTTPTransportMachineTests {
         #expect(!machine.isClosed)
     }
 
+    /// A poll's body, however it arrives, is handed over byte for byte (the hub protocol's parser
+    /// takes frames split anywhere).
+    @Test func aPollBodySplitAtEveryByteArrivesWhole() {
+        let body = Self.frames("{\"type\":1,\"target\":\"Notify\",\"arguments\":[\"x\"]}\u{1E}{\"type\":6}\u{1E}")
+        for cut in 0...body.count {
+            var (machine, poll) = Self.polling()
+            machine.responseStarted(id: poll, status: 200)
+            machine.responseBody(id: poll, Array(body[..<cut]))
+            machine.responseBody(id: poll, Array(body[cut...]))
+            machine.responseEnded(id: poll)
+            let actions = Self.drain(&machine)
+            let received = actions.flatMap { action -> [UInt8] in
+                if case .received(let bytes) = action { return bytes }
+                return []
+            }
+            #expect(received == body, "cut at \(cut)")
+            #expect(Self.requests(actions).map(\.purpose) == [.poll])
+        }
+    }
+
     @Test func aPollAnswered204ClosesInOrderAnd404WithAnError() {
         var (machine, poll) = Self.polling()
         machine.responseStarted(id: poll, status: 204)

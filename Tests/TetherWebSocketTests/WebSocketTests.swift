@@ -388,6 +388,43 @@ struct HTTPResponseParserTests {
         #expect(throws: HTTPError.self) { _ = try cut.endOfInput() }
     }
 
+    /// Streaming (an event stream, a long poll): the head once complete, the body handed over as
+    /// it arrives, chunked framing removed, the same whatever the split; only untaken bytes count
+    /// against the body limit.
+    @Test func aStreamedBodyReadsTheSameSplitAtEveryByte() throws {
+        let response = Array(
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "d\r\ndata: {}\u{1E}\r\n\r\n\r\n15\r\ndata: {\"type\":6}\u{1E}\r\n\r\n\r\n0\r\n\r\n").utf8
+        )
+        let body = Array("data: {}\u{1E}\r\n\r\ndata: {\"type\":6}\u{1E}\r\n\r\n".utf8)
+        for cut in 0...response.count {
+            var parser = HTTPResponseParser(configuration: .init(maximumBodySize: 34))
+            var head: HTTPResponseHead?
+            var received: [UInt8] = []
+            for piece in [Array(response[..<cut]), Array(response[cut...])] {
+                parser.append(piece)
+                head = try parser.readHead() ?? head
+                received += try parser.takeBody()
+            }
+            #expect(head?.status == 200 && head?.headers["content-type"] == "text/event-stream", "cut \(cut)")
+            #expect(received == body, "cut \(cut)")
+            #expect(parser.isComplete, "cut \(cut)")
+        }
+        // Taken a byte at a time, a body larger than the limit streams through; read whole, it
+        // does not.
+        var streamed = HTTPResponseParser(configuration: .init(maximumBodySize: 22))
+        var received: [UInt8] = []
+        for byte in response {
+            streamed.append([byte])
+            _ = try streamed.readHead()
+            received += try streamed.takeBody()
+        }
+        #expect(received == body)
+        var whole = HTTPResponseParser(configuration: .init(maximumBodySize: 22))
+        whole.append(response)
+        #expect(throws: HTTPError.self) { _ = try whole.response() }
+    }
+
     @Test func requestSerialization() {
         let request = HTTPRequest(
             method: "POST",
