@@ -122,6 +122,196 @@ final class HTTPExchange: @unchecked Sendable {
     }
 }
 
+/// A persistent HTTP/1.1 connection carrying one request after another (keep-alive): the long
+/// polls of one transport on one, its sends on another, so that a call over the HTTP transports
+/// costs no TCP (or TLS) handshake. A response that asks to close (`Connection: close`, a body
+/// up to the end of the connection) closes it, and the next request opens a new one. A request
+/// on a reused connection that the server closed before answering anything (it may close an idle
+/// connection just as the request goes out) is sent once more on a new connection. Reports like
+/// `HTTPExchange`, on the runner's queue.
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
+/// written only on `queue`.
+final class HTTPLane: @unchecked Sendable {
+    private struct Current {
+        var id: Int
+        var request: HTTPRequest
+        var timeout: Duration?
+        var onEvent: (HTTPExchange.Event) -> Void
+        /// Whether any byte of the response came.
+        var answered = false
+        var started = false
+        var retried = false
+    }
+
+    private let url: HubURL
+    private let queue: DispatchQueue
+    private let options: HubConnection.Options
+    private let maximumBodySize: Int
+    private var connection: (any ByteTransport)?
+    private var isConnected = false
+    /// Whether the current request went out on a connection that carried one before.
+    private var isReused = false
+    private var parser: HTTPResponseParser
+    private var current: Current?
+    /// Tells a deadline of an earlier request from the current one's.
+    private var deadlineToken = 0
+
+    init(url: HubURL, queue: DispatchQueue, options: HubConnection.Options, maximumBodySize: Int) {
+        self.url = url
+        self.queue = queue
+        self.options = options
+        self.maximumBodySize = maximumBodySize
+        parser = HTTPResponseParser(configuration: .init(maximumBodySize: maximumBodySize))
+    }
+
+    /// Whether a request is out.
+    var isBusy: Bool { current != nil }
+
+    /// Sends a request (none may be out); its answer is reported to `onEvent`.
+    func start(
+        id: Int,
+        method: String,
+        headers: [String: String],
+        body: [UInt8],
+        timeout: Duration?,
+        onEvent: @escaping (HTTPExchange.Event) -> Void
+    ) {
+        precondition(current == nil, "a request is already out on this lane")
+        let request = HTTPRequest(
+            method: method,
+            target: url.target,
+            host: url.hostHeader,
+            headers: HTTPHeaders(hub: headers),
+            body: body
+        )
+        current = Current(id: id, request: request, timeout: timeout, onEvent: onEvent)
+        send()
+    }
+
+    /// Abandons the request that is out (no event follows); the connection, which may still
+    /// bring its answer, is closed.
+    func cancel() {
+        current = nil
+        dropConnection()
+    }
+
+    /// Closes the lane.
+    func close() {
+        cancel()
+    }
+
+    private func send() {
+        guard var request = current else { return }
+        parser = HTTPResponseParser(
+            configuration: .init(maximumBodySize: maximumBodySize),
+            requestMethod: request.request.method
+        )
+        deadlineToken += 1
+        if let timeout = request.timeout {
+            let token = deadlineToken
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                guard let self, deadlineToken == token, current != nil else { return }
+                finish(.failed("no response within \(seconds) seconds", timedOut: true), keepConnection: false)
+            }
+        }
+        request.answered = false
+        request.started = false
+        current = request
+        if let connection, isConnected {
+            isReused = true
+            connection.send(request.request.serialize())
+            return
+        }
+        isReused = false
+        dropConnection()
+        connection = options.makeTransport(to: url, queue: queue) { [weak self] event in
+            self?.event(event)
+        }
+        connection?.start()
+    }
+
+    private func dropConnection() {
+        connection?.close()
+        connection = nil
+        isConnected = false
+    }
+
+    private func event(_ event: ByteTransportEvent) {
+        switch event {
+        case .connected:
+            isConnected = true
+            if let current { connection?.send(current.request.serialize()) }
+        case .received(let bytes):
+            guard current != nil else { return dropConnection() }  // nothing was asked
+            current?.answered = true
+            parser.append(bytes)
+            do throws(HTTPError) {
+                try deliverResponse()
+            } catch {
+                finish(.failed(error.message, timedOut: false), keepConnection: false)
+            }
+        case .closed(let reason):
+            isConnected = false
+            connection = nil
+            guard let request = current else { return }
+            if !request.answered && isReused && !request.retried {
+                // The server closed the idle connection as the request went out: once more, anew.
+                current?.retried = true
+                return send()
+            }
+            do throws(HTTPError) {
+                let rest = try parser.endOfInput()
+                if !request.started {
+                    current?.started = true
+                    request.onEvent(.started(status: rest.head.status, contentType: rest.head.headers["Content-Type"]))
+                }
+                if !rest.body.isEmpty { current?.onEvent(.body(rest.body)) }
+                finish(.ended, keepConnection: false)
+            } catch {
+                finish(
+                    .failed(reason.map { "the connection failed: \($0)" } ?? error.message, timedOut: false),
+                    keepConnection: false
+                )
+            }
+        case .tlsFailed(let reason):
+            finish(.failed("TLS failed: \(reason)", timedOut: false), keepConnection: false)
+        case .certificateRefused(let reason):
+            finish(.certificateRefused(reason), keepConnection: false)
+        case .tlsEstablished, .drained:
+            break
+        }
+    }
+
+    private func deliverResponse() throws(HTTPError) {
+        guard let request = current else { return }
+        if !request.started {
+            guard let head = try parser.readHead() else { return }
+            current?.started = true
+            request.onEvent(.started(status: head.status, contentType: head.headers["Content-Type"]))
+            guard current?.id == request.id else { return }  // canceled meanwhile
+        }
+        let body = try parser.takeBody()
+        if !body.isEmpty {
+            request.onEvent(.body(body))
+            guard current?.id == request.id else { return }
+        }
+        guard parser.isComplete, let head = try parser.readHead() else { return }
+        let keep = !head.headers.contains("Connection", token: "close") && parser.remainder.isEmpty
+        finish(.ended, keepConnection: keep)
+    }
+
+    private func finish(_ event: HTTPExchange.Event, keepConnection: Bool) {
+        guard let request = current else { return }
+        current = nil
+        deadlineToken += 1
+        if !keepConnection { dropConnection() }
+        request.onEvent(event)
+    }
+}
+
 /// A SignalR transport of one generation as the runner drives it: the WebSocket, or an HTTP
 /// transport.
 protocol HubTransportConnection: AnyObject {
@@ -157,6 +347,10 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
 
     private var machine: HubHTTPTransportMachine
     private var exchanges: [Int: HTTPExchange] = [:]
+    private lazy var sendLane = HTTPLane(url: url, queue: queue, options: options, maximumBodySize: maximumMessageSize)
+    private lazy var pollLane = HTTPLane(url: url, queue: queue, options: options, maximumBodySize: maximumMessageSize)
+    /// The lane of each request out on one.
+    private var laneRequests: [Int: HTTPLane] = [:]
     private var onEvent: ((HubTransportEvent) -> Void)?
     private let queue: DispatchQueue
     private let options: HubConnection.Options
@@ -210,6 +404,19 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
     private func drain() {
         while let action = machine.pollAction() {
             switch action {
+            case .request(let request) where request.purpose == .send || request.purpose == .poll:
+                // Sends and polls each on a keep-alive lane of their own (one at a time each).
+                let lane = request.purpose == .send ? sendLane : pollLane
+                laneRequests[request.id] = lane
+                lane.start(
+                    id: request.id,
+                    method: request.method.rawValue,
+                    headers: request.headers,
+                    body: request.body,
+                    timeout: Self.requestTimeout
+                ) { [weak self] event in
+                    self?.exchangeEvent(event, id: request.id)
+                }
             case .request(let request):
                 let purpose = request.purpose
                 exchanges[request.id] = HTTPExchange(
@@ -227,6 +434,7 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
                 }
             case .cancelRequest(let id):
                 exchanges.removeValue(forKey: id)?.cancel()
+                laneRequests.removeValue(forKey: id)?.cancel()
             case .opened:
                 onEvent?(.opened)
             case .received(let bytes):
@@ -234,12 +442,19 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
             case .closed(let error):
                 for exchange in exchanges.values { exchange.cancel() }
                 exchanges.removeAll()
+                closeLanes()
                 let report = onEvent
                 onEvent = nil
                 closing = nil
                 report?(error?.kind == .unauthorized ? .unauthorized : .closed(error?.message))
             }
         }
+    }
+
+    private func closeLanes() {
+        laneRequests.removeAll()
+        sendLane.close()
+        pollLane.close()
     }
 
     private func exchangeEvent(_ event: HTTPExchange.Event, id: Int) {
@@ -250,15 +465,18 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
             machine.responseBody(id: id, bytes)
         case .ended:
             exchanges.removeValue(forKey: id)
+            laneRequests.removeValue(forKey: id)
             machine.responseEnded(id: id)
         case .failed(let reason, let timedOut):
             exchanges.removeValue(forKey: id)
+            laneRequests.removeValue(forKey: id)
             machine.requestFailed(id: id, timedOut ? .timedOut : .failed(reason))
         case .certificateRefused(let reason):
             // Final: the transport ends here, whatever its machine would do next.
             exchanges.removeValue(forKey: id)
             for exchange in exchanges.values { exchange.cancel() }
             exchanges.removeAll()
+            closeLanes()
             let report = onEvent
             onEvent = nil
             closing = nil

@@ -147,6 +147,24 @@ struct HubConnectionTests {
         }
     }
 
+    /// The HTTP transports keep their connections: twenty calls over long polling or Server-Sent
+    /// Events open a handful of connections (negotiate, the poll or event stream, the sends), not
+    /// one per request.
+    @Test(arguments: [HubTransport.longPolling, .serverSentEvents])
+    func httpTransportsReuseTheirConnections(_ transport: HubTransport) async throws {
+        let server = try startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
+            .withTransports(transport).build()
+        try await connection.start()
+        for index in 0..<20 {
+            let echoed: String = try await connection.invoke("Echo", "call \(index)")
+            #expect(echoed == "call \(index)")
+        }
+        await connection.stop()
+        #expect(relay.acceptedCount <= 5, "\(relay.acceptedCount) connections for 20 calls")
+    }
+
     /// A gateway answering 401 to an expired token, at negotiate or when the transport opens: the
     /// provider is asked once more and the step retried; a provider that keeps returning the
     /// expired token ends with `unauthorized` after two asks, without a loop.
