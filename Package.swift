@@ -167,6 +167,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "FuzzDNSMessage",
+            dependencies: ["FuzzSupport", "TetherCore"],
+            path: "Tests/Fuzz/FuzzDNSMessage",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "FuzzServerSentEvents",
             dependencies: ["FuzzSupport", "TetherSignalR"],
             path: "Tests/Fuzz/FuzzServerSentEvents",

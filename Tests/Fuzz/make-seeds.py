@@ -188,6 +188,22 @@ def main():
            b"\x00data: 0123456789abcdef0123456789\n\n"]
     write("FuzzServerSentEvents", sse)
 
+    # DNS responses: [limits selector] + message.
+    def name(text):
+        return b"".join(bytes([len(label)]) + label.encode() for label in text.split(".")) + b"\x00"
+    def rr(owner, rtype, data):
+        return owner + struct.pack(">HHIH", rtype, 1, 300, len(data)) + data
+    head = struct.pack(">HHHHHH", 0x1234, 0x8180, 1, 3, 0, 0)
+    srv_q = name("_xmpp-client._tcp.example.com") + struct.pack(">HH", 33, 1)
+    srv = rr(b"\xc0\x0c", 33, struct.pack(">HHH", 10, 60, 5222) + b"\x04xmpp\xc0\x1e")
+    cname = rr(b"\x04xmpp\xc0\x1e", 5, name("host.example.net"))
+    a = rr(name("host.example.net"), 1, bytes([192, 0, 2, 1]))
+    dns = [bytes([0xff]) + head + srv_q + srv + cname + a,
+           bytes([0x11]) + struct.pack(">HHHHHH", 1, 0x8383, 1, 0, 0, 0) + srv_q,
+           bytes([0x22]) + struct.pack(">HHHHHH", 2, 0x8380, 1, 1, 0, 0) + srv_q + rr(b"\xc0\x0c", 33, struct.pack(">HHH", 0, 0, 0) + b"\x00"),
+           bytes([0x07]) + struct.pack(">HHHHHH", 3, 0x8180, 1, 1, 0, 0) + b"\xc0\x0c\x00\x01\x00\x01"]
+    write("FuzzDNSMessage", dns)
+
     # TLS: [split seed] + records where the server's flight belongs.
     tls = [bytes([1]) + b"\x16\x03\x03\x00\x04\x02\x00\x00\x00",
            bytes([2]) + b"\x15\x03\x03\x00\x02\x02\x28",
