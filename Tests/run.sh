@@ -5,7 +5,7 @@
 #
 # On a fresh Debian 12 machine with the Swift toolchain it installs, when run as root, the Debian
 # packages the build and the real-server tests need (Expat and OpenSSL for the build; prosody,
-# the openssl command and python3-venv for the servers the tests start on 127.0.0.1); it makes the
+# dnsmasq, the openssl command and python3-venv for the servers the tests start on 127.0.0.1); it makes the
 # Python virtual environment .build/venv-aiosignalr with aiosignalr 0.1.1 (PyPI), the SignalR hub
 # the tests start; then it runs `swift test` and ends with a line saying how many real-server
 # suites ran and how many were skipped.
@@ -19,8 +19,9 @@ cd "$(dirname "$0")/.."
 
 # pkg-config, libexpat1-dev, libssl-dev: the build (Expat for XML, OpenSSL 3 for SCRAM and TLS).
 # prosody (+ lua-unbound, which silences its DNS warning): the real XMPP server. openssl: the
-# throw-away CA and certificates of the TLS tests. python3, python3-venv: aiosignalr's environment.
-packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound python3 python3-venv)
+# throw-away CA and certificates of the TLS tests. dnsmasq-base: the DNS server of the DNS tests.
+# python3, python3-venv: aiosignalr's environment.
+packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound dnsmasq-base python3 python3-venv)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()

@@ -14,6 +14,8 @@ public enum RealServer: Sendable, CaseIterable {
     case aiosignalr
     /// The `openssl` command, which makes the throw-away CA and certificates of the TLS tests.
     case opensslCommand
+    /// dnsmasq, the DNS server of the DNS tests (Debian: `dnsmasq-base`).
+    case dnsmasq
 
     /// Whether it is installed where the tests look for it.
     public var isInstalled: Bool {
@@ -21,6 +23,7 @@ public enum RealServer: Sendable, CaseIterable {
         case .prosody: ProsodyServer.isInstalled
         case .aiosignalr: SignalRHubServer.isInstalled
         case .opensslCommand: access("/usr/bin/openssl", X_OK) == 0
+        case .dnsmasq: DNSServer.isInstalled
         }
     }
 
@@ -37,6 +40,9 @@ public enum RealServer: Sendable, CaseIterable {
         case .opensslCommand:
             "the openssl command is not installed (/usr/bin/openssl): run Tests/run.sh as root, or "
                 + "`sudo apt-get install openssl`"
+        case .dnsmasq:
+            "dnsmasq is not installed (\(DNSServer.path)): run Tests/run.sh as root, or "
+                + "`sudo apt-get install dnsmasq-base`"
         }
     }
 }

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TetherCore
+import TetherDispatch
+import TetherTestServers
+
+/// The driver's DNS against a real DNS server (dnsmasq on 127.0.0.1): SRV records, CNAME chains,
+/// NXDOMAIN, an answer too large for UDP fetched over TCP, a nameserver that does not answer,
+/// and `resolv.conf`'s nameservers.
+@Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.dnsmasq))
+struct DNSLookupTests {
+    static func server(extraSRV count: Int = 0) throws -> DNSServer {
+        var records: [DNSServer.Record] = [
+            .srv("_xmpp-client._tcp.example.test", target: "xmpp.example.test", port: 5222, priority: 10, weight: 60),
+            .srv("_xmpps-client._tcp.example.test", target: "tls.example.test", port: 5223, priority: 5, weight: 0),
+            .address("xmpp.example.test", ["127.0.0.1", "::1"]),
+            .cname("alias.example.test", target: "xmpp.example.test"),
+        ]
+        for index in 0..<count {
+            records.append(
+                .srv(
+                    "_big._tcp.example.test",
+                    target: "a-rather-long-host-name-number-\(index).example.test",
+                    port: 5222,
+                    priority: index,
+                    weight: 1
+                )
+            )
+        }
+        return try DNSServer(local: ["example.test"], records: records)
+    }
+
+    @Test func serviceRecordsAddressesAndAliases() async throws {
+        let server = try Self.server()
+        let lookup = DNSLookup(nameServers: [Endpoint(host: "127.0.0.1", port: server.port)])
+        let question = DNSQuestion(name: "_xmpp-client._tcp.example.test", type: .srv)
+        let srv = try await lookup.resolve(question).get()
+        #expect(
+            srv.records(for: question.name, type: .srv) == [
+                .srv(priority: 10, weight: 60, port: 5222, target: "xmpp.example.test")
+            ]
+        )
+        let a = try await lookup.resolve(DNSQuestion(name: "alias.example.test", type: .a)).get()
+        #expect(a.records(for: "alias.example.test", type: .a) == [.a([127, 0, 0, 1])], "\(a)")
+        let aaaa = try await lookup.resolve(DNSQuestion(name: "xmpp.example.test", type: .aaaa)).get()
+        #expect(aaaa.records(for: "xmpp.example.test", type: .aaaa) == [.aaaa(Array(repeating: 0, count: 15) + [1])])
+        let missing = try await lookup.resolve(DNSQuestion(name: "_xmpp-client._tcp.nothing.example.test", type: .srv))
+            .get()
+        #expect(missing.responseCode == .nameError && missing.answers.isEmpty)
+    }
+
+    @Test func anAnswerTooLargeForUDPComesOverTCP() async throws {
+        let server = try Self.server(extraSRV: 60)
+        let lookup = DNSLookup(nameServers: [Endpoint(host: "127.0.0.1", port: server.port)])
+        let response = try await lookup.resolve(DNSQuestion(name: "_big._tcp.example.test", type: .srv)).get()
+        #expect(!response.isTruncated)
+        #expect(response.answers.count == 60)
+        #expect(server.logTail.contains("query[SRV] _big._tcp.example.test"))
+    }
+
+    /// A nameserver that never answers costs one timeout; the next one answers.
+    @Test func aSilentNameserverIsPassedOver() async throws {
+        let server = try Self.server()
+        let silent = try freeLoopbackPort()  // nothing listens for UDP there
+        let lookup = DNSLookup(
+            nameServers: [Endpoint(host: "127.0.0.1", port: silent), Endpoint(host: "127.0.0.1", port: server.port)],
+            timeout: .milliseconds(300)
+        )
+        let start = ContinuousClock.now
+        let response = try await lookup.resolve(DNSQuestion(name: "xmpp.example.test", type: .a)).get()
+        #expect(response.records(for: "xmpp.example.test", type: .a) == [.a([127, 0, 0, 1])])
+        #expect(ContinuousClock.now - start >= .milliseconds(300))
+        // Every server silent: a failure naming the tries.
+        let nobody = DNSLookup(nameServers: [Endpoint(host: "127.0.0.1", port: silent)], timeout: .milliseconds(100))
+        guard case .failure(let failure) = await nobody.resolve(DNSQuestion(name: "xmpp.example.test", type: .a)) else {
+            return #expect(Bool(false), "an answer from nowhere")
+        }
+        #expect(failure.message.contains("after 2 tries"), "\(failure)")
+    }
+
+    @Test func resolvConfsNameservers() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("resolv-\(UUID().uuidString).conf")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try
+            "# comment\nsearch example.test\nnameserver 192.0.2.53\nnameserver\tfe80::1%eth0\noptions ndots:1\nnameserver 2001:db8::53\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(
+            DNSLookup.nameServers(resolvConf: path) == [
+                Endpoint(host: "192.0.2.53", port: 53), Endpoint(host: "fe80::1", port: 53),
+                Endpoint(host: "2001:db8::53", port: 53),
+            ]
+        )
+        #expect(DNSLookup.nameServers(resolvConf: path + ".missing").isEmpty)
+    }
+}
