@@ -48,6 +48,7 @@ struct XMPPClientBenchmarks {
             configuration: .init(
                 jid: JID("bob@example.com")!,
                 password: "secret",
+                serviceLookup: false,
                 tls: .disabled,
                 allowPlainOnCleartext: true,
                 reconnectPolicy: .tiered(repeats: false),
@@ -69,7 +70,7 @@ struct XMPPClientBenchmarks {
                     if text.contains("urn:ietf:params:xml:ns:xmpp-bind"), let range = text.range(of: "id='") {
                         bindID = String(text[range.upperBound...].prefix { $0 != "'" })
                     }
-                case .startTLS, .closeTransport, .event: break
+                case .startTLS, .closeTransport, .lookUpService, .event: break
                 }
             }
         }

@@ -39,6 +39,9 @@ public struct ConnectionOptions: Sendable {
     /// TLS cannot be created: `XMPPClient` throws `tlsUnavailable`, `HubConnection`
     /// `invalidConfiguration`).
     public var tlsSessionFactory: TLSSessionFactory?
+    /// The DNS servers asked for the XMPP server's SRV records (nil: those of
+    /// `/etc/resolv.conf`); IP addresses, port 53 unless given.
+    public var nameServers: [Endpoint]?
     /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
     /// bring its own, for example over Network.framework.
     public var transportFactory: ByteTransportFactory
@@ -54,6 +57,7 @@ public struct ConnectionOptions: Sendable {
         randomSeed: UInt64? = nil,
         caFile: String? = nil,
         trust: TLSTrust = TLSTrust(),
+        nameServers: [Endpoint]? = nil,
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
         transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
     ) {
@@ -66,6 +70,7 @@ public struct ConnectionOptions: Sendable {
         self.randomSeed = randomSeed
         self.caFile = caFile
         self.trust = trust
+        self.nameServers = nameServers
         self.tlsSessionFactory = tlsSessionFactory
         self.transportFactory = transportFactory
     }

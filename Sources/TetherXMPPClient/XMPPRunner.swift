@@ -17,6 +17,8 @@ final class XMPPRunner: @unchecked Sendable {
     private let options: XMPPClient.Options
     private let log: ConnectionLog
     private var transports: [TransportGeneration: any ByteTransport] = [:]
+    /// The DNS resolver, made at the first lookup.
+    private lazy var dns = DNSLookup(nameServers: options.nameServers)
 
     private struct FlushWaiter {
         let call: XMPPClient.Call
@@ -207,10 +209,52 @@ final class XMPPRunner: @unchecked Sendable {
         case .startTLS(let serverName, let generation, let buffered):
             log.debug("Starting TLS for \(serverName).")
             transports[generation]?.startTLS(serverName: serverName, bufferedBytes: buffered)
+        case .lookUpService(let domain, let generation):
+            lookUpService(domain, generation: generation)
         case .closeTransport(let generation):
             transports.removeValue(forKey: generation)?.close()
         case .event(let event):
             deliver(event)
+        }
+    }
+
+    /// Both SRV lookups at once; the answers go to the machine together (a failed lookup is
+    /// `.none`: the domain itself is tried, as RFC 6120 §3.2.2 says).
+    private func lookUpService(_ domain: String, generation: TransportGeneration) {
+        let names = XMPPServiceTargets.lookupNames(for: domain)
+        let dns = dns
+        let queue = core.queue
+        Task { [weak self] in
+            async let startTLS = dns.resolve(DNSQuestion(name: names.startTLS, type: .srv))
+            async let directTLS = dns.resolve(DNSQuestion(name: names.directTLS, type: .srv))
+            let answers = await (startTLS, directTLS)
+            queue.async { [weak self] in
+                guard let self else { return }
+                let startTLS = lookup(names.startTLS, answers.0)
+                let directTLS = lookup(names.directTLS, answers.1)
+                core.machine.serviceLookedUp(
+                    startTLS: startTLS,
+                    directTLS: directTLS,
+                    generation: generation,
+                    now: core.now()
+                )
+                core.drive()
+            }
+        }
+    }
+
+    private func lookup(
+        _ name: String,
+        _ answer: Result<DNSResponse, DNSResolverMachine.Failure>
+    ) -> XMPPServiceTargets.Lookup {
+        switch answer {
+        case .success(let response):
+            let records = response.records(for: name, type: .srv)
+            log.debug("DNS: \(name) SRV: \(records.isEmpty ? "none (\(response.responseCode))" : "\(records)").")
+            return records.isEmpty ? .none : .records(records)
+        case .failure(let failure):
+            log.debug("DNS: \(name) SRV: \(failure.message)")
+            return .none
         }
     }
 

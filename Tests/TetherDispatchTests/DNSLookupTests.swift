@@ -3,6 +3,8 @@ import Testing
 import TetherCore
 import TetherDispatch
 import TetherTestServers
+import TetherXMPP
+import TetherXMPPClient
 
 /// The driver's DNS against a real DNS server (dnsmasq on 127.0.0.1): SRV records, CNAME chains,
 /// NXDOMAIN, an answer too large for UDP fetched over TCP, a nameserver that does not answer,
@@ -92,5 +94,52 @@ struct DNSLookupTests {
             ]
         )
         #expect(DNSLookup.nameServers(resolvConf: path + ".missing").isEmpty)
+    }
+}
+
+/// `XMPPClient` finding prosody through DNS: the SRV record of the JID's domain (served by
+/// dnsmasq) names the host and port; a domain that publishes "no service" fails at once, for
+/// good.
+@Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.prosody, .dnsmasq))
+struct XMPPServiceLookupTests {
+    @Test func theServerIsFoundThroughItsSRVRecord() async throws {
+        let prosody = try startedProsody()
+        let dns = try DNSServer(
+            local: ["localhost"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: prosody.port, priority: 0, weight: 0)
+            ]
+        )
+        var configuration = testConfiguration("alice", port: prosody.port)
+        configuration.endpoint = nil
+        let options = XMPPClient.Options(nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)])
+        let client = try XMPPClient(configuration: configuration, options: options)
+        let jid = try await client.connect()
+        #expect(jid.bare == JID("alice@localhost")!.bare)
+        await client.disconnect()
+        #expect(dns.logTail.contains("query[SRV] _xmpp-client._tcp.localhost"), "\(dns.logTail)")
+        #expect(dns.logTail.contains("query[SRV] _xmpps-client._tcp.localhost"), "\(dns.logTail)")
+    }
+
+    @Test func aDomainWithoutServiceFailsForGood() async throws {
+        let prosody = try startedProsody()
+        let dns = try DNSServer(
+            local: ["localhost"],
+            records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]
+        )
+        var configuration = testConfiguration("alice", port: prosody.port)
+        configuration.endpoint = nil
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)])
+        )
+        let events = EventRecorder(client)
+        do {
+            _ = try await client.connect()
+            Issue.record("connected to a domain that offers no XMPP service")
+        } catch {
+            #expect(error.kind == .serviceUnavailable && error.isFatal, "\(error)")
+        }
+        #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
     }
 }

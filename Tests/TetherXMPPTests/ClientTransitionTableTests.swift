@@ -17,7 +17,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 103
+    static let expectedRowCount = 112
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -109,6 +109,14 @@ struct ClientTransitionTableTests {
         case "connectingTransport":
             let harness = XMPPClientHarness()
             harness.start()
+            return harness
+        case "disconnected with a service lookup":
+            return XMPPClientHarness { $0.serviceLookup = true }
+        case "looking up the service", "connecting to the first of two targets":
+            let harness = XMPPClientHarness { $0.serviceLookup = true }
+            harness.start()
+            if state == "connecting to the first of two targets" { _ = apply("service records", to: harness) }
+            harness.drain()
             return harness
         case "connectingTransport with direct TLS":
             let harness = XMPPClientHarness { $0.tls = .direct }
@@ -224,6 +232,26 @@ struct ClientTransitionTableTests {
         switch input {
         case "start": harness.machine.start(now: harness.now)
         case "stop": harness.machine.stop(now: harness.now)
+        case "service records", "no service records", "no service":
+            func srv(_ priority: UInt16, _ port: UInt16, _ target: String) -> DNSRecordData {
+                .srv(priority: priority, weight: 0, port: port, target: target)
+            }
+            let (startTLS, directTLS): (XMPPServiceTargets.Lookup, XMPPServiceTargets.Lookup) =
+                switch input {
+                case "service records":
+                    (
+                        .records([srv(10, 5222, "xmpp.example.com"), srv(20, 5222, "xmpp2.example.com")]),
+                        .records([srv(5, 5223, "tls.example.com")])  // dropped: TLS is disabled here
+                    )
+                case "no service": (.records([srv(0, 0, ".")]), .none)
+                default: (.none, .none)
+                }
+            harness.machine.serviceLookedUp(
+                startTLS: startTLS,
+                directTLS: directTLS,
+                generation: harness.generation!,
+                now: harness.now
+            )
         case "reconnect now": harness.machine.reconnectNow(now: harness.now)
         case "transport connected": harness.connected()
         case "transport closed": harness.transportClosed()

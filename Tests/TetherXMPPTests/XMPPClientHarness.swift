@@ -49,6 +49,7 @@ final class XMPPClientHarness {
         var configuration = Machine.Configuration(
             jid: Self.jid,
             password: "secret-password",
+            serviceLookup: false,  // the table's rows with a lookup turn it on
             tls: .disabled,
             allowPlainOnCleartext: true,
             reconnectPolicy: .fixed(.seconds(1)),
@@ -92,6 +93,9 @@ final class XMPPClientHarness {
             case .startTLS(_, _, let buffered):
                 tlsBuffered = buffered
                 names.append("starttls")
+            case .lookUpService(_, let generation):
+                self.generation = generation
+                names.append("lookup")
             case .closeTransport(let generation):
                 closed.append(generation)
                 names.append("close")

@@ -80,3 +80,48 @@ struct XMPPServiceTargetsTests {
         #expect(try Self.targets(records, .none, seed: 42) == Self.targets(records, .none, seed: 42))
     }
 }
+
+/// The machine connecting through the lookup: a direct-TLS target is opened with TLS from the
+/// first byte for the JID's domain (never the target's name) and its stream counts as secured;
+/// a target that fails is followed by the next within the same attempt.
+struct ServiceLookupMachineTests {
+    @Test func aDirectTLSTargetIsSecuredFromTheFirstByte() {
+        let harness = XMPPClientHarness {
+            $0.serviceLookup = true
+            $0.tls = .required
+        }
+        harness.start()
+        #expect(harness.transcript == ["lookup"])
+        harness.machine.serviceLookedUp(
+            startTLS: .records([.srv(priority: 10, weight: 0, port: 5222, target: "xmpp.example.net")]),
+            directTLS: .records([.srv(priority: 5, weight: 0, port: 443, target: "tls.example.net.")]),
+            generation: harness.generation!,
+            now: harness.now
+        )
+        harness.drain()
+        #expect(harness.endpoints == [Endpoint(host: "tls.example.net", port: 443)])
+        #expect(harness.directTLSNames == ["example.com"])
+        // It fails: the next target, STARTTLS this time, checked for the domain too.
+        harness.transportClosed()
+        #expect(harness.endpoints.last == Endpoint(host: "xmpp.example.net", port: 5222))
+        #expect(harness.directTLSNames.last == .some(nil))
+        #expect(harness.state == .connectingTransport)
+    }
+
+    @Test func withDirectTLSRequiredOnlyDirectTLSTargetsOrTheDomainOn5223() {
+        let harness = XMPPClientHarness {
+            $0.serviceLookup = true
+            $0.tls = .direct
+        }
+        harness.start()
+        harness.machine.serviceLookedUp(
+            startTLS: .records([.srv(priority: 10, weight: 0, port: 5222, target: "xmpp.example.net")]),
+            directTLS: .none,
+            generation: harness.generation!,
+            now: harness.now
+        )
+        harness.drain()
+        #expect(harness.endpoints == [Endpoint(host: "example.com", port: 5223)])
+        #expect(harness.directTLSNames == ["example.com"])
+    }
+}

@@ -37,6 +37,8 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
         /// server's certificate.
         case certificateRefused
+        /// The domain publishes in DNS that it offers no XMPP service (an SRV target of `.`).
+        case serviceUnavailable
         /// The server requires a stream feature this client does not implement.
         case unsupportedRequiredFeature
         /// Resource binding failed (`stanzaError`).
@@ -99,6 +101,7 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case .authenticationFailed:
             saslCondition != "temporary-auth-failure"
         case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .tlsFailed, .certificateRefused,
+            .serviceUnavailable,
             .unsupportedRequiredFeature,
             .bindFailed, .sessionFailed, .invalidConfiguration:
             true

@@ -69,8 +69,13 @@ extension XMPPClientMachine {
         public var jid: JID
         /// The password (never logged, never in an error or description).
         public var password: Secret
-        /// Where to connect (default: the JID's domain, port 5222; 5223 with direct TLS).
+        /// Where to connect. Nil (the default): found through DNS when `serviceLookup` is on
+        /// (RFC 6120 §3.2 and XEP-0368 SRV records), else the JID's domain on port 5222 (5223
+        /// with direct TLS). An explicit endpoint skips the lookup.
         public var endpoint: Endpoint?
+        /// Find the server through DNS when `endpoint` is nil (default true): the
+        /// `lookUpService` action, answered with `serviceLookedUp`.
+        public var serviceLookup: Bool
         /// TLS (default `required`).
         public var tls: TLSPolicy
         /// The resource to request (nil: the JID's resourcepart; nil there too: the server
@@ -125,6 +130,7 @@ extension XMPPClientMachine {
             jid: JID,
             password: Secret,
             endpoint: Endpoint? = nil,
+            serviceLookup: Bool = true,
             tls: TLSPolicy = .required,
             resource: String? = nil,
             mechanisms: [SASLMechanism] = SASLMechanism.allCases,
@@ -149,6 +155,7 @@ extension XMPPClientMachine {
             self.jid = jid
             self.password = password
             self.endpoint = endpoint
+            self.serviceLookup = serviceLookup
             self.tls = tls
             self.resource = resource
             self.mechanisms = mechanisms

@@ -8,7 +8,7 @@ extension XMPPClientMachine {
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
         schedule = configuration.reconnectPolicy.map(ReconnectSchedule.init(policy:))
-        beginAttempt(to: configuration.defaultEndpoint, redirects: 0, now: now)
+        beginAttempt(to: nil, redirects: 0, now: now)
     }
 
     /// Disconnects on purpose: an online stream is closed cleanly (an SM acknowledgement, then
@@ -55,15 +55,24 @@ extension XMPPClientMachine {
             beginAttempt(to: next, redirects: redirects, now: now)
         case .suspended:
             schedule?.connectionEstablished()
-            beginAttempt(to: resumptionEndpoint ?? configuration.defaultEndpoint, redirects: 0, now: now)
+            beginAttempt(to: resumptionEndpoint, redirects: 0, now: now)
         case .connectingTransport(let attempt):
             enqueue(.closeTransport(generation: attempt.generation))
             schedule?.connectionEstablished()
-            beginAttempt(to: attempt.endpoint, redirects: attempt.redirects, now: now)
+            beginAttempt(
+                to: attempt.toConfiguredServer ? nil : attempt.endpoint,
+                redirects: attempt.redirects,
+                now: now
+            )
         case .negotiating(let negotiation):
             enqueue(.closeTransport(generation: negotiation.attempt.generation))
             schedule?.connectionEstablished()
-            beginAttempt(to: negotiation.attempt.endpoint, redirects: negotiation.attempt.redirects, now: now)
+            let attempt = negotiation.attempt
+            beginAttempt(
+                to: attempt.toConfiguredServer ? nil : attempt.endpoint,
+                redirects: attempt.redirects,
+                now: now
+            )
         case .connected(var session):
             let id = makeID("ping")
             guard var autoPing = session.autoPing else {
@@ -84,9 +93,10 @@ extension XMPPClientMachine {
 
     /// The TCP connection of `generation` is open (with direct TLS: and TLS is established).
     public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
-        guard case .connectingTransport(let attempt) = state, attempt.generation == generation else { return }
+        guard case .connectingTransport(let attempt) = state, attempt.generation == generation, !attempt.lookingUp
+        else { return }
         _ = parser.restart()
-        let secured = configuration.tls == .direct
+        let secured = attempt.directTLS
         state = .negotiating(Negotiation(attempt: attempt, secured: secured))
         sendStreamHeader(generation: generation, secured: secured)
     }
@@ -163,7 +173,16 @@ extension XMPPClientMachine {
         switch state {
         case .closing:
             closingEnded(now: now)
-        case .connectingTransport(let attempt):
+        case .connectingTransport(var attempt):
+            guard attempt.remainingTargets.isEmpty else {
+                // The next target of the lookup, within the same attempt (and its deadline).
+                let next = attempt.remainingTargets.removeFirst()
+                lastGeneration = lastGeneration.next
+                attempt.generation = lastGeneration
+                attempt.endpoint = Endpoint(host: next.host, port: next.port)
+                attempt.directTLS = next.directTLS
+                return open(attempt)
+            }
             lost(
                 XMPPClientError(.connectionFailed, "Could not connect to \(attempt.endpoint): \(error ?? "closed")."),
                 closeTransport: false,
@@ -269,13 +288,68 @@ extension XMPPClientMachine {
 
     // MARK: - Attempts, loss, reconnect
 
-    mutating func beginAttempt(to endpoint: Endpoint, redirects: Int, now: Instant) {
+    /// Starts an attempt to `endpoint` (nil: the configured server: the configuration's endpoint,
+    /// or the targets DNS names, or the domain's default).
+    mutating func beginAttempt(to endpoint: Endpoint?, redirects: Int, now: Instant) {
         lastGeneration = lastGeneration.next
         let generation = lastGeneration
-        state = .connectingTransport(Attempt(generation: generation, endpoint: endpoint, redirects: redirects))
-        let directTLS = configuration.tls == .direct ? configuration.jid.domainpart : nil
-        enqueue(.openTransport(endpoint, generation: generation, directTLSServerName: directTLS))
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
+        var attempt = Attempt(
+            generation: generation,
+            endpoint: endpoint ?? configuration.defaultEndpoint,
+            redirects: redirects,
+            toConfiguredServer: endpoint == nil,
+            directTLS: configuration.tls == .direct
+        )
+        if endpoint == nil, configuration.endpoint == nil, configuration.serviceLookup {
+            attempt.lookingUp = true
+            state = .connectingTransport(attempt)
+            return enqueue(.lookUpService(domain: configuration.jid.domainpart, generation: generation))
+        }
+        open(attempt)
+    }
+
+    /// Opens the transport of `attempt`'s target.
+    private mutating func open(_ attempt: Attempt) {
+        state = .connectingTransport(attempt)
+        let directTLS = attempt.directTLS ? configuration.jid.domainpart : nil
+        enqueue(.openTransport(attempt.endpoint, generation: attempt.generation, directTLSServerName: directTLS))
+    }
+
+    /// The SRV lookups of `generation` answered: the targets are tried in RFC 2782's order (those
+    /// the TLS policy allows: no direct TLS when TLS is disabled, only direct TLS when it is
+    /// `direct`), or the domain's default when there are none; a domain that publishes "no
+    /// service" fails the attempt for good (`serviceUnavailable`).
+    public mutating func serviceLookedUp(
+        startTLS: XMPPServiceTargets.Lookup,
+        directTLS: XMPPServiceTargets.Lookup,
+        generation: TransportGeneration,
+        now: Instant
+    ) {
+        guard case .connectingTransport(var attempt) = state, attempt.generation == generation, attempt.lookingUp
+        else { return }
+        attempt.lookingUp = false
+        var targets: [XMPPServiceTargets.Target]
+        do throws(XMPPServiceTargets.NoService) {
+            targets = try XMPPServiceTargets.targets(
+                domain: configuration.jid.domainpart,
+                startTLS: configuration.tls == .direct ? .none : startTLS,
+                directTLS: configuration.tls == .disabled ? .none : directTLS,
+                using: &random
+            )
+        } catch {
+            state = .connectingTransport(attempt)
+            return lost(XMPPClientError(.serviceUnavailable, error.message), closeTransport: false, now: now)
+        }
+        if configuration.tls == .direct, targets.allSatisfy({ !$0.directTLS }) {
+            // Direct TLS asked for, and no direct-TLS records: the domain on 5223.
+            targets = [XMPPServiceTargets.Target(host: configuration.jid.domainpart, port: 5223, directTLS: true)]
+        }
+        let first = targets.removeFirst()
+        attempt.endpoint = Endpoint(host: first.host, port: first.port)
+        attempt.directTLS = first.directTLS
+        attempt.remainingTargets = targets
+        open(attempt)
     }
 
     /// Where a resumption should connect (XEP-0198 `location`), if the server named a place.
@@ -322,7 +396,7 @@ extension XMPPClientMachine {
             // see-other-host: at once, without counting as a reconnect attempt.
             return beginAttempt(to: redirect, redirects: redirects + 1, now: now)
         }
-        let next = resumptionEndpoint ?? configuration.defaultEndpoint
+        let next = resumptionEndpoint
         var running = schedule
         running.connectionLost(at: now)
         let delay = running.nextDelay(now: now, reason: error.message, using: &random)

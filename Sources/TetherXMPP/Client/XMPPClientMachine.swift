@@ -43,6 +43,10 @@ public struct XMPPClientMachine: ~Copyable {
         /// first (verifying the certificate for that name) and report `transportConnected` once
         /// it is up, or `tlsFailed`.
         case openTransport(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
+        /// Look up the SRV records `_xmpp-client._tcp.DOMAIN` and `_xmpps-client._tcp.DOMAIN`
+        /// and report them with `serviceLookedUp` naming `generation` (a lookup that failed or
+        /// found nothing is `.none`).
+        case lookUpService(domain: String, generation: TransportGeneration)
         /// Write `bytes` on the transport of `generation`. `containsCredentials` marks SASL
         /// messages, which a log must not show.
         case send([UInt8], generation: TransportGeneration, containsCredentials: Bool)
@@ -130,6 +134,15 @@ public struct XMPPClientMachine: ~Copyable {
         var endpoint: Endpoint
         /// `see-other-host` redirects followed to get here.
         var redirects: Int
+        /// Whether the attempt goes to the configured server (found through DNS, or the
+        /// domain's default), not to a redirect's or a resumption's place.
+        var toConfiguredServer = false
+        /// The SRV lookup is out (nothing is connecting yet).
+        var lookingUp = false
+        /// Whether this target speaks TLS from the first byte.
+        var directTLS = false
+        /// The targets left to try after this one, from the lookup.
+        var remainingTargets: [XMPPServiceTargets.Target] = []
     }
 
     enum SASLExchange: Sendable {
@@ -181,7 +194,8 @@ public struct XMPPClientMachine: ~Copyable {
         case negotiating(Negotiation)
         case connected(Session)
         case closing(generation: TransportGeneration)
-        case reconnectWaiting(next: Endpoint, redirects: Int)
+        /// `next` nil: the configured server.
+        case reconnectWaiting(next: Endpoint?, redirects: Int)
         case suspended(XMPPClientError)
     }
 
@@ -333,6 +347,7 @@ extension XMPPClientMachine.Action: CustomStringConvertible {
                 : "send(\(generation), \(ByteDescription.describe(bytes)))"
         case .startTLS(let serverName, let generation, let bufferedBytes):
             "startTLS(\(serverName), \(generation), \(bufferedBytes.count) bytes buffered)"
+        case .lookUpService(let domain, let generation): "lookUpService(\(domain), \(generation))"
         case .closeTransport(let generation): "closeTransport(\(generation))"
         case .event(let event): "event(\(event))"
         }

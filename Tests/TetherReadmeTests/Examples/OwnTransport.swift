@@ -55,6 +55,7 @@ struct MachineDriver: ~Copyable {
             case .startTLS(let name, let generation, let buffered):
                 transport.startTLS(serverName: name, bufferedBytes: buffered, generation: generation)
             case .closeTransport(let generation): transport.close(generation: generation)
+            case .lookUpService: preconditionFailure("set configuration.endpoint, or answer with serviceLookedUp")
             case .event(let event): onEvent(event)
             }
         }
