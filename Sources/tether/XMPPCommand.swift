@@ -14,14 +14,15 @@ import TetherXMPPClient
 /// an authentication failure (at once, whatever the reconnect policy).
 struct XMPPCommand: Sendable, Equatable {
     static let usage = """
-        usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P]
+        usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P] [--nameserver HOST:PORT]...
                            [--tls disabled|optional|required|direct] [--ca-file F] [--pin SHA256_BASE64]...
                            [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
                            COMMAND
 
-        Connects to the XMPP server of JID (or H:P, default port 5222) and runs COMMAND:
+        Connects to the XMPP server of JID (found through its DNS SRV records, RFC 6120 and
+        XEP-0368; --host H and --port P name it instead, default port 5222) and runs COMMAND:
           send TO TEXT [--count N]     send N chat messages (bodies "TEXT 1" … "TEXT N" when N > 1),
                                        wait until the server acknowledged or received them, close
           listen [--count N] [--seconds S]
@@ -72,6 +73,8 @@ struct XMPPCommand: Sendable, Equatable {
     var jid: JID
     var passwordVariable = "TETHER_PASSWORD"
     var host: String?
+    /// `--nameserver`: replaces the system's nameservers for the lookups.
+    var nameServers: [Endpoint] = []
     var port: Int?
     var tls = XMPPClientMachine.TLSPolicy.required
     var caFile: String?
@@ -110,6 +113,11 @@ struct XMPPCommand: Sendable, Equatable {
             case "--password-env":
                 guard let name = value(), !name.isEmpty else { return .usageError("--password-env needs a name") }
                 options.passwordVariable = name
+            case "--nameserver":
+                guard let text = value(), let server = Endpoint(parsing: text, defaultPort: 53) else {
+                    return .usageError("--nameserver needs HOST:PORT (an IP address)")
+                }
+                options.nameServers.append(server)
             case "--host":
                 guard let host = value(), !host.isEmpty else { return .usageError("--host needs a host") }
                 options.host = host
@@ -256,6 +264,7 @@ struct XMPPCommand: Sendable, Equatable {
         }
         var options = XMPPClient.Options(caFile: caFile)
         options.trust.pinnedPublicKeys = pins
+        if !nameServers.isEmpty { options.nameServers = nameServers }
         if verbose {
             // The traffic at `trace`, SASL credentials hidden, and the connection's steps.
             options.logLevel = .trace

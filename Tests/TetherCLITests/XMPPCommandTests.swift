@@ -73,6 +73,7 @@ struct CommandLineTests {
         ["xmpp", "--jid", "alice@localhost", "--tls", "maybe", "roster"],
         ["xmpp", "--jid", "alice@localhost", "listen", "--count", "0"], ["nonsense"],
         ["xmpp", "--jid", "alice@localhost", "--pin", "short=", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--nameserver", "", "roster"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)
@@ -109,7 +110,7 @@ struct CommandLineTests {
         else { return #expect(Bool(false)) }
         #expect(
             direct.tls == .direct && direct.caFile == "ca.pem"
-                && direct.pins == ["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
+                && direct.pins == ["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="] && direct.nameServers.isEmpty
         )
         #expect(direct.configuration(password: "x").endpoint == nil)
         guard case .command(let ping) = XMPPCommand.parse(["--jid", "a@b", "ping", "c@d/e"]) else {
@@ -129,7 +130,7 @@ struct CommandLineTests {
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .realServers(.prosody, .opensslCommand)
+    .realServers(.prosody, .opensslCommand, .dnsmasq)
 )
 struct XMPPCommandServerTests {
     static func common(_ user: String, _ server: ProsodyServer) -> [String] {
@@ -184,6 +185,39 @@ struct XMPPCommandServerTests {
             environment: environment
         )
         #expect(unknown.status == 0)  // an error reply proves the server answered
+    }
+
+    /// Without `--host` the server is found through DNS (`--nameserver` names the DNS server); a
+    /// domain whose SRV record says "no service" ends with status 1, naming the lookups.
+    @Test func theServerFoundThroughDNS() async throws {
+        let server = try ProsodyServer()
+        try server.start()
+        let dns = try DNSServer(
+            local: ["localhost"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: server.port, priority: 0, weight: 0)
+            ]
+        )
+        let environment = ["TETHER_PASSWORD": "alicepass"]
+        let arguments = [
+            "xmpp", "--jid", "alice@localhost", "--tls", "disabled", "--allow-plain", "--nameserver",
+            "127.0.0.1:\(dns.port)", "--verbose", "ping",
+        ]
+        let found = await tether(arguments, environment: environment)
+        #expect(found.status == 0, "\(found.errors)")
+        #expect(found.output.contains { $0.hasPrefix(#"{"event":"pong""#) })
+        #expect(found.errors.contains { $0.contains("DNS: _xmpp-client._tcp.localhost SRV") }, "\(found.errors)")
+        let none = try DNSServer(
+            local: ["localhost"],
+            records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]
+        )
+        let refused = await tether(
+            ["xmpp", "--jid", "alice@localhost", "--nameserver", "127.0.0.1:\(none.port)", "ping"],
+            environment: environment
+        )
+        #expect(refused.status == 1)
+        #expect(refused.errors.joined().contains("offers no XMPP service"), "\(refused.errors)")
+        #expect(refused.errors.joined().contains("_xmpp-client._tcp.localhost"))
     }
 
     @Test func overTLSWithACAFile() async throws {

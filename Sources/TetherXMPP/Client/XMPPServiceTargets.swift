@@ -60,7 +60,11 @@ public enum XMPPServiceTargets {
         let usable = (plain ?? []) + (secure ?? [])
         let named = usable.filter { $0.target != "." }
         guard !named.isEmpty else {
-            throw NoService(message: "\(domain) publishes that it offers no XMPP service (an SRV target of '.').")
+            let names = lookupNames(for: domain)
+            throw NoService(
+                message: "\(domain) offers no XMPP service: its SRV records (\(names.startTLS), \(names.directTLS)) "
+                    + "name the target '.'."
+            )
         }
         return ordered(named, using: &random).map {
             Target(host: $0.target, port: Int($0.port), directTLS: $0.directTLS)
