@@ -440,21 +440,22 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
             case .received(let bytes):
                 onEvent?(.message(bytes))
             case .closed(let error):
-                for exchange in exchanges.values { exchange.cancel() }
-                exchanges.removeAll()
-                closeLanes()
-                let report = onEvent
-                onEvent = nil
-                closing = nil
-                report?(error?.kind == .unauthorized ? .unauthorized : .closed(error?.message))
+                end(error?.kind == .unauthorized ? .unauthorized : .closed(error?.message))
             }
         }
     }
 
-    private func closeLanes() {
+    /// Ends the transport: every request abandoned, `event` reported (the last one).
+    private func end(_ event: HubTransportEvent) {
+        for exchange in exchanges.values { exchange.cancel() }
+        exchanges.removeAll()
         laneRequests.removeAll()
         sendLane.close()
         pollLane.close()
+        let report = onEvent
+        onEvent = nil
+        closing = nil
+        report?(event)
     }
 
     private func exchangeEvent(_ event: HTTPExchange.Event, id: Int) {
@@ -473,15 +474,7 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
             machine.requestFailed(id: id, timedOut ? .timedOut : .failed(reason))
         case .certificateRefused(let reason):
             // Final: the transport ends here, whatever its machine would do next.
-            exchanges.removeValue(forKey: id)
-            for exchange in exchanges.values { exchange.cancel() }
-            exchanges.removeAll()
-            closeLanes()
-            let report = onEvent
-            onEvent = nil
-            closing = nil
-            report?(.certificateRefused(reason))
-            return
+            return end(.certificateRefused(reason))
         }
         drain()
     }
