@@ -46,9 +46,7 @@ public final class DNSLookup: @unchecked Sendable {
     /// kept (a nameserver named by a name would need DNS to be found).
     public init(nameServers: [Endpoint]? = nil, timeout: Duration = .seconds(2), attempts: Int = 2) {
         queue = DispatchQueue(label: "tether.dns")
-        let servers = (nameServers ?? Self.nameServers()).filter {
-            SocketAddress.literal(host: $0.host, port: $0.port) != nil
-        }
+        let servers = (nameServers ?? Self.nameServers()).compactMap(Self.canonical)
         machine = DNSResolverMachine(
             configuration: .init(nameServers: servers, timeout: timeout, attempts: attempts),
             randomSeed: UInt64.random(in: 0...UInt64.max)
@@ -171,6 +169,20 @@ public final class DNSLookup: @unchecked Sendable {
             )
         }
         drain()
+    }
+
+    /// `server` with its address written as the answers' sources are (`inet_ntop`'s form:
+    /// `0:0:0:0:0:0:0:1` is `::1`), so that the machine's check of where an answer came from
+    /// matches; nil when it is not an IP address.
+    package static func canonical(_ server: Endpoint) -> Endpoint? {
+        guard let address = SocketAddress.literal(host: server.host, port: server.port) else { return nil }
+        return address.bytes.withUnsafeBytes { raw in
+            var storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw.prefix($0.count)))
+            }
+            return endpoint(storage)
+        }
     }
 
     private static func string(_ text: [CChar]) -> String {

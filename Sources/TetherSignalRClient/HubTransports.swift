@@ -51,10 +51,8 @@ final class HTTPExchange: @unchecked Sendable {
         }
         connection?.start()
         if let timeout {
-            let (seconds, attoseconds) = timeout.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
-                self?.finish(.failed("no response within \(seconds) seconds", timedOut: true))
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.totalNanoseconds))) { [weak self] in
+                self?.finish(.failed("no response within \(timeout)", timedOut: true))
             }
         }
     }
@@ -210,11 +208,9 @@ final class HTTPLane: @unchecked Sendable {
         deadlineToken += 1
         if let timeout = request.timeout {
             let token = deadlineToken
-            let (seconds, attoseconds) = timeout.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.totalNanoseconds))) { [weak self] in
                 guard let self, deadlineToken == token, current != nil else { return }
-                finish(.failed("no response within \(seconds) seconds", timedOut: true), keepConnection: false)
+                finish(.failed("no response within \(timeout)", timedOut: true), keepConnection: false)
             }
         }
         request.answered = false

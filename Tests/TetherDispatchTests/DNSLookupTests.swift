@@ -80,6 +80,18 @@ struct DNSLookupTests {
         #expect(failure.message.contains("after 2 tries"), "\(failure)")
     }
 
+    /// Nameservers are written as the sources of their answers will be, or every answer from an
+    /// address given in another form would be ignored as coming from elsewhere.
+    @Test func nameserversAreWrittenAsAnswersComeFrom() {
+        #expect(DNSLookup.canonical(Endpoint(host: "0:0:0:0:0:0:0:1", port: 53)) == Endpoint(host: "::1", port: 53))
+        #expect(
+            DNSLookup.canonical(Endpoint(host: "2001:DB8:0::53", port: 5353))
+                == Endpoint(host: "2001:db8::53", port: 5353)
+        )
+        #expect(DNSLookup.canonical(Endpoint(host: "192.0.2.53", port: 53)) == Endpoint(host: "192.0.2.53", port: 53))
+        #expect(DNSLookup.canonical(Endpoint(host: "dns.example", port: 53)) == nil)
+    }
+
     @Test func resolvConfsNameservers() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("resolv-\(UUID().uuidString).conf")
             .path
