@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore",
+                "TetherCore", "TetherWebSocket",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strictSettings

@@ -95,4 +95,19 @@ public struct ConnectionOptions: Sendable {
         )
         return transportFactory(request, queue, onEvent)
     }
+
+    /// A byte transport to a URL's host: TLS from the first byte for https and wss, the
+    /// certificate checked for the URL's host.
+    public func makeTransport(
+        to url: ServerURL,
+        queue: DispatchQueue,
+        onEvent: @escaping (ByteTransportEvent) -> Void
+    ) -> any ByteTransport {
+        makeTransport(
+            to: url.endpoint,
+            directTLSServerName: url.isSecure ? url.host : nil,
+            queue: queue,
+            onEvent: onEvent
+        )
+    }
 }

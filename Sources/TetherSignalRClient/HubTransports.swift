@@ -603,18 +603,5 @@ extension HTTPHeaders {
     }
 }
 
-extension ConnectionOptions {
-    /// A byte transport to a hub URL's host: TLS from the first byte for https and wss.
-    func makeTransport(
-        to url: HubURL,
-        queue: DispatchQueue,
-        onEvent: @escaping (ByteTransportEvent) -> Void
-    ) -> any ByteTransport {
-        makeTransport(
-            to: url.endpoint,
-            directTLSServerName: url.isSecure ? url.host : nil,
-            queue: queue,
-            onEvent: onEvent
-        )
-    }
-}
+/// A hub's URL (negotiate, WebSocket, event stream, polls).
+typealias HubURL = ServerURL

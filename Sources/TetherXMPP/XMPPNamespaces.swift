@@ -32,4 +32,6 @@ extension XMPPNamespace {
     public static let delay = "urn:xmpp:delay"
     /// XEP-0198 stream management, version 3 (the one Tether speaks).
     public static let streamManagement3 = "urn:xmpp:sm:3"
+    /// XMPP over WebSocket's `<open/>` and `<close/>` (RFC 7395).
+    public static let framing = "urn:ietf:params:xml:ns:xmpp-framing"
 }

@@ -36,6 +36,10 @@ public import TetherXMPP
 /// OpenSSL (`TetherTLS`) on Linux by default; on other platforms there is none unless the app
 /// supplies one (or its own transport, `Options.transportFactory`), so there a client with
 /// `.required` or `.direct` cannot be created: `init` throws `tlsUnavailable`.
+///
+/// XMPP over WebSocket (RFC 7395): set `configuration.webSocket` to a `ws://` or `wss://` URL
+/// (prosody's `mod_websocket` serves `/xmpp-websocket`); TLS is then the URL's (`wss`), checked for
+/// the URL's host with the same trust settings, and everything else works as over TCP.
 public final class XMPPClient: Sendable {
     /// The connection's configuration (the machine's).
     public typealias Configuration = XMPPClientMachine.Configuration
@@ -60,7 +64,9 @@ public final class XMPPClient: Sendable {
         options: Options = Options(),
         hashProvider: (any SCRAMHashProvider)? = nil
     ) throws(XMPPClientError) {
-        if options.tlsSessionFactory == nil && (configuration.tls == .required || configuration.tls == .direct) {
+        let needsTLS =
+            configuration.webSocket.map(\.isSecure) ?? (configuration.tls == .required || configuration.tls == .direct)
+        if options.tlsSessionFactory == nil && needsTLS {
             throw XMPPClientError(
                 .tlsUnavailable,
                 "TLS is required, but there is no TLS layer on this platform (Options.tlsSessionFactory is nil): "

@@ -199,6 +199,22 @@ final class XMPPRunner: @unchecked Sendable {
             }
             transports[generation] = transport
             transport.start()
+        case .openWebSocket(let url, let generation):
+            log.debug("Connecting to \(url) (XMPP over WebSocket).")
+            let transport = WebSocketByteTransport(
+                url: url,
+                subprotocol: "xmpp",
+                userAgent: "Tether/0.1 (Swift)",
+                // One message is one element; the parser's own bound (with its stream error)
+                // comes first, this one keeps memory bounded.
+                maximumMessageSize: core.machine.configuration.parserLimits.maximumElementSize + 4096,
+                options: options,
+                queue: core.queue
+            ) { [weak self] event in
+                self?.transportEvent(event, generation: generation)
+            }
+            transports[generation] = transport
+            transport.start()
         case .send(let bytes, let generation, let containsCredentials):
             log.trace {
                 "Sending "

@@ -164,8 +164,8 @@ public final class XMPPSimulation: MachineSimulation {
 
     func perform(_ action: XMPPClientMachine.Action) {
         switch action {
-        case .lookUpService:
-            preconditionFailure("the simulated client names its server (Configuration.endpoint)")
+        case .lookUpService, .openWebSocket:
+            preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
         case .openTransport(_, let generation, _):
             connectAttempts.append(now)
             if server.isUp {

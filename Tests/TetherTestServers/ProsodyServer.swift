@@ -25,6 +25,10 @@ public final class ProsodyServer: @unchecked Sendable {
     public let port: Int
     /// The port for direct TLS (XEP-0368), when the server has certificates.
     public let directTLSPort: Int?
+    /// The HTTP port of XMPP over WebSocket (`mod_websocket`), when asked for.
+    public let webSocketPort: Int?
+    /// The HTTPS port of XMPP over WebSocket, when asked for with certificates.
+    public let secureWebSocketPort: Int?
     public let directory: URL
     public let domain = "localhost"
     private var process: ChildProcess?
@@ -39,17 +43,21 @@ public final class ProsodyServer: @unchecked Sendable {
     /// `authentication`: `internal_plain` offers SCRAM-SHA-1, SCRAM-SHA-256 and PLAIN;
     /// `internal_hashed` SCRAM-SHA-1 and PLAIN. With `certificates` the server also offers
     /// STARTTLS (required with `requireEncryption`) and direct TLS on `directTLSPort`, with the
-    /// certificate for `localhost` that the test CA signed.
+    /// certificate for `localhost` that the test CA signed. With `webSocket` it also serves XMPP
+    /// over WebSocket (RFC 7395) at `webSocketURL` (and, with certificates, `secureWebSocketURL`).
     public init(
         authentication: String = "internal_plain",
         accounts: [(String, String)] = [("alice", "alicepass"), ("bob", "bobpass")],
         certificates: TestCertificates? = nil,
         requireEncryption: Bool = false,
+        webSocket: Bool = false,
         extraConfiguration: String = ""
     ) throws {
         guard RealServer.prosody.isInstalled else { throw TestServerError(RealServer.prosody.missingText) }
         port = try freeLoopbackPort()
         directTLSPort = certificates == nil ? nil : try freeLoopbackPort()
+        webSocketPort = webSocket ? try freeLoopbackPort() : nil
+        secureWebSocketPort = webSocket && certificates != nil ? try freeLoopbackPort() : nil
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-prosody-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("data"),
@@ -81,6 +89,19 @@ public final class ProsodyServer: @unchecked Sendable {
                 #"modules_disabled = { "s2s"; "offline"; }"# + "\ncertificates = \"\(certs.path)\""
                 + "\nc2s_direct_tls_ports = { \(directTLSPort!) }"
         }
+        var http = "http_ports = {}\nhttps_ports = {}"
+        var modules = #""roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; "tls";"#
+        if let webSocketPort {
+            modules += #" "websocket";"#
+            http = "http_ports = { \(webSocketPort) }\nhttp_interfaces = { \"127.0.0.1\" }"
+            if let secureWebSocketPort {
+                let certs = directory.appendingPathComponent("certs").path
+                http += "\nhttps_ports = { \(secureWebSocketPort) }\nhttps_interfaces = { \"127.0.0.1\" }"
+                http += "\nhttps_ssl = { certificate = \"\(certs)/localhost.crt\"; key = \"\(certs)/localhost.key\"; }"
+            } else {
+                http += "\nhttps_ports = {}"
+            }
+        }
         let configuration = """
             run_as_root = true
             data_path = "\(directory.path)/data"
@@ -90,9 +111,8 @@ public final class ProsodyServer: @unchecked Sendable {
             interfaces = { "127.0.0.1" }
             c2s_ports = { \(port) }
             s2s_ports = {}
-            http_ports = {}
-            https_ports = {}
-            modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; "tls"; }
+            \(http)
+            modules_enabled = { \(modules) }
             \(tls)
             c2s_require_encryption = \(requireEncryption)
             allow_unencrypted_plain_auth = true
@@ -107,6 +127,11 @@ public final class ProsodyServer: @unchecked Sendable {
             try run("/usr/bin/prosodyctl", ["--config", configurationFile.path, "register", name, domain, password])
         }
     }
+
+    /// `ws://127.0.0.1:PORT/xmpp-websocket`, when serving WebSocket.
+    public var webSocketURL: String? { webSocketPort.map { "ws://127.0.0.1:\($0)/xmpp-websocket" } }
+    /// `wss://localhost:PORT/xmpp-websocket` (the certificate's name), when serving it with TLS.
+    public var secureWebSocketURL: String? { secureWebSocketPort.map { "wss://localhost:\($0)/xmpp-websocket" } }
 
     private var configurationFile: URL { directory.appendingPathComponent("prosody.cfg.lua") }
 
@@ -128,7 +153,12 @@ public final class ProsodyServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             // Both listeners: prosody opens the direct-TLS port a moment after the plain one.
-            if canConnect(port: port) && directTLSPort.map({ canConnect(port: $0) }) != false { return }
+            if canConnect(port: port) && directTLSPort.map({ canConnect(port: $0) }) != false
+                && webSocketPort.map({ canConnect(port: $0) }) != false
+                && secureWebSocketPort.map({ canConnect(port: $0) }) != false
+            {
+                return
+            }
             guard process.isRunning else { break }
             usleep(20_000)
         }

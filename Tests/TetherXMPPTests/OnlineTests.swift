@@ -290,6 +290,10 @@ struct WrittenBytesTests {
             var answer: [UInt8] = []
             XMLSerializer.write(XMPPIQ(request)!.result().element, in: .clientStream, into: &answer)
             #expect(XMPPClientMachine.emptyResult(to: from, id: id) == answer, "\(String(describing: from)) \(id)")
+            // Over WebSocket each stanza stands alone, its namespace declared.
+            var standalone: [UInt8] = []
+            XMLSerializer.write(XMPPIQ(request)!.result().element, in: XMLNamespaceScope(), into: &standalone)
+            #expect(XMPPClientMachine.emptyResult(to: from, id: id, standalone: true) == standalone)
         }
     }
 }

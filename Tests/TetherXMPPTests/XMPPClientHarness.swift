@@ -25,6 +25,7 @@ final class XMPPClientHarness {
     /// The generation of the last connect action, and the endpoints connected to.
     var generation: TransportGeneration?
     var endpoints: [Endpoint] = []
+    var webSocketURLs: [ServerURL] = []
     /// The direct-TLS server name of each connect action.
     var directTLSNames: [String?] = []
     /// Generations the machine asked to close.
@@ -84,6 +85,10 @@ final class XMPPClientHarness {
                 self.generation = generation
                 endpoints.append(endpoint)
                 directTLSNames.append(directTLSName)
+                names.append("open")
+            case .openWebSocket(let url, let generation):
+                self.generation = generation
+                webSocketURLs.append(url)
                 names.append("open")
             case .send(let bytes, let generation, let containsCredentials):
                 let text = String(decoding: bytes, as: UTF8.self)

@@ -73,6 +73,11 @@ extension XMPPClientMachine {
         /// (RFC 6120 §3.2 and XEP-0368 SRV records), else the JID's domain on port 5222 (5223
         /// with direct TLS). An explicit endpoint skips the lookup.
         public var endpoint: Endpoint?
+        /// XMPP over WebSocket (RFC 7395) to this `ws://` or `wss://` URL instead of TCP (nil,
+        /// the default: TCP). With a URL, `endpoint`, `serviceLookup` and `tls` are not used: the
+        /// stream is protected exactly when the scheme is `wss` (TLS from the first byte, the
+        /// certificate checked for the URL's host), and STARTTLS is never negotiated.
+        public var webSocket: ServerURL?
         /// Find the server through DNS when `endpoint` is nil (default true): the
         /// `lookUpService` action, answered with `serviceLookedUp`.
         public var serviceLookup: Bool
@@ -130,6 +135,7 @@ extension XMPPClientMachine {
             jid: JID,
             password: Secret,
             endpoint: Endpoint? = nil,
+            webSocket: ServerURL? = nil,
             serviceLookup: Bool = true,
             tls: TLSPolicy = .required,
             resource: String? = nil,
@@ -154,7 +160,9 @@ extension XMPPClientMachine {
         ) {
             self.jid = jid
             self.password = password
+            precondition(webSocket?.isWebSocket ?? true, "webSocket must be a ws:// or wss:// URL")
             self.endpoint = endpoint
+            self.webSocket = webSocket
             self.serviceLookup = serviceLookup
             self.tls = tls
             self.resource = resource

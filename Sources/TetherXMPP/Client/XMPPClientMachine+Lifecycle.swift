@@ -22,7 +22,7 @@ extension XMPPClientMachine {
             if let sm = streamManagement, sm.isEnabled {
                 sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(sm.inbound)'/>", generation: session.generation)
             }
-            sendRaw("</stream:stream>", generation: session.generation)
+            sendStreamClose(generation: session.generation)
             cancelSessionTimers()
             state = .closing(generation: session.generation)
             timers.set(.close, at: now + configuration.closeTimeout)
@@ -31,7 +31,7 @@ extension XMPPClientMachine {
             finish(nil, now: now)
         case .negotiating(let negotiation):
             if negotiation.streamIsOpen {
-                sendRaw("</stream:stream>", generation: negotiation.attempt.generation)
+                sendStreamClose(generation: negotiation.attempt.generation)
             }
             enqueue(.closeTransport(generation: negotiation.attempt.generation))
             finish(nil, now: now)
@@ -95,7 +95,7 @@ extension XMPPClientMachine {
     public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
         guard case .connectingTransport(let attempt) = state, attempt.generation == generation, !attempt.lookingUp
         else { return }
-        _ = parser.restart()
+        _ = restartParser()
         let secured = attempt.directTLS
         state = .negotiating(Negotiation(attempt: attempt, secured: secured))
         sendStreamHeader(generation: generation, secured: secured)
@@ -290,10 +290,20 @@ extension XMPPClientMachine {
 
     /// Starts an attempt to `endpoint` (nil: the configured server: the configuration's endpoint,
     /// or the targets DNS names, or the domain's default).
-    mutating func beginAttempt(to endpoint: Endpoint?, redirects: Int, now: Instant) {
+    ///
+    /// Over WebSocket the attempt goes to `webSocket` (a `see-other-uri`), else to the configured
+    /// URL; `endpoint` is not used.
+    mutating func beginAttempt(to endpoint: Endpoint?, webSocket: ServerURL? = nil, redirects: Int, now: Instant) {
         lastGeneration = lastGeneration.next
         let generation = lastGeneration
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
+        if let url = webSocket ?? configuration.webSocket {
+            var attempt = Attempt(generation: generation, endpoint: url.endpoint, redirects: redirects)
+            attempt.toConfiguredServer = webSocket == nil
+            attempt.directTLS = url.isSecure
+            attempt.webSocket = url
+            return open(attempt)
+        }
         var attempt = Attempt(
             generation: generation,
             endpoint: endpoint ?? configuration.defaultEndpoint,
@@ -312,6 +322,9 @@ extension XMPPClientMachine {
     /// Opens the transport of `attempt`'s target.
     private mutating func open(_ attempt: Attempt) {
         state = .connectingTransport(attempt)
+        if let url = attempt.webSocket {
+            return enqueue(.openWebSocket(url, generation: attempt.generation))
+        }
         let directTLS = attempt.directTLS ? configuration.jid.domainpart : nil
         enqueue(.openTransport(attempt.endpoint, generation: attempt.generation, directTLSServerName: directTLS))
     }
@@ -354,7 +367,8 @@ extension XMPPClientMachine {
 
     /// Where a resumption should connect (XEP-0198 `location`), if the server named a place.
     var resumptionEndpoint: Endpoint? {
-        guard let sm = streamManagement, sm.isResumable else { return nil }
+        // A `location` is a host and port: no place for a WebSocket URL.
+        guard !overWebSocket, let sm = streamManagement, sm.isResumable else { return nil }
         return sm.location
     }
 
@@ -364,6 +378,7 @@ extension XMPPClientMachine {
         _ error: XMPPClientError,
         closeTransport: Bool,
         redirect: Endpoint? = nil,
+        webSocketRedirect: ServerURL? = nil,
         now: Instant
     ) {
         var redirects = 0
@@ -395,6 +410,10 @@ extension XMPPClientMachine {
         if let redirect, redirects < configuration.maximumRedirects {
             // see-other-host: at once, without counting as a reconnect attempt.
             return beginAttempt(to: redirect, redirects: redirects + 1, now: now)
+        }
+        if let webSocketRedirect, redirects < configuration.maximumRedirects {
+            // see-other-uri (RFC 7395 §3.6.1): the same.
+            return beginAttempt(to: nil, webSocket: webSocketRedirect, redirects: redirects + 1, now: now)
         }
         let next = resumptionEndpoint
         var running = schedule

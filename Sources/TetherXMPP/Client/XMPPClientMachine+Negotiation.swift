@@ -23,7 +23,11 @@ extension XMPPClientMachine {
             } catch {
                 return xmlFailed(error, generation: generation, now: now)
             }
-            guard let event else { return }
+            guard var event else { return }
+            if overWebSocket {
+                guard let translated = webSocketEvent(event, generation: generation, now: now) else { continue }
+                event = translated
+            }
             switch state {
             case .negotiating(let negotiation): negotiationEvent(event, negotiation, now: now)
             case .connected(let session): onlineEvent(event, session, now: now)
@@ -51,7 +55,7 @@ extension XMPPClientMachine {
         case .streamOpen(let header):
             streamHeaderReceived(header, negotiation, now: now)
         case .streamClose:
-            sendRaw("</stream:stream>", generation: generation)
+            sendStreamClose(generation: generation)
             lost(
                 XMPPClientError(.connectionLost, "The server closed the stream during negotiation."),
                 closeTransport: true,
@@ -131,7 +135,8 @@ extension XMPPClientMachine {
         var negotiation = negotiation
         negotiation.features = features
         let generation = negotiation.attempt.generation
-        if !negotiation.secured && !negotiation.authenticated {
+        // Over WebSocket the URL's scheme decided TLS; STARTTLS has no place (RFC 7395 §3.8).
+        if !negotiation.secured && !negotiation.authenticated && !overWebSocket {
             if features.startTLS && configuration.tls != .disabled {
                 sendRaw("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>", generation: generation)
                 negotiation.step = .awaitingProceed

@@ -86,7 +86,7 @@ extension XMPPClientMachine {
     /// presence), counting it for XEP-0198.
     mutating func sendOwnStanza(_ element: XElement, session: Session, now: Instant) {
         var bytes: [UInt8] = []
-        XMLSerializer.write(element, in: .clientStream, into: &bytes)
+        XMLSerializer.write(element, in: elementScope, into: &bytes)
         sendOwnStanza(bytes: bytes, session: session, now: now)
     }
 
@@ -125,7 +125,7 @@ extension XMPPClientMachine {
             protocolViolation(.invalidXML, "A second stream header.", generation: session.generation, now: now)
         case .streamClose:
             // Not a clean end for us: the server (or a proxy) went away; reconnect (jicoco#87).
-            sendRaw("</stream:stream>", generation: session.generation)
+            sendStreamClose(generation: session.generation)
             lost(XMPPClientError(.connectionLost, "The server closed the stream."), closeTransport: true, now: now)
         case .element(let element):
             switch element.namespace {
@@ -182,7 +182,7 @@ extension XMPPClientMachine {
         endpoint: Endpoint,
         now: Instant
     ) {
-        sendRaw("</stream:stream>", generation: generation)
+        sendStreamClose(generation: generation)
         var message = "The server ended the stream with \(streamError.condition.rawValue)"
         if let text = streamError.text, !text.isEmpty { message += ": \(text)" }
         if !message.hasSuffix(".") { message += "." }

@@ -140,7 +140,7 @@ extension XMPPClientMachine {
             negotiation.step = .awaitingHeader
             negotiation.features = nil
             state = .negotiating(negotiation)
-            let rest = parser.restart()
+            let rest = restartParser()
             sendStreamHeader(generation: generation, secured: negotiation.secured)
             parser.append(rest.backDeployedSpan)
         case .failure(let condition, let text):

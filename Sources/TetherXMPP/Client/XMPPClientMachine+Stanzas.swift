@@ -62,7 +62,7 @@ extension XMPPClientMachine {
         let namespace = payload.namespace
         if namespace == XMPPNamespace.ping, payload.localName == "ping", iq.type == .get {
             // The most frequent request of all, answered without building a tree.
-            return sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
+            return sendOwnStanza(bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket), session: session, now: now)
         }
         if iq.type == .set, payload.localName == "query", namespace == XMPPNamespace.roster {
             // A roster push is valid only from the user's own account (RFC 6121 §2.1.6).
@@ -80,7 +80,7 @@ extension XMPPClientMachine {
                     now: now
                 )
             }
-            sendOwnStanza(bytes: Self.emptyResult(to: from, id: id), session: session, now: now)
+            sendOwnStanza(bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket), session: session, now: now)
             updateContacts(with: [item])
             return emit(.rosterPush(item))
         }
@@ -94,9 +94,10 @@ extension XMPPClientMachine {
         )
     }
 
-    /// `<iq type='result' to='…' id='…'/>`, the bytes `XMPPIQ.result()` would serialise to.
-    static func emptyResult(to: String?, id: String) -> [UInt8] {
-        var bytes = Array("<iq type='result'".utf8)
+    /// `<iq type='result' to='…' id='…'/>`, the bytes `XMPPIQ.result()` would serialise to
+    /// (`standalone`: with `xmlns='jabber:client'`, as over WebSocket).
+    static func emptyResult(to: String?, id: String, standalone: Bool = false) -> [UInt8] {
+        var bytes = Array((standalone ? "<iq xmlns='jabber:client' type='result'" : "<iq type='result'").utf8)
         if let to {
             bytes += " to='".utf8
             XMLSerializer.appendAttributeValue(to, &bytes)

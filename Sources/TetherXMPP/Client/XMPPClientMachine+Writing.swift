@@ -6,10 +6,21 @@ extension XMPPClientMachine {
 
     /// Our stream header (RFC 6120 §4.7): `to` the domain, version 1.0, our language; `from`
     /// only once the stream is protected (RFC 6120 §4.7.1).
+    /// Over WebSocket: `<open/>` with the same attributes (RFC 7395 §3.3.1).
     mutating func sendStreamHeader(generation: TransportGeneration, secured: Bool) {
         var attributes = [("to", configuration.jid.domainpart)]
         if secured { attributes.append(("from", configuration.jid.bare.description)) }
         attributes += [("version", "1.0"), ("xml:lang", configuration.language)]
+        if overWebSocket {
+            var bytes = Array("<open xmlns='\(XMPPNamespace.framing)'".utf8)
+            for (name, value) in attributes {
+                bytes += " \(name)='".utf8
+                XMLSerializer.appendAttributeValue(value, &bytes)
+                bytes += "'".utf8
+            }
+            bytes += "/>".utf8
+            return enqueue(.send(bytes, generation: generation, containsCredentials: false))
+        }
         enqueue(
             .send(
                 XMLSerializer.streamHeader(attributes: attributes),
@@ -19,13 +30,86 @@ extension XMPPClientMachine {
         )
     }
 
+    /// Ends our stream: `</stream:stream>`, or over WebSocket `<close/>` (RFC 7395 §3.6).
+    mutating func sendStreamClose(generation: TransportGeneration) {
+        sendRaw(overWebSocket ? "<close xmlns='\(XMPPNamespace.framing)'/>" : "</stream:stream>", generation: generation)
+    }
+
+    /// Whether the stream runs over WebSocket (RFC 7395): `<open/>` and `<close/>` instead of the
+    /// stream's tags, and each element a message of its own.
+    var overWebSocket: Bool { configuration.webSocket != nil }
+
+    /// Where elements are written: inside the stream's tag, or over WebSocket on their own, every
+    /// namespace declared (`<message xmlns='jabber:client'>`, RFC 7395 §3.3.3).
+    var elementScope: XMLNamespaceScope { overWebSocket ? XMLNamespaceScope() : .clientStream }
+
+    /// A fresh parser for a new stream, returning what the old one had not consumed. Over
+    /// WebSocket the parser first reads a stream tag of our own making, so the server's messages
+    /// parse as its children (`webSocketEvent` reads them).
+    mutating func restartParser() -> [UInt8] {
+        let rest = parser.restart()
+        if overWebSocket { parser.append(Self.webSocketStreamTag) }
+        return rest
+    }
+
+    static let webSocketStreamTag = Array(
+        "<stream:stream xmlns='\(XMPPNamespace.client)' xmlns:stream='\(XMPPNamespace.streams)'>".utf8
+    )
+
+    /// Over WebSocket: the event the parser's event stands for. Our own stream tag is dropped;
+    /// the server's `<open/>` is its stream header, its `<close/>` the stream's end, and a
+    /// `<close/>` with `see-other-uri` (to a URL no less secure) sends the attempt there.
+    mutating func webSocketEvent(_ event: XMLStreamEvent, generation: TransportGeneration, now: Instant)
+        -> XMLStreamEvent?
+    {
+        guard case .element(let element) = event else {
+            if case .streamOpen = event { return nil }
+            return event
+        }
+        guard element.namespace == XMPPNamespace.framing else { return event }
+        switch element.localName {
+        case "open":
+            return .streamOpen(
+                XMLStreamHeader(
+                    name: XMLName("stream", namespace: XMPPNamespace.streams, prefix: "stream"),
+                    attributes: element.attributes,
+                    namespaceDeclarations: [
+                        XMLNamespaceDeclaration(prefix: nil, uri: XMPPNamespace.client),
+                        XMLNamespaceDeclaration(prefix: "stream", uri: XMPPNamespace.streams),
+                    ]
+                )
+            )
+        case "close":
+            guard let other = element.attribute("see-other-uri") else { return .streamClose }
+            let current = configuration.webSocket!
+            guard let url = ServerURL(other), url.isWebSocket, url.isSecure || !current.isSecure else {
+                return .streamClose
+            }
+            switch state {
+            case .negotiating, .connected:
+                sendStreamClose(generation: generation)
+                lost(
+                    XMPPClientError(.connectionLost, "The server moved the stream to \(url) (see-other-uri)."),
+                    closeTransport: true,
+                    webSocketRedirect: url,
+                    now: now
+                )
+                return nil
+            case .disconnected, .connectingTransport, .closing, .reconnectWaiting, .suspended:
+                return .streamClose
+            }
+        default:
+            return event
+        }
+    }
+
     mutating func sendRaw(_ text: String, generation: TransportGeneration, containsCredentials: Bool = false) {
         enqueue(.send(Array(text.utf8), generation: generation, containsCredentials: containsCredentials))
     }
 
     mutating func send(_ element: XElement, generation: TransportGeneration, containsCredentials: Bool = false) {
         var bytes: [UInt8] = []
-        XMLSerializer.write(element, in: .clientStream, into: &bytes)
+        XMLSerializer.write(element, in: elementScope, into: &bytes)
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
     }
 
@@ -34,7 +118,7 @@ extension XMPPClientMachine {
     mutating func sendPing(id: String, session: Session) {
         // The bytes `XMPPIQ.ping(to: server, id: id)` serialises to, without building the tree
         // (a server holding many idle connections sends these all the time).
-        var bytes = Array("<iq type='get' to='".utf8)
+        var bytes = Array((overWebSocket ? "<iq xmlns='jabber:client' type='get' to='" : "<iq type='get' to='").utf8)
         XMLSerializer.appendAttributeValue(configuration.jid.domainpart, &bytes)
         bytes += "' id='".utf8
         XMLSerializer.appendAttributeValue(id, &bytes)
@@ -46,7 +130,11 @@ extension XMPPClientMachine {
     /// Sends a stream error and closes (RFC 6120 §4.9.1.1).
     mutating func sendStreamError(_ error: StreamError, generation: TransportGeneration) {
         var bytes: [UInt8] = []
-        XMLSerializer.write(error.element, in: .clientStream, into: &bytes)
+        XMLSerializer.write(error.element, in: elementScope, into: &bytes)
+        if overWebSocket {
+            enqueue(.send(bytes, generation: generation, containsCredentials: false))
+            return sendStreamClose(generation: generation)
+        }
         bytes += XMLSerializer.streamFooter
         enqueue(.send(bytes, generation: generation, containsCredentials: false))
     }
@@ -70,7 +158,7 @@ extension XMPPClientMachine {
 
     /// A fatal problem on our side of the negotiation: close the stream and stop.
     mutating func failNegotiation(_ error: XMPPClientError, generation: TransportGeneration, now: Instant) {
-        sendRaw("</stream:stream>", generation: generation)
+        sendStreamClose(generation: generation)
         lost(error, closeTransport: true, now: now)
     }
 }

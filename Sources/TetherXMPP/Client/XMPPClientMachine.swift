@@ -43,6 +43,12 @@ public struct XMPPClientMachine: ~Copyable {
         /// first (verifying the certificate for that name) and report `transportConnected` once
         /// it is up, or `tlsFailed`.
         case openTransport(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
+        /// Open a WebSocket to the URL for `generation` (TLS first for `wss`, the certificate
+        /// verified for the URL's host), asking for the subprotocol `xmpp`, which the server's
+        /// answer must name (RFC 7395 §3.2); report `transportConnected` once it is open. Each
+        /// `send` of this generation is one text message; report each message received with
+        /// `transportReceived`.
+        case openWebSocket(ServerURL, generation: TransportGeneration)
         /// Look up the SRV records `_xmpp-client._tcp.DOMAIN` and `_xmpps-client._tcp.DOMAIN`
         /// and report them with `serviceLookedUp` naming `generation` (a lookup that failed or
         /// found nothing is `.none`).
@@ -143,6 +149,8 @@ public struct XMPPClientMachine: ~Copyable {
         var directTLS = false
         /// The targets left to try after this one, from the lookup.
         var remainingTargets: [XMPPServiceTargets.Target] = []
+        /// The WebSocket URL of this attempt (the configured one, or a `see-other-uri`).
+        var webSocket: ServerURL?
     }
 
     enum SASLExchange: Sendable {
@@ -348,6 +356,7 @@ extension XMPPClientMachine.Action: CustomStringConvertible {
         case .startTLS(let serverName, let generation, let bufferedBytes):
             "startTLS(\(serverName), \(generation), \(bufferedBytes.count) bytes buffered)"
         case .lookUpService(let domain, let generation): "lookUpService(\(domain), \(generation))"
+        case .openWebSocket(let url, let generation): "openWebSocket(\(url), \(generation))"
         case .closeTransport(let generation): "closeTransport(\(generation))"
         case .event(let event): "event(\(event))"
         }

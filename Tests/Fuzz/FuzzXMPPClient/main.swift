@@ -105,8 +105,8 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             count += 1
             require(count < 10_000, "more than 10,000 actions for one input")
             switch action {
-            case .lookUpService:
-                require(false, "a lookup although the endpoint is configured")
+            case .lookUpService, .openWebSocket:
+                require(false, "a lookup or a WebSocket although a TCP endpoint is configured")
             case .openTransport(_, let next, _):
                 require(next > generation, "a connect action reused generation \(next)")
                 generation = next

@@ -55,7 +55,7 @@ struct MachineDriver: ~Copyable {
             case .startTLS(let name, let generation, let buffered):
                 transport.startTLS(serverName: name, bufferedBytes: buffered, generation: generation)
             case .closeTransport(let generation): transport.close(generation: generation)
-            case .lookUpService: preconditionFailure("set configuration.endpoint, or answer with serviceLookedUp")
+            case .lookUpService, .openWebSocket: preconditionFailure("set configuration.endpoint (TCP)")
             case .event(let event): onEvent(event)
             }
         }
