@@ -136,7 +136,9 @@ public final class WebSocketByteTransport: ByteTransport, @unchecked Sendable {
                     break
                 case .closed(let code, let reason):
                     let normal = code == nil || code == 1000
-                    return end(.closed(normal ? nil : "closed with code \(code!)\(reason.isEmpty ? "" : ": \(reason)")"))
+                    return end(
+                        .closed(normal ? nil : "closed with code \(code!)\(reason.isEmpty ? "" : ": \(reason)")")
+                    )
                 }
                 guard onEvent != nil else { return }
             }

@@ -39,7 +39,9 @@ struct XMPPWebSocketTests {
         #expect(await aliceEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
         // The framing: <open/> (twice: before and after SASL), stanzas that declare jabber:client.
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
-        #expect(sent.filter { $0.hasPrefix("<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost'") }.count == 2)
+        #expect(
+            sent.filter { $0.hasPrefix("<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost'") }.count == 2
+        )
         #expect(!sent.contains { $0.contains("stream:stream") })
         #expect(sent.contains { $0.hasPrefix("<iq xmlns='jabber:client'") })
         // Messages both ways.
@@ -55,7 +57,9 @@ struct XMPPWebSocketTests {
         #expect(try await bob.request(.ping(to: JID("alice@localhost/ws"))).type == .result)
         await alice.disconnect()
         await bob.disconnect()
-        #expect(log.entries.last { $0.direction == .sent }?.text == "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>")
+        #expect(
+            log.entries.last { $0.direction == .sent }?.text == "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>"
+        )
         #expect(aliceEvents.events.last == .closed(nil))
     }
 

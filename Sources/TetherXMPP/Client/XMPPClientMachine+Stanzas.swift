@@ -62,7 +62,11 @@ extension XMPPClientMachine {
         let namespace = payload.namespace
         if namespace == XMPPNamespace.ping, payload.localName == "ping", iq.type == .get {
             // The most frequent request of all, answered without building a tree.
-            return sendOwnStanza(bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket), session: session, now: now)
+            return sendOwnStanza(
+                bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket),
+                session: session,
+                now: now
+            )
         }
         if iq.type == .set, payload.localName == "query", namespace == XMPPNamespace.roster {
             // A roster push is valid only from the user's own account (RFC 6121 §2.1.6).
@@ -80,7 +84,11 @@ extension XMPPClientMachine {
                     now: now
                 )
             }
-            sendOwnStanza(bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket), session: session, now: now)
+            sendOwnStanza(
+                bytes: Self.emptyResult(to: from, id: id, standalone: overWebSocket),
+                session: session,
+                now: now
+            )
             updateContacts(with: [item])
             return emit(.rosterPush(item))
         }

@@ -32,7 +32,10 @@ extension XMPPClientMachine {
 
     /// Ends our stream: `</stream:stream>`, or over WebSocket `<close/>` (RFC 7395 §3.6).
     mutating func sendStreamClose(generation: TransportGeneration) {
-        sendRaw(overWebSocket ? "<close xmlns='\(XMPPNamespace.framing)'/>" : "</stream:stream>", generation: generation)
+        sendRaw(
+            overWebSocket ? "<close xmlns='\(XMPPNamespace.framing)'/>" : "</stream:stream>",
+            generation: generation
+        )
     }
 
     /// Whether the stream runs over WebSocket (RFC 7395): `<open/>` and `<close/>` instead of the
@@ -59,7 +62,11 @@ extension XMPPClientMachine {
     /// Over WebSocket: the event the parser's event stands for. Our own stream tag is dropped;
     /// the server's `<open/>` is its stream header, its `<close/>` the stream's end, and a
     /// `<close/>` with `see-other-uri` (to a URL no less secure) sends the attempt there.
-    mutating func webSocketEvent(_ event: XMLStreamEvent, generation: TransportGeneration, now: Instant)
+    mutating func webSocketEvent(
+        _ event: XMLStreamEvent,
+        generation: TransportGeneration,
+        now: Instant
+    )
         -> XMLStreamEvent?
     {
         guard case .element(let element) = event else {
