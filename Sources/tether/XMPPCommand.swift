@@ -15,14 +15,17 @@ import TetherXMPPClient
 struct XMPPCommand: Sendable, Equatable {
     static let usage = """
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P] [--nameserver HOST:PORT]...
-                           [--tls disabled|optional|required|direct] [--ca-file F] [--pin SHA256_BASE64]...
+                           [--tls disabled|optional|required|direct] [--websocket URL]
+                           [--ca-file F] [--pin SHA256_BASE64]...
                            [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
                            COMMAND
 
         Connects to the XMPP server of JID (found through its DNS SRV records, RFC 6120 and
-        XEP-0368; --host H and --port P name it instead, default port 5222) and runs COMMAND:
+        XEP-0368; --host H and --port P name it instead, default port 5222; --websocket URL
+        speaks XMPP over WebSocket, RFC 7395, to a ws:// or wss:// URL instead, TLS from its
+        scheme, and replaces --host, --port and --tls) and runs COMMAND:
           send TO TEXT [--count N]     send N chat messages (bodies "TEXT 1" … "TEXT N" when N > 1),
                                        wait until the server acknowledged or received them, close
           listen [--count N] [--seconds S]
@@ -76,6 +79,8 @@ struct XMPPCommand: Sendable, Equatable {
     /// `--nameserver`: replaces the system's nameservers for the lookups.
     var nameServers: [Endpoint] = []
     var port: Int?
+    /// `--websocket`: XMPP over WebSocket to this URL.
+    var webSocket: ServerURL?
     var tls = XMPPClientMachine.TLSPolicy.required
     var caFile: String?
     var pins: [String] = []
@@ -96,6 +101,7 @@ struct XMPPCommand: Sendable, Equatable {
         var jid: JID?
         var options = XMPPCommand(jid: JID("x@example.com")!, action: .roster)
         var rest: [String] = []
+        var explicitTLS = false
         var index = 0
         func value() -> String? {
             guard index + 1 < arguments.count else { return nil }
@@ -131,6 +137,12 @@ struct XMPPCommand: Sendable, Equatable {
                     return .usageError("--tls takes disabled, optional, required or direct")
                 }
                 options.tls = tls
+                explicitTLS = true
+            case "--websocket":
+                guard let text = value(), let url = ServerURL(text), url.isWebSocket else {
+                    return .usageError("--websocket needs a ws:// or wss:// URL")
+                }
+                options.webSocket = url
             case "--ca-file":
                 guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
                 options.caFile = file
@@ -171,6 +183,9 @@ struct XMPPCommand: Sendable, Equatable {
             index += 1
         }
         guard let jid else { return .usageError("--jid is required") }
+        if options.webSocket != nil, options.host != nil || options.port != nil || explicitTLS {
+            return .usageError("--websocket replaces --host, --port and --tls (TLS comes from the URL's scheme)")
+        }
         options.jid = jid
         switch parseAction(rest) {
         case .success(let action): options.action = action
@@ -234,6 +249,7 @@ struct XMPPCommand: Sendable, Equatable {
             )
         }
         configuration.tls = tls
+        configuration.webSocket = webSocket
         configuration.resource = resource
         configuration.allowPlainOnCleartext = allowPlain
         configuration.autoPing = .init(

@@ -74,6 +74,9 @@ struct CommandLineTests {
         ["xmpp", "--jid", "alice@localhost", "listen", "--count", "0"], ["nonsense"],
         ["xmpp", "--jid", "alice@localhost", "--pin", "short=", "roster"],
         ["xmpp", "--jid", "alice@localhost", "--nameserver", "", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--websocket", "http://localhost/ws", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--websocket", "ws://localhost/ws", "--host", "localhost", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--websocket", "wss://localhost/ws", "--tls", "direct", "roster"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)
@@ -117,6 +120,9 @@ struct CommandLineTests {
             return #expect(Bool(false))
         }
         #expect(ping.action == .ping(JID("c@d/e")))
+        guard case .command(let webSocket) = XMPPCommand.parse(["--jid", "a@b", "--websocket", "wss://h:5281/x", "ping"])
+        else { return #expect(Bool(false)) }
+        #expect(webSocket.configuration(password: "x").webSocket == ServerURL("wss://h:5281/x"))
     }
 
     @Test func missingPasswordExitsTwo() async {
@@ -218,6 +224,30 @@ struct XMPPCommandServerTests {
         #expect(refused.status == 1)
         #expect(refused.errors.joined().contains("offers no XMPP service"), "\(refused.errors)")
         #expect(refused.errors.joined().contains("_xmpp-client._tcp.localhost"))
+    }
+
+    /// `--websocket`: XMPP over WebSocket (prosody's mod_websocket), ws:// and wss://.
+    @Test func overWebSocket() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates, webSocket: true)
+        try server.start()
+        let environment = ["TETHER_PASSWORD": "alicepass"]
+        let plain = await tether(
+            ["xmpp", "--jid", "alice@localhost", "--websocket", server.webSocketURL!, "--verbose", "ping"],
+            environment: environment
+        )
+        #expect(plain.status == 0, "\(plain.errors)")
+        #expect(plain.output.contains { $0.hasPrefix(#"{"event":"pong""#) })
+        #expect(plain.errors.contains { $0.contains("<open xmlns='urn:ietf:params:xml:ns:xmpp-framing'") })
+        let secure = await tether(
+            [
+                "xmpp", "--jid", "alice@localhost", "--websocket", server.secureWebSocketURL!, "--ca-file",
+                certificates.caCertificate, "roster",
+            ],
+            environment: environment
+        )
+        #expect(secure.status == 0, "\(secure.errors)")
+        #expect(secure.output.contains(#"{"event":"roster","items":[]}"#))
     }
 
     @Test func overTLSWithACAFile() async throws {
