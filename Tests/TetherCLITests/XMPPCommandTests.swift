@@ -120,7 +120,8 @@ struct CommandLineTests {
             return #expect(Bool(false))
         }
         #expect(ping.action == .ping(JID("c@d/e")))
-        guard case .command(let webSocket) = XMPPCommand.parse(["--jid", "a@b", "--websocket", "wss://h:5281/x", "ping"])
+        guard
+            case .command(let webSocket) = XMPPCommand.parse(["--jid", "a@b", "--websocket", "wss://h:5281/x", "ping"])
         else { return #expect(Bool(false)) }
         #expect(webSocket.configuration(password: "x").webSocket == ServerURL("wss://h:5281/x"))
     }

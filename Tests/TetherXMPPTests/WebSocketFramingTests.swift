@@ -55,7 +55,9 @@ import TetherXMPP
         try harness.machine.send(XMPPMessage(to: JID("bob@example.com")!, body: "hi"), now: harness.now)
         harness.drain()
         #expect(harness.lastSent.hasPrefix("<message xmlns='jabber:client'"))
-        harness.server("<iq xmlns='jabber:client' type='get' id='p1' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>")
+        harness.server(
+            "<iq xmlns='jabber:client' type='get' id='p1' from='example.com'><ping xmlns='urn:xmpp:ping'/></iq>"
+        )
         #expect(harness.sent.map(\.text).contains("<iq xmlns='jabber:client' type='result' to='example.com' id='p1'/>"))
         // A message without the namespace of its own still counts as jabber:client (RFC 7395
         // servers such as prosody declare it; the stream tag of the machine's making supplies it).
@@ -111,7 +113,9 @@ import TetherXMPP
 
         let downgraded = Self.harness("wss://example.com/ws")
         Self.login(downgraded)
-        downgraded.server("<close xmlns='urn:ietf:params:xml:ns:xmpp-framing' see-other-uri='ws://other.example.com/'/>")
+        downgraded.server(
+            "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing' see-other-uri='ws://other.example.com/'/>"
+        )
         #expect(downgraded.state == .reconnectWaiting)
         #expect(downgraded.webSocketURLs.count == 1)
     }
@@ -132,7 +136,11 @@ import TetherXMPP
         other.server(
             "<stream:error\(Self.streamsNamespace)><conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>"
         )
-        #expect(other.events.contains { if case .disconnected(let e) = $0 { e?.streamError?.condition == .conflict } else { false } })
+        #expect(
+            other.events.contains {
+                if case .disconnected(let e) = $0 { e?.streamError?.condition == .conflict } else { false }
+            }
+        )
     }
 }
 
