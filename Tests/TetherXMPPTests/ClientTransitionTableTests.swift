@@ -17,7 +17,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 112
+    static let expectedRowCount = 121
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -200,6 +200,25 @@ struct ClientTransitionTableTests {
             let harness = online()
             harness.transportClosed()
             return harness
+        case "disconnected over WebSocket", "connectingTransport over WebSocket", "openingStream over WebSocket":
+            let harness = XMPPClientHarness { $0.webSocket = ServerURL("wss://example.com/xmpp")! }
+            if state != "disconnected over WebSocket" { harness.start() }
+            if state == "openingStream over WebSocket" { harness.connected() }
+            return harness
+        case "openingStream after the open over cleartext WebSocket with TLS required":
+            let harness = XMPPClientHarness {
+                $0.webSocket = ServerURL("ws://example.com/xmpp")!
+                $0.tls = .required
+            }
+            harness.start()
+            harness.connected()
+            harness.server(WebSocketFramingTests.open)
+            return harness
+        case "connected over WebSocket", "closing over WebSocket":
+            let harness = WebSocketFramingTests.harness("wss://example.com/xmpp")
+            WebSocketFramingTests.login(harness)
+            if state == "closing over WebSocket" { harness.machine.stop(now: harness.now) }
+            return harness
         case "suspended":
             let harness = XMPPClientHarness { $0.reconnectPolicy = .fixed(.seconds(1), maximumAttempts: 0) }
             harness.login()
@@ -264,6 +283,13 @@ struct ClientTransitionTableTests {
             harness.machine.transportReceived(Array("<junk".utf8), generation: stale, now: harness.now)
             harness.machine.transportClosed(generation: stale, error: "late", now: harness.now)
         case "server header": harness.server(header)
+        case "server open": harness.server(WebSocketFramingTests.open)
+        case "server close": harness.server(WebSocketFramingTests.close)
+        case "server close with see-other-uri", "server close with see-other-uri to ws":
+            let scheme = input.hasSuffix("to ws") ? "ws" : "wss"
+            harness.server(
+                "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing' see-other-uri='\(scheme)://other.example/xmpp'/>"
+            )
         case "server header of another namespace":
             harness.server(header.replacingOccurrences(of: "xmlns='jabber:client'", with: "xmlns='jabber:server'"))
         case "server header without version":
@@ -271,6 +297,10 @@ struct ClientTransitionTableTests {
         case "features with mechanisms": harness.server(plainFeatures)
         case "features with STARTTLS":
             harness.server("<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>")
+        case "features with required STARTTLS and PLAIN":
+            harness.server(
+                "<stream:features xmlns:stream='http://etherx.jabber.org/streams'><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>"
+            )
         case "features with required STARTTLS":
             harness.server(
                 "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls></stream:features>"

@@ -117,6 +117,8 @@ final class XMPPClientHarness {
         if text.hasPrefix("<?xml") { return "header" }
         if text == "</stream:stream>" { return "footer" }
         if text.hasPrefix("<stream:error") { return "stream-error" }
+        if text.hasPrefix("<open xmlns='urn:ietf:params:xml:ns:xmpp-framing'") { return "open-frame" }
+        if text.hasPrefix("<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'") { return "close-frame" }
         let name = text.dropFirst().prefix { $0 != " " && $0 != ">" && $0 != "/" }
         return String(name)
     }
