@@ -18,6 +18,9 @@ public struct ByteTransportRequest: Sendable {
     public var caFile: String?
     /// Pins and the app's evaluator for the server's certificate.
     public var trust: TLSTrust
+    /// Resolve the host's A and AAAA records through these nameservers (`DNSLookup`) instead of
+    /// the system's resolver (nil, the default: `getaddrinfo`, which also reads `/etc/hosts`).
+    public var nameServers: [Endpoint]?
 
     /// A request.
     public init(
@@ -27,7 +30,8 @@ public struct ByteTransportRequest: Sendable {
         maximumReadSize: Int = 65536,
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
         caFile: String? = nil,
-        trust: TLSTrust = TLSTrust()
+        trust: TLSTrust = TLSTrust(),
+        nameServers: [Endpoint]? = nil
     ) {
         self.endpoint = endpoint
         self.directTLSServerName = directTLSServerName
@@ -36,6 +40,7 @@ public struct ByteTransportRequest: Sendable {
         self.tlsSessionFactory = tlsSessionFactory
         self.caFile = caFile
         self.trust = trust
+        self.nameServers = nameServers
     }
 }
 

@@ -39,8 +39,10 @@ public struct ConnectionOptions: Sendable {
     /// TLS cannot be created: `XMPPClient` throws `tlsUnavailable`, `HubConnection`
     /// `invalidConfiguration`).
     public var tlsSessionFactory: TLSSessionFactory?
-    /// The DNS servers asked for the XMPP server's SRV records (nil: those of
-    /// `/etc/resolv.conf`); IP addresses, port 53 unless given.
+    /// The DNS servers asked for the XMPP server's SRV records and, when set, for every host's
+    /// A and AAAA records too (nil: SRV through the nameservers of `/etc/resolv.conf`, addresses
+    /// through the system's resolver, which also reads `/etc/hosts`); IP addresses, port 53
+    /// unless given.
     public var nameServers: [Endpoint]?
     /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
     /// bring its own, for example over Network.framework.
@@ -91,7 +93,8 @@ public struct ConnectionOptions: Sendable {
             maximumReadSize: maximumReadSize,
             tlsSessionFactory: tlsSessionFactory,
             caFile: caFile,
-            trust: trust
+            trust: trust,
+            nameServers: nameServers
         )
         return transportFactory(request, queue, onEvent)
     }

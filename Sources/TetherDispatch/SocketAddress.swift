@@ -1,4 +1,4 @@
-import TetherCore
+package import TetherCore
 
 #if canImport(Glibc)
     import Glibc
@@ -140,3 +140,23 @@ package struct SocketAddress: Sendable {
     }
     func systemClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
 #endif
+
+extension SocketAddress {
+    /// The address of an A or AAAA record, on `port` (nil for other records).
+    package init?(_ record: DNSRecordData, port: Int) {
+        let text: String
+        switch record {
+        case .a(let bytes) where bytes.count == 4:
+            text = bytes.map(String.init).joined(separator: ".")
+        case .aaaa(let bytes) where bytes.count == 16:
+            text = stride(from: 0, to: 16, by: 2).map {
+                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+            }
+            .joined(separator: ":")
+        default:
+            return nil
+        }
+        guard let address = Self.literal(host: text, port: port) else { return nil }
+        self = address
+    }
+}

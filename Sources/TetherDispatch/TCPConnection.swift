@@ -59,6 +59,10 @@ package final class TCPConnection: @unchecked Sendable {
 
     private let queue: DispatchQueue
     private let endpoint: Endpoint
+    /// Resolve through these nameservers (A and AAAA) instead of the system's resolver.
+    private let nameServers: [Endpoint]?
+    private var lookup: DNSLookup?
+    private var addressAnswers: [(DNSRecordType, Result<DNSResponse, DNSResolverMachine.Failure>)] = []
     private let connectTimeout: Duration
     private let attemptDelay: Duration
     private var onEvent: ((Event) -> Void)?
@@ -95,9 +99,11 @@ package final class TCPConnection: @unchecked Sendable {
         connectTimeout: Duration,
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
         maximumReadSize: Int,
+        nameServers: [Endpoint]? = nil,
         onEvent: @escaping (Event) -> Void
     ) {
         self.endpoint = endpoint
+        self.nameServers = nameServers
         self.queue = queue
         self.connectTimeout = connectTimeout
         self.attemptDelay = attemptDelay
@@ -113,6 +119,7 @@ package final class TCPConnection: @unchecked Sendable {
             queue.async { [self] in connect(to: [address]) }
             return
         }
+        if let nameServers { return resolve(host: host, port: port, through: nameServers) }
         Self.resolverQueue().async { [self] in
             let result = SocketAddress.resolve(host: host, port: port)
             queue.async { [self] in
@@ -122,6 +129,50 @@ package final class TCPConnection: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Resolves `host` through `nameServers` (`DNSLookup`): AAAA and A at once, then the addresses
+    /// of both (IPv6 first, RFC 8305 §3) are raced.
+    private func resolve(host: String, port: Int, through nameServers: [Endpoint]) {
+        let lookup = DNSLookup(nameServers: nameServers)
+        self.lookup = lookup
+        for type in [DNSRecordType.aaaa, .a] {
+            lookup.resolve(DNSQuestion(name: host, type: type)) { [weak self] result in
+                guard let self else { return }
+                queue.async { [self] in addressesResolved(type, result, host: host, port: port) }
+            }
+        }
+    }
+
+    /// One of the two address lookups answered (on `queue`); once both have, connect or fail.
+    private func addressesResolved(
+        _ type: DNSRecordType,
+        _ result: Result<DNSResponse, DNSResolverMachine.Failure>,
+        host: String,
+        port: Int
+    ) {
+        addressAnswers.append((type, result))
+        guard addressAnswers.count == 2, !isClosed else { return }
+        lookup = nil
+        var addresses: [SocketAddress] = []
+        var problems: [String] = []
+        for (type, answer) in addressAnswers.sorted(by: { $0.0 == .aaaa && $1.0 != .aaaa }) {
+            switch answer {
+            case .success(let response):
+                addresses += response.records(for: host, type: type).compactMap { SocketAddress($0, port: port) }
+                if response.responseCode == .nameError { problems.append("\(type): no such name") }
+            case .failure(let failure):
+                problems.append("\(type): \(failure.message)")
+            }
+        }
+        addressAnswers = []
+        guard !addresses.isEmpty else {
+            return fail(
+                "cannot resolve \(host): "
+                    + (problems.isEmpty ? "no A or AAAA records" : problems.joined(separator: "; "))
+            )
+        }
+        connect(to: addresses)
     }
 
     /// Connects to `addresses` (already resolved; on `queue`).

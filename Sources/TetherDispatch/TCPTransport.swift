@@ -48,7 +48,8 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             endpoint: request.endpoint,
             queue: queue,
             connectTimeout: request.tcpConnectTimeout,
-            maximumReadSize: request.maximumReadSize
+            maximumReadSize: request.maximumReadSize,
+            nameServers: request.nameServers
         ) { [weak self] event in
             self?.tcpEvent(event)
         }

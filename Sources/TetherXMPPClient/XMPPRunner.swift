@@ -234,8 +234,9 @@ final class XMPPRunner: @unchecked Sendable {
         }
     }
 
-    /// Both SRV lookups at once; the answers go to the machine together (a failed lookup is
-    /// `.none`: the domain itself is tried, as RFC 6120 §3.2.2 says).
+    /// Both SRV lookups at once, and the domain's own A record (only to learn whether the domain
+    /// exists: NXDOMAIN with no SRV records means no service); the answers go to the machine
+    /// together (a failed lookup is `.none`: the domain itself is tried, as RFC 6120 §3.2.2 says).
     private func lookUpService(_ domain: String, generation: TransportGeneration) {
         let names = XMPPServiceTargets.lookupNames(for: domain)
         let dns = dns
@@ -243,14 +244,21 @@ final class XMPPRunner: @unchecked Sendable {
         Task { [weak self] in
             async let startTLS = dns.resolve(DNSQuestion(name: names.startTLS, type: .srv))
             async let directTLS = dns.resolve(DNSQuestion(name: names.directTLS, type: .srv))
-            let answers = await (startTLS, directTLS)
+            async let domainAddress = dns.resolve(DNSQuestion(name: domain, type: .a))
+            let answers = await (startTLS, directTLS, domainAddress)
             queue.async { [weak self] in
                 guard let self else { return }
                 let startTLS = lookup(names.startTLS, answers.0)
                 let directTLS = lookup(names.directTLS, answers.1)
+                var domainExists = true
+                if case .success(let response) = answers.2, response.responseCode == .nameError {
+                    log.debug("DNS: \(domain) A: no such name (NXDOMAIN).")
+                    domainExists = false
+                }
                 core.machine.serviceLookedUp(
                     startTLS: startTLS,
                     directTLS: directTLS,
+                    domainExists: domainExists,
                     generation: generation,
                     now: core.now()
                 )

@@ -202,7 +202,8 @@ struct XMPPCommandServerTests {
         let dns = try DNSServer(
             local: ["localhost"],
             records: [
-                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: server.port, priority: 0, weight: 0)
+                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: server.port, priority: 0, weight: 0),
+                .address("localhost", ["127.0.0.1"]),
             ]
         )
         let environment = ["TETHER_PASSWORD": "alicepass"]
@@ -215,7 +216,7 @@ struct XMPPCommandServerTests {
         #expect(found.output.contains { $0.hasPrefix(#"{"event":"pong""#) })
         #expect(found.errors.contains { $0.contains("DNS: _xmpp-client._tcp.localhost SRV") }, "\(found.errors)")
         let none = try DNSServer(
-            local: ["localhost"],
+            local: ["localhost", "test"],
             records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]
         )
         let refused = await tether(
@@ -225,6 +226,14 @@ struct XMPPCommandServerTests {
         #expect(refused.status == 1)
         #expect(refused.errors.joined().contains("offers no XMPP service"), "\(refused.errors)")
         #expect(refused.errors.joined().contains("_xmpp-client._tcp.localhost"))
+        // A domain that does not exist: the same, with NXDOMAIN named.
+        let nowhere = await tether(
+            ["xmpp", "--jid", "alice@nowhere.test", "--nameserver", "127.0.0.1:\(none.port)", "ping"],
+            environment: environment
+        )
+        #expect(nowhere.status == 1)
+        #expect(nowhere.errors.joined().contains("does not exist (NXDOMAIN)"), "\(nowhere.errors)")
+        #expect(nowhere.errors.joined().contains("_xmpps-client._tcp.nowhere.test"))
     }
 
     /// `--websocket`: XMPP over WebSocket (prosody's mod_websocket), ws:// and wss://.

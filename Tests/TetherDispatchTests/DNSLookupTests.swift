@@ -119,7 +119,8 @@ struct XMPPServiceLookupTests {
         let dns = try DNSServer(
             local: ["localhost"],
             records: [
-                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: prosody.port, priority: 0, weight: 0)
+                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: prosody.port, priority: 0, weight: 0),
+                .address("localhost", ["127.0.0.1"]),
             ]
         )
         var configuration = testConfiguration("alice", port: prosody.port)
@@ -131,6 +132,63 @@ struct XMPPServiceLookupTests {
         await client.disconnect()
         #expect(dns.logTail.contains("query[SRV] _xmpp-client._tcp.localhost"), "\(dns.logTail)")
         #expect(dns.logTail.contains("query[SRV] _xmpps-client._tcp.localhost"), "\(dns.logTail)")
+    }
+
+    /// The targets in priority order: the first (priority 0) refuses the connection, the second
+    /// (priority 10) is prosody; both names exist only in the test's DNS server, so their
+    /// addresses (A and AAAA) come through the client's own resolver, not the system's.
+    @Test func theNextTargetAfterOneThatRefuses() async throws {
+        let prosody = try startedProsody()
+        let closedPort = try freeLoopbackPort()
+        let dns = try DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "dead.xmpp.test", port: closedPort, priority: 0, weight: 0),
+                .srv("_xmpp-client._tcp.localhost", target: "xmpp.test", port: prosody.port, priority: 10, weight: 5),
+                .address("dead.xmpp.test", ["127.0.0.1"]),
+                .address("xmpp.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: prosody.port)
+        configuration.endpoint = nil
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)])
+        )
+        let events = EventRecorder(client)
+        #expect(try await client.connect().bare == JID("alice@localhost")!)
+        // One attempt: the refusal moved on to the next target within it.
+        #expect(!events.events.contains { if case .connectAttemptFailed = $0 { true } else { false } })
+        await client.disconnect()
+        let log = dns.logTail
+        #expect(log.contains("query[A] dead.xmpp.test") && log.contains("query[AAAA] dead.xmpp.test"), "\(log)")
+        #expect(log.contains("query[A] xmpp.test"), "\(log)")
+        let dead = try #require(log.range(of: "query[A] dead.xmpp.test"))
+        let live = try #require(log.range(of: "query[A] xmpp.test"))
+        #expect(dead.lowerBound < live.lowerBound)
+    }
+
+    /// A domain that does not exist (NXDOMAIN) and so has no SRV records: no service, fatal,
+    /// naming the lookups.
+    @Test func aDomainThatDoesNotExistFailsForGood() async throws {
+        let dns = try DNSServer(local: ["test"], records: [])
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.jid = JID("alice@nowhere.test")!
+        configuration.endpoint = nil
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)])
+        )
+        let events = EventRecorder(client)
+        do {
+            _ = try await client.connect()
+            Issue.record("connected to a domain that does not exist")
+        } catch {
+            #expect(error.kind == .serviceUnavailable && error.isFatal, "\(error)")
+            #expect(error.message.contains("does not exist (NXDOMAIN)"), "\(error)")
+            #expect(error.message.contains("_xmpp-client._tcp.nowhere.test"), "\(error)")
+        }
+        #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
     }
 
     @Test func aDomainWithoutServiceFailsForGood() async throws {

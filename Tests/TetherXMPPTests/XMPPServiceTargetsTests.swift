@@ -26,6 +26,29 @@ struct XMPPServiceTargetsTests {
         )
     }
 
+    /// A domain that does not exist (NXDOMAIN for its own name) and has no records: no service;
+    /// with records its own name does not matter.
+    @Test func aDomainThatDoesNotExistHasNoService() throws {
+        var random = SeededRandomNumberGenerator(seed: 1)
+        #expect(throws: Targets.NoService.self) {
+            try Targets.targets(
+                domain: "example.com",
+                startTLS: .none,
+                directTLS: .none,
+                domainExists: false,
+                using: &random
+            )
+        }
+        let targets = try Targets.targets(
+            domain: "example.com",
+            startTLS: .records([Self.srv(0, 0, 5222, "xmpp.example.net")]),
+            directTLS: .none,
+            domainExists: false,
+            using: &random
+        )
+        #expect(targets == [Target(host: "xmpp.example.net", port: 5222, directTLS: false)])
+    }
+
     @Test func bothKindsAreMixedByPriority() throws {
         let targets = try Self.targets(
             .records([Self.srv(10, 0, 5222, "xmpp.example.com."), Self.srv(30, 0, 5222, "backup.example.net")]),

@@ -332,10 +332,13 @@ extension XMPPClientMachine {
     /// The SRV lookups of `generation` answered: the targets are tried in RFC 2782's order (those
     /// the TLS policy allows: no direct TLS when TLS is disabled, only direct TLS when it is
     /// `direct`), or the domain's default when there are none; a domain that publishes "no
-    /// service" fails the attempt for good (`serviceUnavailable`).
+    /// service" fails the attempt for good (`serviceUnavailable`), and so does a domain that does
+    /// not exist (`domainExists` false: the driver's lookup of the domain's own name answered
+    /// NXDOMAIN) and publishes no records.
     public mutating func serviceLookedUp(
         startTLS: XMPPServiceTargets.Lookup,
         directTLS: XMPPServiceTargets.Lookup,
+        domainExists: Bool = true,
         generation: TransportGeneration,
         now: Instant
     ) {
@@ -348,6 +351,7 @@ extension XMPPClientMachine {
                 domain: configuration.jid.domainpart,
                 startTLS: configuration.tls == .direct ? .none : startTLS,
                 directTLS: configuration.tls == .disabled ? .none : directTLS,
+                domainExists: domainExists,
                 using: &random
             )
         } catch {

@@ -47,16 +47,28 @@ public enum XMPPServiceTargets {
     /// - a set that is a single `.` target says "no service" for its kind: a direct-TLS `.`
     ///   leaves the STARTTLS records; a STARTTLS `.` with no direct-TLS records (or a `.` there
     ///   too) means the domain offers no XMPP service;
-    /// - no records of either kind: the domain itself on 5222 (RFC 6120 §3.2.2).
+    /// - no records of either kind: the domain itself on 5222 (RFC 6120 §3.2.2), unless the
+    ///   domain's own name does not exist (`domainExists` false: NXDOMAIN for it), which means
+    ///   no service.
     public static func targets(
         domain: String,
         startTLS: Lookup,
         directTLS: Lookup,
+        domainExists: Bool = true,
         using random: inout some RandomNumberGenerator
     ) throws(NoService) -> [Target] {
         let plain = records(startTLS, directTLS: false)
         let secure = records(directTLS, directTLS: true)
-        if plain == nil && secure == nil { return [Target(host: domain, port: 5222, directTLS: false)] }
+        if plain == nil && secure == nil {
+            guard domainExists else {
+                let names = lookupNames(for: domain)
+                throw NoService(
+                    message: "\(domain) offers no XMPP service: the domain does not exist (NXDOMAIN), "
+                        + "and neither \(names.startTLS) nor \(names.directTLS) has SRV records."
+                )
+            }
+            return [Target(host: domain, port: 5222, directTLS: false)]
+        }
         let usable = (plain ?? []) + (secure ?? [])
         let named = usable.filter { $0.target != "." }
         guard !named.isEmpty else {
