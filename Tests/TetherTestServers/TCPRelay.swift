@@ -31,11 +31,12 @@ public final class TCPRelay: Sendable {
     private let core: Core
 
     /// A relay to 127.0.0.1:`upstreamPort`, listening on a free port, refusing the `refusals`
-    /// (it then reads each connection's request head before connecting upstream).
-    public init(upstreamPort: Int, refusing refusals: Set<Refusal> = []) throws {
+    /// (it then reads each connection's request head before connecting upstream). With `delay`
+    /// each chunk is passed on that long after it was read, each way (a long link).
+    public init(upstreamPort: Int, refusing refusals: Set<Refusal> = [], delay: Duration = .zero) throws {
         let (listener, port) = try boundLoopbackSocket(listening: true, reuseAddress: true)
         self.port = port
-        core = Core(listener: listener, upstreamPort: upstreamPort, refusals: refusals)
+        core = Core(listener: listener, upstreamPort: upstreamPort, refusals: refusals, delay: delay)
         Thread.detachNewThread { [core] in core.acceptLoop() }
     }
 
@@ -58,6 +59,14 @@ public final class TCPRelay: Sendable {
     /// Stops accepting and closes everything.
     public func stop() { core.stop() }
 
+    /// The round trips seen on the relayed connections until `uptimeNanoseconds`
+    /// (`DispatchTime`'s clock), counted on a relay with a `delay`: the server's flights, a
+    /// flight being what the server sent between two sends of the client (the delay makes a
+    /// client that waits for an answer show as a flight of its own).
+    public func serverFlights(from start: UInt64 = 0, before uptimeNanoseconds: UInt64) -> Int {
+        core.serverFlights(from: start, before: uptimeNanoseconds)
+    }
+
     /// The relay's state and threads.
     ///
     /// Descriptors are shut down and closed only under `lock`, and a pair leaves `pairs` when its
@@ -69,7 +78,10 @@ public final class TCPRelay: Sendable {
         private let listener: Int32
         private let upstreamPort: Int
         private let refusals: Set<Refusal>
+        private let delay: Duration
         private let lock = NSLock()
+        /// What was passed on, in order: towards the client or not, and when.
+        private var deliveries: [(toClient: Bool, time: UInt64)] = []
         private var refused = 0
         private var pairs: [Pair] = []
         private var stopped = false
@@ -89,11 +101,26 @@ public final class TCPRelay: Sendable {
             }
         }
 
-        init(listener: Int32, upstreamPort: Int, refusals: Set<Refusal>) {
+        init(listener: Int32, upstreamPort: Int, refusals: Set<Refusal>, delay: Duration) {
             self.listener = listener
             self.upstreamPort = upstreamPort
             self.refusals = refusals
+            self.delay = delay
         }
+
+        func serverFlights(from start: UInt64, before time: UInt64) -> Int {
+            lock.withLock {
+                var flights = 0
+                var previousToClient = false
+                for delivery in deliveries where delivery.time >= start && delivery.time < time {
+                    if delivery.toClient && !previousToClient { flights += 1 }
+                    previousToClient = delivery.toClient
+                }
+                return flights
+            }
+        }
+
+        private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
         var acceptedCount: Int {
             lock.withLock { accepted }
@@ -263,6 +290,10 @@ public final class TCPRelay: Sendable {
                     close(pair.server)
                 }
             }
+            // Chunks read and not yet passed on (with a delay): when, where to, what.
+            var due: [(time: UInt64, toClient: Bool, bytes: [UInt8])] = []
+            let delayNanoseconds = UInt64(delay.components.seconds) * 1_000_000_000
+                + UInt64(delay.components.attoseconds / 1_000_000_000)
             while true {
                 let (stalled, closed) = lock.withLock { (pair.stalled, pair.closed) }
                 if closed { return }
@@ -270,20 +301,34 @@ public final class TCPRelay: Sendable {
                     usleep(20_000)
                     continue
                 }
+                let now = Self.uptime()
+                while let first = due.first, first.time <= now {
+                    due.removeFirst()
+                    sendAll(first.bytes[...], to: first.toClient ? pair.client : pair.server)
+                    if delayNanoseconds > 0 { lock.withLock { deliveries.append((first.toClient, Self.uptime())) } }
+                }
                 var fds = [
                     pollfd(fd: pair.client, events: Int16(POLLIN), revents: 0),
                     pollfd(fd: pair.server, events: Int16(POLLIN), revents: 0),
                 ]
-                let ready = poll(&fds, 2, 50)
+                let wait = due.first.map { Int32(min(50, max(0, Int64($0.time) - Int64(now)) / 1_000_000 + 1)) } ?? 50
+                let ready = poll(&fds, 2, wait)
                 if ready <= 0 { continue }
                 for (index, entry) in fds.enumerated() where entry.revents != 0 {
                     let from = index == 0 ? pair.client : pair.server
-                    let to = index == 0 ? pair.server : pair.client
                     let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
                     if count < 0 && errno == EINTR { continue }
-                    // One side ended (or failed): the deferred close ends the other.
-                    if count <= 0 { return }
-                    sendAll(buffer[..<count], to: to)
+                    if count <= 0 {
+                        // One side ended (or failed): what it sent before goes on, when due; then
+                        // the deferred close ends the other side.
+                        for chunk in due {
+                            let wait = Int64(chunk.time) - Int64(Self.uptime())
+                            if wait > 0 { usleep(UInt32(wait / 1000)) }
+                            sendAll(chunk.bytes[...], to: chunk.toClient ? pair.client : pair.server)
+                        }
+                        return
+                    }
+                    due.append((Self.uptime() + delayNanoseconds, index == 1, Array(buffer[..<count])))
                 }
             }
         }

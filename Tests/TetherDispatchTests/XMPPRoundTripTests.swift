@@ -1,0 +1,122 @@
+import Dispatch
+import Foundation
+import Testing
+import TetherCore
+import TetherDispatch
+import TetherTestServers
+import TetherXMPP
+import TetherXMPPClient
+
+/// The round trips from the first byte to `connected` (and to `resumed`) on each path, against a
+/// real prosody through a relay that delays each chunk by 25 ms each way, so that every time the
+/// client waits for the server shows as one server flight. The numbers are the protocol's
+/// minimum for each path (`Specs/xmpp/client-machine.md`, "Round trips"); one more is a wasted
+/// round trip.
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .realServers(.prosody, .opensslCommand)
+)
+struct XMPPRoundTripTests {
+    static let delay = Duration.milliseconds(25)
+
+    /// Connects `configuration` (its endpoint or URL pointing at `relay`) and returns the server
+    /// flights until `connected`.
+    static func flightsToConnected(
+        _ configuration: XMPPClient.Configuration,
+        relay: TCPRelay,
+        options: XMPPClient.Options = .init()
+    ) async throws -> Int {
+        let client = try XMPPClient(configuration: configuration, options: options)
+        let events = EventRecorder(client)
+        try await client.connect()
+        let connected = try #require(events.timedEvents.first { $0.event.isConnected })
+        await client.disconnect()
+        return relay.serverFlights(before: connected.time)
+    }
+
+    static func configuration(
+        port: Int,
+        mechanism: SASLMechanism,
+        tls: XMPPClientMachine.TLSPolicy = .disabled
+    ) -> XMPPClient.Configuration {
+        var configuration = testConfiguration("alice", port: port)
+        configuration.mechanisms = [mechanism]
+        configuration.tls = tls
+        configuration.fetchRosterOnConnect = true  // the roster is not waited for
+        configuration.initialPresence = XMPPPresence()
+        return configuration
+    }
+
+    @Test func cleartext() async throws {
+        let server = try startedProsody()
+        // PLAIN: header, auth, header after success, bind.
+        let plainRelay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
+        var plainConfiguration = Self.configuration(port: plainRelay.port, mechanism: .plain)
+        plainConfiguration.allowPlainOnCleartext = true
+        let plain = try await Self.flightsToConnected(plainConfiguration, relay: plainRelay)
+        #expect(plain == 4)
+        // SCRAM: one more for its second message.
+        let scramRelay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
+        let scram = try await Self.flightsToConnected(
+            Self.configuration(port: scramRelay.port, mechanism: .scramSHA256),
+            relay: scramRelay
+        )
+        #expect(scram == 5)
+    }
+
+    @Test func startTLSAndDirectTLS() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
+        try server.start()
+        let options = XMPPClient.Options(caFile: certificates.caCertificate)
+        // STARTTLS: header, <starttls/>, the TLS 1.3 handshake, header, auth, response, header,
+        // bind.
+        let startTLSRelay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
+        let startTLS = try await Self.flightsToConnected(
+            Self.configuration(port: startTLSRelay.port, mechanism: .scramSHA256, tls: .required),
+            relay: startTLSRelay,
+            options: options
+        )
+        #expect(startTLS == 8)
+        // Direct TLS: the handshake instead of the first two.
+        let directRelay = try TCPRelay(upstreamPort: server.directTLSPort!, delay: Self.delay)
+        let direct = try await Self.flightsToConnected(
+            Self.configuration(port: directRelay.port, mechanism: .scramSHA256, tls: .direct),
+            relay: directRelay,
+            options: options
+        )
+        #expect(direct == 6)
+    }
+
+    @Test func webSocket() async throws {
+        let server = try ProsodyServer(webSocket: true)
+        try server.start()
+        // The upgrade, <open/>, auth, response, <open/> after success, bind.
+        let relay = try TCPRelay(upstreamPort: server.webSocketPort!, delay: Self.delay)
+        var configuration = Self.configuration(port: 0, mechanism: .scramSHA256)
+        configuration.endpoint = nil
+        configuration.webSocket = ServerURL("ws://127.0.0.1:\(relay.port)/xmpp-websocket")
+        #expect(try await Self.flightsToConnected(configuration, relay: relay) == 6)
+    }
+
+    /// Resumption: header, auth, response, header after success, <resume/>; nothing is redone
+    /// after `<resumed/>`.
+    @Test func resumption() async throws {
+        let server = try startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
+        var configuration = Self.configuration(port: relay.port, mechanism: .scramSHA256)
+        configuration.reconnectPolicy = .fixed(.milliseconds(1), maximumAttempts: 5)
+        let client = try XMPPClient(configuration: configuration)
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        try await Task.sleep(for: .milliseconds(200))  // everything of the first session delivered
+        let cut = DispatchTime.now().uptimeNanoseconds
+        relay.cutAll()
+        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+        let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
+        #expect(relay.serverFlights(from: cut, before: resumed.time) == 5)
+        await client.disconnect()
+    }
+}
