@@ -292,7 +292,8 @@ public final class TCPRelay: Sendable {
             }
             // Chunks read and not yet passed on (with a delay): when, where to, what.
             var due: [(time: UInt64, toClient: Bool, bytes: [UInt8])] = []
-            let delayNanoseconds = UInt64(delay.components.seconds) * 1_000_000_000
+            let delayNanoseconds =
+                UInt64(delay.components.seconds) * 1_000_000_000
                 + UInt64(delay.components.attoseconds / 1_000_000_000)
             while true {
                 let (stalled, closed) = lock.withLock { (pair.stalled, pair.closed) }
