@@ -40,6 +40,7 @@ struct Options {
                tether-bench --xmpp latency HOST:PORT JID COUNT
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
+               tether-bench --xmpp online HOST:PORT JID CONTROL_PORT COUNT
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
@@ -68,7 +69,9 @@ struct Options {
                          from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99), COUNT
                          messages from one account to another without stream management (messages/s),
                          or COUNT idle clients in this process (memory per connection, threads,
-                         descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe)
+                         descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe);
+                         online: COUNT logins and resumptions through a slow relay, the median times
+                         (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe)
           --soak [MINUTES]
                          instead of the benchmarks: both connection machines and all codecs on a
                          simulated network for MINUTES virtual minutes (default 60) with cuts and
@@ -246,6 +249,9 @@ if let arguments = options.xmppDriver {
         )
         switch arguments[0] {
         case "latency": print(try await XMPPDriverBenchmarks.latency(server, jid: arguments[2], count: count))
+        case "online":
+            guard let controlPort = Int(arguments[3]) else { throw BenchError("expected CONTROL_PORT") }
+            print(try await XMPPOnlineBenchmark.run(server, jid: arguments[2], controlPort: controlPort, count: count))
         case "throughput":
             print(try await XMPPDriverBenchmarks.throughput(server, from: arguments[2], to: arguments[3], count: count))
         default: print(try await XMPPDriverBenchmarks.idle(server, account: arguments[2], count: count))
