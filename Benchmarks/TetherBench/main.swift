@@ -125,8 +125,8 @@ struct Options {
                 }
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
-                guard let mode = rest.first, ["latency", "throughput", "idle"].contains(mode),
-                    rest.count == (mode == "throughput" ? 5 : 4)
+                guard let mode = rest.first, ["latency", "throughput", "idle", "online"].contains(mode),
+                    rest.count == (mode == "throughput" || mode == "online" ? 5 : 4)
                 else { return nil }
                 xmppDriver = rest
                 index = arguments.count
