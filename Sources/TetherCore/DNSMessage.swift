@@ -34,6 +34,34 @@ public enum DNSRecordData: Hashable, Sendable {
     case srv(priority: UInt16, weight: UInt16, port: UInt16, target: String)
 }
 
+extension DNSRecordData: CustomStringConvertible {
+    /// The record as a zone file writes its data: `192.0.2.1`, `2001:db8:0:0:0:0:0:1`,
+    /// `CNAME host.example.`, `SRV 10 60 5222 xmpp.example.`.
+    public var description: String {
+        switch self {
+        case .a(let bytes): bytes.map(String.init).joined(separator: ".")
+        case .aaaa(let bytes):
+            stride(from: 0, to: bytes.count - 1, by: 2).map {
+                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+            }.joined(separator: ":")
+        case .cname(let name): "CNAME \(name)"
+        case .srv(let priority, let weight, let port, let target): "SRV \(priority) \(weight) \(port) \(target)"
+        }
+    }
+}
+
+extension DNSRecordType: CustomStringConvertible {
+    /// `A`, `CNAME`, `AAAA`, `SRV`.
+    public var description: String {
+        switch self {
+        case .a: "A"
+        case .cname: "CNAME"
+        case .aaaa: "AAAA"
+        case .srv: "SRV"
+        }
+    }
+}
+
 /// A resource record of an answer.
 public struct DNSRecord: Hashable, Sendable {
     public var name: String

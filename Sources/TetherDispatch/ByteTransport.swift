@@ -21,6 +21,8 @@ public struct ByteTransportRequest: Sendable {
     /// Resolve the host's A and AAAA records through these nameservers (`DNSLookup`) instead of
     /// the system's resolver (nil, the default: `getaddrinfo`, which also reads `/etc/hosts`).
     public var nameServers: [Endpoint]?
+    /// Told, for a log, what each of those lookups answered (nil: nobody asks).
+    public var resolutionLog: (@Sendable (String) -> Void)?
 
     /// A request.
     public init(

@@ -86,7 +86,7 @@ public struct ConnectionOptions: Sendable {
         queue: DispatchQueue,
         onEvent: @escaping (ByteTransportEvent) -> Void
     ) -> any ByteTransport {
-        let request = ByteTransportRequest(
+        var request = ByteTransportRequest(
             endpoint: endpoint,
             directTLSServerName: directTLSServerName,
             tcpConnectTimeout: tcpConnectTimeout,
@@ -96,6 +96,10 @@ public struct ConnectionOptions: Sendable {
             trust: trust,
             nameServers: nameServers
         )
+        if logLevel <= .debug {
+            let log = ConnectionLog(level: logLevel, handler: logHandler)
+            request.resolutionLog = { log.debug($0) }
+        }
         return transportFactory(request, queue, onEvent)
     }
 

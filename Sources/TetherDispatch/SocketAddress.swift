@@ -144,19 +144,12 @@ package struct SocketAddress: Sendable {
 extension SocketAddress {
     /// The address of an A or AAAA record, on `port` (nil for other records).
     package init?(_ record: DNSRecordData, port: Int) {
-        let text: String
         switch record {
-        case .a(let bytes) where bytes.count == 4:
-            text = bytes.map(String.init).joined(separator: ".")
-        case .aaaa(let bytes) where bytes.count == 16:
-            text = stride(from: 0, to: 16, by: 2).map {
-                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
-            }
-            .joined(separator: ":")
-        default:
-            return nil
+        case .a(let bytes) where bytes.count == 4: break
+        case .aaaa(let bytes) where bytes.count == 16: break
+        default: return nil
         }
-        guard let address = Self.literal(host: text, port: port) else { return nil }
+        guard let address = Self.literal(host: record.description, port: port) else { return nil }
         self = address
     }
 }

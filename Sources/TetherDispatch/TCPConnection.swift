@@ -61,6 +61,7 @@ package final class TCPConnection: @unchecked Sendable {
     private let endpoint: Endpoint
     /// Resolve through these nameservers (A and AAAA) instead of the system's resolver.
     private let nameServers: [Endpoint]?
+    private let resolutionLog: (@Sendable (String) -> Void)?
     private var lookup: DNSLookup?
     private var addressAnswers: [(DNSRecordType, Result<DNSResponse, DNSResolverMachine.Failure>)] = []
     private let connectTimeout: Duration
@@ -100,8 +101,10 @@ package final class TCPConnection: @unchecked Sendable {
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
         maximumReadSize: Int,
         nameServers: [Endpoint]? = nil,
+        resolutionLog: (@Sendable (String) -> Void)? = nil,
         onEvent: @escaping (Event) -> Void
     ) {
+        self.resolutionLog = resolutionLog
         self.endpoint = endpoint
         self.nameServers = nameServers
         self.queue = queue
@@ -159,9 +162,14 @@ package final class TCPConnection: @unchecked Sendable {
         for (type, answer) in addressAnswers.sorted(by: { $0.0 == .aaaa && $1.0 != .aaaa }) {
             switch answer {
             case .success(let response):
-                addresses += response.records(for: host, type: type).compactMap { SocketAddress($0, port: port) }
+                let records = response.records(for: host, type: type)
+                resolutionLog?(
+                    "DNS: \(host) \(type): \(records.isEmpty ? "none (\(response.responseCode))" : "\(records)")."
+                )
+                addresses += records.compactMap { SocketAddress($0, port: port) }
                 if response.responseCode == .nameError { problems.append("\(type): no such name") }
             case .failure(let failure):
+                resolutionLog?("DNS: \(host) \(type): \(failure.message)")
                 problems.append("\(type): \(failure.message)")
             }
         }

@@ -49,7 +49,8 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             queue: queue,
             connectTimeout: request.tcpConnectTimeout,
             maximumReadSize: request.maximumReadSize,
-            nameServers: request.nameServers
+            nameServers: request.nameServers,
+            resolutionLog: request.resolutionLog
         ) { [weak self] event in
             self?.tcpEvent(event)
         }

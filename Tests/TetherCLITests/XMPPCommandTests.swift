@@ -215,6 +215,9 @@ struct XMPPCommandServerTests {
         #expect(found.status == 0, "\(found.errors)")
         #expect(found.output.contains { $0.hasPrefix(#"{"event":"pong""#) })
         #expect(found.errors.contains { $0.contains("DNS: _xmpp-client._tcp.localhost SRV") }, "\(found.errors)")
+        // The target's address through the same nameserver, and the target tried.
+        #expect(found.errors.contains { $0.contains("DNS: localhost A: [127.0.0.1].") }, "\(found.errors)")
+        #expect(found.errors.contains { $0.contains("Connecting to localhost:\(server.port)") }, "\(found.errors)")
         let none = try DNSServer(
             local: ["localhost", "test"],
             records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]

@@ -112,7 +112,7 @@ struct DNSLookupTests {
 /// `XMPPClient` finding prosody through DNS: the SRV record of the JID's domain (served by
 /// dnsmasq) names the host and port; a domain that publishes "no service" fails at once, for
 /// good.
-@Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.prosody, .dnsmasq))
+@Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.prosody, .dnsmasq, .opensslCommand))
 struct XMPPServiceLookupTests {
     @Test func theServerIsFoundThroughItsSRVRecord() async throws {
         let prosody = try startedProsody()
@@ -166,6 +166,48 @@ struct XMPPServiceLookupTests {
         let dead = try #require(log.range(of: "query[A] dead.xmpp.test"))
         let live = try #require(log.range(of: "query[A] xmpp.test"))
         #expect(dead.lowerBound < live.lowerBound)
+    }
+
+    /// A direct-TLS record (XEP-0368) ahead of the STARTTLS one by priority: TLS from the first
+    /// byte to the port it names, the certificate checked for the JID's domain (not the target's
+    /// name, which the certificate does not carry).
+    @Test func aDirectTLSRecordGetsTLSFromTheFirstByte() async throws {
+        let certificates = try TestCertificates.shared()
+        let prosody = try ProsodyServer(certificates: certificates)
+        try prosody.start()
+        let dns = try DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv(
+                    "_xmpps-client._tcp.localhost",
+                    target: "tls.xmpp.test",
+                    port: prosody.directTLSPort!,
+                    priority: 0,
+                    weight: 0
+                ),
+                .srv("_xmpp-client._tcp.localhost", target: "xmpp.test", port: prosody.port, priority: 10, weight: 0),
+                .address("tls.xmpp.test", ["127.0.0.1"]),
+                .address("xmpp.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.endpoint = nil
+        configuration.tls = .required
+        let log = TrafficLog()
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(
+                logLevel: .trace,
+                logHandler: log.handler,
+                caFile: certificates.caCertificate,
+                nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)]
+            )
+        )
+        #expect(try await client.connect().bare == JID("alice@localhost")!)
+        let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
+        #expect(!sent.contains { $0.hasPrefix("<starttls") })
+        #expect(sent.first?.contains("from='alice@localhost'") == true)  // protected from the first header
+        await client.disconnect()
     }
 
     /// A domain that does not exist (NXDOMAIN) and so has no SRV records: no service, fatal,
