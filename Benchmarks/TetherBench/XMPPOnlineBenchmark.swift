@@ -15,7 +15,12 @@ import TetherXMPPClient
 /// keeps (SCRAM, stream management, roster and presence), then cuts the link through the relay's
 /// control port and measures until the session is resumed. One JSON line: the medians.
 enum XMPPOnlineBenchmark {
-    static func run(_ server: XMPPDriverBenchmarks.Server, jid: String, controlPort: Int, count: Int) async throws
+    static func run(
+        _ server: XMPPDriverBenchmarks.Server,
+        jid: String,
+        controlPort: Int,
+        count: Int
+    ) async throws
         -> String
     {
         guard let parsed = JID(jid) else { throw BenchError("not a JID: \(jid)") }
