@@ -128,6 +128,27 @@ public struct ReconnectPolicy: Sendable {
     }
 
     /// The delay before the attempt described by `context`, or nil to give up.
+    /// The first attempt of the tier `attempt` falls in (0 for policies without tiers).
+    public func startOfTier(containing attempt: Int) -> Int {
+        guard case .tiered(let tiers, let repeats) = rule else { return 0 }
+        let total = tiers.reduce(0) { $0 + $1.attempts }
+        guard total > 0 else { return 0 }
+        let position: Int
+        if attempt < total {
+            position = attempt
+        } else if repeats {
+            position = attempt % total
+        } else {
+            return total - tiers[tiers.count - 1].attempts
+        }
+        var start = 0
+        for tier in tiers {
+            if position < start + tier.attempts { return attempt - (position - start) }
+            start += tier.attempts
+        }
+        return 0
+    }
+
     public func delay(for context: Context, using generator: inout some RandomNumberGenerator) -> Duration? {
         if let maximumAttempts, context.attempt >= maximumAttempts { return nil }
         if let maximumElapsed, context.elapsed >= maximumElapsed { return nil }
@@ -199,6 +220,15 @@ public struct ReconnectSchedule: Sendable {
         guard let delay = policy.delay(for: context, using: &generator) else { return nil }
         attempts += 1
         return delay
+    }
+
+    /// The network came back (or the device moved to another): the next attempt starts the
+    /// current tier again (a tiered policy; after the last tier of one that does not repeat, that
+    /// last tier), any other policy from its first delay; the time without a network does not
+    /// count towards `maximumElapsed`.
+    public mutating func pathReturned(at now: Instant) {
+        attempts = policy.startOfTier(containing: attempts)
+        if lostAt != nil { lostAt = now }
     }
 
     /// Records that a connection was established: the next loss starts the schedule over.

@@ -19,6 +19,10 @@ public struct StreamFeatures: Hashable, Sendable {
         element.firstChild("mechanisms", namespace: XMPPNamespace.sasl)?.children("mechanism").map(\.text) ?? []
     }
     /// Whether resource binding is offered.
+    /// XEP-0352 client state indication (`<csi xmlns='urn:xmpp:csi:0'/>`).
+    public var clientStateIndication: Bool {
+        element.firstChild("csi", namespace: XMPPNamespace.clientStateIndication) != nil
+    }
     public var bind: Bool { element.firstChild("bind", namespace: XMPPNamespace.bind) != nil }
     /// Whether the legacy session is offered at all.
     public var session: Bool { element.firstChild("session", namespace: XMPPNamespace.session) != nil }

@@ -34,4 +34,6 @@ extension XMPPNamespace {
     public static let streamManagement3 = "urn:xmpp:sm:3"
     /// XMPP over WebSocket's `<open/>` and `<close/>` (RFC 7395).
     public static let framing = "urn:ietf:params:xml:ns:xmpp-framing"
+    /// XEP-0352 client state indication.
+    public static let clientStateIndication = "urn:xmpp:csi:0"
 }

@@ -370,6 +370,9 @@ final class XMPPRunner: @unchecked Sendable {
         case .connectAttemptFailed(let error):
             log.debug("The connect attempt failed: \(error)")
             core.events.deliver(event)
+        case .waitingForNetwork:
+            log.info("No network: reconnecting when it is back.")
+            core.events.deliver(event)
         case .resumeFailed, .streamManagementEnabled, .message, .presence, .subscriptionRequest, .iqRequest, .roster,
             .rosterPush, .unacknowledgedStanzas:
             core.events.deliver(event)

@@ -35,7 +35,7 @@ struct XMPPCommand: Sendable, Equatable {
 
         The password comes from the environment variable VAR (default TETHER_PASSWORD), never
         from the command line. Events print as JSON lines: connected, disconnected, reconnecting,
-        resumed, resume-failed, message, pong, roster. --verbose logs the XML traffic to standard
+        waiting-for-network, resumed, resume-failed, message, pong, roster. --verbose logs the XML traffic to standard
         error, SASL credentials hidden. TLS: required (STARTTLS, refused when not offered; the
         default), optional (STARTTLS when offered), direct (TLS from the first byte, port 5223),
         disabled; the certificate must be valid for the JID's domain, against the system's CAs
@@ -384,6 +384,8 @@ final class Listener: @unchecked Sendable {
             line.append(UInt8(ascii: "}"))
         case .resumed:
             line = Array(#"{"event":"resumed"}"#.utf8)
+        case .waitingForNetwork:
+            line = Array(#"{"event":"waiting-for-network"}"#.utf8)
         case .resumeFailed:
             line = Array(#"{"event":"resume-failed"}"#.utf8)
         case .message(let message):

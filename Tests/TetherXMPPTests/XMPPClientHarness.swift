@@ -132,6 +132,7 @@ final class XMPPClientHarness {
         case .disconnected: "disconnected"
         case .connectAttemptFailed: "attemptfailed"
         case .reconnecting: "reconnecting"
+        case .waitingForNetwork: "waitingfornetwork"
         case .suspended: "suspended"
         case .closed: "closed"
         case .message: "message"

@@ -82,8 +82,15 @@ struct StreamManagement: Sendable {
 struct AutoPing: Sendable {
     let configuration: XMPPClientMachine.AutoPingConfiguration
     private(set) var lastReceived: Instant
-    private(set) var outstanding: (id: String, sentAt: Instant)?
+    private(set) var outstanding: (id: String, sentAt: Instant, timeout: Duration, probe: Bool)?
     private(set) var missed = 0
+    /// The app is in the background: `backgroundInterval` applies.
+    var inBackground = false
+
+    /// The interval in force.
+    var interval: Duration {
+        inBackground ? (configuration.backgroundInterval ?? configuration.interval) : configuration.interval
+    }
 
     init(configuration: XMPPClientMachine.AutoPingConfiguration, now: Instant) {
         self.configuration = configuration
@@ -92,8 +99,8 @@ struct AutoPing: Sendable {
 
     /// When something is next due.
     var deadline: Instant {
-        if let outstanding { return outstanding.sentAt + configuration.timeout }
-        return lastReceived + configuration.interval
+        if let outstanding { return outstanding.sentAt + outstanding.timeout }
+        return lastReceived + interval
     }
 
     enum Due: Equatable {
@@ -108,7 +115,13 @@ struct AutoPing: Sendable {
     }
 
     mutating func pingSent(id: String, at now: Instant) {
-        outstanding = (id, now)
+        outstanding = (id, now, configuration.timeout, false)
+    }
+
+    /// A probe (the network changed): one that goes unanswered for `timeout`, with nothing else
+    /// received meanwhile, means the link is dead at once.
+    mutating func probeSent(id: String, at now: Instant, timeout: Duration) {
+        outstanding = (id, now, timeout, true)
     }
 
     /// Whether `id` answers the outstanding ping (a result or an error: both prove liveness).
@@ -122,16 +135,17 @@ struct AutoPing: Sendable {
     /// What is due at `now`.
     mutating func check(now: Instant) -> Due {
         if let sent = outstanding {
-            guard now >= sent.sentAt + configuration.timeout else { return .nothing }
+            guard now >= sent.sentAt + sent.timeout else { return .nothing }
             outstanding = nil
             if lastReceived > sent.sentAt {
                 // Something else arrived meanwhile: the link works, the reply is merely late.
                 missed = 0
-                return now >= lastReceived + configuration.interval ? .sendPing : .nothing
+                return now >= lastReceived + interval ? .sendPing : .nothing
             }
+            if sent.probe { return .dead }
             missed += 1
             return missed >= configuration.maximumMissed ? .dead : .sendPing
         }
-        return now >= lastReceived + configuration.interval ? .sendPing : .nothing
+        return now >= lastReceived + interval ? .sendPing : .nothing
     }
 }

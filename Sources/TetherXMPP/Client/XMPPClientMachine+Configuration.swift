@@ -25,14 +25,24 @@ extension XMPPClientMachine {
         public var timeout: Duration
         /// After this many misses in a row the stream is dead (default 2).
         public var maximumMissed: Int
+        /// The interval while the app is in the background (default 300 s: a phone's radio stays
+        /// asleep longer; nil: `interval`).
+        public var backgroundInterval: Duration?
 
         /// A configuration.
-        public init(interval: Duration = .seconds(60), timeout: Duration = .seconds(10), maximumMissed: Int = 2) {
+        public init(
+            interval: Duration = .seconds(60),
+            timeout: Duration = .seconds(10),
+            maximumMissed: Int = 2,
+            backgroundInterval: Duration? = .seconds(300)
+        ) {
             precondition(maximumMissed >= 1, "maximumMissed must be at least 1")
             precondition(interval > .zero && timeout > .zero, "ping interval and timeout must be positive")
+            precondition(backgroundInterval.map { $0 > .zero } ?? true, "backgroundInterval must be positive")
             self.interval = interval
             self.timeout = timeout
             self.maximumMissed = maximumMissed
+            self.backgroundInterval = backgroundInterval
         }
     }
 
@@ -129,6 +139,12 @@ extension XMPPClientMachine {
         /// (tens of KiB per connection; they return with the next byte; default 30 s, nil: never).
         /// For apps that hold many mostly idle connections.
         public var releaseBuffersAfterIdle: Duration?
+        /// What the machine does when the device's network changes (`networkChanged`).
+        public var network: NetworkPolicy
+        /// Tell the server when the app goes to the background and comes back (XEP-0352
+        /// `<inactive/>`, `<active/>`) where it offers client state indication (default on): it
+        /// then holds back presence updates and other unimportant traffic.
+        public var clientStateIndication: Bool
 
         /// A configuration with the defaults above.
         public init(
@@ -156,8 +172,12 @@ extension XMPPClientMachine {
             maximumRedirects: Int = 5,
             language: String = "en",
             parserLimits: XMLStreamParser.Configuration = .init(),
-            releaseBuffersAfterIdle: Duration? = .seconds(30)
+            releaseBuffersAfterIdle: Duration? = .seconds(30),
+            network: NetworkPolicy = NetworkPolicy(),
+            clientStateIndication: Bool = true
         ) {
+            self.network = network
+            self.clientStateIndication = clientStateIndication
             self.jid = jid
             self.password = password
             precondition(webSocket?.isWebSocket ?? true, "webSocket must be a ws:// or wss:// URL")

@@ -422,6 +422,13 @@ extension XMPPClientMachine {
         let next = resumptionEndpoint
         var running = schedule
         running.connectionLost(at: now)
+        if configuration.network.waitForPath && !device.hasPath {
+            // No network: no attempt until it is back, and none counted.
+            self.schedule = running
+            state = .reconnectWaiting(next: next, redirects: 0)
+            emit(.waitingForNetwork)
+            return
+        }
         let delay = running.nextDelay(now: now, reason: error.message, using: &random)
         self.schedule = running
         guard let delay else {

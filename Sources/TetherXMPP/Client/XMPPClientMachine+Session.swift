@@ -169,10 +169,12 @@ extension XMPPClientMachine {
             endpoint: negotiation.attempt.endpoint,
             jid: jid,
             secured: negotiation.secured,
-            autoPing: autoPing
+            autoPing: autoPing,
+            clientStateIndication: negotiation.features?.clientStateIndication ?? false
         )
         state = .connected(session)
         if let autoPing { timers.set(.ping, at: autoPing.deadline) }
+        if device.application == .background { enteredBackground(now: now) }
         if resumed {
             emit(.resumed(jid))
             // Everything the server did not get is sent again, in order, with its old number.

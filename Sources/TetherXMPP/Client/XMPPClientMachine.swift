@@ -97,6 +97,9 @@ public struct XMPPClientMachine: ~Copyable {
         case connectAttemptFailed(XMPPClientError)
         /// The next attempt (counting from 1 since the connection was lost) starts after `delay`.
         case reconnecting(attempt: Int, delay: Duration)
+        /// The connection is lost and the device has no network: no attempt is made (and none
+        /// counted) until `networkChanged` reports a path (`NetworkPolicy.waitForPath`).
+        case waitingForNetwork
         /// The reconnect policy gave up; `reconnectNow()` starts again.
         case suspended(XMPPClientError)
         /// The machine stopped for good (nil: the app's `stop()`; otherwise a fatal error).
@@ -194,6 +197,8 @@ public struct XMPPClientMachine: ~Copyable {
         var jid: JID
         var secured: Bool
         var autoPing: AutoPing?
+        /// The server offers XEP-0352 client state indication.
+        var clientStateIndication = false
     }
 
     enum State: Sendable {
@@ -239,6 +244,8 @@ public struct XMPPClientMachine: ~Copyable {
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?
+    /// The device's network and the app's state, as last reported.
+    var device = DeviceState()
     /// Bare JIDs of the roster, kept only for `autoAcceptSubscriptionsFromContacts`.
     var rosterContacts: Set<JID> = []
     /// The prefix of this machine's stanza ids (random per machine, so that ids of successive

@@ -1,0 +1,144 @@
+public import TetherCore
+
+extension XMPPClientMachine {
+    // MARK: - The device
+
+    /// The device's network changed (the app's `NWPathMonitor`, the driver's rtnetlink monitor).
+    /// With the default `NetworkPolicy`: the path lost while online probes the link at once (a
+    /// ping that must be answered within `probeTimeout`); lost while waiting to reconnect pauses
+    /// the back-off (`waitingForNetwork`: no attempt, none counted). The path back, or another
+    /// network, while waiting or given up reconnects at once with the policy's current tier
+    /// started again; while online it probes; while an attempt is under way on another network
+    /// the attempt starts again on the new one.
+    public mutating func networkChanged(_ path: NetworkPath, now: Instant) {
+        let change = device.pathChanged(to: path)
+        let policy = configuration.network
+        switch change {
+        case .none:
+            return
+        case .lost:
+            switch state {
+            case .connected:
+                if policy.probeOnPathChange { probe(now: now) }
+            case .reconnectWaiting:
+                guard policy.waitForPath, timers.isSet(.reconnect) else { return }
+                timers.cancel(.reconnect)
+                emit(.waitingForNetwork)
+            case .disconnected, .connectingTransport, .negotiating, .closing, .suspended:
+                // An attempt under way ends on its own (its loss then waits for the network).
+                return
+            }
+        case .returned, .moved:
+            switch state {
+            case .connected:
+                if policy.probeOnPathChange { probe(now: now) }
+            case .reconnectWaiting(let next, let redirects):
+                guard policy.reconnectWhenPathReturns else {
+                    // Waiting without a timer (the path was gone): the back-off goes on.
+                    if !timers.isSet(.reconnect) { resumeBackOff(next: next, now: now) }
+                    return
+                }
+                timers.cancel(.reconnect)
+                schedule?.pathReturned(at: now)
+                beginAttempt(to: next, redirects: redirects, now: now)
+            case .suspended:
+                guard policy.reconnectWhenPathReturns else { return }
+                schedule?.pathReturned(at: now)
+                beginAttempt(to: resumptionEndpoint, redirects: 0, now: now)
+            case .connectingTransport(let attempt):
+                guard change == .moved, policy.reconnectWhenPathReturns else { return }
+                enqueue(.closeTransport(generation: attempt.generation))
+                beginAttempt(
+                    to: attempt.toConfiguredServer ? nil : attempt.endpoint,
+                    redirects: attempt.redirects,
+                    now: now
+                )
+            case .negotiating(let negotiation):
+                guard change == .moved, policy.reconnectWhenPathReturns else { return }
+                let attempt = negotiation.attempt
+                enqueue(.closeTransport(generation: attempt.generation))
+                beginAttempt(
+                    to: attempt.toConfiguredServer ? nil : attempt.endpoint,
+                    redirects: attempt.redirects,
+                    now: now
+                )
+            case .disconnected, .closing:
+                return
+            }
+        }
+    }
+
+    /// The app moved between foreground and background. In the background, online: `<inactive/>`
+    /// (XEP-0352, where the server offers it and `clientStateIndication` is on) and pings at the
+    /// background interval. Back in the foreground: `<active/>`, the normal interval, and, when
+    /// the connection was lost (waiting to reconnect or given up) and the device has a network,
+    /// a reconnect at once. `inactive` (a passing interruption) counts as the foreground.
+    public mutating func applicationStateChanged(_ application: ApplicationState, now: Instant) {
+        let wasBackground = device.application == .background
+        device.application = application
+        let isBackground = application == .background
+        guard wasBackground != isBackground else { return }
+        switch state {
+        case .connected:
+            if isBackground { enteredBackground(now: now) } else { enteredForeground(now: now) }
+        case .reconnectWaiting, .suspended:
+            guard !isBackground, device.hasPath || !configuration.network.waitForPath else { return }
+            reconnectNow(now: now)
+        case .disconnected, .connectingTransport, .negotiating, .closing:
+            return
+        }
+    }
+
+    /// Online and in the background: say so (XEP-0352) and stretch the pings.
+    mutating func enteredBackground(now: Instant) {
+        guard case .connected(var session) = state else { return }
+        if configuration.clientStateIndication && session.clientStateIndication {
+            sendRaw("<inactive xmlns='\(XMPPNamespace.clientStateIndication)'/>", generation: session.generation)
+        }
+        guard var autoPing = session.autoPing else { return }
+        autoPing.inBackground = true
+        session.autoPing = autoPing
+        state = .connected(session)
+        timers.set(.ping, at: autoPing.deadline)
+    }
+
+    private mutating func enteredForeground(now: Instant) {
+        guard case .connected(var session) = state else { return }
+        if configuration.clientStateIndication && session.clientStateIndication {
+            sendRaw("<active xmlns='\(XMPPNamespace.clientStateIndication)'/>", generation: session.generation)
+        }
+        guard var autoPing = session.autoPing else { return }
+        autoPing.inBackground = false
+        session.autoPing = autoPing
+        state = .connected(session)
+        timers.set(.ping, at: autoPing.deadline)
+    }
+
+    /// Checks the link now: a ping that must be answered (or anything else received) within the
+    /// probe timeout, or the stream is lost (and resumed on the next attempt). Without auto-ping
+    /// the ping goes out unwatched (a dead link then shows as a failed write).
+    mutating func probe(now: Instant) {
+        guard case .connected(var session) = state else { return }
+        let id = makeID("ping")
+        sendPing(id: id, session: session)
+        guard var autoPing = session.autoPing else { return }
+        autoPing.probeSent(id: id, at: now, timeout: configuration.network.probeTimeout)
+        session.autoPing = autoPing
+        state = .connected(session)
+        timers.set(.ping, at: autoPing.deadline)
+    }
+
+    /// The path came back without `reconnectWhenPathReturns`: the back-off goes on where it was.
+    private mutating func resumeBackOff(next: Endpoint?, now: Instant) {
+        guard var running = schedule else { return }
+        guard let delay = running.nextDelay(now: now, reason: nil, using: &random) else {
+            schedule = running
+            let error = XMPPClientError(.connectionLost, "The reconnect policy gave up while the network was away.")
+            state = .suspended(error)
+            return emit(.suspended(error))
+        }
+        schedule = running
+        timers.set(.reconnect, at: now + delay)
+        emit(.reconnecting(attempt: running.attempts, delay: delay))
+    }
+}
