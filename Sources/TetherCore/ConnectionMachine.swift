@@ -29,6 +29,13 @@ public protocol ConnectionMachine: ~Copyable {
     /// is abandoned for a fresh one. What it does while connected is the machine's (a probe, or
     /// nothing); disconnected, it does nothing.
     mutating func reconnectNow(now: Instant)
+    /// The device's network changed (a path or none; other interfaces). No attempts while there
+    /// is none; at once when it is back; a live link is probed (`NetworkPolicy`).
+    mutating func networkChanged(_ path: NetworkPath, now: Instant)
+    /// The app moved between foreground and background; what each machine does is its own
+    /// (XMPP: client state indication and slower pings; SignalR: its background policy); both
+    /// reconnect at once on returning when the connection was lost.
+    mutating func applicationStateChanged(_ application: ApplicationState, now: Instant)
 
     /// The transport of `generation` is open.
     mutating func transportConnected(generation: TransportGeneration, now: Instant)

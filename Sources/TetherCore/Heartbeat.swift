@@ -49,6 +49,8 @@ public struct Heartbeat: Sendable {
         case probeUnanswered(count: Int)
         /// `maximumUnansweredProbes` probes in a row went unanswered: the peer is dead.
         case probesExhausted
+        /// Nothing arrived within the window `expectSomething(at:within:)` opened.
+        case awaitedNothingReceived
     }
 
     /// The intervals.
@@ -58,6 +60,8 @@ public struct Heartbeat: Sendable {
     private var probeSentAt: Instant?
     /// Consecutive probes that went unanswered.
     public private(set) var unansweredProbes = 0
+    /// Something must arrive after `since` and before `until` (a check after the network changed).
+    private var awaited: (since: Instant, until: Instant)?
 
     /// Starts watching a connection established at `now`.
     public init(configuration: Configuration, now: Instant) {
@@ -74,6 +78,13 @@ public struct Heartbeat: Sendable {
     /// Something was received at `now` (any data proves the peer alive).
     public mutating func didReceive(at now: Instant) {
         lastReceived = now
+        awaited = nil
+    }
+
+    /// Something must arrive within `timeout` from `now` (the caller sent something that makes
+    /// the peer answer, or the network changed under the link), or the peer counts as dead.
+    public mutating func expectSomething(at now: Instant, within timeout: Duration) {
+        awaited = (now, now + timeout)
     }
 
     /// A probe was sent at `now`.
@@ -101,6 +112,7 @@ public struct Heartbeat: Sendable {
         if let interval = configuration.keepAliveInterval, probeSentAt == nil { consider(lastSent + interval) }
         if let timeout = configuration.receiveTimeout { consider(lastReceived + timeout) }
         if let timeout = configuration.probeTimeout, let sent = probeSentAt { consider(sent + timeout) }
+        if let awaited { consider(awaited.until) }
         return earliest
     }
 
@@ -108,6 +120,10 @@ public struct Heartbeat: Sendable {
     /// once: the caller sends something and calls `didSend` or `probeSent`.
     public mutating func check(now: Instant) -> Due? {
         if let timeout = configuration.receiveTimeout, now - lastReceived >= timeout { return .receiveTimedOut }
+        if let window = awaited, now >= window.until {
+            awaited = nil
+            if lastReceived <= window.since { return .awaitedNothingReceived }
+        }
         if let timeout = configuration.probeTimeout, let sent = probeSentAt, now - sent >= timeout {
             unansweredProbes += 1
             probeSentAt = nil

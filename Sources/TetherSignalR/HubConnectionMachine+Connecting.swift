@@ -490,6 +490,18 @@ extension HubConnectionMachine {
                     enqueue(.closeTransport(generation: live.session.generation))
                     connectionLost(live, error: .serverTimeout, allowReconnect: true, now: now)
                     continue
+                case .awaitedNothingReceived:
+                    enqueue(.closeTransport(generation: live.session.generation))
+                    connectionLost(
+                        live,
+                        error: HubConnectionError(
+                            .serverTimeout,
+                            "Nothing arrived within \(configuration.network.probeTimeout) of a probe after the network changed."
+                        ),
+                        allowReconnect: true,
+                        now: now
+                    )
+                    continue
                 case .keepAlive, .probeUnanswered:
                     send(.ping, live: &live, now: now)
                 case nil:
@@ -626,6 +638,12 @@ extension HubConnectionMachine {
     mutating func scheduleReconnect(error: HubConnectionError?, now: Instant) {
         guard var schedule else { return finish(error: error) }
         schedule.connectionLost(at: now)
+        if configuration.network.waitForPath && !device.hasPath {
+            // No network: no attempt until it is back, and none counted.
+            self.schedule = schedule
+            state = .reconnectWaiting(lastError: error)
+            return enqueue(.event(.waitingForNetwork))
+        }
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
         guard let delay else { return suspend(error: error) }

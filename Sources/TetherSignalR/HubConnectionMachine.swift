@@ -100,6 +100,13 @@ public struct HubConnectionMachine {
         /// it, further ones are answered at once with the error "Too many client results are
         /// pending." instead of reaching the app, so a server cannot grow the set without bound.
         public var maximumPendingClientResults: Int
+        /// What the machine does when the device's network changes (`networkChanged`). The
+        /// default probe waits 20 s: a hub sends nothing unasked but its pings (every 15 s by
+        /// default), so a shorter wait would take a quiet link for a dead one.
+        public var network: NetworkPolicy
+        /// What the machine does when the app goes to the background (`applicationStateChanged`;
+        /// default `closeUntilActive`, what the maintainers of the Swift SignalR clients advise).
+        public var backgroundPolicy: BackgroundPolicy
 
         /// A configuration with the official clients' defaults.
         public init(
@@ -122,8 +129,12 @@ public struct HubConnectionMachine {
             ackDelay: Duration = .seconds(1),
             resumeRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)],
             handledTargets: Set<String> = [],
-            maximumPendingClientResults: Int = 1000
+            maximumPendingClientResults: Int = 1000,
+            network: NetworkPolicy = NetworkPolicy(probeTimeout: .seconds(20)),
+            backgroundPolicy: BackgroundPolicy = .closeUntilActive
         ) {
+            self.network = network
+            self.backgroundPolicy = backgroundPolicy
             self.url = url
             self.accessToken = accessToken
             self.asksForAccessToken = asksForAccessToken
@@ -178,6 +189,9 @@ public struct HubConnectionMachine {
         /// the connection is lost (with the error that lost it), then before every further
         /// attempt (with the last attempt's error).
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
+        /// The connection is lost and the device has no network: no attempt is made (and none
+        /// counted) until `networkChanged` reports a path (`NetworkPolicy.waitForPath`).
+        case waitingForNetwork
         /// Reconnected (a new connection: re-join groups here).
         case reconnected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy gave up (with the last attempt's error): nothing happens until
@@ -379,6 +393,11 @@ public struct HubConnectionMachine {
     /// Whether a connection was made since the last `start` (a retried first start connects as
     /// `connected`, a later reconnect as `reconnected`).
     var hasConnectedSinceStart = false
+    /// The device's network and the app's state, as last reported.
+    var device = DeviceState()
+    /// Closed because the app went to the background (`closeUntilActive`): started again when it
+    /// is active.
+    var closedForBackground = false
     var lastGeneration = TransportGeneration(0)
     var random: SeededRandomNumberGenerator
     /// The handled targets by lower-cased name (targets match case-insensitively): the
@@ -560,6 +579,7 @@ public struct HubConnectionMachine {
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
         hasConnectedSinceStart = false
+        closedForBackground = false
         beginAttempt(isReconnect: false, now: now)
     }
 

@@ -1,5 +1,5 @@
 public import Dispatch
-import TetherCore
+public import TetherCore
 public import TetherDispatch
 public import TetherSignalR
 
@@ -46,6 +46,9 @@ public final class HubConnection: Sendable {
         /// the connection is lost (with the error that lost it), then before every further
         /// attempt (with the last attempt's error).
         case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
+        /// The connection is lost and the device has no network (`networkChanged`): nothing is
+        /// tried, or counted, until it is back.
+        case waitingForNetwork
         /// Reconnected: a new connection (re-join groups here), over `transport` (chosen again).
         case reconnected(connectionId: String?, transport: HubTransport)
         /// The reconnect policy gave up (with the last attempt's error): `reconnectNow()` (or
@@ -139,6 +142,20 @@ public final class HubConnection: Sendable {
     /// back-off reset; an attempt under way is abandoned for a fresh one; connected: nothing.
     public func reconnectNow() {
         runner.core.queue.async { [runner] in runner.reconnectNow() }
+    }
+
+    /// The device's network changed: feed it what `NWPathMonitor` (Apple platforms) or
+    /// `NetworkMonitor` (Linux) reports. See `HubConnectionMachine.networkChanged(_:now:)`: no
+    /// attempts while there is no network, a reconnect at once when it is back, a probe (or, with
+    /// stateful reconnect, a reopen on the new network) when it changes.
+    public func networkChanged(_ path: NetworkPath) {
+        runner.core.queue.async { [runner] in runner.networkChanged(path) }
+    }
+
+    /// The app moved between foreground and background (its scene phase). See
+    /// `HubConnectionMachine.applicationStateChanged(_:now:)` and `Configuration.backgroundPolicy`.
+    public func applicationStateChanged(_ application: ApplicationState) {
+        runner.core.queue.async { [runner] in runner.applicationStateChanged(application) }
     }
 
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.

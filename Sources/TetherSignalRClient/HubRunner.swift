@@ -98,6 +98,18 @@ final class HubRunner: @unchecked Sendable {
         drive()
     }
 
+    func networkChanged(_ path: NetworkPath) {
+        log.debug("Network: \(path).")
+        core.machine.networkChanged(path, now: now)
+        drive()
+    }
+
+    func applicationStateChanged(_ application: ApplicationState) {
+        log.debug("Application: \(application.rawValue).")
+        core.machine.applicationStateChanged(application, now: now)
+        drive()
+    }
+
     /// The task awaiting `start()` was canceled: the attempt is abandoned (the machine stops) and
     /// the waiting `start()` calls throw `canceled`. Nothing happens once connected.
     func cancelStart() {
@@ -496,6 +508,9 @@ final class HubRunner: @unchecked Sendable {
                 log.info("Reconnect attempt \(attempt) in \(delay)\(reason).")
             }
             announce(.reconnecting(error, attempt: attempt, delay: delay))
+        case .waitingForNetwork:
+            log.info("No network: reconnecting when it is back.")
+            announce(.waitingForNetwork)
         case .reconnected(let connectionId, let transport):
             log.info("Reconnected over \(transport)\(connectionId.map { " (connection id \($0))" } ?? "").")
             let waiters = startWaiters

@@ -128,6 +128,21 @@ public final class XMPPClient: Sendable {
         runner.core.queue.async { [runner] in runner.reconnectNow() }
     }
 
+    /// The device's network changed: feed it what `NWPathMonitor` (Apple platforms) or
+    /// `NetworkMonitor` (Linux) reports. See `XMPPClientMachine.networkChanged(_:now:)`: no
+    /// attempts while there is no network, a reconnect at once when it is back, a probe of the
+    /// link when it changes.
+    public func networkChanged(_ path: NetworkPath) {
+        runner.core.queue.async { [runner] in runner.networkChanged(path) }
+    }
+
+    /// The app moved between foreground and background (its scene phase). See
+    /// `XMPPClientMachine.applicationStateChanged(_:now:)`: client state indication, slower pings
+    /// in the background, a reconnect at once on returning.
+    public func applicationStateChanged(_ application: ApplicationState) {
+        runner.core.queue.async { [runner] in runner.applicationStateChanged(application) }
+    }
+
     // MARK: - Sending
 
     /// Sends a message: queued while offline, kept until acknowledged with stream management.

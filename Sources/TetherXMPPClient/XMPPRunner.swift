@@ -104,6 +104,18 @@ final class XMPPRunner: @unchecked Sendable {
         core.drive()
     }
 
+    func networkChanged(_ path: NetworkPath) {
+        log.debug("Network: \(path).")
+        core.machine.networkChanged(path, now: now)
+        core.drive()
+    }
+
+    func applicationStateChanged(_ application: ApplicationState) {
+        log.debug("Application: \(application.rawValue).")
+        core.machine.applicationStateChanged(application, now: now)
+        core.drive()
+    }
+
     /// Runs an app send; when the queue of unacknowledged stanzas is full it waits its turn
     /// (`BackPressure.wait`: an acknowledgement is asked for at once) or fails.
     func submit<Value>(

@@ -29,7 +29,8 @@ struct SignalRCommand: Sendable, Equatable {
                                   stop after N calls or S seconds
 
         Lifecycle events print as JSON lines too: {"event":"connected","transport":T},
-        {"event":"reconnecting"}, {"event":"reconnected","transport":T}, {"event":"suspended"} (the
+        {"event":"reconnecting"}, {"event":"waiting-for-network"}, {"event":"reconnected",
+        "transport":T}, {"event":"suspended"} (the
         reconnect policy gave up: the command ends with exit status 1), {"event":"closed"}; T is
         "websockets", "sse" or "long-polling". --transport LIST: the transports allowed, a
         comma-separated subset of websockets,sse,long-polling in fallback order (default: all
@@ -404,6 +405,7 @@ final class Printer: @unchecked Sendable {
         case .connected(_, let transport):
             output(#"{"event":"connected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
         case .reconnecting: output(#"{"event":"reconnecting"}"#)
+        case .waitingForNetwork: output(#"{"event":"waiting-for-network"}"#)
         case .reconnected(_, let transport):
             output(#"{"event":"reconnected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
         case .suspended(let error):

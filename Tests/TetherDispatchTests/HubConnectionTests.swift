@@ -623,6 +623,7 @@ extension HubConnection.Event {
         switch self {
         case .connected: "connected"
         case .reconnecting: "reconnecting"
+        case .waitingForNetwork: "waitingForNetwork"
         case .reconnected: "reconnected"
         case .suspended: "suspended"
         case .closed: "closed"
@@ -631,7 +632,7 @@ extension HubConnection.Event {
     var connectionId: String? {
         switch self {
         case .connected(let id, _), .reconnected(let id, _): id
-        case .reconnecting, .suspended, .closed: nil
+        case .reconnecting, .waitingForNetwork, .suspended, .closed: nil
         }
     }
     var isClosed: Bool { name == "closed" }

@@ -84,6 +84,7 @@ struct HubConnectionHarness {
             switch event {
             case .connected: return "event:connected"
             case .reconnecting: return "event:reconnecting"
+            case .waitingForNetwork: return "event:waitingfornetwork"
             case .reconnected: return "event:reconnected"
             case .suspended: return "event:suspended"
             case .closed: return "event:closed"

@@ -18,7 +18,7 @@ struct HubConnectionTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 104
+    static let expectedRowCount = 113
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
@@ -182,6 +182,19 @@ struct HubConnectionTransitionTableTests {
             harness.closed()
             harness.drain()
             harness.closed()
+        case "connected with a policy, the network lost":
+            harness = connected(policy: true)
+            harness.machine.networkChanged(.unavailable, now: harness.now)
+        case "waiting for the network":
+            harness = connected(policy: true)
+            harness.machine.networkChanged(.unavailable, now: harness.now)
+            harness.closed()
+        case "connected stateful on Wi-Fi":
+            harness = connected(stateful: true)
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["wlan0"]), now: harness.now)
+        case "suspended in the background":
+            harness = connected(policy: true)
+            harness.machine.applicationStateChanged(.background, now: harness.now)
         case "resuming on its last attempt":
             harness = connected(stateful: true) { $0.resumeRetryDelays = [] }
             harness.closed()
@@ -286,6 +299,23 @@ struct HubConnectionTransitionTableTests {
             return harness.drain()
         case "transport connected": return harness.opened()
         case "transport closed": return harness.closed()
+        case "network lost":
+            harness.machine.networkChanged(.unavailable, now: now)
+            return harness.drain()
+        case "network on cellular":
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["rmnet0"]), now: now)
+            return harness.drain()
+        case "network lost and back":
+            harness.machine.networkChanged(.unavailable, now: now)
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["rmnet0"]), now: now)
+            return harness.drain()
+        case "probe timeout": return harness.advance(by: .seconds(20))
+        case "app to background":
+            harness.machine.applicationStateChanged(.background, now: now)
+            return harness.drain()
+        case "app to foreground":
+            harness.machine.applicationStateChanged(.active, now: now)
+            return harness.drain()
         case "handshake response": return harness.server("{}")
         case "handshake response with a ping":
             let bytes = Array("{}\u{1E}{\"type\":6}\u{1E}".utf8)

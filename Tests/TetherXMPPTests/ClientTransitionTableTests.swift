@@ -17,7 +17,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 121
+    static let expectedRowCount = 133
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -219,6 +219,34 @@ struct ClientTransitionTableTests {
             WebSocketFramingTests.login(harness)
             if state == "closing over WebSocket" { harness.machine.stop(now: harness.now) }
             return harness
+        case "connected with a probe out":
+            let harness = online()
+            harness.machine.networkChanged(.unavailable, now: harness.now)
+            return harness
+        case "waiting for the network":
+            let harness = online()
+            harness.machine.networkChanged(.unavailable, now: harness.now)
+            harness.transportClosed()
+            return harness
+        case "connected on Wi-Fi":
+            let harness = online()
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["wlan0"]), now: harness.now)
+            return harness
+        case "connectingTransport on Wi-Fi":
+            let harness = XMPPClientHarness()
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["wlan0"]), now: harness.now)
+            harness.start()
+            return harness
+        case "connected with client state indication", "connected in the background with client state indication":
+            let harness = XMPPClientHarness()
+            harness.login(features: DeviceTests.csiFeatures)
+            if state.contains("background") { harness.machine.applicationStateChanged(.background, now: harness.now) }
+            return harness
+        case "reconnectWaiting in the background":
+            let harness = online()
+            harness.machine.applicationStateChanged(.background, now: harness.now)
+            harness.transportClosed()
+            return harness
         case "suspended":
             let harness = XMPPClientHarness { $0.reconnectPolicy = .fixed(.seconds(1), maximumAttempts: 0) }
             harness.login()
@@ -283,6 +311,15 @@ struct ClientTransitionTableTests {
             harness.machine.transportReceived(Array("<junk".utf8), generation: stale, now: harness.now)
             harness.machine.transportClosed(generation: stale, error: "late", now: harness.now)
         case "server header": harness.server(header)
+        case "network lost": harness.machine.networkChanged(.unavailable, now: harness.now)
+        case "network on cellular":
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["rmnet0"]), now: harness.now)
+        case "network lost and back":
+            harness.machine.networkChanged(.unavailable, now: harness.now)
+            harness.machine.networkChanged(NetworkPath(isAvailable: true, interfaces: ["rmnet0"]), now: harness.now)
+        case "probe timeout": harness.advance(by: .seconds(5))
+        case "app to background": harness.machine.applicationStateChanged(.background, now: harness.now)
+        case "app to foreground": harness.machine.applicationStateChanged(.active, now: harness.now)
         case "server open": harness.server(WebSocketFramingTests.open)
         case "server close": harness.server(WebSocketFramingTests.close)
         case "server close with see-other-uri", "server close with see-other-uri to ws":

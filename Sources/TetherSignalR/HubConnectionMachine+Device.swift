@@ -1,0 +1,170 @@
+public import TetherCore
+
+extension HubConnectionMachine {
+    /// What happens to the connection while the app is in the background.
+    public enum BackgroundPolicy: String, Hashable, Sendable, CaseIterable {
+        /// Nothing: the connection stays as it is (a server app, or one the system lets run).
+        case keepConnection
+        /// Close gracefully when the app goes to the background (pending invocations and streams
+        /// fail, as on `stop`; the event is `suspended(nil)`), and start a new connection when it
+        /// is active again, announced as `connected`, so the app's "on connected" work (joining
+        /// groups) runs again. What the maintainers of the Swift SignalR clients advise: iOS
+        /// suspends a backgrounded app's sockets anyway.
+        case closeUntilActive
+    }
+
+    /// The device's network changed (the app's `NWPathMonitor`, the driver's rtnetlink monitor).
+    /// With the default `NetworkPolicy`: the path lost while connected probes the link (a ping,
+    /// and something must arrive within `probeTimeout`); lost while waiting to reconnect pauses
+    /// the back-off (`waitingForNetwork`: no attempt, none counted). The path back, or another
+    /// network: waiting or given up, a new attempt at once with the policy's current tier
+    /// started again; a stateful-reconnect resume waiting to retry reopens at once; an attempt
+    /// under way on another network starts again; connected, another network drops a link that
+    /// can resume (stateful reconnect reopens it on the new network at once) and probes one
+    /// that cannot.
+    public mutating func networkChanged(_ path: NetworkPath, now: Instant) {
+        let change = device.pathChanged(to: path)
+        let policy = configuration.network
+        switch change {
+        case .none:
+            return
+        case .lost:
+            switch state {
+            case .connected:
+                if policy.probeOnPathChange { probe(now: now) }
+            case .reconnectWaiting:
+                guard policy.waitForPath, timers.isSet(.reconnect) else { return }
+                timers.cancel(.reconnect)
+                enqueue(.event(.waitingForNetwork))
+            case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .suspended,
+                .resuming:
+                return
+            case .modifying:
+                Self.modifyingObserved()
+            }
+        case .returned, .moved:
+            guard policy.reconnectWhenPathReturns || policy.probeOnPathChange else { return }
+            switch state {
+            case .connected(_, let storage):
+                guard policy.probeOnPathChange else { return }
+                if change == .moved, storage.link.stateful != nil, let live = takeLive() {
+                    // The old socket belongs to the old network: reopen on the new one now.
+                    enqueue(.closeTransport(generation: live.session.generation))
+                    return connectionLost(live, error: nil, allowReconnect: true, now: now)
+                }
+                probe(now: now)
+            case .reconnectWaiting:
+                guard policy.reconnectWhenPathReturns else {
+                    if !timers.isSet(.reconnect) { scheduleReconnect(error: nil, now: now) }
+                    return
+                }
+                timers.cancel(.reconnect)
+                schedule?.pathReturned(at: now)
+                beginAttempt(isReconnect: true, now: now)
+            case .suspended:
+                guard policy.reconnectWhenPathReturns, !closedForBackground else { return }
+                schedule?.pathReturned(at: now)
+                beginAttempt(isReconnect: true, now: now)
+            case .resuming(_, .waiting, _):
+                guard policy.reconnectWhenPathReturns else { return }
+                reconnectNow(now: now)
+            case .fetchingAccessToken(let attempt), .negotiating(let attempt):
+                guard change == .moved, policy.reconnectWhenPathReturns else { return }
+                timers.cancel(.handshake)
+                beginAttempt(isReconnect: attempt.isReconnect, now: now)
+            case .connectingTransport(let attempt), .handshaking(let attempt):
+                guard change == .moved, policy.reconnectWhenPathReturns else { return }
+                timers.cancel(.handshake)
+                handshakeReceived = []
+                enqueue(.closeTransport(generation: attempt.generation))
+                beginAttempt(isReconnect: attempt.isReconnect, now: now)
+            case .disconnected, .resuming(_, .opening, _):
+                return
+            case .modifying:
+                Self.modifyingObserved()
+            }
+        }
+    }
+
+    /// The app moved between foreground and background (`inactive`, a passing interruption,
+    /// counts as the foreground). With `closeUntilActive`, the background closes the connection
+    /// gracefully (or ends an attempt or a wait) and the foreground starts a new one. With either
+    /// policy, back in the foreground while waiting to reconnect or given up (and with a network),
+    /// a new attempt starts at once.
+    public mutating func applicationStateChanged(_ application: ApplicationState, now: Instant) {
+        let wasBackground = device.application == .background
+        device.application = application
+        let isBackground = application == .background
+        guard wasBackground != isBackground else { return }
+        if isBackground {
+            guard configuration.backgroundPolicy == .closeUntilActive else { return }
+            switch state {
+            case .disconnected, .suspended:
+                return
+            case .modifying:
+                Self.modifyingObserved()
+            case .connected, .resuming, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking,
+                .reconnectWaiting:
+                closeForBackground(now: now)
+            }
+            return
+        }
+        let hasPath = device.hasPath || !configuration.network.waitForPath
+        if closedForBackground {
+            closedForBackground = false
+            guard case .suspended = state else { return }
+            schedule?.connectionEstablished()
+            // A new connection, announced as `connected` (not `reconnected`): the app's "on
+            // connected" work runs again. Without a network it waits for one.
+            hasConnectedSinceStart = false
+            guard hasPath else {
+                state = .reconnectWaiting(lastError: nil)
+                return enqueue(.event(.waitingForNetwork))
+            }
+            return beginAttempt(isReconnect: true, now: now)
+        }
+        switch state {
+        case .reconnectWaiting, .suspended:
+            if hasPath { reconnectNow(now: now) }
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .connected,
+            .resuming:
+            return
+        case .modifying:
+            Self.modifyingObserved()
+        }
+    }
+
+    /// The background with `closeUntilActive`: a graceful close (a Close message when connected),
+    /// what is pending fails, and the machine waits, suspended, for the foreground.
+    private mutating func closeForBackground(now: Instant) {
+        switch state {
+        case .connected, .resuming:
+            guard var live = takeLive() else { return }
+            if live.resumeStep == nil { send(.close(CloseMessage()), live: &live, now: now) }
+            failPending(live.link)
+            if case .waiting = live.resumeStep {
+                // No transport is open.
+            } else {
+                enqueue(.closeTransport(generation: live.session.generation))
+            }
+        case .connectingTransport(let attempt), .handshaking(let attempt):
+            enqueue(.closeTransport(generation: attempt.generation))
+        case .fetchingAccessToken, .negotiating, .reconnectWaiting, .disconnected, .suspended:
+            break
+        case .modifying:
+            Self.modifyingObserved()
+        }
+        closedForBackground = true
+        suspend(error: nil)
+    }
+
+    /// Checks a connected link now: a ping, and something must arrive within the probe timeout,
+    /// or the link is lost (and, with stateful reconnect, reopened).
+    mutating func probe(now: Instant) {
+        guard case .connected = state, var live = takeLive() else { return }
+        send(.ping, live: &live, now: now)
+        live.link.heartbeat.expectSomething(at: now, within: configuration.network.probeTimeout)
+        armLivenessTimers(live.link)
+        restore(consume live)
+    }
+}
