@@ -20,8 +20,9 @@ cd "$(dirname "$0")/.."
 # pkg-config, libexpat1-dev, libssl-dev: the build (Expat for XML, OpenSSL 3 for SCRAM and TLS).
 # prosody (+ lua-unbound, which silences its DNS warning): the real XMPP server. openssl: the
 # throw-away CA and certificates of the TLS tests. dnsmasq-base: the DNS server of the DNS tests.
+# iproute2: the network namespaces of the network-monitor tests (which also need root).
 # python3, python3-venv: aiosignalr's environment.
-packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound dnsmasq-base python3 python3-venv)
+packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound dnsmasq-base iproute2 python3 python3-venv)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()

@@ -101,6 +101,7 @@ let usage = """
       decode   decode captured SignalR or XMPP traffic to JSON lines (tether decode --help)
       xmpp     connect to an XMPP server: send, listen, ping, roster (tether xmpp --help)
       signalr  connect to a SignalR hub: invoke, stream, listen (tether signalr --help)
+      network  print the device's network as the Linux monitor sees it (tether network --help)
 
     """
 
@@ -136,6 +137,8 @@ func runCommandLine(
         case .command(let command):
             return await command.run(environment: environment, output: output, errorOutput: errorOutput)
         }
+    case "network":
+        return await NetworkCommand.run(Array(arguments.dropFirst()), output: output, errorOutput: errorOutput)
     case "--help", "-h", "help":
         output(usage)
         return 0

@@ -16,7 +16,7 @@ struct SignalRCommand: Sendable, Equatable {
         usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
                               [--header NAME:VALUE]... [--access-token-env VAR | --access-token-command CMD]
                               [--reconnect none|default|tiered] [--ca-file F] [--pin SHA256_BASE64]...
-                              [--verbose] COMMAND
+                              [--network-watch] [--verbose] COMMAND
 
         Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
           invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]
@@ -27,6 +27,11 @@ struct SignalRCommand: Sendable, Equatable {
           listen TARGET... [--count N] [--seconds S]
                                   print {"target":…,"arguments":[…]} per server call of a TARGET;
                                   stop after N calls or S seconds
+
+        --network-watch feeds the device's network (the Linux monitor, rtnetlink) to the
+        connection: no reconnect attempts while there is none, one at once when it is back, a
+        probe (or with --stateful a reopen) when it changes; each change prints
+        {"event":"network","available":BOOL,"interfaces":[…]} (as `tether network`).
 
         Lifecycle events print as JSON lines too: {"event":"connected","transport":T},
         {"event":"reconnecting"}, {"event":"waiting-for-network"}, {"event":"reconnected",
@@ -80,6 +85,8 @@ struct SignalRCommand: Sendable, Equatable {
     var caFile: String?
     var pins: [String] = []
     var verbose = false
+    /// `--network-watch`: feed the Linux network monitor to the connection.
+    var networkWatch = false
     var action: Action
 
     // MARK: - Parsing
@@ -144,6 +151,8 @@ struct SignalRCommand: Sendable, Equatable {
                 options.pins.append(pin)
             case "--verbose":
                 options.verbose = true
+            case "--network-watch":
+                options.networkWatch = true
             default:
                 rest.append(argument)
             }
@@ -295,6 +304,12 @@ struct SignalRCommand: Sendable, Equatable {
             }
         }
         connection.setEventHandler(queue: printer.queue) { event in printer.lifecycle(event) }
+        var watcher: AnyObject?
+        if networkWatch {
+            watcher = NetworkCommand.watch(output: output, errorOutput: errorOutput) { connection.networkChanged($0) }
+            guard watcher != nil else { return 1 }
+        }
+        defer { NetworkCommand.stopWatching(watcher) }
         do throws(HubConnectionError) {
             try await connection.start()
         } catch {

@@ -19,8 +19,8 @@ struct XMPPCommand: Sendable, Equatable {
                            [--ca-file F] [--pin SHA256_BASE64]...
                            [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
-                           [--reconnect none|default|tiered] [--no-stream-management] [--verbose]
-                           COMMAND
+                           [--reconnect none|default|tiered] [--no-stream-management] [--network-watch]
+                           [--verbose] COMMAND
 
         Connects to the XMPP server of JID (found through its DNS SRV records, RFC 6120 and
         XEP-0368; --host H and --port P name it instead, default port 5222; --websocket URL
@@ -44,6 +44,11 @@ struct XMPPCommand: Sendable, Equatable {
         ends the command with status 1, without retrying). Defaults: ping every 60 s with a 10 s timeout, 2 missed
         pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
         60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop), stream management on.
+
+        --network-watch feeds the device's network (the Linux monitor, rtnetlink) to the client:
+        no reconnect attempts while there is none, one at once when it is back, a ping probing
+        the link when it changes; each change prints {"event":"network","available":BOOL,
+        "interfaces":[…]} (as `tether network`).
 
         Output, one JSON object per line: {"event":"connected","jid":…}, {"event":"disconnected",
         "reason":…} (null after a clean close), {"event":"reconnecting","attempt":…,"delay_ms":…},
@@ -92,6 +97,8 @@ struct XMPPCommand: Sendable, Equatable {
     var reconnect = ReconnectChoice.default
     var streamManagement = true
     var verbose = false
+    /// `--network-watch`: feed the Linux network monitor to the client.
+    var networkWatch = false
     var action: Action
 
     // MARK: - Parsing
@@ -177,6 +184,8 @@ struct XMPPCommand: Sendable, Equatable {
                 options.streamManagement = false
             case "--verbose":
                 options.verbose = true
+            case "--network-watch":
+                options.networkWatch = true
             default:
                 rest.append(argument)
             }
@@ -295,6 +304,12 @@ struct XMPPCommand: Sendable, Equatable {
         }
         let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
         client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
+        var watcher: AnyObject?
+        if networkWatch {
+            watcher = NetworkCommand.watch(output: output, errorOutput: errorOutput) { client.networkChanged($0) }
+            guard watcher != nil else { return 1 }
+        }
+        defer { NetworkCommand.stopWatching(watcher) }
         do throws(XMPPClientError) {
             try await client.connect()
             switch action {

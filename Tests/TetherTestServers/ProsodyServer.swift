@@ -32,6 +32,8 @@ public final class ProsodyServer: @unchecked Sendable {
     public let directory: URL
     public let domain = "localhost"
     private var process: ChildProcess?
+    /// Where it runs and listens (nil: this machine's 127.0.0.1).
+    private let namespace: (NetworkNamespace, address: String)?
 
     /// Whether prosody is installed (`.ci/run` installs it; a developer machine may not have it).
     public static var isInstalled: Bool {
@@ -51,8 +53,10 @@ public final class ProsodyServer: @unchecked Sendable {
         certificates: TestCertificates? = nil,
         requireEncryption: Bool = false,
         webSocket: Bool = false,
+        in namespace: (NetworkNamespace, address: String)? = nil,
         extraConfiguration: String = ""
     ) throws {
+        self.namespace = namespace
         guard RealServer.prosody.isInstalled else { throw TestServerError(RealServer.prosody.missingText) }
         port = try freeLoopbackPort()
         directTLSPort = certificates == nil ? nil : try freeLoopbackPort()
@@ -108,7 +112,7 @@ public final class ProsodyServer: @unchecked Sendable {
             pidfile = "\(directory.path)/prosody.pid"
             plugin_paths = {}
             admins = {}
-            interfaces = { "127.0.0.1" }
+            interfaces = { "\(namespace?.address ?? "127.0.0.1")" }
             c2s_ports = { \(port) }
             s2s_ports = {}
             \(http)
@@ -144,12 +148,25 @@ public final class ProsodyServer: @unchecked Sendable {
     public func start() throws {
         precondition(process == nil, "prosody is already running")
         let console = directory.appendingPathComponent("console.log").path
-        let process = try ChildProcess(
-            "/usr/bin/prosody",
-            ["-F", "--config", configurationFile.path],
-            output: console
-        )
+        let arguments = ["-F", "--config", configurationFile.path]
+        let process =
+            try namespace.map {
+                try ChildProcess(
+                    NetworkNamespace.ip,
+                    ["netns", "exec", $0.0.name, "/usr/bin/prosody"] + arguments,
+                    output: console
+                )
+            } ?? ChildProcess("/usr/bin/prosody", arguments, output: console)
         self.process = process
+        if let (namespace, address) = namespace {
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline, process.isRunning {
+                if namespace.canConnect(host: address, port: port) { return }
+                usleep(50_000)
+            }
+            stop()
+            throw TestServerError("prosody did not start on \(address):\(port) in \(namespace.name)")
+        }
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             // Both listeners: prosody opens the direct-TLS port a moment after the plain one.

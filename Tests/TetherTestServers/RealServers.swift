@@ -16,6 +16,8 @@ public enum RealServer: Sendable, CaseIterable {
     case opensslCommand
     /// dnsmasq, the DNS server of the DNS tests (Debian: `dnsmasq-base`).
     case dnsmasq
+    /// Network namespaces (`ip netns`, as root; Debian: `iproute2`): real links cut and restored.
+    case networkNamespaces
 
     /// Whether it is installed where the tests look for it.
     public var isInstalled: Bool {
@@ -24,6 +26,7 @@ public enum RealServer: Sendable, CaseIterable {
         case .aiosignalr: SignalRHubServer.isInstalled
         case .opensslCommand: access("/usr/bin/openssl", X_OK) == 0
         case .dnsmasq: DNSServer.isInstalled
+        case .networkNamespaces: NetworkNamespace.isAvailable
         }
     }
 
@@ -43,6 +46,9 @@ public enum RealServer: Sendable, CaseIterable {
         case .dnsmasq:
             "dnsmasq is not installed (\(DNSServer.path)): run Tests/run.sh as root, or "
                 + "`sudo apt-get install dnsmasq-base`"
+        case .networkNamespaces:
+            "network namespaces need root and iproute2 (/usr/sbin/ip): run the tests as root, after "
+                + "`sudo apt-get install iproute2`"
         }
     }
 }

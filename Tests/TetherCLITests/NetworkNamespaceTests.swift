@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TetherTestServers
+
+/// The device's network for real: network namespaces made by each test (as root), links brought
+/// up and down, addresses added, so that the kernel sends real rtnetlink events. The `tether`
+/// executable runs inside them: `tether network` (the monitor alone) and `tether xmpp
+/// --network-watch` (the client fed by it) against a prosody in a second namespace, reached
+/// over a veth link the test cuts.
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .realServers(.networkNamespaces, .prosody)
+)
+struct NetworkNamespaceTests {
+    /// The `tether` executable next to the test bundle (built by `swift test` with the rest).
+    static var tether: String {
+        get throws {
+            let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+                .appendingPathComponent("tether").path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw TestServerError("the tether executable is not built at \(path) (swift build)")
+            }
+            return path
+        }
+    }
+
+    static func network(_ available: Bool, _ interfaces: [String]) -> String {
+        #"{"event":"network","available":\#(available),"interfaces":["#
+            + interfaces.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
+    }
+
+    /// Links and addresses come and go: the monitor reports each change of the path (a usable
+    /// interface with an address and a route, and which ones), and nothing else.
+    @Test func theMonitorFollowsLinksAndAddresses() throws {
+        let namespace = try NetworkNamespace()
+        let monitor = try namespace.spawn(try Self.tether, ["network"])
+        func expect(_ line: String, after index: Int) throws -> Int {
+            let found = monitor.waitForLine(after: index) { $0 == line }
+            try #require(found != nil, "no \(line) after line \(index): \(monitor.lines)")
+            return found! + 1
+        }
+        var next = try expect(Self.network(false, []), after: 0)  // only loopback
+        try namespace.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        try namespace.ip("link", "set", "v1", "up")  // no address: not usable
+        try namespace.ip("addr", "add", "10.77.1.1/24", "dev", "v0")
+        try namespace.ip("link", "set", "v0", "up")
+        next = try expect(Self.network(true, ["v0"]), after: next)
+        try namespace.ip("link", "add", "w0", "type", "veth", "peer", "name", "w1")
+        try namespace.ip("link", "set", "w1", "up")
+        try namespace.ip("addr", "add", "10.77.2.1/24", "dev", "w0")
+        try namespace.ip("link", "set", "w0", "up")
+        next = try expect(Self.network(true, ["v0", "w0"]), after: next)  // another network
+        try namespace.ip("addr", "del", "10.77.1.1/24", "dev", "v0")
+        next = try expect(Self.network(true, ["w0"]), after: next)
+        try namespace.ip("link", "set", "w0", "down")
+        next = try expect(Self.network(false, []), after: next)
+        try namespace.ip("addr", "add", "10.77.1.1/24", "dev", "v0")
+        next = try expect(Self.network(true, ["v0"]), after: next)
+        #expect(monitor.lines.count == next, "\(monitor.lines)")  // no report without a change
+    }
+
+    /// The client in one namespace, prosody in another, a veth link between them. The link goes
+    /// down: the monitor says so, the client's probe finds the stream dead within its 5 s, and
+    /// no attempt is made while the path is gone (no `reconnecting`, however long). The link
+    /// comes back: the session is resumed (XEP-0198) within a second, not after a back-off.
+    @Test func theClientWaitsForThePathAndResumesAtOnce() throws {
+        let client = try NetworkNamespace()
+        let server = try NetworkNamespace()
+        try client.link("v0", address: "10.77.0.1/24", to: server, "v1", address: "10.77.0.2/24")
+        let prosody = try ProsodyServer(in: (server, address: "10.77.0.2"))
+        try prosody.start()
+        let process = try client.spawn(
+            try Self.tether,
+            [
+                "xmpp", "--jid", "alice@localhost/ns", "--host", "10.77.0.2", "--port", "\(prosody.port)", "--tls",
+                "disabled", "--allow-plain", "--network-watch", "--reconnect", "tiered", "listen",
+            ],
+            environment: ["TETHER_PASSWORD": "alicepass"]
+        )
+        defer { process.terminate() }
+        let connected = try #require(process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) }, "\(process.lines)")
+        #expect(process.lines.contains(Self.network(true, ["v0"])))
+        Thread.sleep(forTimeInterval: 0.5)  // stream management enabled
+        try client.ip("link", "set", "v0", "down")
+        let down = try #require(
+            process.waitForLine(after: connected) { $0 == Self.network(false, []) },
+            "\(process.lines)"
+        )
+        let waiting = try #require(
+            process.waitForLine(after: down, timeout: .seconds(10)) { $0 == #"{"event":"waiting-for-network"}"# },
+            "\(process.lines)"
+        )
+        #expect(process.lines[down...waiting].contains { $0.hasPrefix(#"{"event":"disconnected""#) })
+        // Longer than the policy's first delay (3 s): no attempt.
+        Thread.sleep(forTimeInterval: 4)
+        #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) }, "\(process.lines)")
+        let restored = ContinuousClock.now
+        try client.ip("link", "set", "v0", "up")
+        let resumed = try #require(
+            process.waitForLine(after: waiting, timeout: .seconds(5)) { $0 == #"{"event":"resumed"}"# },
+            "\(process.lines)"
+        )
+        let elapsed = ContinuousClock.now - restored
+        #expect(elapsed < .seconds(1), "resumed \(elapsed) after the link came back")
+        #expect(!process.lines[waiting...resumed].contains { $0.hasPrefix(#"{"event":"reconnecting""#) })
+    }
+}
