@@ -36,6 +36,9 @@ public protocol ConnectionMachine: ~Copyable {
     /// (XMPP: client state indication and slower pings; SignalR: its background policy); both
     /// reconnect at once on returning when the connection was lost.
     mutating func applicationStateChanged(_ application: ApplicationState, now: Instant)
+    /// The connection's health at `now`: state, time online, round trips, losses and resumes,
+    /// traffic, what awaits acknowledgement, the transport.
+    func health(now: Instant) -> ConnectionHealth
 
     /// The transport of `generation` is open.
     mutating func transportConnected(generation: TransportGeneration, now: Instant)

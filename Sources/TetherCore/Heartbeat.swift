@@ -56,7 +56,8 @@ public struct Heartbeat: Sendable {
     /// The intervals.
     public var configuration: Configuration
     private var lastSent: Instant
-    private var lastReceived: Instant
+    /// When something was last received.
+    public private(set) var lastReceived: Instant
     private var probeSentAt: Instant?
     /// Consecutive probes that went unanswered.
     public private(set) var unansweredProbes = 0

@@ -39,12 +39,6 @@ public struct TimerTable<Key: Hashable & Sendable>: Sendable {
         if deadline == earliestDeadline { recomputeEarliest() }
     }
 
-    /// Whether the timer `key` is armed.
-    @inlinable
-    public func isSet(_ key: Key) -> Bool {
-        entries.contains { $0.key == key }
-    }
-
     /// Disarms every timer.
     @inlinable
     public mutating func cancelAll() {

@@ -1,5 +1,5 @@
 package import Dispatch
-package import TetherCore
+@_spi(TetherInternal) package import TetherCore
 
 /// What every client's runner shares, whatever its protocol (`Specs/machine-contract.md`, "The
 /// runner"): one serial queue that owns the machine, one timer armed at the machine's earliest
@@ -73,6 +73,30 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         events.finish()
         perform = { _ in }
         afterDrain = {}
+    }
+
+    /// The machine's health now.
+    package func health() async -> ConnectionHealth {
+        await call { [self] handoff in handoff.resume(returning: machine.health(now: now())) }
+    }
+
+    /// The machine's health now and then every `interval`, until the stream's consumer stops
+    /// (or the client is gone).
+    package func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
+        precondition(interval > .zero, "the interval must be positive")
+        let (stream, continuation) = AsyncStream<ConnectionHealth>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(interval.totalNanoseconds)))
+        timer.setEventHandler { [weak self] in
+            guard let self, !isShutDown else { return continuation.finish() }
+            continuation.yield(machine.health(now: now()))
+        }
+        // Cancelled on the queue it runs on (the source is not Sendable; the queue keeps it safe).
+        nonisolated(unsafe) let source = timer
+        let queue = queue
+        continuation.onTermination = { _ in queue.async { source.cancel() } }
+        timer.resume()
+        return stream
     }
 
     /// An awaiting call of the app's: `start` runs on the queue with the hand-off the caller's

@@ -260,6 +260,8 @@ extension HubConnectionMachine {
             live.link.parser = hubProtocol.makeParser()
             live.link.heartbeat = Heartbeat(configuration: heartbeatConfiguration, now: now)
             live.link.resumedAt = now
+            health.resumes += 1
+            health.onlineSince = now
             live.link.receivedAtResume = stateful.latestReceived
             live.resumeStep = nil
             armLivenessTimers(live.link)
@@ -361,6 +363,7 @@ extension HubConnectionMachine {
             )
         )
         schedule?.connectionEstablished()
+        health.onlineSince = now
         let isReconnect = attempt.isReconnect && hasConnectedSinceStart
         hasConnectedSinceStart = true
         enqueue(
@@ -487,10 +490,12 @@ extension HubConnectionMachine {
                 guard case .connected = state, var live = takeLive() else { continue }
                 switch live.link.heartbeat.check(now: now) {
                 case .receiveTimedOut, .probesExhausted:
+                    health.lastDeadLinkDetection = now - live.link.heartbeat.lastReceived
                     enqueue(.closeTransport(generation: live.session.generation))
                     connectionLost(live, error: .serverTimeout, allowReconnect: true, now: now)
                     continue
                 case .awaitedNothingReceived:
+                    health.lastDeadLinkDetection = now - live.link.heartbeat.lastReceived
                     enqueue(.closeTransport(generation: live.session.generation))
                     connectionLost(
                         live,
@@ -574,6 +579,7 @@ extension HubConnectionMachine {
                 quick && stateful.latestReceived == live.link.receivedAtResume ? live.link.quickLosses + 1 : 0
             live.link.resumedAt = nil
             if live.link.quickLosses > configuration.resumeRetryDelays.count {
+                health.failedResumes += 1
                 live.link.stateful = nil
                 return connectionLost(live, error: error, allowReconnect: true, now: now, resumable: false)
             }
@@ -624,6 +630,7 @@ extension HubConnectionMachine {
         now: Instant
     ) {
         var live = live
+        if attempt > configuration.resumeRetryDelays.count { health.failedResumes += 1 }
         guard attempt > configuration.resumeRetryDelays.count else {
             live.session.generation = makeGeneration()
             state = .resuming(live.session, .waiting(attempt: attempt), live.linkStorage)
@@ -646,6 +653,7 @@ extension HubConnectionMachine {
         }
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
+        if delay != nil { health.reconnecting(reason: error?.message) }
         guard let delay else { return suspend(error: error) }
         enqueue(.event(.reconnecting(error, attempt: schedule.attempts, delay: delay)))
         state = .reconnectWaiting(lastError: error)

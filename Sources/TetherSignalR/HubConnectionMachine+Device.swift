@@ -33,7 +33,7 @@ extension HubConnectionMachine {
             case .connected:
                 if policy.probeOnPathChange { probe(now: now) }
             case .reconnectWaiting:
-                guard policy.waitForPath, timers.isSet(.reconnect) else { return }
+                guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
                 timers.cancel(.reconnect)
                 enqueue(.event(.waitingForNetwork))
             case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .suspended,
@@ -55,7 +55,7 @@ extension HubConnectionMachine {
                 probe(now: now)
             case .reconnectWaiting:
                 guard policy.reconnectWhenPathReturns else {
-                    if !timers.isSet(.reconnect) { scheduleReconnect(error: nil, now: now) }
+                    if !timers.isArmed(.reconnect) { scheduleReconnect(error: nil, now: now) }
                     return
                 }
                 timers.cancel(.reconnect)

@@ -15,6 +15,7 @@ extension HubConnectionMachine {
             hubProtocol.write(message, into: &bytes)
         }
         if message.isSequenced { live.link.stateful?.sent(bytes) }
+        if case .ping = message {} else { health.messagesSent += 1 }
         guard let generation = live.generation else { return }
         enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
         live.link.heartbeat.didSend(at: now)
@@ -176,6 +177,7 @@ extension HubConnectionMachine {
         defer { restore(live) }
         let id = makeInvocationId()
         live.link.pending[id] = kind
+        if kind == .invocation { live.link.invocationSentAt[id] = now }
         send(message(id), live: &live, now: now)
         return id
     }
@@ -243,6 +245,7 @@ extension HubConnectionMachine {
     /// Parses and handles received bytes on the connected session.
     mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
         guard case .connected = state, var live = takeLive() else { return }
+        health.bytesReceived += bytes.count
         live.link.heartbeat.didReceive(at: now)
         if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
         live.link.parser.append(bytes)
@@ -254,6 +257,7 @@ extension HubConnectionMachine {
                 return violation(live, error.message, now: now)
             }
             guard let message else { break }
+            if case .ping = message {} else { health.messagesReceived += 1 }
             if live.link.stateful != nil {
                 if message.isSequenced {
                     let process = live.link.stateful!.shouldProcessReceived()
@@ -307,6 +311,9 @@ extension HubConnectionMachine {
                 return false
             }
         case .completion(let completion):
+            if let sent = live.link.invocationSentAt.removeValue(forKey: completion.invocationId) {
+                health.roundTrip(now - sent)
+            }
             switch live.link.pending.removeValue(forKey: completion.invocationId) {
             case .invocation:
                 enqueue(.event(.completion(invocationId: completion.invocationId, result: completion.result)))

@@ -294,6 +294,8 @@ public struct HubConnectionMachine {
         var parser: AnyHubMessageParser
         /// Client→server invocations and streams awaiting their Completion.
         var pending: [String: Pending] = [:]
+        /// When each pending invocation was sent (its completion measures a round trip).
+        var invocationSentAt: [String: Instant] = [:]
         /// Client→server upload streams still open.
         var uploads: Set<String> = []
         /// Server→client invocations awaiting the app's reply.
@@ -398,6 +400,8 @@ public struct HubConnectionMachine {
     /// Closed because the app went to the background (`closeUntilActive`): started again when it
     /// is active.
     var closedForBackground = false
+    /// What `health(now:)` reports.
+    var health = HealthCounters()
     var lastGeneration = TransportGeneration(0)
     var random: SeededRandomNumberGenerator
     /// The handled targets by lower-cased name (targets match case-insensitively): the
@@ -438,6 +442,7 @@ public struct HubConnectionMachine {
     }
 
     mutating func enqueue(_ action: Action) {
+        if case .send(let bytes, _, _) = action { health.bytesSent += bytes.count }
         actions.append(action)
     }
 
@@ -534,6 +539,31 @@ public struct HubConnectionMachine {
             .suspended:
             0
         }
+    }
+
+    /// The connection's health at `now` (see `ConnectionHealth`; the round trips are those of
+    /// invocations, the only exchange a hub answers).
+    public func health(now: Instant) -> ConnectionHealth {
+        var awaiting = 0
+        var transport: String?
+        switch state {
+        case .connected(let session, let storage):
+            awaiting = storage.link.stateful?.unacknowledged.count ?? 0
+            transport = session.transport.healthName
+        case .resuming(_, _, let storage):
+            awaiting = storage.link.stateful?.unacknowledged.count ?? 0
+        case .modifying: Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
+            break
+        }
+        return health.snapshot(
+            now: now,
+            phase: phase,
+            state: stateName.rawValue,
+            awaitingAcknowledgement: awaiting,
+            transport: transport
+        )
     }
 
     /// The generation whose input the machine accepts now, if any.
@@ -670,6 +700,17 @@ extension HubConnectionMachine: ConnectionMachine {
         case .reconnectWaiting: .reconnectWaiting
         case .suspended: .suspended
         case .modifying: Self.modifyingObserved()
+        }
+    }
+}
+
+extension HubTransport {
+    /// The name `ConnectionHealth` and the command line use: `websockets`, `sse`, `long-polling`.
+    public var healthName: String {
+        switch self {
+        case .webSockets: "websockets"
+        case .serverSentEvents: "sse"
+        case .longPolling: "long-polling"
         }
     }
 }

@@ -166,6 +166,18 @@ public final class HubConnection: Sendable {
     }
 
     /// The state now.
+    /// The connection's health now (`ConnectionHealth`: state, time online, invocation round
+    /// trips, how long the last dead link took to notice, reconnects and their reasons, resumes,
+    /// traffic, messages awaiting acknowledgement, the transport).
+    public func health() async -> ConnectionHealth {
+        await runner.core.health()
+    }
+
+    /// The health now and then every `interval`, for a dashboard (ends when the connection is gone).
+    public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
+        runner.core.healthUpdates(every: interval)
+    }
+
     public func state() async -> HubConnectionMachine.StateName {
         let runner = runner
         return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }

@@ -251,6 +251,18 @@ public final class XMPPClient: Sendable {
     }
 
     /// The machine's state now.
+    /// The connection's health now (`ConnectionHealth`: state, time online, ping round trips,
+    /// how long the last dead link took to notice, reconnects and their reasons, resumes, traffic,
+    /// stanzas awaiting acknowledgement, the transport).
+    public func health() async -> ConnectionHealth {
+        await runner.core.health()
+    }
+
+    /// The health now and then every `interval`, for a dashboard (ends when the client is gone).
+    public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
+        runner.core.healthUpdates(every: interval)
+    }
+
     public func state() async -> XMPPClientMachine.StateName {
         let runner = runner
         return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }

@@ -16,7 +16,7 @@ struct SignalRCommand: Sendable, Equatable {
         usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
                               [--header NAME:VALUE]... [--access-token-env VAR | --access-token-command CMD]
                               [--reconnect none|default|tiered] [--ca-file F] [--pin SHA256_BASE64]...
-                              [--network-watch] [--verbose] COMMAND
+                              [--network-watch] [--health S] [--verbose] COMMAND
 
         Connects to the SignalR hub at URL (http, https, ws or wss) and runs COMMAND:
           invoke METHOD [JSON_ARRAY_OF_ARGS] [--count N]
@@ -32,6 +32,7 @@ struct SignalRCommand: Sendable, Equatable {
         connection: no reconnect attempts while there is none, one at once when it is back, a
         probe (or with --stateful a reopen) when it changes; each change prints
         {"event":"network","available":BOOL,"interfaces":[…]} (as `tether network`).
+        \(HealthLine.help)
 
         Lifecycle events print as JSON lines too: {"event":"connected","transport":T},
         {"event":"reconnecting"}, {"event":"waiting-for-network"}, {"event":"reconnected",
@@ -87,6 +88,8 @@ struct SignalRCommand: Sendable, Equatable {
     var verbose = false
     /// `--network-watch`: feed the Linux network monitor to the connection.
     var networkWatch = false
+    /// `--health`: print the health every this many seconds.
+    var healthInterval: Double?
     var action: Action
 
     // MARK: - Parsing
@@ -153,6 +156,11 @@ struct SignalRCommand: Sendable, Equatable {
                 options.verbose = true
             case "--network-watch":
                 options.networkWatch = true
+            case "--health":
+                guard let seconds = value().flatMap(Double.init), seconds > 0 else {
+                    return .usageError("--health needs a positive number of seconds")
+                }
+                options.healthInterval = seconds
             default:
                 rest.append(argument)
             }
@@ -310,6 +318,14 @@ struct SignalRCommand: Sendable, Equatable {
             guard watcher != nil else { return 1 }
         }
         defer { NetworkCommand.stopWatching(watcher) }
+        let healthTask = healthInterval.map { seconds in
+            Task {
+                for await health in connection.healthUpdates(every: .milliseconds(Int64(seconds * 1000))) {
+                    output(HealthLine.line(health))
+                }
+            }
+        }
+        defer { healthTask?.cancel() }
         do throws(HubConnectionError) {
             try await connection.start()
         } catch {

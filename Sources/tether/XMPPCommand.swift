@@ -20,7 +20,7 @@ struct XMPPCommand: Sendable, Equatable {
                            [--resource R] [--allow-plain]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--network-watch]
-                           [--verbose] COMMAND
+                           [--health S] [--verbose] COMMAND
 
         Connects to the XMPP server of JID (found through its DNS SRV records, RFC 6120 and
         XEP-0368; --host H and --port P name it instead, default port 5222; --websocket URL
@@ -49,6 +49,7 @@ struct XMPPCommand: Sendable, Equatable {
         no reconnect attempts while there is none, one at once when it is back, a ping probing
         the link when it changes; each change prints {"event":"network","available":BOOL,
         "interfaces":[…]} (as `tether network`).
+        \(HealthLine.help)
 
         Output, one JSON object per line: {"event":"connected","jid":…}, {"event":"disconnected",
         "reason":…} (null after a clean close), {"event":"reconnecting","attempt":…,"delay_ms":…},
@@ -99,6 +100,8 @@ struct XMPPCommand: Sendable, Equatable {
     var verbose = false
     /// `--network-watch`: feed the Linux network monitor to the client.
     var networkWatch = false
+    /// `--health`: print the health every this many seconds.
+    var healthInterval: Double?
     var action: Action
 
     // MARK: - Parsing
@@ -186,6 +189,11 @@ struct XMPPCommand: Sendable, Equatable {
                 options.verbose = true
             case "--network-watch":
                 options.networkWatch = true
+            case "--health":
+                guard let seconds = value().flatMap(Double.init), seconds > 0 else {
+                    return .usageError("--health needs a positive number of seconds")
+                }
+                options.healthInterval = seconds
             default:
                 rest.append(argument)
             }
@@ -310,6 +318,14 @@ struct XMPPCommand: Sendable, Equatable {
             guard watcher != nil else { return 1 }
         }
         defer { NetworkCommand.stopWatching(watcher) }
+        let healthTask = healthInterval.map { seconds in
+            Task {
+                for await health in client.healthUpdates(every: .milliseconds(Int64(seconds * 1000))) {
+                    output(HealthLine.line(health))
+                }
+            }
+        }
+        defer { healthTask?.cancel() }
         do throws(XMPPClientError) {
             try await client.connect()
             switch action {

@@ -138,6 +138,22 @@ struct SignalRCommandServerTests {
         #expect(failing.output.contains(#"{"error":"it \"broke\""}"#), "\(failing.output)")
     }
 
+    /// `--health`: the health lines, with the invocation round trips and the transport.
+    @Test func healthLines() async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        let result = await tether(
+            ["signalr", "--url", server.url, "--health", "0.1", "invoke", "Delay", "[0.15]", "--count", "3"]
+        )
+        #expect(result.status == 0, "\(result.errors)")
+        let online = try #require(
+            result.output.last { $0.hasPrefix(#"{"event":"health","state":"connected""#) },
+            "\(result.output)"
+        )
+        #expect(online.contains(#""transport":"websockets"}"#), "\(online)")
+        #expect(!online.contains(#""rtt_ms":null"#) && online.contains(#""reconnect_attempts":0"#), "\(online)")
+    }
+
     @Test func listenPrintsServerCalls() async throws {
         let server = try SignalRHubServer()
         try server.start()

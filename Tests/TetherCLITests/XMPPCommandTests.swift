@@ -144,6 +144,30 @@ struct XMPPCommandServerTests {
         ["xmpp", "--jid", "\(user)@localhost", "--host", "127.0.0.1", "--port", "\(server.port)", "--tls", "disabled"]
     }
 
+    /// `--health`: the health as JSON lines at the interval, with every field the help names.
+    @Test func healthLines() async throws {
+        let server = try ProsodyServer()
+        try server.start()
+        let result = await tether(
+            Self.common("alice", server) + ["--allow-plain", "--health", "0.2", "listen", "--seconds", "1"],
+            environment: ["TETHER_PASSWORD": "alicepass"]
+        )
+        #expect(result.status == 0, "\(result.errors)")
+        let lines = result.output.filter { $0.hasPrefix(#"{"event":"health""#) }
+        #expect(lines.count >= 3, "\(result.output)")
+        let online = try #require(lines.last { $0.contains(#""state":"connected""#) }, "\(lines)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(online.utf8)) as? [String: Any])
+        for field in [
+            "state", "phase", "online_ms", "rtt_ms", "srtt_ms", "dead_link_detected_ms", "reconnect_attempts",
+            "reconnect_reasons", "resumes", "failed_resumes", "bytes_sent", "bytes_received", "messages_sent",
+            "messages_received", "awaiting_ack", "transport",
+        ] {
+            #expect(object[field] != nil, "no \(field) in \(online)")
+        }
+        #expect(object["transport"] as? String == "tcp" && (object["bytes_received"] as? Int ?? 0) > 0)
+        #expect((object["online_ms"] as? Double ?? 0) > 0)
+    }
+
     @Test func sendAndListen() async throws {
         let server = try ProsodyServer()
         try server.start()

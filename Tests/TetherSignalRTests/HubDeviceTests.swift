@@ -124,3 +124,24 @@ struct HubDeviceTests {
         #expect(heartbeat.nextDeadline == nil && heartbeat.check(now: zero + .seconds(20)) == nil)
     }
 }
+
+/// `health(now:)` of the hub machine: invocation round trips, traffic, losses.
+struct HubHealthTests {
+    @Test func countsWhatHappened() throws {
+        var harness = HubConnectionHarness { $0.reconnectPolicy = .fixed(.seconds(1)) }
+        harness.connect()
+        _ = try harness.machine.invoke("Echo", "x", now: harness.now)
+        harness.drain()
+        harness.advance(by: .milliseconds(25))
+        harness.server(#"{"type":3,"invocationId":"0","result":"x"}"#)
+        var health = harness.machine.health(now: harness.now)
+        #expect(health.lastRoundTrip == .milliseconds(25) && health.transport == "websockets")
+        #expect(health.messagesSent == 1 && health.messagesReceived == 1)
+        #expect(health.bytesSent > 0 && health.bytesReceived > 0)
+        #expect(health.timeOnline == .milliseconds(25))
+        harness.advance(by: .seconds(30))  // the server timeout: nothing for 30 s
+        health = harness.machine.health(now: harness.now)
+        #expect(health.lastDeadLinkDetection == .seconds(30))
+        #expect(health.reconnectAttempts == 1 && health.phase == .reconnectWaiting)
+    }
+}

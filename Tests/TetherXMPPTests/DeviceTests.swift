@@ -189,3 +189,43 @@ struct DeviceTests {
         #expect(ReconnectPolicy.fixed(.seconds(1)).startOfTier(containing: 9) == 0)
     }
 }
+
+/// `health(now:)`: what the machine counts, on a scripted session.
+struct XMPPHealthTests {
+    @Test func countsWhatHappened() throws {
+        let harness = XMPPClientHarness {
+            $0.autoPing = .init(interval: .seconds(10), timeout: .seconds(2), maximumMissed: 1)
+            $0.releaseBuffersAfterIdle = nil
+        }
+        harness.login()
+        var health = harness.machine.health(now: harness.now)
+        #expect(health.phase == .connected && health.state == "connected" && health.transport == "tcp")
+        #expect(health.timeOnline == .zero && health.bytesSent > 0 && health.bytesReceived > 0)
+        // A ping answered after 40 ms: the round trip.
+        harness.advance(by: .seconds(10))
+        let pingID = harness.lastSentID
+        harness.advance(by: .milliseconds(40))
+        harness.server("<iq type='result' id='\(pingID)' from='example.com'/>")
+        health = harness.machine.health(now: harness.now)
+        #expect(health.lastRoundTrip == .milliseconds(40) && health.smoothedRoundTrip == .milliseconds(40))
+        #expect(health.timeOnline == .milliseconds(10_040))
+        // A message each way.
+        try harness.machine.send(XMPPMessage(to: JID("bob@example.com")!, body: "hi"), now: harness.now)
+        harness.drain()
+        harness.server("<message from='bob@example.com/x' type='chat'><body>hello</body></message>")
+        health = harness.machine.health(now: harness.now)
+        #expect(health.messagesSent >= 1 && health.messagesReceived == 2)  // the ping answer and the message
+        #expect(health.awaitingAcknowledgement == 2)  // the ping and the message, both counted by XEP-0198
+        // The next ping goes unanswered: the dead link is noticed 12 s after the last byte.
+        harness.advance(by: .seconds(12))
+        health = harness.machine.health(now: harness.now)
+        #expect(health.lastDeadLinkDetection == .seconds(12))
+        #expect(health.reconnectAttempts == 1 && health.recentReconnectReasons.count == 1)
+        #expect(health.phase == .reconnectWaiting && health.timeOnline == nil && health.transport == nil)
+        // Resumed: counted.
+        harness.advance(by: .seconds(1))
+        harness.resume(h: 0)
+        health = harness.machine.health(now: harness.now)
+        #expect(health.resumes == 1 && health.phase == .connected)
+    }
+}

@@ -106,7 +106,8 @@ struct AutoPing: Sendable {
     enum Due: Equatable {
         case nothing
         case sendPing
-        case dead
+        /// The link is dead (`probe`: a probe after a network change went unanswered).
+        case dead(probe: Bool)
     }
 
     /// Anything arrived: the link is alive.
@@ -124,12 +125,13 @@ struct AutoPing: Sendable {
         outstanding = (id, now, timeout, true)
     }
 
-    /// Whether `id` answers the outstanding ping (a result or an error: both prove liveness).
-    mutating func answered(id: String) -> Bool {
-        guard outstanding?.id == id else { return false }
+    /// When the outstanding ping went out, if `id` answers it (a result or an error: both
+    /// prove liveness); nil otherwise.
+    mutating func answered(id: String) -> Instant? {
+        guard let sent = outstanding, sent.id == id else { return nil }
         outstanding = nil
         missed = 0
-        return true
+        return sent.sentAt
     }
 
     /// What is due at `now`.
@@ -142,9 +144,9 @@ struct AutoPing: Sendable {
                 missed = 0
                 return now >= lastReceived + interval ? .sendPing : .nothing
             }
-            if sent.probe { return .dead }
+            if sent.probe { return .dead(probe: true) }
             missed += 1
-            return missed >= configuration.maximumMissed ? .dead : .sendPing
+            return missed >= configuration.maximumMissed ? .dead(probe: false) : .sendPing
         }
         return now >= lastReceived + interval ? .sendPing : .nothing
     }

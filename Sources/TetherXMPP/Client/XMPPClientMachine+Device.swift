@@ -21,7 +21,7 @@ extension XMPPClientMachine {
             case .connected:
                 if policy.probeOnPathChange { probe(now: now) }
             case .reconnectWaiting:
-                guard policy.waitForPath, timers.isSet(.reconnect) else { return }
+                guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
                 timers.cancel(.reconnect)
                 emit(.waitingForNetwork)
             case .disconnected, .connectingTransport, .negotiating, .closing, .suspended:
@@ -35,7 +35,7 @@ extension XMPPClientMachine {
             case .reconnectWaiting(let next, let redirects):
                 guard policy.reconnectWhenPathReturns else {
                     // Waiting without a timer (the path was gone): the back-off goes on.
-                    if !timers.isSet(.reconnect) { resumeBackOff(next: next, now: now) }
+                    if !timers.isArmed(.reconnect) { resumeBackOff(next: next, now: now) }
                     return
                 }
                 timers.cancel(.reconnect)

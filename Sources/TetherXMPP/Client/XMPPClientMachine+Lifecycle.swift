@@ -152,6 +152,7 @@ extension XMPPClientMachine {
             state = .connected(session)
         }
         if let idle = configuration.releaseBuffersAfterIdle { timers.set(.releaseBuffers, at: now + idle) }
+        health.bytesReceived += bytes.count
         parser.append(bytes)
         processStream(generation: generation, now: now)
     }
@@ -270,12 +271,15 @@ extension XMPPClientMachine {
             let id = makeID("ping")
             sendPing(id: id, session: session)
             autoPing.pingSent(id: id, at: now)
-        case .dead:
+        case .dead(let probe):
+            health.lastDeadLinkDetection = now - autoPing.lastReceived
             let configuration = autoPing.configuration
             return lost(
                 XMPPClientError(
                     .pingTimeout,
-                    "\(configuration.maximumMissed) pings in a row went unanswered for \(configuration.timeout) each."
+                    probe
+                        ? "A probe ping went unanswered for \(self.configuration.network.probeTimeout) after the network changed."
+                        : "\(configuration.maximumMissed) pings in a row went unanswered for \(configuration.timeout) each."
                 ),
                 closeTransport: true,
                 now: now
@@ -431,6 +435,7 @@ extension XMPPClientMachine {
         }
         let delay = running.nextDelay(now: now, reason: error.message, using: &random)
         self.schedule = running
+        if delay != nil { health.reconnecting(reason: error.message) }
         guard let delay else {
             state = .suspended(error)
             emit(.suspended(error))

@@ -78,6 +78,7 @@ extension XMPPClientMachine {
 
     /// Writes a stanza of the app's on the online stream, counting it for XEP-0198.
     mutating func sendStanza(_ element: XElement, session: Session, now: Instant) {
+        health.messagesSent += 1
         send(element, generation: session.generation)
         track(.app(element), session: session, now: now)
     }
@@ -92,6 +93,7 @@ extension XMPPClientMachine {
 
     /// Writes the bytes of a stanza the machine sends on its own.
     mutating func sendOwnStanza(bytes: [UInt8], session: Session, now: Instant) {
+        health.messagesSent += 1
         enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
         track(.own(bytes), session: session, now: now)
     }

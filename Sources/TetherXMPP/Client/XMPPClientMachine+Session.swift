@@ -44,6 +44,7 @@ extension XMPPClientMachine {
     mutating func resumptionImpossible(_ condition: StanzaError.Condition?) {
         let unacknowledged = streamManagement?.unacknowledgedAppStanzas ?? []
         streamManagement = nil
+        health.failedResumes += 1
         emit(.resumeFailed(condition))
         reportUnacknowledged(unacknowledged)
         failPendingIQs(XMPPClientError(.connectionLost, "The previous session could not be resumed."))
@@ -163,6 +164,8 @@ extension XMPPClientMachine {
         timers.cancel(.connectAttempt)
         schedule?.connectionEstablished()
         boundJID = jid
+        health.onlineSince = now
+        if resumed { health.resumes += 1 }
         let autoPing = configuration.autoPing.map { AutoPing(configuration: $0, now: now) }
         let session = Session(
             generation: negotiation.attempt.generation,

@@ -3,6 +3,7 @@ import TetherXML
 
 extension XMPPClientMachine {
     mutating func stanzaReceived(_ element: XElement, _ session: Session, now: Instant) {
+        health.messagesReceived += 1
         // The machine answers some stanzas itself (pings, iq requests), and those wait for the
         // server's acknowledgement like any other: a server that never acknowledges must not make
         // that queue grow without bound.
@@ -119,7 +120,8 @@ extension XMPPClientMachine {
 
     mutating func iqAnswerReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
         guard let id = iq.id else { return }
-        if var autoPing = session.autoPing, autoPing.answered(id: id) {
+        if var autoPing = session.autoPing, let sentAt = autoPing.answered(id: id) {
+            health.roundTrip(now - sentAt)
             var session = session
             session.autoPing = autoPing
             state = .connected(session)

@@ -246,6 +246,8 @@ public struct XMPPClientMachine: ~Copyable {
     var boundJID: JID?
     /// The device's network and the app's state, as last reported.
     var device = DeviceState()
+    /// What `health(now:)` reports.
+    var health = HealthCounters()
     /// Bare JIDs of the roster, kept only for `autoAcceptSubscriptionsFromContacts`.
     var rosterContacts: Set<JID> = []
     /// The prefix of this machine's stanza ids (random per machine, so that ids of successive
@@ -288,6 +290,7 @@ public struct XMPPClientMachine: ~Copyable {
     }
 
     mutating func enqueue(_ action: Action) {
+        if case .send(let bytes, _, _) = action { health.bytesSent += bytes.count }
         actions.append(action)
     }
 
@@ -338,6 +341,22 @@ public struct XMPPClientMachine: ~Copyable {
     /// Stanzas sent but not acknowledged (XEP-0198) plus stanzas waiting for a stream.
     public var unacknowledgedCount: Int {
         (streamManagement?.unacknowledged.count ?? 0) + outbox.count
+    }
+
+    /// The connection's health at `now` (see `ConnectionHealth`).
+    public func health(now: Instant) -> ConnectionHealth {
+        var transport: String?
+        if case .connected(let session) = state {
+            transport =
+                overWebSocket ? (session.secured ? "websocket-tls" : "websocket") : (session.secured ? "tls" : "tcp")
+        }
+        return health.snapshot(
+            now: now,
+            phase: phase,
+            state: stateName.rawValue,
+            awaitingAcknowledgement: unacknowledgedCount,
+            transport: transport
+        )
     }
 
     /// Whether XEP-0198 is enabled on the current (or resumable) session.

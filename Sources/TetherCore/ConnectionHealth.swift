@@ -1,0 +1,137 @@
+/// A connection's health as values, for dashboards and logs: both clients report it
+/// (`health()`, `healthUpdates(every:)`), `tether xmpp|signalr --health S` prints it.
+public struct ConnectionHealth: Sendable, Equatable {
+    /// Where the connection stands, in the words every machine shares.
+    public var phase: ConnectionPhase
+    /// The machine's own state name (`connected`, `resuming`, `reconnectWaiting`, …).
+    public var state: String
+    /// How long the current session or connection has been online (nil: not online).
+    public var timeOnline: Duration?
+    /// The last round trip measured (XMPP: a ping answered; SignalR: an invocation completed).
+    public var lastRoundTrip: Duration?
+    /// The smoothed round trip (RFC 6298's SRTT: each new sample weighs 1/8).
+    public var smoothedRoundTrip: Duration?
+    /// How long the last dead link took to be noticed: from the last byte received on it to the
+    /// moment it was declared dead (a ping or server timeout, a failed probe).
+    public var lastDeadLinkDetection: Duration?
+    /// Reconnect attempts since the machine started, and the reasons of the last few losses and
+    /// failed attempts (newest last).
+    public var reconnectAttempts: Int
+    public var recentReconnectReasons: [String]
+    /// Sessions taken up again without loss (XEP-0198 resumption, SignalR stateful reconnect),
+    /// and attempts to that refused or given up.
+    public var resumes: Int
+    public var failedResumes: Int
+    /// Bytes and protocol messages (stanzas; hub messages) each way since the machine started.
+    public var bytesSent: Int
+    public var bytesReceived: Int
+    public var messagesSent: Int
+    public var messagesReceived: Int
+    /// Messages sent and not yet acknowledged (XEP-0198 stanzas; stateful-reconnect messages),
+    /// plus those waiting for a connection.
+    public var awaitingAcknowledgement: Int
+    /// The transport in use (`tcp`, `tls`, `websocket`, `websocket-tls`; `websockets`, `sse`,
+    /// `long-polling`), nil when not connected.
+    public var transport: String?
+
+    public init(
+        phase: ConnectionPhase,
+        state: String,
+        timeOnline: Duration? = nil,
+        lastRoundTrip: Duration? = nil,
+        smoothedRoundTrip: Duration? = nil,
+        lastDeadLinkDetection: Duration? = nil,
+        reconnectAttempts: Int = 0,
+        recentReconnectReasons: [String] = [],
+        resumes: Int = 0,
+        failedResumes: Int = 0,
+        bytesSent: Int = 0,
+        bytesReceived: Int = 0,
+        messagesSent: Int = 0,
+        messagesReceived: Int = 0,
+        awaitingAcknowledgement: Int = 0,
+        transport: String? = nil
+    ) {
+        self.phase = phase
+        self.state = state
+        self.timeOnline = timeOnline
+        self.lastRoundTrip = lastRoundTrip
+        self.smoothedRoundTrip = smoothedRoundTrip
+        self.lastDeadLinkDetection = lastDeadLinkDetection
+        self.reconnectAttempts = reconnectAttempts
+        self.recentReconnectReasons = recentReconnectReasons
+        self.resumes = resumes
+        self.failedResumes = failedResumes
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.messagesSent = messagesSent
+        self.messagesReceived = messagesReceived
+        self.awaitingAcknowledgement = awaitingAcknowledgement
+        self.transport = transport
+    }
+}
+
+/// What a machine counts for its `ConnectionHealth` (kept small: it lives in every machine).
+public struct HealthCounters: Sendable {
+    public var onlineSince: Instant?
+    public var lastRoundTrip: Duration?
+    public var smoothedRoundTrip: Duration?
+    public var lastDeadLinkDetection: Duration?
+    public var reconnectAttempts = 0
+    public var recentReconnectReasons: [String] = []
+    public var resumes = 0
+    public var failedResumes = 0
+    public var bytesSent = 0
+    public var bytesReceived = 0
+    public var messagesSent = 0
+    public var messagesReceived = 0
+
+    /// How many reasons are kept.
+    public static let reasonsKept = 5
+
+    public init() {}
+
+    /// A round trip was measured.
+    public mutating func roundTrip(_ sample: Duration) {
+        lastRoundTrip = sample
+        // RFC 6298 §2: SRTT <- 7/8 SRTT + 1/8 R'.
+        smoothedRoundTrip = smoothedRoundTrip.map { ($0 * 7 + sample) / 8 } ?? sample
+    }
+
+    /// A reconnect attempt was scheduled (or a loss or failure happened) for `reason`.
+    public mutating func reconnecting(reason: String?) {
+        reconnectAttempts += 1
+        if let reason {
+            recentReconnectReasons.append(reason)
+            if recentReconnectReasons.count > Self.reasonsKept { recentReconnectReasons.removeFirst() }
+        }
+    }
+
+    /// The snapshot at `now`.
+    public func snapshot(
+        now: Instant,
+        phase: ConnectionPhase,
+        state: String,
+        awaitingAcknowledgement: Int,
+        transport: String?
+    ) -> ConnectionHealth {
+        ConnectionHealth(
+            phase: phase,
+            state: state,
+            timeOnline: phase == .connected ? onlineSince.map { now - $0 } : nil,
+            lastRoundTrip: lastRoundTrip,
+            smoothedRoundTrip: smoothedRoundTrip,
+            lastDeadLinkDetection: lastDeadLinkDetection,
+            reconnectAttempts: reconnectAttempts,
+            recentReconnectReasons: recentReconnectReasons,
+            resumes: resumes,
+            failedResumes: failedResumes,
+            bytesSent: bytesSent,
+            bytesReceived: bytesReceived,
+            messagesSent: messagesSent,
+            messagesReceived: messagesReceived,
+            awaitingAcknowledgement: awaitingAcknowledgement,
+            transport: transport
+        )
+    }
+}
