@@ -589,6 +589,11 @@ extension HubConnectionMachine {
             var resuming = live.session
             resuming.generation = makeGeneration()
             let losses = live.link.quickLosses
+            if configuration.network.waitForPath && !device.hasPath {
+                // No network: the reopen waits for it (`networkChanged` starts it).
+                state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
+                return enqueue(.event(.waitingForNetwork))
+            }
             guard losses > 0 else {
                 return openResumedTransport(resuming, linkStorage: live.linkStorage, attempt: 1, now: now)
             }
@@ -634,6 +639,7 @@ extension HubConnectionMachine {
         guard attempt > configuration.resumeRetryDelays.count else {
             live.session.generation = makeGeneration()
             state = .resuming(live.session, .waiting(attempt: attempt), live.linkStorage)
+            if configuration.network.waitForPath && !device.hasPath { return enqueue(.event(.waitingForNetwork)) }
             timers.set(.resume, at: now + configuration.resumeRetryDelays[attempt - 1])
             return
         }

@@ -36,8 +36,12 @@ extension HubConnectionMachine {
                 guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
                 timers.cancel(.reconnect)
                 enqueue(.event(.waitingForNetwork))
+            case .resuming(_, .waiting, _):
+                guard policy.waitForPath, timers.isArmed(.resume) else { return }
+                timers.cancel(.resume)
+                enqueue(.event(.waitingForNetwork))
             case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .suspended,
-                .resuming:
+                .resuming(_, .opening, _):
                 return
             case .modifying:
                 Self.modifyingObserved()

@@ -24,9 +24,11 @@ struct HubSimulationTests {
         ("stateful, server restarts", true, [.cut, .restart]),
         ("plain, cuts and stalls", false, [.cut, .stall]),
         ("plain, server restarts", false, [.stall, .restart]),
+        ("stateful, path flaps, background, cuts", true, [.pathFlap, .background, .cut]),
+        ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
     ]
 
-    @Test(arguments: 0..<4)
+    @Test(arguments: 0..<6)
     func invariantsHoldForEverySeed(_ index: Int) {
         let (name, stateful, faults) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {

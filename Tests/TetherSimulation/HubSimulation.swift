@@ -111,6 +111,10 @@ public final class HubSimulation: MachineSimulation {
         configuration.reconnectPolicy = .delays(Self.reconnectDelays)
         configuration.statefulReconnect = scenario.stateful
         configuration.handledTargets = ["Notify"]
+        // Under stateful reconnect the connection stays in the background, so that its promise
+        // (nothing lost, nothing failed) is checked across background cycles; without, the
+        // default closes it there and starts a new one on return.
+        configuration.backgroundPolicy = scenario.stateful ? .keepConnection : .closeUntilActive
         holder = MachineHolder(
             HubConnectionMachine(
                 configuration: configuration,
@@ -134,6 +138,7 @@ public final class HubSimulation: MachineSimulation {
     }
 
     var stopGrace: Duration { .seconds(20) }
+    var onlineAfterPathBound: Duration { .seconds(1) }
 
     func begin() {
         schedule(after: .milliseconds(500), .appTraffic)
@@ -189,6 +194,14 @@ public final class HubSimulation: MachineSimulation {
         case .sendNegotiate(_, _, let generation):
             connectAttempts.append(now)
             let round = latency() + latency()
+            guard
+                connectAllowed(
+                    generation,
+                    closed: { generation, _ in
+                        schedule(after: round, .specific(.negotiated(generation, status: nil, body: [])))
+                    }
+                )
+            else { return }
             if hub.isUp {
                 let (token, body) = hub.negotiate(now: now)
                 _ = token
@@ -197,6 +210,9 @@ public final class HubSimulation: MachineSimulation {
                 schedule(after: round, .specific(.negotiated(generation, status: nil, body: [])))
             }
         case .openTransport(_, let url, _, let generation):
+            guard connectAllowed(generation, closed: { schedule(after: latency(), .clientClosed($0, $1)) }) else {
+                return
+            }
             let token = url.split(separator: "id=").last.map(String.init) ?? ""
             schedule(after: latency(), .specific(.serverOpen(generation, token: token)))
         case .send(let bytes, _, let generation):

@@ -8,6 +8,12 @@ public enum SimulatedFault: String, CaseIterable, Sendable {
     case stall
     /// The server loses every session and refuses connections for a few seconds.
     case restart
+    /// The device loses its network for 2–30 s: every live link goes half-open (its socket
+    /// belongs to the lost network), nothing can connect, and the machine is told 100 ms later;
+    /// then a path returns (over another interface) and the machine is told at once.
+    case pathFlap
+    /// The app goes to the background for 5–60 s, then comes back.
+    case background
 }
 
 /// Events by virtual time, in insertion order among equal times.
@@ -164,6 +170,9 @@ protocol MachineSimulation: AnyObject {
     var scenario: Scenario { get }
     /// How long pending work may take to end after the app stops.
     var stopGrace: Duration { get }
+    /// How soon after the path comes back (while waiting to reconnect) the machine should be
+    /// online again: the login's round trips on the simulated network.
+    var onlineAfterPathBound: Duration { get }
     /// The machine under test, in its holder.
     var holder: Holder { get }
     /// The server's links, by the client's transport generation.
@@ -208,6 +217,19 @@ struct SimulationRecord<Specific: Sendable> {
     var closedAt: [TransportGeneration: Instant] = [:]
     /// When the machine was first connected over each transport generation (set by `drain()`).
     var onlineSince: [TransportGeneration: Instant] = [:]
+    /// The device has no network (connects fail), and whether the machine has been told.
+    var networkDown = false
+    var networkDownReported = false
+    /// Path flaps so far (each path back comes over a new interface).
+    var pathFlaps = 0
+    /// When the app is in the background.
+    var inBackground = false
+    /// How many times a path came back while the machine waited to reconnect, and how often it
+    /// was online again within `onlineAfterPathBound` (the server's own time plus round trips).
+    var pathReturnsWhileWaiting = 0
+    var pathReturnsOnlineInTime = 0
+    /// When the path last came back while waiting (checked by `drain()`).
+    var pathBackWhileWaitingAt: Instant?
 
     init(seed: UInt64) {
         random = SeededRandomNumberGenerator(seed: seed)
@@ -247,6 +269,10 @@ enum SimulationInput<Specific: Sendable>: Sendable {
     /// The app starts the machine again if it is disconnected.
     case appStart
     case fault(SimulatedFault)
+    /// The device's path goes (false) or comes back (true), as the machine is told.
+    case pathReported(Bool)
+    /// The app's state changes.
+    case applicationState(ApplicationState)
     case specific(Specific)
 }
 
@@ -361,6 +387,37 @@ extension MachineSimulation {
             if holder.phase == .disconnected { holder.start(now: now) }
         case .fault(let fault):
             inject(fault)
+        case .pathReported(let available):
+            record.networkDownReported = !available
+            if available { record.networkDown = false }
+            let waiting = holder.phase == .reconnectWaiting || holder.phase == .suspended
+            let attemptsBefore = connectAttempts.count
+            if available {
+                record.pathFlaps += 1
+                holder.networkChanged(NetworkPath(isAvailable: true, interfaces: ["net\(record.pathFlaps)"]), now: now)
+            } else {
+                holder.networkChanged(.unavailable, now: now)
+            }
+            drain()
+            // An announced attempt that has not started is replaced: paused (no path) or started now.
+            let current = now
+            reconnecting.removeAll { $0.at + $0.delay > current }
+            // (In the background a connection closed for it waits for the foreground instead.)
+            if available && waiting && !record.inBackground {
+                record.pathReturnsWhileWaiting += 1
+                record.pathBackWhileWaitingAt = now
+                if connectAttempts.count == attemptsBefore {
+                    fail("the path came back while waiting to reconnect, and no attempt started at once")
+                }
+            }
+            return
+        case .applicationState(let state):
+            record.inBackground = state == .background
+            holder.applicationStateChanged(state, now: now)
+            drain()
+            let current = now
+            reconnecting.removeAll { $0.at + $0.delay > current }
+            return
         case .specific(let input):
             handleSpecific(input)
         }
@@ -380,6 +437,10 @@ extension MachineSimulation {
             onlineSince[generation] == nil
         {
             onlineSince[generation] = now
+            if let back = record.pathBackWhileWaitingAt {
+                record.pathBackWhileWaitingAt = nil
+                if now - back <= onlineAfterPathBound { record.pathReturnsOnlineInTime += 1 }
+            }
         }
     }
 
@@ -406,7 +467,29 @@ extension MachineSimulation {
                 schedule(after: latency(), .clientClosed(generation, "connection reset"))
             }
             schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
+        case .pathFlap:
+            guard !record.networkDown else { return }
+            record.networkDown = true
+            for generation in live {
+                links[generation]!.isStalled = true
+            }
+            schedule(after: .milliseconds(100), .pathReported(false))
+            let down = Duration.milliseconds(Int64.random(in: 2_000...30_000, using: &random))
+            schedule(after: down, .pathReported(true))
+        case .background:
+            guard !record.inBackground else { return }
+            schedule(after: .zero, .applicationState(.background))
+            schedule(after: .milliseconds(Int64.random(in: 5_000...60_000, using: &random)), .applicationState(.active))
         }
+    }
+
+    /// Whether a connect attempt may go out now: not while the machine knows there is no path.
+    /// With no network a connect fails (after a latency), as an unreachable network does.
+    func connectAllowed(_ generation: TransportGeneration, closed: (TransportGeneration, String) -> Void) -> Bool {
+        if record.networkDownReported { fail("a connect attempt while the machine knew there was no network") }
+        guard record.networkDown else { return true }
+        closed(generation, "network is unreachable")
+        return false
     }
 
     /// Checks what both protocols promise: each reconnect attempt starts exactly when its event
@@ -457,6 +540,8 @@ protocol DrivenMachine: AnyObject {
     func transportConnected(generation: TransportGeneration, now: Instant)
     func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant)
     func transportClosed(generation: TransportGeneration, error: String?, now: Instant)
+    func networkChanged(_ path: NetworkPath, now: Instant)
+    func applicationStateChanged(_ state: ApplicationState, now: Instant)
     var phase: ConnectionPhase { get }
     var currentGeneration: TransportGeneration? { get }
 }
@@ -482,6 +567,10 @@ final class MachineHolder<Machine: ConnectionMachine & ~Copyable>: DrivenMachine
     }
     func transportClosed(generation: TransportGeneration, error: String?, now: Instant) {
         machine.transportClosed(generation: generation, error: error, now: now)
+    }
+    func networkChanged(_ path: NetworkPath, now: Instant) { machine.networkChanged(path, now: now) }
+    func applicationStateChanged(_ state: ApplicationState, now: Instant) {
+        machine.applicationStateChanged(state, now: now)
     }
     var phase: ConnectionPhase { machine.phase }
     var currentGeneration: TransportGeneration? { machine.currentGeneration }

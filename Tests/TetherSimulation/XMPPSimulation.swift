@@ -107,7 +107,14 @@ public final class XMPPSimulation: MachineSimulation {
             resource: "sim",
             mechanisms: [.plain],
             allowPlainOnCleartext: true,
-            autoPing: .init(interval: Self.pingInterval, timeout: Self.pingTimeout, maximumMissed: Self.maximumMissed),
+            // The background keeps the interval: the stall bounds hold throughout (the stretched
+            // interval has its unit tests).
+            autoPing: .init(
+                interval: Self.pingInterval,
+                timeout: Self.pingTimeout,
+                maximumMissed: Self.maximumMissed,
+                backgroundInterval: nil
+            ),
             streamManagement: scenario.streamManagement ? .init() : nil,
             reconnectPolicy: .delays(Self.reconnectDelays),
             fetchRosterOnConnect: false,
@@ -134,6 +141,7 @@ public final class XMPPSimulation: MachineSimulation {
     }
 
     var stopGrace: Duration { .seconds(30) }
+    var onlineAfterPathBound: Duration { .seconds(1) }
 
     func begin() {
         schedule(after: .milliseconds(700), .appTraffic)
@@ -168,6 +176,9 @@ public final class XMPPSimulation: MachineSimulation {
             preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
         case .openTransport(_, let generation, _):
             connectAttempts.append(now)
+            guard connectAllowed(generation, closed: { schedule(after: latency(), .clientClosed($0, $1)) }) else {
+                return
+            }
             if server.isUp {
                 server.links[generation] = Link()
                 server.connectionsOpened += 1

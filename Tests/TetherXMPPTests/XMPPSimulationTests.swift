@@ -22,9 +22,11 @@ struct XMPPSimulationTests {
         ("stream management, server restarts", true, [.cut, .restart]),
         ("plain, cuts and stalls", false, [.cut, .stall]),
         ("plain, server restarts", false, [.stall, .restart]),
+        ("stream management, path flaps, background, cuts", true, [.pathFlap, .background, .cut]),
+        ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
     ]
 
-    @Test(arguments: 0..<4)
+    @Test(arguments: 0..<6)
     func invariantsHoldForEverySeed(_ index: Int) {
         let (name, streamManagement, faults) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
@@ -46,5 +48,28 @@ struct XMPPSimulationTests {
         #expect(simulation.server.received.count > 50)
         #expect(simulation.incomingSegments.joined().count > 50)
         #expect(!simulation.endedIQs.isEmpty)
+    }
+
+    /// Path flaps alone: each time the path comes back while the machine waits, an attempt
+    /// starts at once and the session is online again within a second (checked by the run), with
+    /// nothing lost.
+    @Test func thePathBackBringsTheSessionBackAtOnce() {
+        var waiting = 0
+        for seed in 1...UInt64(20) {
+            let simulation = XMPPSimulation(
+                .init(
+                    seed: seed,
+                    streamManagement: true,
+                    faults: [.pathFlap],
+                    duration: .seconds(600),
+                    faultInterval: .seconds(60)
+                )
+            )
+            let failures = simulation.run()
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+            #expect(simulation.record.pathReturnsOnlineInTime == simulation.record.pathReturnsWhileWaiting)
+            waiting += simulation.record.pathReturnsWhileWaiting
+        }
+        #expect(waiting > 20)
     }
 }

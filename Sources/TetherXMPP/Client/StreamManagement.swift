@@ -121,8 +121,13 @@ struct AutoPing: Sendable {
 
     /// A probe (the network changed): one that goes unanswered for `timeout`, with nothing else
     /// received meanwhile, means the link is dead at once.
+    /// A ping already out that would time out sooner stays the one watched (it becomes the probe).
     mutating func probeSent(id: String, at now: Instant, timeout: Duration) {
-        outstanding = (id, now, timeout, true)
+        if let current = outstanding, current.sentAt + current.timeout <= now + timeout {
+            outstanding = (current.id, current.sentAt, current.timeout, true)
+        } else {
+            outstanding = (id, now, timeout, true)
+        }
     }
 
     /// When the outstanding ping went out, if `id` answers it (a result or an error: both

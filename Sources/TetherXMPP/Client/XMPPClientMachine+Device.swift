@@ -115,14 +115,19 @@ extension XMPPClientMachine {
     }
 
     /// Checks the link now: a ping that must be answered (or anything else received) within the
-    /// probe timeout, or the stream is lost (and resumed on the next attempt). Without auto-ping
+    /// probe timeout (or the ping timeout, when shorter), or the stream is lost (and resumed on the next attempt). Without auto-ping
     /// the ping goes out unwatched (a dead link then shows as a failed write).
     mutating func probe(now: Instant) {
         guard case .connected(var session) = state else { return }
         let id = makeID("ping")
         sendPing(id: id, session: session)
         guard var autoPing = session.autoPing else { return }
-        autoPing.probeSent(id: id, at: now, timeout: configuration.network.probeTimeout)
+        // Never longer than an ordinary ping may take.
+        autoPing.probeSent(
+            id: id,
+            at: now,
+            timeout: min(configuration.network.probeTimeout, autoPing.configuration.timeout)
+        )
         session.autoPing = autoPing
         state = .connected(session)
         timers.set(.ping, at: autoPing.deadline)

@@ -278,7 +278,7 @@ extension XMPPClientMachine {
                 XMPPClientError(
                     .pingTimeout,
                     probe
-                        ? "A probe ping went unanswered for \(self.configuration.network.probeTimeout) after the network changed."
+                        ? "A probe ping went unanswered after the network changed."
                         : "\(configuration.maximumMissed) pings in a row went unanswered for \(configuration.timeout) each."
                 ),
                 closeTransport: true,
