@@ -305,8 +305,10 @@ public final class TCPRelay: Sendable {
                 let now = Self.uptime()
                 while let first = due.first, first.time <= now {
                     due.removeFirst()
-                    sendAll(first.bytes[...], to: first.toClient ? pair.client : pair.server)
+                    // Noted before it goes: the other side may act on it (and a test read the
+                    // time) before this thread runs again.
                     if delayNanoseconds > 0 { lock.withLock { deliveries.append((first.toClient, Self.uptime())) } }
+                    sendAll(first.bytes[...], to: first.toClient ? pair.client : pair.server)
                 }
                 var fds = [
                     pollfd(fd: pair.client, events: Int16(POLLIN), revents: 0),
