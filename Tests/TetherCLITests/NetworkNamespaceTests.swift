@@ -10,7 +10,7 @@ import TetherTestServers
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .realServers(.networkNamespaces, .prosody)
+    .realServers(.networkNamespaces, .prosody, .aiosignalr)
 )
 struct NetworkNamespaceTests {
     /// The `tether` executable next to the test bundle (built by `swift test` with the rest).
@@ -104,5 +104,48 @@ struct NetworkNamespaceTests {
         let elapsed = ContinuousClock.now - restored
         #expect(elapsed < .seconds(1), "resumed \(elapsed) after the link came back")
         #expect(!process.lines[waiting...resumed].contains { $0.hasPrefix(#"{"event":"reconnecting""#) })
+    }
+
+    /// The same for a SignalR hub connection with stateful reconnect, against aiosignalr in the
+    /// other namespace: the link down makes the probe (a ping, and 20 s for anything to arrive,
+    /// more than the hub's keep-alive) give the link up; no attempt while the path is gone; the
+    /// link back reopens the same connection (a resume, in the health lines) within a second.
+    @Test func theHubConnectionWaitsForThePathAndResumesAtOnce() throws {
+        let client = try NetworkNamespace()
+        let server = try NetworkNamespace()
+        try client.link("v0", address: "10.78.0.1/24", to: server, "v1", address: "10.78.0.2/24")
+        let hub = try SignalRHubServer(in: (server, address: "10.78.0.2"))
+        try hub.start()
+        let process = try client.spawn(
+            try Self.tether,
+            [
+                "signalr", "--url", hub.url, "--stateful", "--network-watch", "--health", "0.1", "--reconnect",
+                "tiered",
+                "listen", "Notify", "--seconds", "90",
+            ]
+        )
+        defer { process.terminate() }
+        let connected = try #require(process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) }, "\(process.lines)")
+        Thread.sleep(forTimeInterval: 0.3)
+        try client.ip("link", "set", "v0", "down")
+        let down = try #require(
+            process.waitForLine(after: connected) { $0 == Self.network(false, []) },
+            "\(process.lines)"
+        )
+        let waiting = try #require(
+            process.waitForLine(after: down, timeout: .seconds(25)) { $0 == #"{"event":"waiting-for-network"}"# },
+            "\(process.lines.filter { !$0.contains("health") })"
+        )
+        Thread.sleep(forTimeInterval: 3)
+        #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) })
+        let restored = ContinuousClock.now
+        try client.ip("link", "set", "v0", "up")
+        let resumed = process.waitForLine(after: waiting, timeout: .seconds(5)) {
+            $0.contains(#""state":"connected""#) && $0.contains(#""resumes":1"#)
+        }
+        let elapsed = ContinuousClock.now - restored
+        #expect(resumed != nil, "\(process.lines.suffix(5))")
+        #expect(elapsed < .milliseconds(1200), "resumed \(elapsed) after the link came back (health lines every 0.1 s)")
+        #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"connected""#) })  // the same connection
     }
 }

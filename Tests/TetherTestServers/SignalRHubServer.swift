@@ -41,11 +41,14 @@ public final class SignalRHubServer: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/\(name)").path
     }
 
-    /// The hub's URL (`http://127.0.0.1:PORT/hub`).
-    public var url: String { "http://127.0.0.1:\(port)/hub" }
+    /// The hub's URL (`http://127.0.0.1:PORT/hub`, or the namespace's address).
+    public var url: String { "http://\(namespace?.address ?? "127.0.0.1"):\(port)/hub" }
+    /// Where it runs and listens (nil: this machine's 127.0.0.1).
+    private let namespace: (NetworkNamespace, address: String)?
 
-    /// A server on a free port (not started).
-    public init() throws {
+    /// A server on a free port (not started), in `namespace` on its address when given.
+    public init(in namespace: (NetworkNamespace, address: String)? = nil) throws {
+        self.namespace = namespace
         guard RealServer.aiosignalr.isInstalled else { throw TestServerError(RealServer.aiosignalr.missingText) }
         port = try freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-signalr-\(UUID().uuidString)")
@@ -61,12 +64,27 @@ public final class SignalRHubServer: @unchecked Sendable {
     public func start() throws {
         precondition(process == nil, "the hub is already running")
         let output = directory.appendingPathComponent("hub.log").path
-        let process = try ChildProcess(
-            Self.python,
-            ["-u", Self.resource("signalr_hub.py"), String(port)],
-            output: output
-        )
+        let arguments = ["-u", Self.resource("signalr_hub.py"), String(port), "1.0", namespace?.address ?? "127.0.0.1"]
+        let process =
+            try namespace.map {
+                try ChildProcess(
+                    NetworkNamespace.ip,
+                    ["netns", "exec", $0.0.name, Self.python] + arguments,
+                    output: output
+                )
+            } ?? ChildProcess(Self.python, arguments, output: output)
         self.process = process
+        if let (namespace, address) = namespace {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline, process.isRunning {
+                if namespace.canConnect(host: address, port: port) { return }
+                usleep(50_000)
+            }
+            stop()
+            throw TestServerError(
+                "the aiosignalr hub did not start on \(address):\(port) in \(namespace.name): \(logTail)"
+            )
+        }
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if canConnect(port: port) { return }

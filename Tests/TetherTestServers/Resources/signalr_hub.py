@@ -81,11 +81,12 @@ class TestHub(Hub):
 async def main() -> None:
     port = int(sys.argv[1])
     keep_alive = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+    address = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
     options = ServerOptions(
         keep_alive_interval=keep_alive, allow_stateful_reconnects=True, enable_detailed_errors=True
     )
     server = SignalRServer(TestHub, options=options)
-    host, bound = await server.serve("127.0.0.1", port, path="/hub")
+    host, bound = await server.serve(address, port, path="/hub")
     print("listening %s:%d" % (host, bound), flush=True)
     await asyncio.Event().wait()
 
