@@ -26,6 +26,7 @@ struct Options {
     var chartPath: String?
     /// `--soak [MINUTES]`: the simulated soak instead of the benchmarks.
     var soakMinutes: Int?
+    var deviceSeeds: Int?
     /// `--xmpp MODE HOST:PORT ARGUMENTS…`: `XMPPClient` against a running server instead.
     var xmppDriver: [String]?
 
@@ -72,6 +73,11 @@ struct Options {
                          descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe);
                          online: COUNT logins and resumptions through a slow relay, the median times
                          (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe)
+          --device [SEEDS]
+                         instead of the benchmarks: the device in the network simulations, both
+                         protocols, SEEDS seeds (default 20): how soon after the path comes back,
+                         and after a move to another network under a live link, the machine is
+                         online again, against the targets
           --soak [MINUTES]
                          instead of the benchmarks: both connection machines and all codecs on a
                          simulated network for MINUTES virtual minutes (default 60) with cuts and
@@ -115,6 +121,14 @@ struct Options {
                 guard let value else { return nil }
                 chartPath = value
                 index += 2
+            case "--device":
+                if let value, let seeds = Int(value), seeds > 0 {
+                    deviceSeeds = seeds
+                    index += 2
+                } else {
+                    deviceSeeds = 20
+                    index += 1
+                }
             case "--soak":
                 if let value, let minutes = Int(value), minutes > 0 {
                     soakMinutes = minutes
@@ -221,6 +235,10 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
 }
 
 if options.portableKernels { TextKernels.allowsWideVectors = false }
+
+if let seeds = options.deviceSeeds {
+    exit(DeviceBenchmark.run(seeds: seeds) ? 0 : 1)
+}
 
 if let minutes = options.soakMinutes {
     exit(Soak.run(minutes: minutes) ? 0 : 1)

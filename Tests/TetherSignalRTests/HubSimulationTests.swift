@@ -24,7 +24,7 @@ struct HubSimulationTests {
         ("stateful, server restarts", true, [.cut, .restart]),
         ("plain, cuts and stalls", false, [.cut, .stall]),
         ("plain, server restarts", false, [.stall, .restart]),
-        ("stateful, path flaps, background, cuts", true, [.pathFlap, .background, .cut]),
+        ("stateful, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut]),
         ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
     ]
 

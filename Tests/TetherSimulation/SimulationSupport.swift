@@ -14,6 +14,9 @@ public enum SimulatedFault: String, CaseIterable, Sendable {
     case pathFlap
     /// The app goes to the background for 5–60 s, then comes back.
     case background
+    /// The device moves to another network (Wi-Fi to cellular): every live link goes half-open
+    /// (its socket belongs to the old network), and the machine is told of the new path at once.
+    case move
 }
 
 /// Events by virtual time, in insertion order among equal times.
@@ -230,6 +233,12 @@ struct SimulationRecord<Specific: Sendable> {
     var pathReturnsOnlineInTime = 0
     /// When the path last came back while waiting (checked by `drain()`).
     var pathBackWhileWaitingAt: Instant?
+    /// How long each path back (while waiting) took to online, and each move under a live link
+    /// took to online again (the benchmark's numbers).
+    var pathBackToOnline: [Duration] = []
+    var moveToOnline: [Duration] = []
+    /// When the last move happened with the machine online (checked by `drain()`).
+    var movedWhileOnlineAt: Instant?
 
     init(seed: UInt64) {
         random = SeededRandomNumberGenerator(seed: seed)
@@ -320,6 +329,8 @@ extension MachineSimulation {
 
     /// Runs the scenario and returns what broke (empty when every invariant held).
     func runScenario() -> [String] {
+        // The device's path as a monitor reports it when it starts (a later one then differs).
+        holder.networkChanged(NetworkPath(isAvailable: true, interfaces: ["net0"]), now: now)
         holder.start(now: now)
         drain()
         begin()
@@ -391,6 +402,7 @@ extension MachineSimulation {
             record.networkDownReported = !available
             if available { record.networkDown = false }
             let waiting = holder.phase == .reconnectWaiting || holder.phase == .suspended
+            let resuming = holder.phase == .resuming
             let attemptsBefore = connectAttempts.count
             if available {
                 record.pathFlaps += 1
@@ -403,6 +415,7 @@ extension MachineSimulation {
             let current = now
             reconnecting.removeAll { $0.at + $0.delay > current }
             // (In the background a connection closed for it waits for the foreground instead.)
+            if available && resuming && !record.inBackground { record.pathBackWhileWaitingAt = now }
             if available && waiting && !record.inBackground {
                 record.pathReturnsWhileWaiting += 1
                 record.pathBackWhileWaitingAt = now
@@ -439,7 +452,12 @@ extension MachineSimulation {
             onlineSince[generation] = now
             if let back = record.pathBackWhileWaitingAt {
                 record.pathBackWhileWaitingAt = nil
+                record.pathBackToOnline.append(now - back)
                 if now - back <= onlineAfterPathBound { record.pathReturnsOnlineInTime += 1 }
+            }
+            if let moved = record.movedWhileOnlineAt {
+                record.movedWhileOnlineAt = nil
+                record.moveToOnline.append(now - moved)
             }
         }
     }
@@ -476,6 +494,17 @@ extension MachineSimulation {
             schedule(after: .milliseconds(100), .pathReported(false))
             let down = Duration.milliseconds(Int64.random(in: 2_000...30_000, using: &random))
             schedule(after: down, .pathReported(true))
+        case .move:
+            guard !record.networkDown else { return }
+            let online = holder.phase == .connected
+            for generation in live {
+                links[generation]!.isStalled = true
+            }
+            if online && !live.isEmpty { record.movedWhileOnlineAt = now }
+            record.pathFlaps += 1
+            holder.networkChanged(NetworkPath(isAvailable: true, interfaces: ["net\(record.pathFlaps)"]), now: now)
+            let current = now
+            reconnecting.removeAll { $0.at + $0.delay > current }
         case .background:
             guard !record.inBackground else { return }
             schedule(after: .zero, .applicationState(.background))

@@ -140,6 +140,11 @@ public final class XMPPSimulation: MachineSimulation {
         runScenario()
     }
 
+    /// How long each path back (while waiting to reconnect) took until online, and each move to
+    /// another network under a live link until online again.
+    public var pathBackToOnline: [Duration] { record.pathBackToOnline }
+    public var moveToOnline: [Duration] { record.moveToOnline }
+
     var stopGrace: Duration { .seconds(30) }
     var onlineAfterPathBound: Duration { .seconds(1) }
 

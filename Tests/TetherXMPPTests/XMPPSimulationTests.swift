@@ -22,7 +22,7 @@ struct XMPPSimulationTests {
         ("stream management, server restarts", true, [.cut, .restart]),
         ("plain, cuts and stalls", false, [.cut, .stall]),
         ("plain, server restarts", false, [.stall, .restart]),
-        ("stream management, path flaps, background, cuts", true, [.pathFlap, .background, .cut]),
+        ("stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut]),
         ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
     ]
 

@@ -82,7 +82,17 @@ struct StreamManagement: Sendable {
 struct AutoPing: Sendable {
     let configuration: XMPPClientMachine.AutoPingConfiguration
     private(set) var lastReceived: Instant
-    private(set) var outstanding: (id: String, sentAt: Instant, timeout: Duration, probe: Bool)?
+    /// A ping out: its id and when it went.
+    struct Ping: Sendable {
+        var id: String
+        var sentAt: Instant
+    }
+
+    /// The ping out, when its answer is due, and, for a probe (the network changed), the ping
+    /// that was out before it (whose answer counts too). Anything else received meanwhile proves
+    /// the link for an ordinary ping only: after a network change, bytes still on their way from
+    /// the old path prove nothing.
+    private(set) var outstanding: (ping: Ping, due: Instant, earlier: Ping?, probe: Bool)?
     private(set) var missed = 0
     /// The app is in the background: `backgroundInterval` applies.
     var inBackground = false
@@ -99,7 +109,7 @@ struct AutoPing: Sendable {
 
     /// When something is next due.
     var deadline: Instant {
-        if let outstanding { return outstanding.sentAt + outstanding.timeout }
+        if let outstanding { return outstanding.due }
         return lastReceived + interval
     }
 
@@ -116,40 +126,39 @@ struct AutoPing: Sendable {
     }
 
     mutating func pingSent(id: String, at now: Instant) {
-        outstanding = (id, now, configuration.timeout, false)
+        outstanding = (Ping(id: id, sentAt: now), now + configuration.timeout, nil, false)
     }
 
-    /// A probe (the network changed): one that goes unanswered for `timeout`, with nothing else
-    /// received meanwhile, means the link is dead at once.
-    /// A ping already out that would time out sooner stays the one watched (it becomes the probe).
+    /// A probe (the network changed): unanswered within `timeout` (or by the deadline of a ping
+    /// already out, when sooner), the link is dead at once.
     mutating func probeSent(id: String, at now: Instant, timeout: Duration) {
-        if let current = outstanding, current.sentAt + current.timeout <= now + timeout {
-            outstanding = (current.id, current.sentAt, current.timeout, true)
-        } else {
-            outstanding = (id, now, timeout, true)
-        }
+        let earlier = outstanding
+        let due = min(now + timeout, earlier?.due ?? now + timeout)
+        outstanding = (Ping(id: id, sentAt: now), due, earlier?.ping, true)
     }
 
     /// When the outstanding ping went out, if `id` answers it (a result or an error: both
     /// prove liveness); nil otherwise.
     mutating func answered(id: String) -> Instant? {
-        guard let sent = outstanding, sent.id == id else { return nil }
+        guard let sent = outstanding else { return nil }
+        let answered = sent.ping.id == id ? sent.ping : sent.earlier?.id == id ? sent.earlier : nil
+        guard let answered else { return nil }
         outstanding = nil
         missed = 0
-        return sent.sentAt
+        return answered.sentAt
     }
 
     /// What is due at `now`.
     mutating func check(now: Instant) -> Due {
         if let sent = outstanding {
-            guard now >= sent.sentAt + sent.timeout else { return .nothing }
+            guard now >= sent.due else { return .nothing }
             outstanding = nil
-            if lastReceived > sent.sentAt {
+            if sent.probe { return .dead(probe: true) }
+            if lastReceived > sent.ping.sentAt {
                 // Something else arrived meanwhile: the link works, the reply is merely late.
                 missed = 0
                 return now >= lastReceived + interval ? .sendPing : .nothing
             }
-            if sent.probe { return .dead(probe: true) }
             missed += 1
             return missed >= configuration.maximumMissed ? .dead(probe: false) : .sendPing
         }
