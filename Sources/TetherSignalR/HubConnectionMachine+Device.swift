@@ -141,23 +141,7 @@ extension HubConnectionMachine {
     /// The background with `closeUntilActive`: a graceful close (a Close message when connected),
     /// what is pending fails, and the machine waits, suspended, for the foreground.
     private mutating func closeForBackground(now: Instant) {
-        switch state {
-        case .connected, .resuming:
-            guard var live = takeLive() else { return }
-            if live.resumeStep == nil { send(.close(CloseMessage()), live: &live, now: now) }
-            failPending(live.link)
-            if case .waiting = live.resumeStep {
-                // No transport is open.
-            } else {
-                enqueue(.closeTransport(generation: live.session.generation))
-            }
-        case .connectingTransport(let attempt), .handshaking(let attempt):
-            enqueue(.closeTransport(generation: attempt.generation))
-        case .fetchingAccessToken, .negotiating, .reconnectWaiting, .disconnected, .suspended:
-            break
-        case .modifying:
-            Self.modifyingObserved()
-        }
+        closeGracefully(now: now)
         closedForBackground = true
         suspend(error: nil)
     }

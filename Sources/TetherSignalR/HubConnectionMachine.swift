@@ -615,6 +615,14 @@ public struct HubConnectionMachine {
 
     /// Stops: closes the transport, fails what is pending, and reports `closed(nil)`.
     public mutating func stop(now: Instant) {
+        if case .disconnected = state { return }
+        closeGracefully(now: now)
+        finish(error: nil)
+    }
+
+    /// A close on purpose (`stop`, the background): a Close message when connected, what is
+    /// pending failed, the transport closed; the caller sets the next state.
+    mutating func closeGracefully(now: Instant) {
         switch state {
         case .disconnected:
             return
@@ -634,7 +642,6 @@ public struct HubConnectionMachine {
         case .modifying:
             Self.modifyingObserved()
         }
-        finish(error: nil)
     }
 
     /// Connect again now, for example because the user asked, the app came to the foreground or

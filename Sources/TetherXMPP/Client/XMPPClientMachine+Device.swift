@@ -80,7 +80,7 @@ extension XMPPClientMachine {
         guard wasBackground != isBackground else { return }
         switch state {
         case .connected:
-            if isBackground { enteredBackground(now: now) } else { enteredForeground(now: now) }
+            applicationStateApplies(background: isBackground)
         case .reconnectWaiting, .suspended:
             guard !isBackground, device.hasPath || !configuration.network.waitForPath else { return }
             reconnectNow(now: now)
@@ -89,26 +89,16 @@ extension XMPPClientMachine {
         }
     }
 
-    /// Online and in the background: say so (XEP-0352) and stretch the pings.
-    mutating func enteredBackground(now: Instant) {
+    /// Online, in the background or back: say so (XEP-0352 `<inactive/>`, `<active/>`) and ping
+    /// at the interval that applies.
+    mutating func applicationStateApplies(background: Bool) {
         guard case .connected(var session) = state else { return }
         if configuration.clientStateIndication && session.clientStateIndication {
-            sendRaw("<inactive xmlns='\(XMPPNamespace.clientStateIndication)'/>", generation: session.generation)
+            let element = background ? "inactive" : "active"
+            sendRaw("<\(element) xmlns='\(XMPPNamespace.clientStateIndication)'/>", generation: session.generation)
         }
         guard var autoPing = session.autoPing else { return }
-        autoPing.inBackground = true
-        session.autoPing = autoPing
-        state = .connected(session)
-        timers.set(.ping, at: autoPing.deadline)
-    }
-
-    private mutating func enteredForeground(now: Instant) {
-        guard case .connected(var session) = state else { return }
-        if configuration.clientStateIndication && session.clientStateIndication {
-            sendRaw("<active xmlns='\(XMPPNamespace.clientStateIndication)'/>", generation: session.generation)
-        }
-        guard var autoPing = session.autoPing else { return }
-        autoPing.inBackground = false
+        autoPing.inBackground = background
         session.autoPing = autoPing
         state = .connected(session)
         timers.set(.ping, at: autoPing.deadline)

@@ -177,7 +177,7 @@ extension XMPPClientMachine {
         )
         state = .connected(session)
         if let autoPing { timers.set(.ping, at: autoPing.deadline) }
-        if device.application == .background { enteredBackground(now: now) }
+        if device.application == .background { applicationStateApplies(background: true) }
         if resumed {
             emit(.resumed(jid))
             // Everything the server did not get is sent again, in order, with its old number.
