@@ -33,6 +33,8 @@ public struct ConnectionHealth: Sendable, Equatable {
     /// The transport in use (`tcp`, `tls`, `websocket`, `websocket-tls`; `websockets`, `sse`,
     /// `long-polling`), nil when not connected.
     public var transport: String?
+    /// The TLS version in use (`TLSv1.3`; nil without TLS), as the driver's transport tells it.
+    public var tlsVersion: String?
 
     public init(
         phase: ConnectionPhase,
@@ -50,8 +52,10 @@ public struct ConnectionHealth: Sendable, Equatable {
         messagesSent: Int = 0,
         messagesReceived: Int = 0,
         awaitingAcknowledgement: Int = 0,
-        transport: String? = nil
+        transport: String? = nil,
+        tlsVersion: String? = nil
     ) {
+        self.tlsVersion = tlsVersion
         self.phase = phase
         self.state = state
         self.timeOnline = timeOnline
@@ -131,7 +135,8 @@ public struct HealthCounters: Sendable {
             messagesSent: messagesSent,
             messagesReceived: messagesReceived,
             awaitingAcknowledgement: awaitingAcknowledgement,
-            transport: transport
+            transport: transport,
+            tlsVersion: nil
         )
     }
 }

@@ -22,6 +22,13 @@ public protocol TLSSession: AnyObject {
     func takeOutput() -> [UInt8]
     /// Sends close_notify (in `takeOutput()`).
     func close()
+    /// The protocol version negotiated (`TLSv1.3`), once established; nil when unknown.
+    var protocolVersion: String? { get }
+}
+
+extension TLSSession {
+    /// Unknown unless the session says.
+    public var protocolVersion: String? { nil }
 }
 
 /// What a TLS session is made for.

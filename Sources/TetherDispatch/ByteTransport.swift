@@ -87,6 +87,13 @@ public protocol ByteTransport: AnyObject {
     func close()
     /// Bytes sent and not yet handed to the network.
     var pendingWriteCount: Int { get }
+    /// The TLS version in use (`TLSv1.3`), nil without TLS or when the transport does not tell.
+    var tlsVersion: String? { get }
+}
+
+extension ByteTransport {
+    /// Not told.
+    public var tlsVersion: String? { nil }
 }
 
 /// Makes the byte transports of a client, one per transport generation: the request, the runner's

@@ -75,9 +75,18 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         afterDrain = {}
     }
 
+    /// What the protocol's runner adds to the machine's health (the TLS version of its transport).
+    package var completeHealth: (inout ConnectionHealth) -> Void = { _ in }
+
+    private func currentHealth() -> ConnectionHealth {
+        var health = machine.health(now: now())
+        completeHealth(&health)
+        return health
+    }
+
     /// The machine's health now.
     package func health() async -> ConnectionHealth {
-        await call { [self] handoff in handoff.resume(returning: machine.health(now: now())) }
+        await call { [self] handoff in handoff.resume(returning: currentHealth()) }
     }
 
     /// The machine's health now and then every `interval`, until the stream's consumer stops
@@ -89,7 +98,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(interval.totalNanoseconds)))
         timer.setEventHandler { [weak self] in
             guard let self, !isShutDown else { return continuation.finish() }
-            continuation.yield(machine.health(now: now()))
+            continuation.yield(currentHealth())
         }
         // Cancelled on the queue it runs on (the source is not Sendable; the queue keeps it safe).
         nonisolated(unsafe) let source = timer

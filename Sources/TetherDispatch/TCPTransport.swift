@@ -59,6 +59,8 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
     /// Bytes written and not yet taken by the kernel.
     var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
 
+    var tlsVersion: String? { session?.isEstablished == true ? session?.protocolVersion : nil }
+
     func start() {
         tcp?.start()
     }

@@ -80,6 +80,8 @@ public final class WebSocketByteTransport: ByteTransport, @unchecked Sendable {
 
     public var pendingWriteCount: Int { connection?.pendingWriteCount ?? 0 }
 
+    public var tlsVersion: String? { connection?.tlsVersion }
+
     private func flush() {
         let output = socket.takeOutput()
         if !output.isEmpty { connection?.send(output) }

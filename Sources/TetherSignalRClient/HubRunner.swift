@@ -62,6 +62,9 @@ final class HubRunner: @unchecked Sendable {
             )
         )
         core.bind(perform: { [unowned self] action in perform(action) })
+        core.completeHealth = { [unowned self] health in
+            health.tlsVersion = core.machine.currentGeneration.flatMap { transports[$0]?.tlsVersion }
+        }
     }
 
     private var now: Instant { core.now() }

@@ -23,6 +23,7 @@ final class HTTPExchange: @unchecked Sendable {
     }
 
     private var connection: (any ByteTransport)?
+    var tlsVersion: String? { connection?.tlsVersion }
     private var parser: HTTPResponseParser
     private var onEvent: ((Event) -> Void)?
     private let request: HTTPRequest
@@ -147,6 +148,7 @@ final class HTTPLane: @unchecked Sendable {
     private let options: HubConnection.Options
     private let maximumBodySize: Int
     private var connection: (any ByteTransport)?
+    var tlsVersion: String? { connection?.tlsVersion }
     private var isConnected = false
     /// Whether the current request went out on a connection that carried one before.
     private var isReused = false
@@ -311,6 +313,8 @@ final class HTTPLane: @unchecked Sendable {
 /// A SignalR transport of one generation as the runner drives it: the WebSocket, or an HTTP
 /// transport.
 protocol HubTransportConnection: AnyObject {
+    /// The TLS version of its connection (nil without TLS).
+    var tlsVersion: String? { get }
     /// Sends one message in `format`.
     func send(_ bytes: [UInt8], format: TransferFormat)
     /// Closes (no event follows).
@@ -347,6 +351,11 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
     private lazy var pollLane = HTTPLane(url: url, queue: queue, options: options, maximumBodySize: maximumMessageSize)
     /// The lane of each request out on one.
     private var laneRequests: [Int: HTTPLane] = [:]
+    /// The TLS version of the connection that carries the server's messages (the event stream,
+    /// or the polls; the sends go to the same server).
+    var tlsVersion: String? {
+        exchanges.values.lazy.compactMap(\.tlsVersion).first ?? pollLane.tlsVersion ?? sendLane.tlsVersion
+    }
     private var onEvent: ((HubTransportEvent) -> Void)?
     private let queue: DispatchQueue
     private let options: HubConnection.Options
@@ -485,6 +494,7 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
     typealias Event = HubTransportEvent
 
     private var connection: (any ByteTransport)?
+    var tlsVersion: String? { connection?.tlsVersion }
     private var socket: WebSocketClient
     private var onEvent: ((Event) -> Void)?
 

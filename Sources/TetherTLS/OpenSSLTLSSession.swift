@@ -69,6 +69,7 @@ public final class OpenSSLTLSSession: TLSSession {
     }
 
     public var isEstablished: Bool { client.isEstablished }
+    public var protocolVersion: String? { client.isEstablished ? client.protocolVersion : nil }
     public var peerClosed: Bool { client.peerClosed }
     public func start() throws {
         do throws(TLSError) { try client.start() } catch { throw Self.translated(error) }

@@ -51,6 +51,9 @@ final class XMPPRunner: @unchecked Sendable {
             perform: { [unowned self] action in perform(action) },
             afterDrain: { [unowned self] in afterDrain() }
         )
+        core.completeHealth = { [unowned self] health in
+            health.tlsVersion = core.machine.currentGeneration.flatMap { transports[$0]?.tlsVersion }
+        }
     }
 
     /// The client is gone: close everything without events (the block keeps the runner alive

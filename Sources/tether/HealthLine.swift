@@ -9,7 +9,8 @@ enum HealthLine {
         "state":…,"phase":…,"online_ms":…,"rtt_ms":…,"srtt_ms":…,"dead_link_detected_ms":…,
         "reconnect_attempts":…,"reconnect_reasons":[…],"resumes":…,"failed_resumes":…,
         "bytes_sent":…,"bytes_received":…,"messages_sent":…,"messages_received":…,
-        "awaiting_ack":…,"transport":…} (times in milliseconds, null when not known).
+        "awaiting_ack":…,"transport":…,"tls_version":…} (times in milliseconds, null when not
+        known).
         """
 
     /// The line for `health`.
@@ -45,11 +46,13 @@ enum HealthLine {
             line += ",\"\(name)\":".utf8
             JSONText.appendInteger(Int64(value), to: &line)
         }
-        line += #","transport":"#.utf8
-        if let transport = health.transport {
-            JSONText.appendString(transport, to: &line)
-        } else {
-            line += "null".utf8
+        for (name, value) in [("transport", health.transport), ("tls_version", health.tlsVersion)] {
+            line += ",\"\(name)\":".utf8
+            if let value {
+                JSONText.appendString(value, to: &line)
+            } else {
+                line += "null".utf8
+            }
         }
         line.append(UInt8(ascii: "}"))
         return String(decoding: line, as: UTF8.self)

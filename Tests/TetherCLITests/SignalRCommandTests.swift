@@ -150,7 +150,7 @@ struct SignalRCommandServerTests {
             result.output.last { $0.hasPrefix(#"{"event":"health","state":"connected""#) },
             "\(result.output)"
         )
-        #expect(online.contains(#""transport":"websockets"}"#), "\(online)")
+        #expect(online.contains(#""transport":"websockets","tls_version":null}"#), "\(online)")
         #expect(!online.contains(#""rtt_ms":null"#) && online.contains(#""reconnect_attempts":0"#), "\(online)")
     }
 

@@ -427,6 +427,9 @@ struct HubConnectionTests {
         try await connection.start()
         let echoed: String = try await connection.invoke("Echo", "over TLS")
         #expect(echoed == "over TLS")
+        let health = await connection.health()
+        #expect(health.transport == "websockets" && health.tlsVersion?.hasPrefix("TLSv1.") == true, "\(health)")
+        #expect(health.lastRoundTrip != nil && health.messagesReceived >= 1)
         await connection.stop()
 
         // The TLS layer is pluggable: a session factory of the app's is used for every connection.

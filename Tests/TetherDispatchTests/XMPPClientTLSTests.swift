@@ -82,6 +82,8 @@ struct XMPPClientTLSTests {
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
         #expect(!sent.contains { $0.hasPrefix("<starttls") })
         #expect(sent.first?.contains("from='alice@localhost'") == true)
+        let health = await client.health()
+        #expect(health.transport == "tls" && health.tlsVersion?.hasPrefix("TLSv1.") == true, "\(health)")
         await client.disconnect()
     }
 

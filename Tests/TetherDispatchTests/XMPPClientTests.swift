@@ -126,7 +126,9 @@ struct XMPPClientTests {
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
-        #expect(ContinuousClock.now - canceledAt < .seconds(1))
+        // At once, not at the 30 s iq timeout (the bound leaves room for a loaded machine running
+        // the other suites: 1 s was missed by 15 ms once).
+        #expect(ContinuousClock.now - canceledAt < .seconds(5))
         // The client goes on.
         _ = try await alice.ping()
         #expect(!aliceEvents.events.contains { if case .iqResponse = $0 { true } else { false } })
@@ -331,7 +333,7 @@ struct XMPPClientTests {
         } catch {
             #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
         }
-        #expect(ContinuousClock.now - canceledAt < .seconds(1))
+        #expect(ContinuousClock.now - canceledAt < .seconds(5))  // at once, on a loaded machine too
         await client.disconnect()
     }
 
