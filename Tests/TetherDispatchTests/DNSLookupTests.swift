@@ -168,6 +168,46 @@ struct XMPPServiceLookupTests {
         #expect(dead.lowerBound < live.lowerBound)
     }
 
+    /// Weights (RFC 2782): two targets of one priority, weights 90 and 10. Over 30 clients
+    /// (seeds 1–30) the heavier is tried first most of the time and the lighter at least once;
+    /// every client gets online (the lighter target refuses, and the next one is tried).
+    @Test func weightsShareTheFirstPlace() async throws {
+        let prosody = try startedProsody()
+        let closedPort = try freeLoopbackPort()
+        let dns = try DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "heavy.test", port: prosody.port, priority: 5, weight: 90),
+                .srv("_xmpp-client._tcp.localhost", target: "light.test", port: closedPort, priority: 5, weight: 10),
+                .address("heavy.test", ["127.0.0.1"]),
+                .address("light.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.endpoint = nil
+        var heavyFirst = 0
+        var lightFirst = 0
+        for seed in 1...30 {
+            let lines = Recorder<String>()
+            let client = try XMPPClient(
+                configuration: configuration,
+                options: XMPPClient.Options(
+                    logLevel: .debug,
+                    logHandler: { _, text in if text.hasPrefix("Connecting to ") { lines.append(text) } },
+                    randomSeed: UInt64(seed),
+                    nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)]
+                )
+            )
+            _ = try await client.connect()
+            await client.disconnect()
+            let first = try #require(lines.values.first, "seed \(seed): no target tried")
+            if first.hasPrefix("Connecting to heavy.test:") { heavyFirst += 1 }
+            if first.hasPrefix("Connecting to light.test:") { lightFirst += 1 }
+        }
+        #expect(heavyFirst + lightFirst == 30)
+        #expect(heavyFirst > 20 && lightFirst >= 1, "heavy first \(heavyFirst), light first \(lightFirst)")
+    }
+
     /// A direct-TLS record (XEP-0368) ahead of the STARTTLS one by priority: TLS from the first
     /// byte to the port it names, the certificate checked for the JID's domain (not the target's
     /// name, which the certificate does not carry).
