@@ -10,7 +10,7 @@ import TetherTestServers
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
-    .realServers(.networkNamespaces, .prosody, .aiosignalr)
+    .realServers(.networkNamespaces, .prosody, .aiosignalr, .dnsmasq)
 )
 struct NetworkNamespaceTests {
     /// The `tether` executable next to the test bundle (built by `swift test` with the rest).
@@ -147,5 +147,28 @@ struct NetworkNamespaceTests {
         #expect(resumed != nil, "\(process.lines.suffix(5))")
         #expect(elapsed < .milliseconds(1200), "resumed \(elapsed) after the link came back (health lines every 0.1 s)")
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"connected""#) })  // the same connection
+    }
+
+    /// A domain without SRV records is the domain itself on 5222 (RFC 6120 §3.2.2), its address
+    /// from the client's own resolver: in a namespace of its own, where nothing else holds port
+    /// 5222, prosody listens there, dnsmasq answers the domain's A record and no SRV record, and
+    /// `tether xmpp` without --host finds the server.
+    @Test func withoutRecordsTheDomainOn5222() throws {
+        let namespace = try NetworkNamespace()
+        let prosody = try ProsodyServer(in: (namespace, address: "127.0.0.1"), port: 5222)
+        try prosody.start()
+        let dns = try DNSServer(local: ["localhost"], records: [.address("localhost", ["127.0.0.1"])], in: namespace)
+        let process = try namespace.spawn(
+            try Self.tether,
+            [
+                "xmpp", "--jid", "alice@localhost", "--nameserver", "127.0.0.1:\(dns.port)", "--tls", "disabled",
+                "--allow-plain", "--verbose", "ping",
+            ],
+            environment: ["TETHER_PASSWORD": "alicepass"]
+        )
+        let pong = process.waitForLine { $0.hasPrefix(#"{"event":"pong""#) }
+        #expect(pong != nil, "\(process.lines.suffix(12))")
+        #expect(process.lines.contains { $0.contains("_xmpp-client._tcp.localhost SRV: none") }, "\(process.lines)")
+        #expect(process.lines.contains { $0.contains("Connecting to localhost:5222") }, "\(process.lines)")
     }
 }

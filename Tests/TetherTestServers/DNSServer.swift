@@ -28,7 +28,8 @@ public final class DNSServer: @unchecked Sendable {
     private let output: String
 
     /// Serves `records` for the `local` domains on a free port, and waits until it answers.
-    public init(local domains: [String], records: [Record]) throws {
+    /// In `namespace` (on its 127.0.0.1) when given.
+    public init(local domains: [String], records: [Record], in namespace: NetworkNamespace? = nil) throws {
         guard Self.isInstalled else { throw TestServerError(RealServer.dnsmasq.missingText) }
         port = try freeLoopbackPort()
         output = FileManager.default.temporaryDirectory.appendingPathComponent("tether-dns-\(UUID().uuidString)").path
@@ -47,10 +48,19 @@ public final class DNSServer: @unchecked Sendable {
                 arguments.append("--srv-host=\(name),\(target),\(port),\(priority),\(weight)")
             }
         }
-        process = try ChildProcess(Self.path, arguments, output: output)
+        let log = output
+        if let namespace {
+            process = try ChildProcess(
+                NetworkNamespace.ip,
+                ["netns", "exec", namespace.name, Self.path] + arguments,
+                output: log
+            )
+        } else {
+            process = try ChildProcess(Self.path, arguments, output: log)
+        }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if canConnect(port: port) { return }
+            if namespace.map({ $0.canConnect(host: "127.0.0.1", port: port) }) ?? canConnect(port: port) { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }

@@ -54,11 +54,12 @@ public final class ProsodyServer: @unchecked Sendable {
         requireEncryption: Bool = false,
         webSocket: Bool = false,
         in namespace: (NetworkNamespace, address: String)? = nil,
+        port fixedPort: Int? = nil,
         extraConfiguration: String = ""
     ) throws {
         self.namespace = namespace
         guard RealServer.prosody.isInstalled else { throw TestServerError(RealServer.prosody.missingText) }
-        port = try freeLoopbackPort()
+        port = try fixedPort ?? freeLoopbackPort()
         directTLSPort = certificates == nil ? nil : try freeLoopbackPort()
         webSocketPort = webSocket ? try freeLoopbackPort() : nil
         secureWebSocketPort = webSocket && certificates != nil ? try freeLoopbackPort() : nil
