@@ -104,9 +104,10 @@ extension XMPPClientMachine {
         timers.set(.ping, at: autoPing.deadline)
     }
 
-    /// Checks the link now: a ping that must be answered (or anything else received) within the
-    /// probe timeout (or the ping timeout, when shorter), or the stream is lost (and resumed on the next attempt). Without auto-ping
-    /// the ping goes out unwatched (a dead link then shows as a failed write).
+    /// Checks the link now: a ping whose own answer must arrive within the probe timeout (or the
+    /// ping timeout, when shorter; bytes still on their way from the old path prove nothing), or
+    /// the stream is lost and resumed on the next attempt. Without auto-ping the ping goes out
+    /// unwatched (a dead link then shows as a failed write).
     mutating func probe(now: Instant) {
         guard case .connected(var session) = state else { return }
         let id = makeID("ping")
