@@ -32,6 +32,9 @@ public import Dispatch
         private var source: (any DispatchSourceRead)?
         private var settling = false
         private var last: NetworkPath?
+        /// Set by `start()`: from then on the read source owns the socket (its cancel handler
+        /// closes it), so `deinit` must not close it again.
+        private var started = false
 
         /// A monitor whose reports go to `onChange` on `queue` (the first one at `start()`).
         public init(
@@ -69,13 +72,14 @@ public import Dispatch
 
         deinit {
             source?.cancel()
-            if source == nil { close(socket) }
+            if !started { close(socket) }
         }
 
-        /// Reports the current path, then every change.
+        /// Reports the current path, then every change. Once: a cancelled monitor stays stopped.
         public func start() {
             queue.async { [self] in
-                guard source == nil else { return }
+                guard !started else { return }
+                started = true
                 let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: queue)
                 source.setEventHandler { [weak self] in self?.readable() }
                 let fd = socket

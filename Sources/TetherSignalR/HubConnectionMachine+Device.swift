@@ -47,7 +47,6 @@ extension HubConnectionMachine {
                 Self.modifyingObserved()
             }
         case .returned, .moved:
-            guard policy.reconnectWhenPathReturns || policy.probeOnPathChange else { return }
             switch state {
             case .connected(_, let storage):
                 guard policy.probeOnPathChange else { return }
@@ -69,8 +68,18 @@ extension HubConnectionMachine {
                 guard policy.reconnectWhenPathReturns, !closedForBackground else { return }
                 schedule?.pathReturned(at: now)
                 beginAttempt(isReconnect: true, now: now)
-            case .resuming(_, .waiting, _):
-                guard policy.reconnectWhenPathReturns else { return }
+            case .resuming(_, .waiting(let attempt), _):
+                guard policy.reconnectWhenPathReturns else {
+                    // Waiting without a timer (the path was gone): the retries go on.
+                    if !timers.isArmed(.resume) {
+                        let delays = configuration.resumeRetryDelays
+                        timers.set(
+                            .resume,
+                            at: now + (attempt > 0 && !delays.isEmpty ? delays[min(attempt, delays.count) - 1] : .zero)
+                        )
+                    }
+                    return
+                }
                 reconnectNow(now: now)
             case .fetchingAccessToken(let attempt), .negotiating(let attempt):
                 guard change == .moved, policy.reconnectWhenPathReturns else { return }

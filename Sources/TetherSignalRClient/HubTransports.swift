@@ -352,9 +352,11 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
     /// The lane of each request out on one.
     private var laneRequests: [Int: HTTPLane] = [:]
     /// The TLS version of the connection that carries the server's messages (the event stream,
-    /// or the polls; the sends go to the same server).
+    /// or a lane with a request out: the polls, the sends; all go to the same server). The lanes
+    /// are not made for the asking.
     var tlsVersion: String? {
-        exchanges.values.lazy.compactMap(\.tlsVersion).first ?? pollLane.tlsVersion ?? sendLane.tlsVersion
+        exchanges.values.lazy.compactMap(\.tlsVersion).first
+            ?? laneRequests.values.lazy.compactMap(\.tlsVersion).first
     }
     private var onEvent: ((HubTransportEvent) -> Void)?
     private let queue: DispatchQueue

@@ -88,36 +88,53 @@ enum NetworkCommand {
     }
 }
 
-extension NetworkCommand {
-    /// `--network-watch`: starts the Linux monitor, printing each report as a network line and
-    /// feeding it to a client; nil (with the reason on standard error) when it cannot start.
-    /// Keep the result alive while the client runs; `stopWatching` ends it.
-    static func watch(
+/// What `--network-watch` and `--health` run beside a connection command's client: the Linux
+/// network monitor feeding the client (and printing network lines), and the health lines at their
+/// interval. `stop()` ends both.
+final class ClientWatchers {
+    private var monitor: AnyObject?
+    private var healthTask: Task<Void, Never>?
+
+    /// Starts what was asked; nil (with the reason on standard error) when the monitor cannot
+    /// start.
+    init?(
+        networkWatch: Bool,
+        healthInterval: Double?,
         output: @escaping @Sendable (String) -> Void,
         errorOutput: @escaping @Sendable (String) -> Void,
-        feed: @escaping @Sendable (NetworkPath) -> Void
-    ) -> AnyObject? {
-        #if os(Linux)
-            do {
-                let monitor = try NetworkMonitor { path in
-                    output(line(path))
-                    feed(path)
+        feed: @escaping @Sendable (NetworkPath) -> Void,
+        healthUpdates: (Duration) -> AsyncStream<ConnectionHealth>
+    ) {
+        if networkWatch {
+            #if os(Linux)
+                do {
+                    let monitor = try NetworkMonitor { path in
+                        output(NetworkCommand.line(path))
+                        feed(path)
+                    }
+                    monitor.start()
+                    self.monitor = monitor
+                } catch {
+                    errorOutput("tether: --network-watch: \(error)")
+                    return nil
                 }
-                monitor.start()
-                return monitor
-            } catch {
-                errorOutput("tether: --network-watch: \(error)")
+            #else
+                errorOutput("tether: --network-watch needs Linux (rtnetlink)")
                 return nil
+            #endif
+        }
+        if let healthInterval {
+            let updates = healthUpdates(.milliseconds(Int64(healthInterval * 1000)))
+            healthTask = Task {
+                for await health in updates { output(HealthLine.line(health)) }
             }
-        #else
-            errorOutput("tether: --network-watch needs Linux (rtnetlink)")
-            return nil
-        #endif
+        }
     }
 
-    static func stopWatching(_ watcher: AnyObject?) {
+    func stop() {
         #if os(Linux)
-            (watcher as? NetworkMonitor)?.cancel()
+            (monitor as? NetworkMonitor)?.cancel()
         #endif
+        healthTask?.cancel()
     }
 }

@@ -312,20 +312,17 @@ struct SignalRCommand: Sendable, Equatable {
             }
         }
         connection.setEventHandler(queue: printer.queue) { event in printer.lifecycle(event) }
-        var watcher: AnyObject?
-        if networkWatch {
-            watcher = NetworkCommand.watch(output: output, errorOutput: errorOutput) { connection.networkChanged($0) }
-            guard watcher != nil else { return 1 }
-        }
-        defer { NetworkCommand.stopWatching(watcher) }
-        let healthTask = healthInterval.map { seconds in
-            Task {
-                for await health in connection.healthUpdates(every: .milliseconds(Int64(seconds * 1000))) {
-                    output(HealthLine.line(health))
-                }
-            }
-        }
-        defer { healthTask?.cancel() }
+        guard
+            let watchers = ClientWatchers(
+                networkWatch: networkWatch,
+                healthInterval: healthInterval,
+                output: output,
+                errorOutput: errorOutput,
+                feed: { connection.networkChanged($0) },
+                healthUpdates: { connection.healthUpdates(every: $0) }
+            )
+        else { return 1 }
+        defer { watchers.stop() }
         do throws(HubConnectionError) {
             try await connection.start()
         } catch {

@@ -312,20 +312,17 @@ struct XMPPCommand: Sendable, Equatable {
         }
         let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
         client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
-        var watcher: AnyObject?
-        if networkWatch {
-            watcher = NetworkCommand.watch(output: output, errorOutput: errorOutput) { client.networkChanged($0) }
-            guard watcher != nil else { return 1 }
-        }
-        defer { NetworkCommand.stopWatching(watcher) }
-        let healthTask = healthInterval.map { seconds in
-            Task {
-                for await health in client.healthUpdates(every: .milliseconds(Int64(seconds * 1000))) {
-                    output(HealthLine.line(health))
-                }
-            }
-        }
-        defer { healthTask?.cancel() }
+        guard
+            let watchers = ClientWatchers(
+                networkWatch: networkWatch,
+                healthInterval: healthInterval,
+                output: output,
+                errorOutput: errorOutput,
+                feed: { client.networkChanged($0) },
+                healthUpdates: { client.healthUpdates(every: $0) }
+            )
+        else { return 1 }
+        defer { watchers.stop() }
         do throws(XMPPClientError) {
             try await client.connect()
             switch action {

@@ -113,6 +113,28 @@ struct HubDeviceTests {
         #expect(harness.drain() == ["negotiate"])
     }
 
+    /// Without `reconnectWhenPathReturns` (nor probes), the path back lets the paused back-off,
+    /// or the paused stateful retries, go on by their own delays: nothing waits forever.
+    @Test func thePathBackWithoutReconnectingAtOnce() {
+        let policy = NetworkPolicy(reconnectWhenPathReturns: false, probeOnPathChange: false)
+        var plain = Self.connected { $0.network = policy }
+        plain.machine.networkChanged(.unavailable, now: plain.now)
+        plain.closed()
+        #expect(plain.events.last == .waitingForNetwork && plain.machine.pollTimeout() == nil)
+        plain.machine.networkChanged(Self.wifi, now: plain.now)
+        plain.drain()
+        #expect(plain.machine.pollTimeout() != nil)
+        #expect(plain.advance(by: .seconds(3)).contains("negotiate"))
+
+        var stateful = Self.connected(stateful: true) { $0.network = policy }
+        stateful.machine.networkChanged(.unavailable, now: stateful.now)
+        stateful.closed()
+        #expect(stateful.machine.stateName == .resuming && stateful.machine.pollTimeout() == nil)
+        stateful.machine.networkChanged(Self.wifi, now: stateful.now)
+        stateful.drain()
+        #expect(stateful.advance(by: .seconds(1)).contains("open"))
+    }
+
     @Test func heartbeatExpectsSomething() {
         let zero = Instant.zero
         var heartbeat = Heartbeat(configuration: .init(), now: zero)

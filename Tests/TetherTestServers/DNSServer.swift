@@ -48,22 +48,8 @@ public final class DNSServer: @unchecked Sendable {
                 arguments.append("--srv-host=\(name),\(target),\(port),\(priority),\(weight)")
             }
         }
-        let log = output
-        if let namespace {
-            process = try ChildProcess(
-                NetworkNamespace.ip,
-                ["netns", "exec", namespace.name, Self.path] + arguments,
-                output: log
-            )
-        } else {
-            process = try ChildProcess(Self.path, arguments, output: log)
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if namespace.map({ $0.canConnect(host: "127.0.0.1", port: port) }) ?? canConnect(port: port) { return }
-            guard process.isRunning else { break }
-            usleep(20_000)
-        }
+        process = try ChildProcess.launch(Self.path, arguments, in: namespace, output: output)
+        if process.waitUntilAccepting(host: "127.0.0.1", port: port, in: namespace, timeout: 10) { return }
         process.terminate()
         throw TestServerError("dnsmasq did not start on port \(port): \(logTail)")
     }

@@ -76,6 +76,34 @@ public final class NetworkNamespace: @unchecked Sendable {
     }
 }
 
+extension ChildProcess {
+    /// `path ARGUMENTS…` on this machine, or inside `namespace` (`ip netns exec`).
+    static func launch(
+        _ path: String,
+        _ arguments: [String],
+        in namespace: NetworkNamespace?,
+        output: String
+    ) throws -> ChildProcess {
+        guard let namespace else { return try ChildProcess(path, arguments, output: output) }
+        return try ChildProcess(
+            NetworkNamespace.ip,
+            ["netns", "exec", namespace.name, path] + arguments,
+            output: output
+        )
+    }
+
+    /// Waits (up to `timeout`, while it runs) until `host`:`port` accepts a connection, seen from
+    /// `namespace` (nil: this machine, where `host` is 127.0.0.1); whether it did.
+    func waitUntilAccepting(host: String, port: Int, in namespace: NetworkNamespace?, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, isRunning {
+            if namespace.map({ $0.canConnect(host: host, port: port) }) ?? canConnect(port: port) { return true }
+            usleep(namespace == nil ? 20_000 : 50_000)
+        }
+        return false
+    }
+}
+
 /// A program running in a `NetworkNamespace`; stopped when released.
 public final class NamespaceProcess: @unchecked Sendable {
     private let process: ChildProcess

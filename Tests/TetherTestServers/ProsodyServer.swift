@@ -150,21 +150,10 @@ public final class ProsodyServer: @unchecked Sendable {
         precondition(process == nil, "prosody is already running")
         let console = directory.appendingPathComponent("console.log").path
         let arguments = ["-F", "--config", configurationFile.path]
-        let process =
-            try namespace.map {
-                try ChildProcess(
-                    NetworkNamespace.ip,
-                    ["netns", "exec", $0.0.name, "/usr/bin/prosody"] + arguments,
-                    output: console
-                )
-            } ?? ChildProcess("/usr/bin/prosody", arguments, output: console)
+        let process = try ChildProcess.launch("/usr/bin/prosody", arguments, in: namespace?.0, output: console)
         self.process = process
         if let (namespace, address) = namespace {
-            let deadline = Date().addingTimeInterval(15)
-            while Date() < deadline, process.isRunning {
-                if namespace.canConnect(host: address, port: port) { return }
-                usleep(50_000)
-            }
+            if process.waitUntilAccepting(host: address, port: port, in: namespace, timeout: 15) { return }
             stop()
             throw TestServerError("prosody did not start on \(address):\(port) in \(namespace.name)")
         }

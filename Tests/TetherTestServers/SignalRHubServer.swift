@@ -65,34 +65,14 @@ public final class SignalRHubServer: @unchecked Sendable {
         precondition(process == nil, "the hub is already running")
         let output = directory.appendingPathComponent("hub.log").path
         let arguments = ["-u", Self.resource("signalr_hub.py"), String(port), "1.0", namespace?.address ?? "127.0.0.1"]
-        let process =
-            try namespace.map {
-                try ChildProcess(
-                    NetworkNamespace.ip,
-                    ["netns", "exec", $0.0.name, Self.python] + arguments,
-                    output: output
-                )
-            } ?? ChildProcess(Self.python, arguments, output: output)
+        let process = try ChildProcess.launch(Self.python, arguments, in: namespace?.0, output: output)
         self.process = process
-        if let (namespace, address) = namespace {
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline, process.isRunning {
-                if namespace.canConnect(host: address, port: port) { return }
-                usleep(50_000)
-            }
-            stop()
-            throw TestServerError(
-                "the aiosignalr hub did not start on \(address):\(port) in \(namespace.name): \(logTail)"
-            )
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if canConnect(port: port) { return }
-            guard process.isRunning else { break }
-            usleep(20_000)
-        }
+        let address = namespace?.address ?? "127.0.0.1"
+        if process.waitUntilAccepting(host: address, port: port, in: namespace?.0, timeout: 20) { return }
         stop()
-        throw TestServerError("the aiosignalr hub did not start on port \(port): \(logTail)")
+        throw TestServerError(
+            "the aiosignalr hub did not start on \(address):\(port)\(namespace.map { " in \($0.0.name)" } ?? ""): \(logTail)"
+        )
     }
 
     /// Stops the hub (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
