@@ -284,7 +284,13 @@ struct TLSClientTests {
     @Test func oneContextServesManySessionsAtOnce() throws {
         let certificates = try TestCertificates.shared()
         let context = try TLSContext(additionalTrustedCertificates: certificates.caCertificate)
-        let outcomes = Mutex<[Int: TLSError.Kind?]>([:])
+        // In a class: the sessions' threads share its reference. A `Mutex` captured directly by
+        // the concurrent closure is a noncopyable local captured by address, which
+        // ThreadSanitizer once reported as a Swift access race (the lock itself was never torn).
+        final class Outcomes: Sendable {
+            let byIndex = Mutex<[Int: TLSError.Kind?]>([:])
+        }
+        let outcomes = Outcomes()
         DispatchQueue.concurrentPerform(iterations: 8) { index in
             // Odd sessions ask for a name the certificate is not for.
             let name = index % 2 == 0 ? "localhost" : "example.com"
@@ -295,12 +301,12 @@ struct TLSClientTests {
             do {
                 var client = try TLSClient(serverName: name, context: context)
                 let error = Self.handshake(&client, server)
-                outcomes.withLock { $0[index] = .some(error?.kind) }
+                outcomes.byIndex.withLock { $0[index] = .some(error?.kind) }
             } catch {
-                outcomes.withLock { $0[index] = .some((error as? TLSError)?.kind) }
+                outcomes.byIndex.withLock { $0[index] = .some((error as? TLSError)?.kind) }
             }
         }
-        let results = outcomes.withLock { $0 }
+        let results = outcomes.byIndex.withLock { $0 }
         for index in 0..<8 {
             #expect(results[index] == .some(index % 2 == 0 ? nil : .certificateRejected), "session \(index)")
         }
