@@ -14,6 +14,8 @@ struct Options {
     var echoCount = 1000
     var echoEncoding = ValueEncoding.json
     var echoTransport = HubTransport.webSockets
+    /// `--executor`: make the Echo calls from a task on the connection's executor.
+    var echoOnExecutor = false
     /// `--echo-floor URL`: the raw floor client's Echo latency instead.
     var echoFloorURL: String?
     /// `--portable-kernels`: the 16-byte text kernels even where 64-byte ones could run.
@@ -35,7 +37,7 @@ struct Options {
                             [--portable-kernels]
                tether-bench --write-corpus DIR [--size MIB]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
-                            [--transport websockets|sse|long-polling]
+                            [--transport websockets|sse|long-polling] [--executor]
                tether-bench --echo-floor URL [--count N]
                tether-bench --soak [MINUTES]
                tether-bench --xmpp latency HOST:PORT JID COUNT
@@ -61,7 +63,8 @@ struct Options {
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
                          (Benchmarks/signalr-latency/run.sh compares them with pysignalr's and
-                         signalrcore's, per transport)
+                         signalrcore's, per transport); with --executor, from a task on the
+                         connection's executor (HubConnection.executor)
           --echo-floor URL
                          the same calls from the simplest raw WebSocket client (prebuilt frames,
                          a byte search for the answer): the floor under any client
@@ -152,6 +155,9 @@ struct Options {
                 guard let value else { return nil }
                 echoFloorURL = value
                 index += 2
+            case "--executor":
+                echoOnExecutor = true
+                index += 1
             case "--transport":
                 switch value {
                 case "websockets": echoTransport = .webSockets
@@ -298,7 +304,8 @@ if let url = options.echoLatencyURL {
                 url: url,
                 count: options.echoCount,
                 encoding: options.echoEncoding,
-                transport: options.echoTransport
+                transport: options.echoTransport,
+                onExecutor: options.echoOnExecutor
             )
         )
         exit(0)

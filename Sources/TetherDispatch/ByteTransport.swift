@@ -23,6 +23,9 @@ public struct ByteTransportRequest: Sendable {
     public var nameServers: [Endpoint]?
     /// Told, for a log, what each of those lookups answered (nil: nobody asks).
     public var resolutionLog: (@Sendable (String) -> Void)?
+    /// How the socket's input is waited for (`SocketReading.default`: a thread per socket, for the
+    /// process's first 64).
+    public var socketReading: SocketReading
 
     /// A request.
     public init(
@@ -33,8 +36,10 @@ public struct ByteTransportRequest: Sendable {
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
         caFile: String? = nil,
         trust: TLSTrust = TLSTrust(),
-        nameServers: [Endpoint]? = nil
+        nameServers: [Endpoint]? = nil,
+        socketReading: SocketReading = .default
     ) {
+        self.socketReading = socketReading
         self.endpoint = endpoint
         self.directTLSServerName = directTLSServerName
         self.tcpConnectTimeout = tcpConnectTimeout

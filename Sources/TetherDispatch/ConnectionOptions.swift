@@ -16,6 +16,10 @@ public struct ConnectionOptions: Sendable {
     public var tcpConnectTimeout: Duration
     /// The most bytes handed up from one read of a connection (default 64 KiB).
     public var maximumReadSize: Int
+    /// How a connection waits for its socket's input (`SocketReading.default`: a thread of its own
+    /// for each of the process's first 64 sockets, which answers sooner; Dispatch's shared threads
+    /// beyond).
+    public var socketReading: SocketReading
     /// What a send does while the queue of unacknowledged messages is full (XMPP stream
     /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer): wait for room
     /// (the default, cancelably, as the official SignalR clients do) or throw at once
@@ -53,6 +57,7 @@ public struct ConnectionOptions: Sendable {
         callbackQueue: DispatchQueue? = nil,
         tcpConnectTimeout: Duration = .seconds(10),
         maximumReadSize: Int = 65536,
+        socketReading: SocketReading = .default,
         backPressure: BackPressure = .wait,
         logLevel: LogLevel = .none,
         logHandler: @escaping LogHandler = logToStandardError,
@@ -66,6 +71,7 @@ public struct ConnectionOptions: Sendable {
         self.callbackQueue = callbackQueue
         self.tcpConnectTimeout = tcpConnectTimeout
         self.maximumReadSize = maximumReadSize
+        self.socketReading = socketReading
         self.backPressure = backPressure
         self.logLevel = logLevel
         self.logHandler = logHandler
@@ -94,7 +100,8 @@ public struct ConnectionOptions: Sendable {
             tlsSessionFactory: tlsSessionFactory,
             caFile: caFile,
             trust: trust,
-            nameServers: nameServers
+            nameServers: nameServers,
+            socketReading: socketReading
         )
         if logLevel <= .debug {
             let log = ConnectionLog(level: logLevel, handler: logHandler)

@@ -1,6 +1,14 @@
 package import Dispatch
 @_spi(TetherInternal) package import TetherCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// What every client's runner shares, whatever its protocol (`Specs/machine-contract.md`, "The
 /// runner"): one serial queue that owns the machine, one timer armed at the machine's earliest
 /// deadline, the action loop, event delivery, and the awaiting calls with their cancellation.
@@ -13,6 +21,8 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     @unchecked Sendable
 {
     package let queue: DispatchQueue
+    /// The queue as a task executor (`ConnectionExecutor`).
+    package let executor: ConnectionExecutor
     package var machine: Machine
     package let events: EventDelivery<Event>
     private let timer: DeadlineTimer
@@ -26,6 +36,8 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     package init(label: String, machine: consuming Machine) {
         let queue = DispatchQueue(label: label, target: DispatchQueue.global())
         self.queue = queue
+        queue.setSpecific(key: runnerQueueKey, value: ObjectIdentifier(queue))
+        executor = ConnectionExecutor(queue: queue)
         self.machine = machine
         events = EventDelivery(runnerQueue: queue)
         timer = DeadlineTimer(queue: queue)
@@ -115,21 +127,98 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// `start` runs with `queue.sync`, on the caller's thread: the queue's work items are short
     /// and never wait, so this costs no thread hop, and a call that `start` answers at once (a
     /// send with room, a state query) returns without suspending. Only an answer that comes later
-    /// (a response, a connect) hops back to the task.
+    /// (a response, a connect) hops back to the task, unless the task prefers `executor`. A call
+    /// made on the queue already (by such a task) runs `start` at once; one made on another
+    /// runner's queue enqueues it, so that no queue ever waits for another.
     package func call<Value: Sendable>(
         _ start: @escaping @Sendable (Handoff<Value>) -> Void,
         onCancel cancel: (@Sendable () -> Void)? = nil
     ) async -> Value {
         let queue = queue
+        let enter: (Handoff<Value>) -> Void = { handoff in
+            switch DispatchQueue.getSpecific(key: runnerQueueKey) {
+            case .none: queue.sync { start(handoff) }
+            case .some(let current) where current == ObjectIdentifier(queue): start(handoff)
+            case .some: queue.async { start(handoff) }
+            }
+        }
         guard let cancel else {
-            return await awaitHandoff { handoff in queue.sync { start(handoff) } }
+            return await awaitHandoff(enter)
         }
         return await withTaskCancellationHandler {
-            await awaitHandoff { handoff in queue.sync { start(handoff) } }
+            await awaitHandoff(enter)
         } onCancel: {
             queue.async { cancel() }
         }
     }
+}
+
+/// Marks every runner's queue with its own identity, so that a call knows whether it is made on
+/// its runner's queue (by a task on `ConnectionExecutor`), on another runner's, or elsewhere.
+private let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+/// A connection's queue as a task executor (`XMPPClient.executor`, `HubConnection.executor`).
+///
+/// A task that prefers it (`withTaskExecutorPreference(connection.executor) { … }`) runs on the
+/// connection's queue. The answer to each of its calls then resumes it on the thread that read the
+/// answer, right after that input is handled, instead of waking a thread of the global pool: one
+/// thread hand-off less per call, which is most of a call's latency over what the server itself
+/// takes (`Specs/machine-contract.md`, "The runner"). The calls it makes run on the queue at once.
+///
+/// The price: while the task runs, the connection's input waits for it. Keep the work between
+/// calls short, and leave the preference (or hand off) for anything heavy or blocking. Waiting
+/// for another connection's calls from it is fine: no runner's queue ever waits for another's.
+public final class ConnectionExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if let inline = InlineJobs.current, inline.queue === queue {
+            inline.jobs.append((job, self))
+        } else {
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// Runs `body` (an input, on `queue`, on a `ReadThread`) and then, still on `queue` and on this
+    /// thread, the jobs the input gave this queue's executor (the tasks its answers resumed):
+    /// enqueued on the queue instead, they would wait for a thread of Dispatch's to be woken. Jobs
+    /// those jobs enqueue go to the queue as usual.
+    static func runningInline<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
+        let inline = InlineJobs(queue: queue)
+        InlineJobs.current = inline
+        let result = body()
+        InlineJobs.current = nil
+        for (job, executor) in inline.jobs { job.runSynchronously(on: executor.asUnownedTaskExecutor()) }
+        return result
+    }
+}
+
+/// The jobs collected by `ConnectionExecutor.runningInline` on the current thread.
+private final class InlineJobs {
+    let queue: DispatchQueue
+    var jobs: [(UnownedJob, ConnectionExecutor)] = []
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    /// The thread's collector, if it runs an input inline (a thread-specific value, unretained: the
+    /// collector lives through `runningInline`).
+    static var current: InlineJobs? {
+        get { pthread_getspecific(key).map { Unmanaged<InlineJobs>.fromOpaque($0).takeUnretainedValue() } }
+        set { pthread_setspecific(key, newValue.map { Unmanaged.passUnretained($0).toOpaque() }) }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 }
 
 /// How a client treats a command when its protocol's queue of unacknowledged messages is full

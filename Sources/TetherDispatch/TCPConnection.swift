@@ -10,16 +10,17 @@ import Synchronization
     import Darwin
 #endif
 
-/// One non-blocking TCP connection driven by Dispatch sources, for the runners.
+/// One non-blocking TCP connection driven by Dispatch (and, as `SocketReading` chooses, a reader
+/// thread of its own), for the runners.
 ///
 /// It resolves the host (getaddrinfo, on a global queue because it blocks) and connects as RFC
 /// 8305 (Happy Eyeballs) says: the addresses in the resolver's order with the families
 /// interleaved, a new attempt every `attemptDelay` (250 ms) while earlier ones are still under way,
 /// or at once when one fails; the first to connect wins and the others are dropped. Each attempt
 /// has its own connect timeout. So an address that swallows the connect (a broken IPv6 route, a
-/// dead host) delays the connection by 250 ms, not by the timeout. Then it reads with a
-/// `DispatchSourceRead` and writes directly, buffering what the kernel does not take and
-/// finishing it from a `DispatchSourceWrite`. Every event is delivered on `queue`, never from
+/// dead host) delays the connection by 250 ms, not by the timeout. Then it reads when a
+/// `ReadThread` (or a `DispatchSourceRead`) sees input, and writes directly, buffering what the
+/// kernel does not take and finishing it from a `DispatchSourceWrite`. Every event is delivered on `queue`, never from
 /// inside a call into the connection, so a runner never re-enters its machine. After `close()`
 /// nothing more is delivered.
 ///
@@ -76,7 +77,9 @@ package final class TCPConnection: @unchecked Sendable {
     /// Starts the next attempt if none has connected by then.
     private var attemptDelayTimer: (any DispatchSourceTimer)?
     private var socket: Int32 = -1
+    private let reading: SocketReading
     private var readSource: (any DispatchSourceRead)?
+    private var readThread: ReadThread?
     private var writeSource: (any DispatchSourceWrite)?
     private var writeSourceRunning = false
     private var isConnected = false
@@ -93,6 +96,9 @@ package final class TCPConnection: @unchecked Sendable {
     /// Bytes written but not yet taken by the kernel.
     package var pendingWriteCount: Int { pending.count - pendingOffset }
 
+    /// The socket's input is waited for by a `ReadThread` (not a Dispatch source).
+    var readsOnThread: Bool { readThread != nil }
+
     /// A connection to `endpoint`; `onEvent` runs on `queue`. Call `start()` to connect.
     package init(
         endpoint: Endpoint,
@@ -100,10 +106,12 @@ package final class TCPConnection: @unchecked Sendable {
         connectTimeout: Duration,
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
         maximumReadSize: Int,
+        reading: SocketReading = .default,
         nameServers: [Endpoint]? = nil,
         resolutionLog: (@Sendable (String) -> Void)? = nil,
         onEvent: @escaping (Event) -> Void
     ) {
+        self.reading = reading
         self.resolutionLog = resolutionLog
         self.endpoint = endpoint
         self.nameServers = nameServers
@@ -112,6 +120,14 @@ package final class TCPConnection: @unchecked Sendable {
         self.attemptDelay = attemptDelay
         self.onEvent = onEvent
         self.maximumReadSize = max(maximumReadSize, 512)
+    }
+
+    /// Dropped without `close()`: the socket and its watchers are released all the same.
+    deinit {
+        if !isClosed {
+            isClosed = true
+            tearDown()
+        }
     }
 
     /// Resolves and connects (asynchronously).
@@ -324,10 +340,15 @@ package final class TCPConnection: @unchecked Sendable {
     private func connected() {
         isConnected = true
         let fd = socket
-        let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        read.setEventHandler { [weak self] in self?.readable() }
-        readSource = read
-        read.resume()
+        if case .threadPerSocket(let limit) = reading {
+            readThread = ReadThread(socket: fd, queue: queue, limit: limit) { [weak self] in self?.readable() ?? false }
+        }
+        if readThread == nil {
+            let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            read.setEventHandler { [weak self] in _ = self?.readable() }
+            readSource = read
+            read.resume()
+        }
         let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         write.setEventHandler { [weak self] in self?.writable() }
         writeSource = write
@@ -337,8 +358,9 @@ package final class TCPConnection: @unchecked Sendable {
 
     // MARK: - Reading and writing
 
-    private func readable() {
-        guard !isClosed else { return }
+    /// Reads what the socket has; false once the connection is closed (nothing more to read).
+    private func readable() -> Bool {
+        guard !isClosed else { return false }
         // What the kernel holds (0 at the end of the stream, or when it cannot say: then a
         // small read finds out).
         var available: Int32 = 0
@@ -355,6 +377,7 @@ package final class TCPConnection: @unchecked Sendable {
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
             fail(Self.errorText(errno))
         }
+        return !isClosed
     }
 
     private func writable() {
@@ -412,7 +435,8 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func tearDown() {
         endAllAttempts()
-        // The descriptor is closed once both sources are canceled (Dispatch's rule).
+        // The descriptor is closed once both sources are canceled (Dispatch's rule) and the read
+        // thread no longer polls it.
         let fd = socket
         socket = -1
         var sources: [any DispatchSourceProtocol] = []
@@ -421,19 +445,22 @@ package final class TCPConnection: @unchecked Sendable {
             if !writeSourceRunning { writeSource.resume() }
             sources.append(writeSource)
         }
+        let thread = readThread
         readSource = nil
+        readThread = nil
         writeSource = nil
         writeSourceRunning = false
         guard fd >= 0 else { return }
-        guard !sources.isEmpty else {
+        guard !sources.isEmpty || thread != nil else {
             _ = systemClose(fd)
             return
         }
-        let remaining = SourceCountdown(sources.count) { _ = systemClose(fd) }
+        let remaining = SourceCountdown(sources.count + (thread == nil ? 0 : 1)) { _ = systemClose(fd) }
         for source in sources {
             source.setCancelHandler { remaining.done() }
             source.cancel()
         }
+        thread?.cancel { remaining.done() }
     }
 
     package static func errorText(_ code: Int32) -> String {
@@ -443,7 +470,8 @@ package final class TCPConnection: @unchecked Sendable {
 
 /// Runs `body` after `done()` was called `count` times (cancel handlers run on one queue).
 private final class SourceCountdown: @unchecked Sendable {
-    // Mutated only from the cancel handlers, which run on the connection's serial queue.
+    // Mutated only from the cancel handlers, which run on the connection's serial queue (a read
+    // thread's too).
     private var count: Int
     private let body: () -> Void
 

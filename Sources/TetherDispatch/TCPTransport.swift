@@ -49,6 +49,7 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             queue: queue,
             connectTimeout: request.tcpConnectTimeout,
             maximumReadSize: request.maximumReadSize,
+            reading: request.socketReading,
             nameServers: request.nameServers,
             resolutionLog: request.resolutionLog
         ) { [weak self] event in

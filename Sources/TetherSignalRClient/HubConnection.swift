@@ -165,7 +165,13 @@ public final class HubConnection: Sendable {
         await runner.core.call { runner.stop($0) }
     }
 
-    /// The state now.
+    /// The connection's queue as a task executor, for the least latency per call: the code of
+    /// `withTaskExecutorPreference(connection.executor) { … }` runs on the connection's queue, and
+    /// each answer resumes it at once on the thread that read it, not on another thread of the
+    /// pool. While that code runs, the connection's input waits: keep it short between calls
+    /// (`ConnectionExecutor`).
+    public var executor: ConnectionExecutor { runner.core.executor }
+
     /// The connection's health now (`ConnectionHealth`: state, time online, invocation round
     /// trips, how long the last dead link took to notice, reconnects and their reasons, resumes,
     /// traffic, messages awaiting acknowledgement, the transport).
@@ -178,6 +184,7 @@ public final class HubConnection: Sendable {
         runner.core.healthUpdates(every: interval)
     }
 
+    /// The state now.
     public func state() async -> HubConnectionMachine.StateName {
         let runner = runner
         return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }

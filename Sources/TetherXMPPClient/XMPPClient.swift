@@ -258,11 +258,19 @@ public final class XMPPClient: Sendable {
         await runner.core.health()
     }
 
+    /// The client's queue as a task executor, for the least latency per call: the code of
+    /// `withTaskExecutorPreference(client.executor) { … }` runs on the client's queue, and each
+    /// answer resumes it at once on the thread that read it, not on another thread of the pool.
+    /// While that code runs, the client's input waits: keep it short between calls
+    /// (`ConnectionExecutor`).
+    public var executor: ConnectionExecutor { runner.core.executor }
+
     /// The health now and then every `interval`, for a dashboard (ends when the client is gone).
     public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
         runner.core.healthUpdates(every: interval)
     }
 
+    /// The state now.
     public func state() async -> XMPPClientMachine.StateName {
         let runner = runner
         return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }

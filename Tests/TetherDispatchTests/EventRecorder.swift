@@ -94,3 +94,9 @@ func startedProsody(authentication: String = "internal_plain") throws -> Prosody
     try server.start()
     return server
 }
+
+/// The name of the thread this runs on (a read thread's is "tether.read"), from the kernel.
+func currentThreadName() -> String {
+    let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+    return name.trimmingCharacters(in: .whitespacesAndNewlines)
+}

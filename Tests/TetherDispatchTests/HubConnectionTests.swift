@@ -217,6 +217,47 @@ struct HubConnectionTests {
         }
     }
 
+    /// Tasks on the connections' executors: with a read thread, each answer resumes its task on
+    /// the thread that read it; the calls a task makes on its own connection run on the queue at
+    /// once, and calls across (each connection's task calling the other's connection at the same
+    /// time) never wait for each other's queue. The same with Dispatch sources (no read thread).
+    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
+    func callsFromTasksOnTheConnectionsExecutors(reading: SocketReading) async throws {
+        let server = try startedHub()
+        func connection() throws -> HubConnection {
+            var builder = HubConnectionBuilder(url: server.url)
+            builder.options.socketReading = reading
+            return try builder.build()
+        }
+        let first = try connection()
+        let second = try connection()
+        try await first.start()
+        try await second.start()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (mine, other) in [(first, second), (second, first)] {
+                group.addTask {
+                    try await withTaskExecutorPreference(mine.executor) {
+                        for index in 0..<50 {
+                            let echoed: String = try await mine.invoke("Echo", "call \(index)")
+                            #expect(echoed == "call \(index)")
+                            if reading != .dispatchSource { #expect(currentThreadName() == "tether.read") }
+                            let sum: Int = try await other.invoke("Add", index, 1)
+                            #expect(sum == index + 1)
+                        }
+                        #expect(await mine.state() == .connected)
+                        var items: [Int] = []
+                        for try await item in mine.stream("Counter", 3, of: Int.self) { items.append(item) }
+                        #expect(items == [0, 1, 2])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await withTaskExecutorPreference(first.executor) { await first.stop() }
+        #expect(await first.state() == .disconnected)
+        await second.stop()
+    }
+
     /// With `retryingFailedStart`, a first `start()` while the hub is down waits through the
     /// policy's attempts and returns once the hub is up (announced as `connected`).
     @Test func aFailedFirstStartIsRetriedWhenAsked() async throws {

@@ -136,4 +136,100 @@ struct TCPConnectionTests {
         #expect(SocketAddress.interleavingFamilies([address(four, 1), address(four, 2)]).map(\.bytes) == [[1], [2]])
         #expect(SocketAddress.interleavingFamilies([]).isEmpty)
     }
+
+    /// What one connection read, and how it ended.
+    final class Received: @unchecked Sendable {
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var bytes: [UInt8] = []
+        private var ending: String?
+
+        func record(_ event: TCPConnection.Event) {
+            lock.withLock {
+                switch event {
+                case .received(let chunk): bytes += chunk
+                case .closed(let error): ending = error ?? "end"
+                case .connected, .drained: break
+                }
+            }
+        }
+
+        var snapshot: (bytes: [UInt8], ending: String?) { lock.withLock { (bytes, ending) } }
+    }
+
+    /// A connection to the listener on `port`, read as `reading` says, and the server's side of it.
+    static func accepted(
+        port: Int,
+        listener: Int32,
+        reading: SocketReading
+    ) throws -> (TCPConnection, DispatchQueue, Received, server: Int32) {
+        let queue = DispatchQueue(label: "tether.test-tcp-reading")
+        let received = Received()
+        let connection = TCPConnection(
+            endpoint: Endpoint(host: "127.0.0.1", port: port),
+            queue: queue,
+            connectTimeout: .seconds(5),
+            maximumReadSize: 4096,
+            reading: reading
+        ) { received.record($0) }
+        let address = try Self.address(port)
+        queue.async { connection.connect(to: [address]) }
+        let server = accept(listener, nil, nil)
+        guard server >= 0 else { throw TestServerError("accept failed") }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(server, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return (connection, queue, received, server)
+    }
+
+    /// Every way of reading delivers every byte in order, then the end of the stream; `limit` 0
+    /// (the process has that many read threads already) falls back to a Dispatch source. Closing
+    /// the connection, or dropping it unclosed, closes its socket (the server reads the end), once
+    /// the read thread no longer watches it.
+    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .threadPerSocket(limit: 0), .dispatchSource])
+    func everyWayOfReadingDeliversAllAndClosesTheSocket(reading: SocketReading) async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        let sent = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+
+        let (reader, readerQueue, received, server) = try Self.accepted(
+            port: port,
+            listener: listener,
+            reading: reading
+        )
+        #expect(readerQueue.sync { reader.readsOnThread } == (reading == .threadPerSocket(limit: .max)))
+        var offset = 0
+        while offset < sent.count {
+            let count = min(3000, sent.count - offset)
+            let written = sent[offset..<(offset + count)].withUnsafeBytes { send(server, $0.baseAddress, $0.count, 0) }
+            #expect(written > 0)
+            offset += max(written, 0)
+        }
+        close(server)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while received.snapshot.ending == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(received.snapshot.ending == "end")
+        #expect(received.snapshot.bytes == sent)
+
+        for dropping in [false, true] {
+            var (connection, queue, _, peer) = try Self.accepted(port: port, listener: listener, reading: reading)
+            defer { close(peer) }
+            // Connected (the server's side is accepted, the client's may still be on its way).
+            queue.sync {}
+            if dropping {
+                connection = TCPConnection(
+                    endpoint: Endpoint(host: "127.0.0.1", port: 1),
+                    queue: queue,
+                    connectTimeout: .seconds(1),
+                    maximumReadSize: 512
+                ) { _ in }
+            } else {
+                queue.sync { connection.close() }
+            }
+            var byte: UInt8 = 0
+            #expect(recv(peer, &byte, 1, 0) == 0, "the socket was not closed (dropping: \(dropping))")
+            _ = connection
+        }
+    }
 }

@@ -171,6 +171,49 @@ struct XMPPClientTests {
         #expect(aliceEvents.events.last == .closed(nil))
     }
 
+    /// Tasks on the clients' executors: with a read thread, each answer resumes its task on the
+    /// thread that read it; a task's requests on its own client run on the queue at once, and
+    /// requests across (alice's task pinging through bob's client while bob's pings through
+    /// alice's) never wait for each other's queue. The same with Dispatch sources.
+    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
+    func requestsFromTasksOnTheClientsExecutors(reading: SocketReading) async throws {
+        let server = try startedProsody()
+        var options = XMPPClient.Options()
+        options.socketReading = reading
+        let alice = try XMPPClient(
+            configuration: testConfiguration("alice", port: server.port, resource: "a"),
+            options: options
+        )
+        let bob = try XMPPClient(
+            configuration: testConfiguration("bob", port: server.port, resource: "b"),
+            options: options
+        )
+        try await alice.connect()
+        try await bob.connect()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (mine, other, peer) in [(alice, bob, "alice@localhost/a"), (bob, alice, "bob@localhost/b")] {
+                group.addTask {
+                    try await withTaskExecutorPreference(mine.executor) {
+                        for _ in 0..<30 {
+                            let rtt = try await mine.ping()
+                            #expect(rtt > .zero)
+                            if reading != .dispatchSource { #expect(currentThreadName() == "tether.read") }
+                            // The other client asks this one's full JID: the server relays it, and this
+                            // client's machine answers (while this task waits on the other's queue).
+                            let answer = try await other.request(.ping(to: JID(peer)))
+                            #expect(answer.type == .result)
+                        }
+                        #expect(await mine.state() == .connected)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await withTaskExecutorPreference(alice.executor) { await alice.disconnect() }
+        #expect(await alice.state() == .disconnected)
+        await bob.disconnect()
+    }
+
     /// The link under alice (sending) and the link under bob (receiving) are cut while 200
     /// messages flow: both resume, and bob gets every message exactly once, in order.
     @Test func linkCutsDuringTrafficLoseNothing() async throws {

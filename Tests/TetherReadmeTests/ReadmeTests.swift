@@ -18,7 +18,7 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 /// build compiles them, so a README example that does not compile fails the build, and one that
 /// drifts from its compiled copy fails this test.
 @Suite struct ReadmeBlockTests {
-    static let examples = ["ChatConnection.swift", "SaasHub.swift", "OwnTransport.swift"]
+    static let examples = ["ChatConnection.swift", "SaasHub.swift", "OwnTransport.swift", "EchoOnExecutor.swift"]
 
     /// The text of every fenced ```swift block of `markdown`, in order.
     static func swiftBlocks(_ markdown: String) -> [String] {
@@ -189,6 +189,19 @@ struct ReadmeExampleTests {
         #expect(await stranger.connection.state() == .connected)
         await stranger.connection.stop()
         await backendAgain.stop()
+    }
+
+    /// `echoAll` gets every echo back, in order, over each transport.
+    @Test(arguments: HubTransport.allCases)
+    func theExecutorExampleEchoesEveryLine(over transport: HubTransport) async throws {
+        let server = try SignalRHubServer()
+        try server.start()
+        defer { server.stop() }
+        let connection = try HubConnectionBuilder(url: server.url).withTransports(transport).build()
+        try await connection.start()
+        let lines = (1...20).map { "line \($0) ✓" }
+        #expect(try await echoAll(lines, on: connection) == lines)
+        await connection.stop()
     }
 }
 
