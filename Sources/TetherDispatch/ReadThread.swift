@@ -126,7 +126,11 @@ final class ReadThread: Sendable {
             Unmanaged<ReadThread>.fromOpaque(context).release()
             return false
         }
-        pthread_detach(thread)
+        #if canImport(Darwin)
+            if let thread { pthread_detach(thread) }
+        #else
+            pthread_detach(thread)
+        #endif
         return true
     }
 

@@ -143,15 +143,26 @@ struct TCPConnectionTests {
         private let lock = NSLock()
         private var bytes: [UInt8] = []
         private var ending: String?
+        private var connected = false
 
         func record(_ event: TCPConnection.Event) {
             lock.withLock {
                 switch event {
                 case .received(let chunk): bytes += chunk
                 case .closed(let error): ending = error ?? "end"
-                case .connected, .drained: break
+                case .connected: connected = true
+                case .drained: break
                 }
             }
+        }
+
+        /// Waits (up to 10 s) for the connection's `connected` event.
+        func waitUntilConnected() async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !lock.withLock({ connected }) && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(2))
+            }
+            return lock.withLock { connected }
         }
 
         var snapshot: (bytes: [UInt8], ending: String?) { lock.withLock { (bytes, ending) } }
@@ -162,7 +173,7 @@ struct TCPConnectionTests {
         port: Int,
         listener: Int32,
         reading: SocketReading
-    ) throws -> (TCPConnection, DispatchQueue, Received, server: Int32) {
+    ) async throws -> (TCPConnection, DispatchQueue, Received, server: Int32) {
         let queue = DispatchQueue(label: "tether.test-tcp-reading")
         let received = Received()
         let connection = TCPConnection(
@@ -178,6 +189,7 @@ struct TCPConnectionTests {
         guard server >= 0 else { throw TestServerError("accept failed") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(server, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard await received.waitUntilConnected() else { throw TestServerError("the client never connected") }
         return (connection, queue, received, server)
     }
 
@@ -191,7 +203,7 @@ struct TCPConnectionTests {
         defer { close(listener) }
         let sent = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
 
-        let (reader, readerQueue, received, server) = try Self.accepted(
+        let (reader, readerQueue, received, server) = try await Self.accepted(
             port: port,
             listener: listener,
             reading: reading
@@ -213,10 +225,8 @@ struct TCPConnectionTests {
         #expect(received.snapshot.bytes == sent)
 
         for dropping in [false, true] {
-            var (connection, queue, _, peer) = try Self.accepted(port: port, listener: listener, reading: reading)
+            var (connection, queue, _, peer) = try await Self.accepted(port: port, listener: listener, reading: reading)
             defer { close(peer) }
-            // Connected (the server's side is accepted, the client's may still be on its way).
-            queue.sync {}
             if dropping {
                 connection = TCPConnection(
                     endpoint: Endpoint(host: "127.0.0.1", port: 1),
