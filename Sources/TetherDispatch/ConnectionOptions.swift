@@ -21,10 +21,15 @@ public struct ConnectionOptions: Sendable {
     /// beyond).
     public var socketReading: SocketReading
     /// What a send does while the queue of unacknowledged messages is full (XMPP stream
-    /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer): wait for room
-    /// (the default, cancelably, as the official SignalR clients do) or throw at once
-    /// (`sendQueueFull`, `sendBufferFull`).
+    /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer), or the network
+    /// has not taken `maximumUnsentBytes`: wait for room (the default, cancelably, as the official
+    /// SignalR clients do) or throw at once (`sendQueueFull`, `sendBufferFull`).
     public var backPressure: BackPressure
+    /// The most bytes a connection holds that the network has not taken (written while the
+    /// kernel's socket buffer was full; over SignalR's HTTP transports, queued behind a `POST` or
+    /// in it) before the app's sends wait (or fail, as `backPressure` says); default 1 MiB. A
+    /// send is never split: one larger than this goes when nothing else waits.
+    public var maximumUnsentBytes: Int
     /// The least severe level logged (default `none`: a client says nothing unless asked).
     /// `trace` logs every stanza or message sent and received.
     public var logLevel: LogLevel
@@ -59,6 +64,7 @@ public struct ConnectionOptions: Sendable {
         maximumReadSize: Int = 65536,
         socketReading: SocketReading = .default,
         backPressure: BackPressure = .wait,
+        maximumUnsentBytes: Int = 1 << 20,
         logLevel: LogLevel = .none,
         logHandler: @escaping LogHandler = logToStandardError,
         randomSeed: UInt64? = nil,
@@ -73,6 +79,7 @@ public struct ConnectionOptions: Sendable {
         self.maximumReadSize = maximumReadSize
         self.socketReading = socketReading
         self.backPressure = backPressure
+        self.maximumUnsentBytes = maximumUnsentBytes
         self.logLevel = logLevel
         self.logHandler = logHandler
         self.randomSeed = randomSeed

@@ -222,8 +222,8 @@ private final class InlineJobs {
 }
 
 /// How a client treats a command when its protocol's queue of unacknowledged messages is full
-/// (XEP-0198's stanzas awaiting acknowledgement, SignalR's stateful-reconnect buffer): the same
-/// choice on both clients.
+/// (XEP-0198's stanzas awaiting acknowledgement, SignalR's stateful-reconnect buffer), or the
+/// network has not taken `ConnectionOptions.maximumUnsentBytes`: the same choice on both clients.
 public enum BackPressure: Sendable, Equatable {
     /// The call waits (cancelably) until there is room, in order with the calls after it. The
     /// default: a plain loop of sends loses nothing.

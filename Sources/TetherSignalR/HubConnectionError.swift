@@ -19,7 +19,8 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         case protocolViolation
         /// A command that needs a connected hub was given while it is not connected.
         case notConnected
-        /// The stateful-reconnect send buffer is full; retry after `.sendBufferAvailable`.
+        /// The stateful-reconnect send buffer is full (retry after `.sendBufferAvailable`), or the
+        /// network has not taken what was sent already (the driver's `maximumUnsentBytes`).
         case sendBufferFull
         /// The invocation was canceled because the connection closed.
         case canceled

@@ -114,6 +114,9 @@ public struct HubHTTPTransportMachine: Sendable {
     private var closing: Int?
     /// Frames waiting for the `POST` in flight to be answered.
     private var queued = FIFOQueue<[UInt8]>()
+    /// The bytes of `queued`, and of the `POST` in flight.
+    private var queuedByteCount = 0
+    private var sendingByteCount = 0
     /// Long polling: a send has been answered, so polls may start.
     private var firstSendAnswered = false
     private var events: ServerSentEventReader
@@ -143,6 +146,10 @@ public struct HubHTTPTransportMachine: Sendable {
     /// Whether the transport has ended.
     public var isClosed: Bool { phase == .closed }
 
+    /// The bytes sent that the server has not taken yet: the frames queued behind the `POST` in
+    /// flight, and that `POST`'s body until it is answered.
+    public var unsentByteCount: Int { queuedByteCount + sendingByteCount }
+
     // MARK: - Commands
 
     /// Opens the transport: the event stream's request, or (long polling) nothing yet: the
@@ -165,6 +172,7 @@ public struct HubHTTPTransportMachine: Sendable {
     public mutating func send(_ frames: [UInt8]) {
         guard phase == .open || phase == .opening, !frames.isEmpty else { return }
         queued.append(frames)
+        queuedByteCount += frames.count
         if sending == nil, phase == .open { postQueued() }
     }
 
@@ -256,6 +264,7 @@ public struct HubHTTPTransportMachine: Sendable {
             }
         } else if id == sending {
             sending = nil
+            sendingByteCount = 0
             firstSendAnswered = true
             if kind == .longPolling, receiving == nil, phase == .open { poll() }
             if !queued.isEmpty { postQueued() }
@@ -273,6 +282,7 @@ public struct HubHTTPTransportMachine: Sendable {
             fail(Self.describe(failure, of: kind == .longPolling ? "A long poll" : "The Server-Sent Events stream"))
         } else if id == sending {
             sending = nil
+            sendingByteCount = 0
             fail(Self.describe(failure, of: "Sending to the server"))
         } else if id == closing {
             // The DELETE is a courtesy: the transport is closed either way.
@@ -322,6 +332,8 @@ public struct HubHTTPTransportMachine: Sendable {
             taken += 1
         }
         queued.removeFirst(taken)
+        queuedByteCount -= body.count
+        sendingByteCount = body.count
         var headers = headers
         headers["Content-Type"] = format == .text ? "text/plain; charset=UTF-8" : "application/octet-stream"
         sending = request(.post, purpose: .send, headers: headers, body: body)
@@ -332,6 +344,8 @@ public struct HubHTTPTransportMachine: Sendable {
         receiving = nil
         sending = nil
         _ = queued.removeAll()
+        queuedByteCount = 0
+        sendingByteCount = 0
     }
 
     private mutating func fail(_ message: String, kind: HubConnectionError.Kind = .transport) {

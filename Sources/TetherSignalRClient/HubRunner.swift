@@ -61,7 +61,14 @@ final class HubRunner: @unchecked Sendable {
                 randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
             )
         )
-        core.bind(perform: { [unowned self] action in perform(action) })
+        core.bind(
+            perform: { [unowned self] action in perform(action) },
+            // Commands waiting for room go when there is some (the stateful buffer acknowledged,
+            // the network took what it held, a new transport).
+            afterDrain: { [unowned self] in
+                if !blocked.isEmpty { blocked.retry(on: &core.machine, now: now) { $0.kind == .sendBufferFull } }
+            }
+        )
         core.completeHealth = { [unowned self] health in
             health.tlsVersion = core.machine.currentGeneration.flatMap { transports[$0]?.tlsVersion }
         }
@@ -148,23 +155,47 @@ final class HubRunner: @unchecked Sendable {
         return result
     }
 
-    /// Runs `command`; when the stateful-reconnect buffer is full (or earlier commands wait for
-    /// room) it waits its turn, and `fail` is called if it cannot run.
+    /// Runs `command`; when the stateful-reconnect buffer is full, or the transport holds more
+    /// than `maximumUnsentBytes` the network has not taken (or earlier commands wait for room), it
+    /// waits its turn, and `fail` is called if it cannot run.
     func submit(
         _ command: @escaping (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void,
         call: HubConnection.Call? = nil,
         fail: @escaping (HubConnectionError) -> Void
     ) {
         let command = BlockedCommands<HubConnectionMachine, HubConnectionError>.Command(
-            run: command,
+            run: { [unowned self] machine, now throws(HubConnectionError) in
+                try checkNetworkRoom()
+                try command(&machine, now)
+            },
             fail: fail,
             call: call
         )
         let waits = blocked.submit(command, on: &core.machine, now: now, backPressure: options.backPressure) {
             $0.kind == .sendBufferFull
         }
-        if waits { log.debug("The stateful-reconnect buffer is full: a command waits for room.") }
+        if waits {
+            log.debug(
+                unsentByteCount > options.maximumUnsentBytes
+                    ? "The network has not taken \(unsentByteCount) bytes yet: a command waits for room."
+                    : "The stateful-reconnect buffer is full: a command waits for room."
+            )
+        }
         drive()
+    }
+
+    /// The bytes sent that the network has not taken yet, over every open transport.
+    private var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.unsentByteCount } }
+
+    /// Throws `sendBufferFull` while the transports hold more than `maximumUnsentBytes`.
+    private func checkNetworkRoom() throws(HubConnectionError) {
+        let unsent = unsentByteCount
+        guard unsent > options.maximumUnsentBytes else { return }
+        throw HubConnectionError(
+            .sendBufferFull,
+            "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
+                + "\(options.maximumUnsentBytes))."
+        )
     }
 
     /// Invokes; the completion goes to `continuation` (unless `call` is canceled first).
@@ -487,6 +518,8 @@ final class HubRunner: @unchecked Sendable {
             transports.removeValue(forKey: generation)
             log.debug("The transport closed\(error.map { ": \($0)" } ?? ".")")
             core.machine.transportClosed(generation: generation, error: error, now: now)
+        case .drained:
+            break  // the drive's retry of waiting commands follows
         }
         drive()
     }

@@ -315,6 +315,8 @@ final class HTTPLane: @unchecked Sendable {
 protocol HubTransportConnection: AnyObject {
     /// The TLS version of its connection (nil without TLS).
     var tlsVersion: String? { get }
+    /// The bytes sent that the network (or, over HTTP, the server) has not taken yet.
+    var unsentByteCount: Int { get }
     /// Sends one message in `format`.
     func send(_ bytes: [UInt8], format: TransferFormat)
     /// Closes (no event follows).
@@ -331,6 +333,8 @@ enum HubTransportEvent {
     case unauthorized
     /// The app's trust settings refused the server's certificate.
     case certificateRefused(String)
+    /// Everything sent was taken (after `unsentByteCount` had grown).
+    case drained
 }
 
 /// Server-Sent Events or long polling for one generation: `HubHTTPTransportMachine`'s requests
@@ -351,6 +355,8 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
     private lazy var pollLane = HTTPLane(url: url, queue: queue, options: options, maximumBodySize: maximumMessageSize)
     /// The lane of each request out on one.
     private var laneRequests: [Int: HTTPLane] = [:]
+    /// The last send's request.
+    private var sendRequest: Int?
     /// The TLS version of the connection that carries the server's messages (the event stream,
     /// or a lane with a request out: the polls, the sends; all go to the same server). The lanes
     /// are not made for the asking.
@@ -396,6 +402,8 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
         }
     }
 
+    var unsentByteCount: Int { machine.unsentByteCount }
+
     func send(_ bytes: [UInt8], format: TransferFormat) {
         machine.send(bytes)
         drain()
@@ -415,6 +423,7 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
                 // Sends and polls each on a keep-alive lane of their own (one at a time each).
                 let lane = request.purpose == .send ? sendLane : pollLane
                 laneRequests[request.id] = lane
+                if request.purpose == .send { sendRequest = request.id }
                 lane.start(
                     id: request.id,
                     method: request.method.rawValue,
@@ -484,6 +493,11 @@ final class HTTPHubTransport: HubTransportConnection, @unchecked Sendable {
             return end(.certificateRefused(reason))
         }
         drain()
+        // A send answered with nothing left to send: commands waiting for the network may go.
+        if id == sendRequest, case .ended = event, machine.unsentByteCount == 0 {
+            sendRequest = nil
+            onEvent?(.drained)
+        }
     }
 }
 
@@ -497,6 +511,7 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
 
     private var connection: (any ByteTransport)?
     var tlsVersion: String? { connection?.tlsVersion }
+    var unsentByteCount: Int { connection?.pendingWriteCount ?? 0 }
     private var socket: WebSocketClient
     private var onEvent: ((Event) -> Void)?
 
@@ -599,7 +614,9 @@ final class WebSocketTransport: HubTransportConnection, @unchecked Sendable {
             connection?.close()
             connection = nil
             report?(.certificateRefused(reason))
-        case .tlsEstablished, .drained:
+        case .drained:
+            deliver(.drained)
+        case .tlsEstablished:
             break
         }
     }

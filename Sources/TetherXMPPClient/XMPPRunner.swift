@@ -128,7 +128,10 @@ final class XMPPRunner: @unchecked Sendable {
     ) {
         guard !call.isCanceled else { return completion(.failure(.canceledByTask)) }
         let command = BlockedCommands<XMPPClientMachine, XMPPClientError>.Command(
-            run: { machine, now throws(XMPPClientError) in completion(.success(try body(&machine, now))) },
+            run: { [unowned self] machine, now throws(XMPPClientError) in
+                try checkNetworkRoom()
+                completion(.success(try body(&machine, now)))
+            },
             fail: { completion(.failure($0)) },
             call: call
         )
@@ -136,10 +139,28 @@ final class XMPPRunner: @unchecked Sendable {
             $0.kind == .sendQueueFull
         }
         if waits {
-            log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
-            core.machine.requestAcknowledgement(now: now)
+            if unsentByteCount > options.maximumUnsentBytes {
+                log.debug("The network has not taken \(unsentByteCount) bytes yet: a send waits for room.")
+            } else {
+                log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
+                core.machine.requestAcknowledgement(now: now)
+            }
         }
         core.drive()
+    }
+
+    /// The bytes sent that the network has not taken yet, over every open transport.
+    private var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.pendingWriteCount } }
+
+    /// Throws `sendQueueFull` while the transports hold more than `maximumUnsentBytes`.
+    private func checkNetworkRoom() throws(XMPPClientError) {
+        let unsent = unsentByteCount
+        guard unsent > options.maximumUnsentBytes else { return }
+        throw XMPPClientError(
+            .sendQueueFull,
+            "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
+                + "\(options.maximumUnsentBytes))."
+        )
     }
 
     /// The task of a send waiting for room was canceled: it throws `canceled` and is never sent.

@@ -100,3 +100,21 @@ func currentThreadName() -> String {
     let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
     return name.trimmingCharacters(in: .whitespacesAndNewlines)
 }
+
+/// Waits until `count()` has not changed for `quiet` (or `timeout` passed), and returns it.
+func steadyCount(of count: () -> Int, quiet: Duration = .seconds(1), timeout: Duration = .seconds(30)) async -> Int {
+    let deadline = ContinuousClock.now + timeout
+    var last = count()
+    var since = ContinuousClock.now
+    while ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(50))
+        let now = count()
+        if now != last {
+            last = now
+            since = ContinuousClock.now
+        } else if ContinuousClock.now - since >= quiet {
+            break
+        }
+    }
+    return last
+}

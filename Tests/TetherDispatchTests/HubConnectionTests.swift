@@ -258,6 +258,76 @@ struct HubConnectionTests {
         await second.stop()
     }
 
+    /// A link that takes nothing (the relay stalls): sends fill the kernel's buffers (over
+    /// WebSockets), then the transport's up to `maximumUnsentBytes` (over long polling, queued
+    /// behind the unanswered `POST`); then a send throws `sendBufferFull` naming the network
+    /// (`.fail`), or waits (`.wait`) until its task is canceled, and a waiting send ends as soon as
+    /// the link is cut.
+    @Test(arguments: [HubTransport.webSockets, .longPolling])
+    func sendsStopWhileTheNetworkTakesNothing(over transport: HubTransport) async throws {
+        let server = try startedHub()
+        let payload = String(repeating: "x", count: 64 * 1024)
+        let attempts = 400  // 25 MiB: more than the loopback buffers take
+        for backPressure in [BackPressure.fail, .wait] {
+            let relay = try TCPRelay(upstreamPort: server.port)
+            var builder = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub").withTransports(transport)
+            builder.options.maximumUnsentBytes = 256 * 1024
+            builder.options.backPressure = backPressure
+            let connection = try builder.build()
+            try await connection.start()
+            relay.stallAll()
+            let sent = Recorder<Int>()
+            let failure = Recorder<HubConnectionError>()
+            let sender = Task {
+                for index in 0..<attempts {
+                    do {
+                        try await connection.send("NotifyMe", payload)
+                        sent.append(index)
+                    } catch let error as HubConnectionError {
+                        failure.append(error)
+                        return
+                    } catch {
+                        Issue.record("not a HubConnectionError: \(error)")
+                        return
+                    }
+                }
+            }
+            let steady = await steadyCount { sent.values.count + failure.values.count }
+            #expect(sent.values.count < attempts, "every send went through a stalled link")
+            #expect(sent.values.count >= 4, "sent only \(sent.values.count) before stopping")
+            switch backPressure {
+            case .fail:
+                #expect(failure.values.first?.kind == .sendBufferFull)
+                #expect(failure.values.first?.message.hasPrefix("The network has not taken the ") == true)
+            case .wait:
+                #expect(failure.values.isEmpty && steady == sent.values.count, "\(failure.values)")
+                sender.cancel()
+                #expect(await failure.wait { $0.first?.kind == .canceled })
+                // Another send waits; cutting the link ends it at once: over a WebSocket with the
+                // connection's error, over long polling with the send made on a new connection
+                // (each request may open one) or the error.
+                let waiting = Task { () -> HubConnectionError? in
+                    do {
+                        try await connection.send("NotifyMe", payload)
+                        return nil
+                    } catch {
+                        return error as? HubConnectionError
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                relay.cutAll()
+                let error = await waiting.value
+                if transport == .webSockets {
+                    #expect(error != nil && error?.kind != .canceled, "\(String(describing: error))")
+                } else {
+                    #expect(error?.kind != .canceled, "\(String(describing: error))")
+                }
+            }
+            _ = await sender.value
+            await connection.stop()
+        }
+    }
+
     /// With `retryingFailedStart`, a first `start()` while the hub is down waits through the
     /// policy's attempts and returns once the hub is up (announced as `connected`).
     @Test func aFailedFirstStartIsRetriedWhenAsked() async throws {

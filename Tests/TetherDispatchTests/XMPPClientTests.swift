@@ -214,6 +214,73 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// A link that takes nothing (the relay stalls): stanzas fill the kernel's buffers, then the
+    /// transport's up to `maximumUnsentBytes` (long before stream management's 1,000 stanzas);
+    /// then a send throws `sendQueueFull` naming the network (`.fail`), or waits (`.wait`) until
+    /// its task is canceled. Cut, the link is resumed and sending goes on.
+    @Test(arguments: [BackPressure.fail, .wait])
+    func sendsStopWhileTheNetworkTakesNothing(backPressure: BackPressure) async throws {
+        let server = try startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var options = XMPPClient.Options()
+        options.maximumUnsentBytes = 256 * 1024
+        options.backPressure = backPressure
+        let client = try XMPPClient(configuration: testConfiguration("alice", port: relay.port), options: options)
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        relay.stallAll()
+        let body = String(repeating: "x", count: 64 * 1024)
+        let attempts = 400  // 25 MiB: more than the loopback buffers take
+        let sent = Recorder<Int>()
+        let failure = Recorder<XMPPClientError>()
+        let sender = Task {
+            for index in 0..<attempts {
+                do throws(XMPPClientError) {
+                    try await client.send(XMPPMessage(to: JID("bob@localhost"), body: body))
+                    sent.append(index)
+                } catch {
+                    failure.append(error)
+                    return
+                }
+            }
+        }
+        let steady = await steadyCount { sent.values.count + failure.values.count }
+        #expect(sent.values.count < attempts, "every send went through a stalled link")
+        #expect(sent.values.count >= 4, "sent only \(sent.values.count) before stopping")
+        switch backPressure {
+        case .fail:
+            #expect(failure.values.first?.kind == .sendQueueFull)
+            #expect(failure.values.first?.message.hasPrefix("The network has not taken the ") == true)
+        case .wait:
+            #expect(failure.values.isEmpty && steady == sent.values.count, "\(failure.values)")
+            sender.cancel()
+            #expect(await failure.wait { $0.first?.kind == .canceled })
+        }
+        _ = await sender.value
+        // Cut: the client reconnects through the relay (which relays new connections), resumes
+        // (sending again what the server never acknowledged), and sends on: once the network has
+        // taken that, with `.fail`.
+        relay.cutAll()
+        #expect(
+            await events.wait(timeout: .seconds(30)) { $0.contains { if case .resumed = $0 { true } else { false } } }
+        )
+        let deadline = ContinuousClock.now + .seconds(30)
+        var sentAfterwards = false
+        while !sentAfterwards {
+            do throws(XMPPClientError) {
+                try await client.send(XMPPMessage(to: JID("bob@localhost"), body: "after the stall"))
+                sentAfterwards = true
+            } catch {
+                guard error.kind == .sendQueueFull, backPressure == .fail, ContinuousClock.now < deadline else {
+                    throw error
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        await client.disconnect()
+    }
+
     /// The link under alice (sending) and the link under bob (receiving) are cut while 200
     /// messages flow: both resume, and bob gets every message exactly once, in order.
     @Test func linkCutsDuringTrafficLoseNothing() async throws {

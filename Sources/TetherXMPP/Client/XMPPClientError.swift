@@ -50,7 +50,8 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         /// The app asked for something the connection cannot do now (a send while stopped or
         /// closing).
         case notConnected
-        /// The queue of stanzas not yet acknowledged is full (`maximumQueuedStanzas`).
+        /// The queue of stanzas not yet acknowledged is full (`maximumQueuedStanzas`), or the
+        /// network has not taken what was sent already (the driver's `maximumUnsentBytes`).
         case sendQueueFull
         /// An iq request was answered with an error (`stanzaError`).
         case iqError
