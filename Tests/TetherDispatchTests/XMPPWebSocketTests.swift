@@ -97,6 +97,36 @@ struct XMPPWebSocketTests {
         await bob.disconnect()
     }
 
+    /// The link under the WebSocket stalls (nothing passes, nothing closes): the pings find it
+    /// dead within their bound, and the session resumes over a new WebSocket.
+    @Test func aStalledLinkIsDetectedAndResumed() async throws {
+        let server = try ProsodyServer(webSocket: true)
+        try server.start()
+        let relay = try TCPRelay(upstreamPort: server.webSocketPort!)
+        var configuration = Self.configuration(
+            "alice",
+            url: "ws://127.0.0.1:\(relay.port)/xmpp-websocket",
+            resource: "ws"
+        )
+        configuration.autoPing = .init(interval: .seconds(1), timeout: .milliseconds(500), maximumMissed: 2)
+        let client = try XMPPClient(configuration: configuration)
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        let stalled = DispatchTime.now().uptimeNanoseconds
+        relay.stallAll()
+        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+        let disconnect = try #require(events.timedEvents.first { $0.event.isDisconnected })
+        #expect(disconnect.event.disconnectError?.kind == .pingTimeout, "\(disconnect.event)")
+        let detection = Duration.nanoseconds(Int64(disconnect.time - stalled))
+        // The bound is 1 s + 2 × 0.5 s after the last byte received (before the stall).
+        #expect(detection <= .milliseconds(2000 + 300), "detected after \(detection)")
+        #expect(relay.acceptedCount == 2)
+        let rtt = try await client.ping()
+        #expect(rtt < .seconds(5))
+        await client.disconnect()
+    }
+
     /// `wss://`: TLS from the first byte, the certificate checked for the URL's host against the
     /// test CA; without the CA the certificate is refused and nothing is retried.
     @Test func secureWebSocketWithTheTestCA() async throws {
