@@ -175,11 +175,8 @@ final class HubRunner: @unchecked Sendable {
             $0.kind == .sendBufferFull
         }
         if waits {
-            log.debug(
-                unsentByteCount > options.maximumUnsentBytes
-                    ? "The network has not taken \(unsentByteCount) bytes yet: a command waits for room."
-                    : "The stateful-reconnect buffer is full: a command waits for room."
-            )
+            let reason = options.networkFullReason(unsent: unsentByteCount) ?? "The stateful-reconnect buffer is full."
+            log.debug("\(reason) A command waits for room.")
         }
         drive()
     }
@@ -189,13 +186,9 @@ final class HubRunner: @unchecked Sendable {
 
     /// Throws `sendBufferFull` while the transports hold more than `maximumUnsentBytes`.
     private func checkNetworkRoom() throws(HubConnectionError) {
-        let unsent = unsentByteCount
-        guard unsent > options.maximumUnsentBytes else { return }
-        throw HubConnectionError(
-            .sendBufferFull,
-            "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
-                + "\(options.maximumUnsentBytes))."
-        )
+        if let reason = options.networkFullReason(unsent: unsentByteCount) {
+            throw HubConnectionError(.sendBufferFull, reason)
+        }
     }
 
     /// Invokes; the completion goes to `continuation` (unless `call` is canceled first).

@@ -139,8 +139,8 @@ final class XMPPRunner: @unchecked Sendable {
             $0.kind == .sendQueueFull
         }
         if waits {
-            if unsentByteCount > options.maximumUnsentBytes {
-                log.debug("The network has not taken \(unsentByteCount) bytes yet: a send waits for room.")
+            if let reason = options.networkFullReason(unsent: unsentByteCount) {
+                log.debug("\(reason) A send waits for room.")
             } else {
                 log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
                 core.machine.requestAcknowledgement(now: now)
@@ -154,13 +154,9 @@ final class XMPPRunner: @unchecked Sendable {
 
     /// Throws `sendQueueFull` while the transports hold more than `maximumUnsentBytes`.
     private func checkNetworkRoom() throws(XMPPClientError) {
-        let unsent = unsentByteCount
-        guard unsent > options.maximumUnsentBytes else { return }
-        throw XMPPClientError(
-            .sendQueueFull,
-            "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
-                + "\(options.maximumUnsentBytes))."
-        )
+        if let reason = options.networkFullReason(unsent: unsentByteCount) {
+            throw XMPPClientError(.sendQueueFull, reason)
+        }
     }
 
     /// The task of a send waiting for room was canceled: it throws `canceled` and is never sent.

@@ -118,3 +118,19 @@ func steadyCount(of count: () -> Int, quiet: Duration = .seconds(1), timeout: Du
     }
     return last
 }
+
+/// Stalls every link of `relay` (nothing passes, nothing closes) and expects the client whose
+/// events `events` records to find its link dead by its pings (`interval` 1 s, `timeout` 0.5 s, 2
+/// missed: within 2 s of the last byte received) and to resume over a new connection.
+func expectStallFoundByPingsAndResumed(_ relay: TCPRelay, _ events: EventRecorder) async throws {
+    let stalled = DispatchTime.now().uptimeNanoseconds
+    relay.stallAll()
+    #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+    let disconnect = try #require(events.timedEvents.first { $0.event.isDisconnected })
+    #expect(disconnect.event.disconnectError?.kind == .pingTimeout, "\(disconnect.event)")
+    let detection = Duration.nanoseconds(Int64(disconnect.time - stalled))
+    // The bound is 1 s + 2 × 0.5 s after the last byte received (before the stall).
+    #expect(detection <= .milliseconds(2000 + 300), "detected after \(detection)")
+    #expect(detection >= .milliseconds(900), "detected after \(detection)")
+    #expect(relay.acceptedCount == 2)
+}
