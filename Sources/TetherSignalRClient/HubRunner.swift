@@ -175,8 +175,11 @@ final class HubRunner: @unchecked Sendable {
             $0.kind == .sendBufferFull
         }
         if waits {
-            let reason = options.networkFullReason(unsent: unsentByteCount) ?? "The stateful-reconnect buffer is full."
-            log.debug("\(reason) A command waits for room.")
+            if let reason = options.networkFullReason(unsent: unsentByteCount) {
+                log.debug("\(reason) A command waits for room.")
+            } else {
+                log.debug("The stateful-reconnect buffer is full: a command waits for room.")
+            }
         }
         drive()
     }
