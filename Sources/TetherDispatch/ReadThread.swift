@@ -54,30 +54,44 @@ final class ReadThread: Sendable {
     /// The read threads running in the process (`SocketReading.threadPerSocket`'s limit).
     private static let running = Atomic<Int>(0)
 
-    /// Starts watching `socket`; nil when `limit` read threads run already, or the system gives no
-    /// pipe or thread (the caller then uses a Dispatch source).
-    init?(socket: Int32, queue: DispatchQueue, limit: Int, handler: @escaping @Sendable () -> Bool) {
-        guard Self.running.add(1, ordering: .relaxed).oldValue < limit else {
-            Self.running.subtract(1, ordering: .relaxed)
+    /// A thread watching `socket`, started; nil when `limit` read threads run already, or the
+    /// system gives no pipe or thread (the caller then uses a Dispatch source).
+    static func start(
+        socket: Int32,
+        queue: DispatchQueue,
+        limit: Int,
+        handler: @escaping @Sendable () -> Bool
+    ) -> ReadThread? {
+        guard running.add(1, ordering: .relaxed).oldValue < limit else {
+            running.subtract(1, ordering: .relaxed)
             return nil
         }
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
-            Self.running.subtract(1, ordering: .relaxed)
+            running.subtract(1, ordering: .relaxed)
             return nil
         }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let watcher = ReadThread(socket: socket, queue: queue, wakeRead: fds[0], wakeWrite: fds[1], handler: handler)
+        guard watcher.startThread() else {
+            running.subtract(1, ordering: .relaxed)
+            return nil  // the pipe closes with `watcher`
+        }
+        return watcher
+    }
+
+    private init(
+        socket: Int32,
+        queue: DispatchQueue,
+        wakeRead: Int32,
+        wakeWrite: Int32,
+        handler: @escaping @Sendable () -> Bool
+    ) {
         self.socket = socket
         self.queue = queue
+        self.wakeRead = wakeRead
+        self.wakeWrite = wakeWrite
         self.handler = handler
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-        guard startThread() else {
-            _ = systemClose(wakeRead)
-            _ = systemClose(wakeWrite)
-            Self.running.subtract(1, ordering: .relaxed)
-            return nil
-        }
     }
 
     deinit {

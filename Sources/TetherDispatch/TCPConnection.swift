@@ -341,7 +341,9 @@ package final class TCPConnection: @unchecked Sendable {
         isConnected = true
         let fd = socket
         if case .threadPerSocket(let limit) = reading {
-            readThread = ReadThread(socket: fd, queue: queue, limit: limit) { [weak self] in self?.readable() ?? false }
+            readThread = ReadThread.start(socket: fd, queue: queue, limit: limit) { [weak self] in
+                self?.readable() ?? false
+            }
         }
         if readThread == nil {
             let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
