@@ -30,6 +30,10 @@ public struct ConnectionHealth: Sendable, Equatable {
     /// Messages sent and not yet acknowledged (XEP-0198 stanzas; stateful-reconnect messages),
     /// plus those waiting for a connection.
     public var awaitingAcknowledgement: Int
+    /// Bytes sent that the network has not taken yet (the driver's: written while the kernel's
+    /// socket buffer was full, or queued behind an HTTP `POST`); past the driver's
+    /// `maximumUnsentBytes` the app's sends wait.
+    public var unsentBytes: Int
     /// The transport in use (`tcp`, `tls`, `websocket`, `websocket-tls`; `websockets`, `sse`,
     /// `long-polling`), nil when not connected.
     public var transport: String?
@@ -52,6 +56,7 @@ public struct ConnectionHealth: Sendable, Equatable {
         messagesSent: Int = 0,
         messagesReceived: Int = 0,
         awaitingAcknowledgement: Int = 0,
+        unsentBytes: Int = 0,
         transport: String? = nil,
         tlsVersion: String? = nil
     ) {
@@ -71,6 +76,7 @@ public struct ConnectionHealth: Sendable, Equatable {
         self.messagesSent = messagesSent
         self.messagesReceived = messagesReceived
         self.awaitingAcknowledgement = awaitingAcknowledgement
+        self.unsentBytes = unsentBytes
         self.transport = transport
     }
 }

@@ -71,6 +71,7 @@ final class HubRunner: @unchecked Sendable {
         )
         core.completeHealth = { [unowned self] health in
             health.tlsVersion = core.machine.currentGeneration.flatMap { transports[$0]?.tlsVersion }
+            health.unsentBytes = unsentByteCount
         }
     }
 

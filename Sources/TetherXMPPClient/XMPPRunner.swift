@@ -53,6 +53,7 @@ final class XMPPRunner: @unchecked Sendable {
         )
         core.completeHealth = { [unowned self] health in
             health.tlsVersion = core.machine.currentGeneration.flatMap { transports[$0]?.tlsVersion }
+            health.unsentBytes = unsentByteCount
         }
     }
 

@@ -9,8 +9,8 @@ enum HealthLine {
         "state":…,"phase":…,"online_ms":…,"rtt_ms":…,"srtt_ms":…,"dead_link_detected_ms":…,
         "reconnect_attempts":…,"reconnect_reasons":[…],"resumes":…,"failed_resumes":…,
         "bytes_sent":…,"bytes_received":…,"messages_sent":…,"messages_received":…,
-        "awaiting_ack":…,"transport":…,"tls_version":…} (times in milliseconds, null when not
-        known).
+        "awaiting_ack":…,"unsent_bytes":…,"transport":…,"tls_version":…} (times in
+        milliseconds, null when not known).
         """
 
     /// The line for `health`.
@@ -42,6 +42,7 @@ enum HealthLine {
             ("resumes", health.resumes), ("failed_resumes", health.failedResumes), ("bytes_sent", health.bytesSent),
             ("bytes_received", health.bytesReceived), ("messages_sent", health.messagesSent),
             ("messages_received", health.messagesReceived), ("awaiting_ack", health.awaitingAcknowledgement),
+            ("unsent_bytes", health.unsentBytes),
         ] {
             line += ",\"\(name)\":".utf8
             JSONText.appendInteger(Int64(value), to: &line)

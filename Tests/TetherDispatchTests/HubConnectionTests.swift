@@ -295,6 +295,9 @@ struct HubConnectionTests {
             let steady = await steadyCount { sent.values.count + failure.values.count }
             #expect(sent.values.count < attempts, "every send went through a stalled link")
             #expect(sent.values.count >= 4, "sent only \(sent.values.count) before stopping")
+            // What the transport holds: at most the bound and one message (with its framing).
+            let unsent = await connection.health().unsentBytes
+            #expect(unsent > 0 && unsent <= 256 * 1024 + 64 * 1024 + 64, "\(unsent) bytes held")
             switch backPressure {
             case .fail:
                 #expect(failure.values.first?.kind == .sendBufferFull)

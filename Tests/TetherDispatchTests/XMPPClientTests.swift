@@ -248,6 +248,9 @@ struct XMPPClientTests {
         let steady = await steadyCount { sent.values.count + failure.values.count }
         #expect(sent.values.count < attempts, "every send went through a stalled link")
         #expect(sent.values.count >= 4, "sent only \(sent.values.count) before stopping")
+        // What the transport holds: at most the bound and one stanza.
+        let unsent = await client.health().unsentBytes
+        #expect(unsent > 0 && unsent <= 256 * 1024 + 64 * 1024 + 256, "\(unsent) bytes held")
         switch backPressure {
         case .fail:
             #expect(failure.values.first?.kind == .sendQueueFull)
