@@ -193,9 +193,11 @@ extension HubConnectionMachine {
         enqueue(.event(.streamCompleted(invocationId: invocationId, error: nil)))
     }
 
-    /// A new client→server stream id, to pass in an invocation's `streamIds`.
+    /// A new client→server stream id, to pass in an invocation's `streamIds`. Throws
+    /// `sendBufferFull` when that invocation could not go out now (the stateful buffer is full), so
+    /// that a command retried until there is room makes no stream per try.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
-        var live = try takeLiveForCommand(sequenced: false)
+        var live = try takeLiveForCommand()
         defer { restore(live) }
         let id = makeInvocationId()
         live.link.uploads.insert(id)

@@ -588,6 +588,14 @@ struct HubConnectionStatefulReconnectTests {
             }
         }
         #expect(refusal?.kind == .sendBufferFull)
+        // Nor is an upload stream made for an invocation that could not go out (a command waiting
+        // for room is tried again and again).
+        let upload = Result { () throws(HubConnectionError) in try harness.machine.makeUploadStream(now: harness.now) }
+        if case .failure(let error) = upload {
+            #expect(error.kind == .sendBufferFull)
+        } else {
+            Issue.record("an upload stream was made while the buffer is full")
+        }
         harness.drain()
         #expect(sent > 1 && sent < 10)
         // Full: at the limit or past it by the last message at most.
