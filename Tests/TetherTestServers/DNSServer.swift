@@ -49,7 +49,7 @@ public final class DNSServer: @unchecked Sendable {
             }
         }
         process = try ChildProcess.launch(Self.path, arguments, in: namespace, output: output)
-        if process.waitUntilAccepting(host: "127.0.0.1", port: port, in: namespace, timeout: 10) { return }
+        if process.waitUntilAccepting(host: "127.0.0.1", port: port, in: namespace, timeout: 60) { return }
         process.terminate()
         throw TestServerError("dnsmasq did not start on port \(port): \(logTail)")
     }

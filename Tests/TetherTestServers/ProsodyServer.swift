@@ -153,11 +153,12 @@ public final class ProsodyServer: @unchecked Sendable {
         let process = try ChildProcess.launch("/usr/bin/prosody", arguments, in: namespace?.0, output: console)
         self.process = process
         if let (namespace, address) = namespace {
-            if process.waitUntilAccepting(host: address, port: port, in: namespace, timeout: 15) { return }
+            if process.waitUntilAccepting(host: address, port: port, in: namespace, timeout: 60) { return }
             stop()
             throw TestServerError("prosody did not start on \(address):\(port) in \(namespace.name)")
         }
-        let deadline = Date().addingTimeInterval(15)
+        // Generous: at the start of a test run on 2 cores many servers start at once.
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             // Both listeners: prosody opens the direct-TLS port a moment after the plain one.
             if canConnect(port: port) && directTLSPort.map({ canConnect(port: $0) }) != false
@@ -169,9 +170,14 @@ public final class ProsodyServer: @unchecked Sendable {
             guard process.isRunning else { break }
             usleep(20_000)
         }
-        let log = (try? String(contentsOfFile: console, encoding: .utf8)) ?? ""
+        let consoleText = (try? String(contentsOfFile: console, encoding: .utf8)) ?? ""
+        let exited = !process.isRunning
         stop()
-        throw TestServerError("prosody did not start on port \(port): \(log.suffix(2000))")
+        throw TestServerError(
+            "prosody \(exited ? "exited" : "did not listen within 60 s") on port \(port) "
+                + "(direct TLS \(directTLSPort.map(String.init) ?? "none"), "
+                + "WebSocket \(webSocketPort.map(String.init) ?? "none")): \(consoleText.suffix(1000)) \(logTail)"
+        )
     }
 
     /// Stops prosody (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
@@ -271,11 +277,61 @@ final class ChildProcess: @unchecked Sendable {
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
+/// A port on 127.0.0.1, free for TCP and UDP a moment ago, for a server that a test starts.
+///
+/// It lies below the kernel's ephemeral range, so no client socket of the test run (whose local
+/// port the kernel picks from that range) can take it before the server binds it, and it is never
+/// handed out twice in this process. A port the kernel picked (`bind` to port 0) is from that
+/// range: prosody once failed to start in CI on such a port while other tests made connections.
 public func freeLoopbackPort() throws -> Int {
-    let (fd, port) = try boundLoopbackSocket(listening: false)
-    close(fd)
-    return port
+    try LoopbackPorts.shared.next()
+}
+
+/// The ports `freeLoopbackPort()` hands out: from 20000 up to the start of the ephemeral range,
+/// starting at a place that depends on the process, wrapping around.
+private final class LoopbackPorts: @unchecked Sendable {
+    static let shared = LoopbackPorts()
+    private let lock = NSLock()
+    private let range: Range<Int>
+    private var nextPort: Int
+    private var handedOut: Set<Int> = []
+
+    private init() {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let ephemeralStart = text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32768
+        range = 20000..<max(ephemeralStart, 21000)
+        nextPort = range.lowerBound + Int(getpid()) % range.count
+    }
+
+    func next() throws -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        for _ in 0..<range.count {
+            let port = nextPort
+            nextPort = nextPort + 1 == range.upperBound ? range.lowerBound : nextPort + 1
+            guard !handedOut.contains(port), Self.isFree(port) else { continue }
+            handedOut.insert(port)
+            return port
+        }
+        throw TestServerError("no free loopback port in \(range)")
+    }
+
+    /// Whether 127.0.0.1:`port` can be bound for TCP and for UDP now.
+    private static func isFree(_ port: Int) -> Bool {
+        for type in [Int32(SOCK_STREAM.rawValue), Int32(SOCK_DGRAM.rawValue)] {
+            let fd = socket(AF_INET, type, 0)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            var address = loopbackAddress(port: port)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { return false }
+        }
+        return true
+    }
 }
 
 /// A TCP socket bound to 127.0.0.1 on a free port (listening when `listening`, with `backlog`),

@@ -68,7 +68,7 @@ public final class SignalRHubServer: @unchecked Sendable {
         let process = try ChildProcess.launch(Self.python, arguments, in: namespace?.0, output: output)
         self.process = process
         let address = namespace?.address ?? "127.0.0.1"
-        if process.waitUntilAccepting(host: address, port: port, in: namespace?.0, timeout: 20) { return }
+        if process.waitUntilAccepting(host: address, port: port, in: namespace?.0, timeout: 60) { return }
         stop()
         throw TestServerError(
             "the aiosignalr hub did not start on \(address):\(port)\(namespace.map { " in \($0.0.name)" } ?? ""): \(logTail)"
@@ -113,7 +113,7 @@ public final class TLSRelay: @unchecked Sendable {
             ],
             output: output
         )
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if canConnect(port: port) { return }
             guard process.isRunning else { break }
