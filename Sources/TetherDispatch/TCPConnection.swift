@@ -79,6 +79,8 @@ package final class TCPConnection: @unchecked Sendable {
     private var socket: Int32 = -1
     private let reading: SocketReading
     private var readSource: (any DispatchSourceRead)?
+    /// The read source is suspended: a lingering connection saw the end of the peer's stream.
+    private var readSourceSuspended = false
     private var readThread: ReadThread?
     private var writeSource: (any DispatchSourceWrite)?
     private var writeSourceRunning = false
@@ -362,7 +364,7 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// Reads what the socket has; false once the connection is closed (nothing more to read).
     private func readable() -> Bool {
-        guard !isClosed else { return false }
+        guard !isClosed else { return lingering && discardWhileLingering() }
         // What the kernel holds (0 at the end of the stream, or when it cannot say: then a
         // small read finds out).
         var available: Int32 = 0
@@ -380,6 +382,23 @@ package final class TCPConnection: @unchecked Sendable {
             fail(Self.errorText(errno))
         }
         return !isClosed
+    }
+
+    /// While a closed connection lingers to flush its last bytes: reads what arrives and drops
+    /// it, so that the socket is not closed with unread input (the kernel would then send a reset
+    /// and drop the bytes still being flushed), and a Dispatch read source does not fire again
+    /// and again for input nobody takes. At the end of the peer's stream (or an error) it stops
+    /// watching; false then.
+    private func discardWhileLingering() -> Bool {
+        let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+            systemRead(socket, buffer.baseAddress, buffer.count)
+        }
+        if count > 0 || (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) { return true }
+        if let readSource, !readSourceSuspended {
+            readSource.suspend()
+            readSourceSuspended = true
+        }
+        return false
     }
 
     private func writable() {
@@ -442,13 +461,17 @@ package final class TCPConnection: @unchecked Sendable {
         let fd = socket
         socket = -1
         var sources: [any DispatchSourceProtocol] = []
-        if let readSource { sources.append(readSource) }
+        if let readSource {
+            if readSourceSuspended { readSource.resume() }
+            sources.append(readSource)
+        }
         if let writeSource {
             if !writeSourceRunning { writeSource.resume() }
             sources.append(writeSource)
         }
         let thread = readThread
         readSource = nil
+        readSourceSuspended = false
         readThread = nil
         writeSource = nil
         writeSourceRunning = false

@@ -242,4 +242,43 @@ struct TCPConnectionTests {
             _ = connection
         }
     }
+
+    /// A connection closed with bytes still queued goes on writing them (`afterFlushing`), and
+    /// reads and drops what the peer sends meanwhile: a socket closed with unread input would
+    /// send a reset, and the kernel would drop what was still being flushed. The same when the
+    /// peer ends its side of the stream during the flush (the connection stops reading then).
+    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
+    func aLingeringCloseDropsLateInputAndFlushesEverything(reading: SocketReading) async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        // More than loopback's socket buffers hold, so that bytes wait when the connection closes.
+        let sent = (0..<32_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 11) }
+        for peerEndsItsSide in [false, true] {
+            let (connection, queue, _, server) = try await Self.accepted(
+                port: port,
+                listener: listener,
+                reading: reading
+            )
+            defer { close(server) }
+            let waiting = queue.sync {
+                connection.send(sent)
+                connection.close(afterFlushing: true)
+                return connection.pendingWriteCount
+            }
+            #expect(waiting > 0, "nothing waited to be flushed")
+            let late = [UInt8](repeating: 0x41, count: 65_536)
+            #expect(late.withUnsafeBytes { send(server, $0.baseAddress, $0.count, 0) } == late.count)
+            if peerEndsItsSide { shutdown(server, Int32(SHUT_WR)) }
+            var received: [UInt8] = []
+            received.reserveCapacity(sent.count)
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            var last = 0
+            repeat {
+                last = recv(server, &buffer, buffer.count, 0)
+                if last > 0 { received += buffer[..<last] }
+            } while last > 0
+            #expect(last == 0, "the stream ended with \(String(cString: strerror(errno))), not its end")
+            #expect(received.count == sent.count && received == sent, "peer ends: \(peerEndsItsSide)")
+        }
+    }
 }
