@@ -81,6 +81,10 @@ package final class TCPConnection: @unchecked Sendable {
     private var readSource: (any DispatchSourceRead)?
     /// The read source is suspended: a lingering connection saw the end of the peer's stream.
     private var readSourceSuspended = false
+    /// A lingering connection wrote everything and ended its side of the stream.
+    private var outputEnded = false
+    /// A lingering connection read the end of the peer's stream (or a failure).
+    private var inputEnded = false
     private var readThread: ReadThread?
     private var writeSource: (any DispatchSourceWrite)?
     private var writeSourceRunning = false
@@ -224,19 +228,32 @@ package final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes; no event follows. With `afterFlushing`, bytes still waiting for the kernel go out
-    /// first (for at most two seconds), so that a last `</stream:stream>` or TLS close_notify is
-    /// not lost.
+    /// Closes; no event follows. With `afterFlushing` the close is graceful, so that a last
+    /// `</stream:stream>`, WebSocket close or TLS close_notify is not lost: bytes still waiting
+    /// for the kernel go out, then our side of the stream ends (the peer reads its end after the
+    /// last byte), and the socket stays open, reading and dropping what the peer still sends,
+    /// until the peer ends its side too, for at most `lingerTime`. A socket closed at once with
+    /// input unread, or input arriving after it, would send a reset, which drops what the kernel
+    /// has not delivered yet.
     package func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
         onEvent = nil
-        if afterFlushing, isConnected, pendingWriteCount > 0, writeSource != nil {
-            lingering = true
-            queue.asyncAfter(deadline: .now() + 2) { [self] in stopLingering() }
-            return
-        }
-        tearDown()
+        guard afterFlushing, isConnected, writeSource != nil else { return tearDown() }
+        lingering = true
+        queue.asyncAfter(deadline: .now() + Self.lingerTime) { [self] in stopLingering() }
+        if pendingWriteCount == 0 { endOutput() }
+    }
+
+    /// The longest a graceful close (`close(afterFlushing: true)`) keeps the socket.
+    static let lingerTime: DispatchTimeInterval = .seconds(2)
+
+    /// A lingering connection wrote everything: ends our side of the stream, and closes once the
+    /// peer has ended its side too.
+    private func endOutput() {
+        outputEnded = true
+        _ = shutdown(socket, Int32(SHUT_WR))
+        if inputEnded { stopLingering() }
     }
 
     private func stopLingering() {
@@ -384,16 +401,20 @@ package final class TCPConnection: @unchecked Sendable {
         return !isClosed
     }
 
-    /// While a closed connection lingers to flush its last bytes: reads what arrives and drops
-    /// it, so that the socket is not closed with unread input (the kernel would then send a reset
-    /// and drop the bytes still being flushed), and a Dispatch read source does not fire again
-    /// and again for input nobody takes. At the end of the peer's stream (or an error) it stops
-    /// watching; false then.
+    /// While a closed connection lingers (`close(afterFlushing:)`): reads what arrives and drops
+    /// it, so that the socket is never closed with input unread, and a Dispatch read source does
+    /// not fire again and again for input nobody takes. At the end of the peer's stream (or a
+    /// failure) it stops watching, and closes if our side has ended too; false then.
     private func discardWhileLingering() -> Bool {
         let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
             systemRead(socket, buffer.baseAddress, buffer.count)
         }
         if count > 0 || (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) { return true }
+        inputEnded = true
+        if outputEnded {
+            stopLingering()
+            return false
+        }
         if let readSource, !readSourceSuspended {
             readSource.suspend()
             readSourceSuspended = true
@@ -414,7 +435,7 @@ package final class TCPConnection: @unchecked Sendable {
                 writeSource?.suspend()
                 writeSourceRunning = false
             }
-            if lingering { return stopLingering() }
+            if lingering { return endOutput() }
             deliver(.drained)
         }
     }
@@ -472,6 +493,8 @@ package final class TCPConnection: @unchecked Sendable {
         let thread = readThread
         readSource = nil
         readSourceSuspended = false
+        outputEnded = false
+        inputEnded = false
         readThread = nil
         writeSource = nil
         writeSourceRunning = false
