@@ -26,6 +26,9 @@ public struct ByteTransportRequest: Sendable {
     /// How the socket's input is waited for (`SocketReading.default`: a thread per socket, for the
     /// process's first 64).
     public var socketReading: SocketReading
+    /// How long a closed connection may keep its socket to deliver its last bytes and read the
+    /// peer's end of the stream (zero: it closes at once, and may lose them).
+    public var gracefulCloseTimeout: Duration
 
     /// A request.
     public init(
@@ -37,9 +40,11 @@ public struct ByteTransportRequest: Sendable {
         caFile: String? = nil,
         trust: TLSTrust = TLSTrust(),
         nameServers: [Endpoint]? = nil,
-        socketReading: SocketReading = .default
+        socketReading: SocketReading = .default,
+        gracefulCloseTimeout: Duration = .seconds(2)
     ) {
         self.socketReading = socketReading
+        self.gracefulCloseTimeout = gracefulCloseTimeout
         self.endpoint = endpoint
         self.directTLSServerName = directTLSServerName
         self.tcpConnectTimeout = tcpConnectTimeout

@@ -20,6 +20,11 @@ public struct ConnectionOptions: Sendable {
     /// for each of the process's first 64 sockets, which answers sooner; Dispatch's shared threads
     /// beyond).
     public var socketReading: SocketReading
+    /// How long a closed connection may keep its socket (default 2 s) to write what is queued (a
+    /// last `</stream:stream>`, WebSocket Close or TLS close_notify), end its side of the stream
+    /// and read the server's end, so that a reset does not drop those last bytes. Zero closes at
+    /// once.
+    public var gracefulCloseTimeout: Duration
     /// What a send does while the queue of unacknowledged messages is full (XMPP stream
     /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer), or the network
     /// has not taken `maximumUnsentBytes`: wait for room (the default, cancelably, as the official
@@ -63,6 +68,7 @@ public struct ConnectionOptions: Sendable {
         tcpConnectTimeout: Duration = .seconds(10),
         maximumReadSize: Int = 65536,
         socketReading: SocketReading = .default,
+        gracefulCloseTimeout: Duration = .seconds(2),
         backPressure: BackPressure = .wait,
         maximumUnsentBytes: Int = 1 << 20,
         logLevel: LogLevel = .none,
@@ -78,6 +84,7 @@ public struct ConnectionOptions: Sendable {
         self.tcpConnectTimeout = tcpConnectTimeout
         self.maximumReadSize = maximumReadSize
         self.socketReading = socketReading
+        self.gracefulCloseTimeout = gracefulCloseTimeout
         self.backPressure = backPressure
         self.maximumUnsentBytes = maximumUnsentBytes
         self.logLevel = logLevel
@@ -117,7 +124,8 @@ public struct ConnectionOptions: Sendable {
             caFile: caFile,
             trust: trust,
             nameServers: nameServers,
-            socketReading: socketReading
+            socketReading: socketReading,
+            gracefulCloseTimeout: gracefulCloseTimeout
         )
         if logLevel <= .debug {
             let log = ConnectionLog(level: logLevel, handler: logHandler)

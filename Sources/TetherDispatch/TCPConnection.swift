@@ -98,6 +98,8 @@ package final class TCPConnection: @unchecked Sendable {
     /// read allocates exactly what the kernel holds (the array handed up), so an idle connection
     /// costs no read buffer.
     private let maximumReadSize: Int
+    /// The longest a graceful close (`close(afterFlushing: true)`) keeps the socket.
+    private let gracefulCloseTimeout: Duration
 
     /// Bytes written but not yet taken by the kernel.
     package var pendingWriteCount: Int { pending.count - pendingOffset }
@@ -113,11 +115,13 @@ package final class TCPConnection: @unchecked Sendable {
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay,
         maximumReadSize: Int,
         reading: SocketReading = .default,
+        gracefulCloseTimeout: Duration = .seconds(2),
         nameServers: [Endpoint]? = nil,
         resolutionLog: (@Sendable (String) -> Void)? = nil,
         onEvent: @escaping (Event) -> Void
     ) {
         self.reading = reading
+        self.gracefulCloseTimeout = gracefulCloseTimeout
         self.resolutionLog = resolutionLog
         self.endpoint = endpoint
         self.nameServers = nameServers
@@ -232,21 +236,19 @@ package final class TCPConnection: @unchecked Sendable {
     /// `</stream:stream>`, WebSocket close or TLS close_notify is not lost: bytes still waiting
     /// for the kernel go out, then our side of the stream ends (the peer reads its end after the
     /// last byte), and the socket stays open, reading and dropping what the peer still sends,
-    /// until the peer ends its side too, for at most `lingerTime`. A socket closed at once with
+    /// until the peer ends its side too, for at most `gracefulCloseTimeout`. A socket closed at once with
     /// input unread, or input arriving after it, would send a reset, which drops what the kernel
     /// has not delivered yet.
     package func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
         onEvent = nil
-        guard afterFlushing, isConnected, writeSource != nil else { return tearDown() }
+        guard afterFlushing, isConnected, writeSource != nil, gracefulCloseTimeout > .zero else { return tearDown() }
         lingering = true
-        queue.asyncAfter(deadline: .now() + Self.lingerTime) { [self] in stopLingering() }
+        let timeout = DispatchTimeInterval.nanoseconds(Int(clamping: gracefulCloseTimeout.totalNanoseconds))
+        queue.asyncAfter(deadline: .now() + timeout) { [self] in stopLingering() }
         if pendingWriteCount == 0 { endOutput() }
     }
-
-    /// The longest a graceful close (`close(afterFlushing: true)`) keeps the socket.
-    static let lingerTime: DispatchTimeInterval = .seconds(2)
 
     /// A lingering connection wrote everything: ends our side of the stream, and closes once the
     /// peer has ended its side too.

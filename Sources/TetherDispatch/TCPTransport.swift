@@ -50,6 +50,7 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             connectTimeout: request.tcpConnectTimeout,
             maximumReadSize: request.maximumReadSize,
             reading: request.socketReading,
+            gracefulCloseTimeout: request.gracefulCloseTimeout,
             nameServers: request.nameServers,
             resolutionLog: request.resolutionLog
         ) { [weak self] event in

@@ -172,7 +172,8 @@ struct TCPConnectionTests {
     static func accepted(
         port: Int,
         listener: Int32,
-        reading: SocketReading
+        reading: SocketReading,
+        gracefulCloseTimeout: Duration = .seconds(2)
     ) async throws -> (TCPConnection, DispatchQueue, Received, server: Int32) {
         let queue = DispatchQueue(label: "tether.test-tcp-reading")
         let received = Received()
@@ -181,7 +182,8 @@ struct TCPConnectionTests {
             queue: queue,
             connectTimeout: .seconds(5),
             maximumReadSize: 4096,
-            reading: reading
+            reading: reading,
+            gracefulCloseTimeout: gracefulCloseTimeout
         ) { received.record($0) }
         let address = try Self.address(port)
         queue.async { connection.connect(to: [address]) }
@@ -293,5 +295,38 @@ struct TCPConnectionTests {
             #expect(last == 0, "the stream ended with \(String(cString: strerror(errno))), not its end")
             #expect(received.count == sent.count && received == sent, "peer ends: \(peerEndsItsSide)")
         }
+    }
+
+    /// A graceful close ends our side of the stream at once (the peer reads its end) and keeps
+    /// the socket for `gracefulCloseTimeout` at most while the peer does not end its side; zero
+    /// closes the socket at once. A closed socket answers the peer's next bytes with a reset.
+    @Test(arguments: [Duration.zero, .milliseconds(300)])
+    func aGracefulCloseLastsAtMostItsTimeout(_ timeout: Duration) async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        let (connection, queue, _, server) = try await Self.accepted(
+            port: port,
+            listener: listener,
+            reading: .default,
+            gracefulCloseTimeout: timeout
+        )
+        defer { close(server) }
+        let start = ContinuousClock.now
+        queue.sync { connection.close(afterFlushing: true) }
+        var byte: UInt8 = 0
+        #expect(recv(server, &byte, 1, 0) == 0)
+        // The peer's bytes are read and dropped while the socket lingers; once it is closed, the
+        // kernel answers them with a reset, which the next send reports.
+        var resetAfter: Duration?
+        while resetAfter == nil && ContinuousClock.now - start < .seconds(10) {
+            if send(server, &byte, 1, Int32(MSG_NOSIGNAL)) < 0 {
+                resetAfter = ContinuousClock.now - start
+            } else {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let after = try #require(resetAfter, "the socket was never closed")
+        if timeout > .zero { #expect(after >= timeout, "closed after \(after)") }
+        #expect(after < timeout + .milliseconds(1500), "closed after \(after)")
     }
 }
