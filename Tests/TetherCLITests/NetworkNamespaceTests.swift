@@ -32,31 +32,31 @@ struct NetworkNamespaceTests {
 
     /// Links and addresses come and go: the monitor reports each change of the path (a usable
     /// interface with an address and a route, and which ones), and nothing else.
-    @Test func theMonitorFollowsLinksAndAddresses() throws {
+    @Test func theMonitorFollowsLinksAndAddresses() async throws {
         let namespace = try NetworkNamespace()
         let monitor = try namespace.spawn(try Self.tether, ["network"])
-        func expect(_ line: String, after index: Int) throws -> Int {
-            let found = monitor.waitForLine(after: index) { $0 == line }
+        func expect(_ line: String, after index: Int) async throws -> Int {
+            let found = await monitor.waitForLine(after: index) { $0 == line }
             try #require(found != nil, "no \(line) after line \(index): \(monitor.lines)")
             return found! + 1
         }
-        var next = try expect(Self.network(false, []), after: 0)  // only loopback
+        var next = try await expect(Self.network(false, []), after: 0)  // only loopback
         try namespace.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
         try namespace.ip("link", "set", "v1", "up")  // no address: not usable
         try namespace.ip("addr", "add", "10.77.1.1/24", "dev", "v0")
         try namespace.ip("link", "set", "v0", "up")
-        next = try expect(Self.network(true, ["v0"]), after: next)
+        next = try await expect(Self.network(true, ["v0"]), after: next)
         try namespace.ip("link", "add", "w0", "type", "veth", "peer", "name", "w1")
         try namespace.ip("link", "set", "w1", "up")
         try namespace.ip("addr", "add", "10.77.2.1/24", "dev", "w0")
         try namespace.ip("link", "set", "w0", "up")
-        next = try expect(Self.network(true, ["v0", "w0"]), after: next)  // another network
+        next = try await expect(Self.network(true, ["v0", "w0"]), after: next)  // another network
         try namespace.ip("addr", "del", "10.77.1.1/24", "dev", "v0")
-        next = try expect(Self.network(true, ["w0"]), after: next)
+        next = try await expect(Self.network(true, ["w0"]), after: next)
         try namespace.ip("link", "set", "w0", "down")
-        next = try expect(Self.network(false, []), after: next)
+        next = try await expect(Self.network(false, []), after: next)
         try namespace.ip("addr", "add", "10.77.1.1/24", "dev", "v0")
-        next = try expect(Self.network(true, ["v0"]), after: next)
+        next = try await expect(Self.network(true, ["v0"]), after: next)
         #expect(monitor.lines.count == next, "\(monitor.lines)")  // no report without a change
     }
 
@@ -64,12 +64,12 @@ struct NetworkNamespaceTests {
     /// down: the monitor says so, the client's probe finds the stream dead within its 5 s, and
     /// no attempt is made while the path is gone (no `reconnecting`, however long). The link
     /// comes back: the session is resumed (XEP-0198) within a second, not after a back-off.
-    @Test func theClientWaitsForThePathAndResumesAtOnce() throws {
+    @Test func theClientWaitsForThePathAndResumesAtOnce() async throws {
         let client = try NetworkNamespace()
         let server = try NetworkNamespace()
         try client.link("v0", address: "10.77.0.1/24", to: server, "v1", address: "10.77.0.2/24")
         let prosody = try ProsodyServer(in: (server, address: "10.77.0.2"))
-        try prosody.start()
+        try await prosody.start()
         let process = try client.spawn(
             try Self.tether,
             [
@@ -79,25 +79,28 @@ struct NetworkNamespaceTests {
             environment: ["TETHER_PASSWORD": "alicepass"]
         )
         defer { process.terminate() }
-        let connected = try #require(process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) }, "\(process.lines)")
+        let connected = try await #require(
+            process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) },
+            "\(process.lines)"
+        )
         #expect(process.lines.contains(Self.network(true, ["v0"])))
-        Thread.sleep(forTimeInterval: 0.5)  // stream management enabled
+        try await Task.sleep(for: .seconds(0.5))  // stream management enabled
         try client.ip("link", "set", "v0", "down")
-        let down = try #require(
+        let down = try await #require(
             process.waitForLine(after: connected) { $0 == Self.network(false, []) },
             "\(process.lines)"
         )
-        let waiting = try #require(
+        let waiting = try await #require(
             process.waitForLine(after: down, timeout: .seconds(10)) { $0 == #"{"event":"waiting-for-network"}"# },
             "\(process.lines)"
         )
         #expect(process.lines[down...waiting].contains { $0.hasPrefix(#"{"event":"disconnected""#) })
         // Longer than the policy's first delay (3 s): no attempt.
-        Thread.sleep(forTimeInterval: 4)
+        try await Task.sleep(for: .seconds(4))
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) }, "\(process.lines)")
         let restored = ContinuousClock.now
         try client.ip("link", "set", "v0", "up")
-        let resumed = try #require(
+        let resumed = try await #require(
             process.waitForLine(after: waiting, timeout: .seconds(5)) { $0 == #"{"event":"resumed"}"# },
             "\(process.lines)"
         )
@@ -110,12 +113,12 @@ struct NetworkNamespaceTests {
     /// other namespace: the link down makes the probe (a ping, and 20 s for anything to arrive,
     /// more than the hub's keep-alive) give the link up; no attempt while the path is gone; the
     /// link back reopens the same connection (a resume, in the health lines) within a second.
-    @Test func theHubConnectionWaitsForThePathAndResumesAtOnce() throws {
+    @Test func theHubConnectionWaitsForThePathAndResumesAtOnce() async throws {
         let client = try NetworkNamespace()
         let server = try NetworkNamespace()
         try client.link("v0", address: "10.78.0.1/24", to: server, "v1", address: "10.78.0.2/24")
         let hub = try SignalRHubServer(in: (server, address: "10.78.0.2"))
-        try hub.start()
+        try await hub.start()
         let process = try client.spawn(
             try Self.tether,
             [
@@ -125,22 +128,25 @@ struct NetworkNamespaceTests {
             ]
         )
         defer { process.terminate() }
-        let connected = try #require(process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) }, "\(process.lines)")
-        Thread.sleep(forTimeInterval: 0.3)
+        let connected = try await #require(
+            process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) },
+            "\(process.lines)"
+        )
+        try await Task.sleep(for: .seconds(0.3))
         try client.ip("link", "set", "v0", "down")
-        let down = try #require(
+        let down = try await #require(
             process.waitForLine(after: connected) { $0 == Self.network(false, []) },
             "\(process.lines)"
         )
-        let waiting = try #require(
+        let waiting = try await #require(
             process.waitForLine(after: down, timeout: .seconds(25)) { $0 == #"{"event":"waiting-for-network"}"# },
             "\(process.lines.filter { !$0.contains("health") })"
         )
-        Thread.sleep(forTimeInterval: 3)
+        try await Task.sleep(for: .seconds(3))
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) })
         let restored = ContinuousClock.now
         try client.ip("link", "set", "v0", "up")
-        let resumed = process.waitForLine(after: waiting, timeout: .seconds(5)) {
+        let resumed = await process.waitForLine(after: waiting, timeout: .seconds(5)) {
             $0.contains(#""state":"connected""#) && $0.contains(#""resumes":1"#)
         }
         let elapsed = ContinuousClock.now - restored
@@ -153,11 +159,15 @@ struct NetworkNamespaceTests {
     /// from the client's own resolver: in a namespace of its own, where nothing else holds port
     /// 5222, prosody listens there, dnsmasq answers the domain's A record and no SRV record, and
     /// `tether xmpp` without --host finds the server.
-    @Test func withoutRecordsTheDomainOn5222() throws {
+    @Test func withoutRecordsTheDomainOn5222() async throws {
         let namespace = try NetworkNamespace()
         let prosody = try ProsodyServer(in: (namespace, address: "127.0.0.1"), port: 5222)
-        try prosody.start()
-        let dns = try DNSServer(local: ["localhost"], records: [.address("localhost", ["127.0.0.1"])], in: namespace)
+        try await prosody.start()
+        let dns = try await DNSServer(
+            local: ["localhost"],
+            records: [.address("localhost", ["127.0.0.1"])],
+            in: namespace
+        )
         let process = try namespace.spawn(
             try Self.tether,
             [
@@ -166,7 +176,7 @@ struct NetworkNamespaceTests {
             ],
             environment: ["TETHER_PASSWORD": "alicepass"]
         )
-        let pong = process.waitForLine { $0.hasPrefix(#"{"event":"pong""#) }
+        let pong = await process.waitForLine { $0.hasPrefix(#"{"event":"pong""#) }
         #expect(pong != nil, "\(process.lines.suffix(12))")
         #expect(process.lines.contains { $0.contains("_xmpp-client._tcp.localhost SRV: none") }, "\(process.lines)")
         #expect(process.lines.contains { $0.contains("Connecting to localhost:5222") }, "\(process.lines)")

@@ -109,7 +109,7 @@ struct SignalRCommandServerTests {
     ])
     func invokeStreamAndErrors(_ encoding: String, _ transport: String) async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let common = ["signalr", "--url", server.url, "--protocol", encoding, "--transport", transport]
         let connected = #"{"event":"connected","transport":"\#(transport)"}"#
         let add = await tether(common + ["invoke", "Add", "[2, 3]", "--count", "3"])
@@ -141,7 +141,7 @@ struct SignalRCommandServerTests {
     /// `--health`: the health lines, with the invocation round trips and the transport.
     @Test func healthLines() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let result = await tether(
             ["signalr", "--url", server.url, "--health", "0.1", "invoke", "Delay", "[0.15]", "--count", "3"]
         )
@@ -156,7 +156,7 @@ struct SignalRCommandServerTests {
 
     @Test func listenPrintsServerCalls() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let listen = RunningTether([
             "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
         ])
@@ -185,7 +185,7 @@ struct SignalRCommandServerTests {
 
     @Test func accessTokenIsNeverPrinted() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let result = await tether(
             [
                 "signalr", "--url", server.url, "--access-token-env", "HUB_TOKEN", "--verbose", "invoke", "Echo",
@@ -202,7 +202,7 @@ struct SignalRCommandServerTests {
     /// Server-Sent Events; `--transport websockets` fails with exit status 1 and the reasons.
     @Test func fallsBackThroughAProxyThatRefusesWebSockets() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.port, refusing: [.webSocketUpgrade])
         let url = "http://127.0.0.1:\(relay.port)/hub"
         let fallback = await tether(["signalr", "--url", url, "invoke", "Echo", #"["x"]"#])
@@ -223,7 +223,7 @@ struct SignalRCommandServerTests {
     /// again on the 401, the call succeeds, and no token is ever printed (even with --verbose).
     @Test func accessTokenCommandRunsAgainOnA401() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.port, refusing: [.bearerToken("exp1red-t0ken")])
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("tether-token-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: marker) }

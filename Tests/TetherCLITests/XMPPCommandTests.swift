@@ -147,7 +147,7 @@ struct XMPPCommandServerTests {
     /// `--health`: the health as JSON lines at the interval, with every field the help names.
     @Test func healthLines() async throws {
         let server = try ProsodyServer()
-        try server.start()
+        try await server.start()
         let result = await tether(
             Self.common("alice", server) + ["--allow-plain", "--health", "0.2", "listen", "--seconds", "1"],
             environment: ["TETHER_PASSWORD": "alicepass"]
@@ -170,7 +170,7 @@ struct XMPPCommandServerTests {
 
     @Test func sendAndListen() async throws {
         let server = try ProsodyServer()
-        try server.start()
+        try await server.start()
         let listen = RunningTether(
             Self.common("bob", server) + ["--resource", "cli", "listen", "--count", "3", "--seconds", "20"],
             environment: ["TETHER_PASSWORD": "bobpass"]
@@ -202,7 +202,7 @@ struct XMPPCommandServerTests {
 
     @Test func pingAndRoster() async throws {
         let server = try ProsodyServer()
-        try server.start()
+        try await server.start()
         let environment = ["TETHER_PASSWORD": "alicepass"]
         let ping = await tether(Self.common("alice", server) + ["ping"], environment: environment)
         #expect(ping.status == 0, "\(ping.errors)")
@@ -222,8 +222,8 @@ struct XMPPCommandServerTests {
     /// domain whose SRV record says "no service" ends with status 1, naming the lookups.
     @Test func theServerFoundThroughDNS() async throws {
         let server = try ProsodyServer()
-        try server.start()
-        let dns = try DNSServer(
+        try await server.start()
+        let dns = try await DNSServer(
             local: ["localhost"],
             records: [
                 .srv("_xmpp-client._tcp.localhost", target: "localhost", port: server.port, priority: 0, weight: 0),
@@ -242,7 +242,7 @@ struct XMPPCommandServerTests {
         // The target's address through the same nameserver, and the target tried.
         #expect(found.errors.contains { $0.contains("DNS: localhost A: [127.0.0.1].") }, "\(found.errors)")
         #expect(found.errors.contains { $0.contains("Connecting to localhost:\(server.port)") }, "\(found.errors)")
-        let none = try DNSServer(
+        let none = try await DNSServer(
             local: ["localhost", "test"],
             records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]
         )
@@ -267,7 +267,7 @@ struct XMPPCommandServerTests {
     @Test func overWebSocket() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates, webSocket: true)
-        try server.start()
+        try await server.start()
         let environment = ["TETHER_PASSWORD": "alicepass"]
         let plain = await tether(
             ["xmpp", "--jid", "alice@localhost", "--websocket", server.webSocketURL!, "--verbose", "ping"],
@@ -290,7 +290,7 @@ struct XMPPCommandServerTests {
     @Test func overTLSWithACAFile() async throws {
         let certificates = try TestCertificates()
         let server = try ProsodyServer(certificates: certificates, requireEncryption: true)
-        try server.start()
+        try await server.start()
         let environment = ["TETHER_PASSWORD": "alicepass"]
         let base = ["xmpp", "--jid", "alice@localhost", "--host", "127.0.0.1", "--ca-file", certificates.caCertificate]
         let startTLS = await tether(base + ["--port", "\(server.port)", "ping"], environment: environment)
@@ -315,7 +315,7 @@ struct XMPPCommandServerTests {
 
     @Test func authenticationFailureExitsTwoAtOnce() async throws {
         let server = try ProsodyServer()
-        try server.start()
+        try await server.start()
         let start = ContinuousClock.now
         let result = await tether(
             Self.common("alice", server) + ["--reconnect", "tiered", "roster"],

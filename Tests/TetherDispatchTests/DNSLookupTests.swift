@@ -11,7 +11,7 @@ import TetherXMPPClient
 /// and `resolv.conf`'s nameservers.
 @Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.dnsmasq))
 struct DNSLookupTests {
-    static func server(extraSRV count: Int = 0) throws -> DNSServer {
+    static func server(extraSRV count: Int = 0) async throws -> DNSServer {
         var records: [DNSServer.Record] = [
             .srv("_xmpp-client._tcp.example.test", target: "xmpp.example.test", port: 5222, priority: 10, weight: 60),
             .srv("_xmpps-client._tcp.example.test", target: "tls.example.test", port: 5223, priority: 5, weight: 0),
@@ -29,11 +29,11 @@ struct DNSLookupTests {
                 )
             )
         }
-        return try DNSServer(local: ["example.test"], records: records)
+        return try await DNSServer(local: ["example.test"], records: records)
     }
 
     @Test func serviceRecordsAddressesAndAliases() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         let lookup = DNSLookup(nameServers: [Endpoint(host: "127.0.0.1", port: server.port)])
         let question = DNSQuestion(name: "_xmpp-client._tcp.example.test", type: .srv)
         let srv = try await lookup.resolve(question).get()
@@ -52,7 +52,7 @@ struct DNSLookupTests {
     }
 
     @Test func anAnswerTooLargeForUDPComesOverTCP() async throws {
-        let server = try Self.server(extraSRV: 60)
+        let server = try await Self.server(extraSRV: 60)
         let lookup = DNSLookup(nameServers: [Endpoint(host: "127.0.0.1", port: server.port)])
         let response = try await lookup.resolve(DNSQuestion(name: "_big._tcp.example.test", type: .srv)).get()
         #expect(!response.isTruncated)
@@ -62,7 +62,7 @@ struct DNSLookupTests {
 
     /// A nameserver that never answers costs one timeout; the next one answers.
     @Test func aSilentNameserverIsPassedOver() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         let silent = try freeLoopbackPort()  // nothing listens for UDP there
         let lookup = DNSLookup(
             nameServers: [Endpoint(host: "127.0.0.1", port: silent), Endpoint(host: "127.0.0.1", port: server.port)],
@@ -115,8 +115,8 @@ struct DNSLookupTests {
 @Suite(.serialized, .timeLimit(.minutes(1)), .realServers(.prosody, .dnsmasq, .opensslCommand))
 struct XMPPServiceLookupTests {
     @Test func theServerIsFoundThroughItsSRVRecord() async throws {
-        let prosody = try startedProsody()
-        let dns = try DNSServer(
+        let prosody = try await startedProsody()
+        let dns = try await DNSServer(
             local: ["localhost"],
             records: [
                 .srv("_xmpp-client._tcp.localhost", target: "localhost", port: prosody.port, priority: 0, weight: 0),
@@ -138,9 +138,9 @@ struct XMPPServiceLookupTests {
     /// (priority 10) is prosody; both names exist only in the test's DNS server, so their
     /// addresses (A and AAAA) come through the client's own resolver, not the system's.
     @Test func theNextTargetAfterOneThatRefuses() async throws {
-        let prosody = try startedProsody()
+        let prosody = try await startedProsody()
         let closedPort = try freeLoopbackPort()
-        let dns = try DNSServer(
+        let dns = try await DNSServer(
             local: ["localhost", "test"],
             records: [
                 .srv("_xmpp-client._tcp.localhost", target: "dead.xmpp.test", port: closedPort, priority: 0, weight: 0),
@@ -172,9 +172,9 @@ struct XMPPServiceLookupTests {
     /// (seeds 1–30) the heavier is tried first most of the time and the lighter at least once;
     /// every client gets online (the lighter target refuses, and the next one is tried).
     @Test func weightsShareTheFirstPlace() async throws {
-        let prosody = try startedProsody()
+        let prosody = try await startedProsody()
         let closedPort = try freeLoopbackPort()
-        let dns = try DNSServer(
+        let dns = try await DNSServer(
             local: ["localhost", "test"],
             records: [
                 .srv("_xmpp-client._tcp.localhost", target: "heavy.test", port: prosody.port, priority: 5, weight: 90),
@@ -214,8 +214,8 @@ struct XMPPServiceLookupTests {
     @Test func aDirectTLSRecordGetsTLSFromTheFirstByte() async throws {
         let certificates = try TestCertificates.shared()
         let prosody = try ProsodyServer(certificates: certificates)
-        try prosody.start()
-        let dns = try DNSServer(
+        try await prosody.start()
+        let dns = try await DNSServer(
             local: ["localhost", "test"],
             records: [
                 .srv(
@@ -253,7 +253,7 @@ struct XMPPServiceLookupTests {
     /// A domain that does not exist (NXDOMAIN) and so has no SRV records: no service, fatal,
     /// naming the lookups.
     @Test func aDomainThatDoesNotExistFailsForGood() async throws {
-        let dns = try DNSServer(local: ["test"], records: [])
+        let dns = try await DNSServer(local: ["test"], records: [])
         var configuration = testConfiguration("alice", port: 0)
         configuration.jid = JID("alice@nowhere.test")!
         configuration.endpoint = nil
@@ -274,8 +274,8 @@ struct XMPPServiceLookupTests {
     }
 
     @Test func aDomainWithoutServiceFailsForGood() async throws {
-        let prosody = try startedProsody()
-        let dns = try DNSServer(
+        let prosody = try await startedProsody()
+        let dns = try await DNSServer(
             local: ["localhost"],
             records: [.srv("_xmpp-client._tcp.localhost", target: ".", port: 0, priority: 0, weight: 0)]
         )

@@ -89,9 +89,9 @@ func testConfiguration(
 }
 
 /// A started prosody, or nil (with a recorded issue) when it cannot run here.
-func startedProsody(authentication: String = "internal_plain") throws -> ProsodyServer {
+func startedProsody(authentication: String = "internal_plain") async throws -> ProsodyServer {
     let server = try ProsodyServer(authentication: authentication)
-    try server.start()
+    try await server.start()
     return server
 }
 

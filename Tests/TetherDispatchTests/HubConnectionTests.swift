@@ -22,7 +22,7 @@ struct HubConnectionTests {
         (.json, .longPolling), (.messagePack, .longPolling),
     ])
     func invokeSendStreamsResultsAndErrors(_ encoding: ValueEncoding, _ transport: HubTransport) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let logs = LogRecorder()
         let connection = try HubConnectionBuilder(url: server.url)
             .withHubProtocol(encoding)
@@ -116,7 +116,7 @@ struct HubConnectionTests {
     )
         async throws
     {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port, refusing: Set(refusals))
         let url = "http://127.0.0.1:\(relay.port)/hub"
         let connection = try HubConnectionBuilder(url: url).build()
@@ -152,7 +152,7 @@ struct HubConnectionTests {
     /// one per request.
     @Test(arguments: [HubTransport.longPolling, .serverSentEvents])
     func httpTransportsReuseTheirConnections(_ transport: HubTransport) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
             .withTransports(transport).build()
@@ -170,7 +170,7 @@ struct HubConnectionTests {
     /// expired token ends with `unauthorized` after two asks, without a loop.
     @Test(arguments: HubTransport.allCases)
     func anExpiredTokenIsReplacedOnce(over transport: HubTransport) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         for onTransport in [false, true] {
             let relay = try TCPRelay(
                 upstreamPort: server.port,
@@ -223,7 +223,7 @@ struct HubConnectionTests {
     /// time) never wait for each other's queue. The same with Dispatch sources (no read thread).
     @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
     func callsFromTasksOnTheConnectionsExecutors(reading: SocketReading) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         func connection() throws -> HubConnection {
             var builder = HubConnectionBuilder(url: server.url)
             builder.options.socketReading = reading
@@ -265,7 +265,7 @@ struct HubConnectionTests {
     /// the link is cut.
     @Test(arguments: [HubTransport.webSockets, .longPolling])
     func sendsStopWhileTheNetworkTakesNothing(over transport: HubTransport) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let payload = String(repeating: "x", count: 64 * 1024)
         let attempts = 400  // 25 MiB: more than the loopback buffers take
         for backPressure in [BackPressure.fail, .wait] {
@@ -342,7 +342,7 @@ struct HubConnectionTests {
         let lifecycle = LifecycleRecorder(connection)
         async let started: Void = connection.start()
         #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
-        try server.start()
+        try await server.start()
         try await started
         let echoed: String = try await connection.invoke("Echo", "late")
         #expect(echoed == "late")
@@ -352,7 +352,7 @@ struct HubConnectionTests {
     }
 
     @Test func streamCanceledByTheConsumer() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let connection = try HubConnectionBuilder(url: server.url).build()
         try await connection.start()
         var first: [Int] = []
@@ -368,7 +368,7 @@ struct HubConnectionTests {
     }
 
     @Test func serverTimeoutWhenTheServerGoesSilent() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
             .withServerTimeout(.seconds(3))
@@ -391,7 +391,7 @@ struct HubConnectionTests {
     /// The policy gives up while the hub is down: the connection is suspended and tries nothing
     /// more; `reconnectNow()` connects again at once once the hub is back.
     @Test func suspendedWhenThePolicyGivesUpThenReconnectNow() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let connection = try HubConnectionBuilder(url: server.url)
             .withAutomaticReconnect(.delays([.zero, .milliseconds(100)]))
             .build()
@@ -401,7 +401,7 @@ struct HubConnectionTests {
         server.stop()
         #expect(await lifecycle.wait { $0.last?.name == "suspended" }, "\(lifecycle.events)")
         #expect(await connection.state() == .suspended)
-        try server.start()
+        try await server.start()
         connection.reconnectNow()
         #expect(await lifecycle.wait { $0.last?.isReconnected == true }, "\(lifecycle.events)")
         let echoed: String = try await connection.invoke("Echo", "back")
@@ -416,7 +416,7 @@ struct HubConnectionTests {
 
     @Test(arguments: HubTransport.allCases)
     func reconnectsAfterTheServerRestartsAndRejoins(over transport: HubTransport) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let tokens = Recorder<Int>()
         let connection = try HubConnectionBuilder(url: server.url)
             .withTransports(transport)
@@ -443,7 +443,7 @@ struct HubConnectionTests {
 
         server.stop()
         #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
-        try server.start()
+        try await server.start()
         #expect(await lifecycle.wait(timeout: .seconds(20)) { $0.contains { $0.isReconnected } })
         #expect(lifecycle.events.contains { $0 == .reconnected(connectionId: $0.connectionId, transport: transport) })
         #expect(await rejoined.wait { $0 == ["lobby"] })
@@ -470,7 +470,7 @@ struct HubConnectionTests {
 
     @Test(arguments: [ValueEncoding.json, .messagePack])
     func statefulReconnectSurvivesTwoCutsDuringInvocations(_ encoding: ValueEncoding) async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
             .withHubProtocol(encoding)
@@ -503,9 +503,9 @@ struct HubConnectionTests {
     /// Pinning over wss: the right pin connects (negotiate and WebSocket); a wrong one fails with
     /// `certificateRefused` at once, without a retry even where the policy would retry a start.
     @Test func pinnedPublicKeysOverTLS() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let certificates = try TestCertificates()
-        let relay = try TLSRelay(upstreamPort: server.port, certificates: certificates)
+        let relay = try await TLSRelay(upstreamPort: server.port, certificates: certificates)
         let url = "https://localhost:\(relay.port)/hub"
         let pin = try certificates.publicKeyPin(ofCertificate: certificates.serverCertificate)
         let pinned = try HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate)
@@ -533,9 +533,9 @@ struct HubConnectionTests {
     }
 
     @Test func secureWebSocketThroughATLSRelay() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let certificates = try TestCertificates()
-        let relay = try TLSRelay(upstreamPort: server.port, certificates: certificates)
+        let relay = try await TLSRelay(upstreamPort: server.port, certificates: certificates)
         let url = "https://localhost:\(relay.port)/hub"
         let connection = try HubConnectionBuilder(url: url).withCAFile(certificates.caCertificate).build()
         try await connection.start()
@@ -580,7 +580,11 @@ struct HubConnectionTests {
             #expect(error.kind == .negotiation && error.message.contains("certificate"))
         }
         // Nor does a certificate the CA signed for another name.
-        let otherName = try TLSRelay(upstreamPort: server.port, certificates: certificates, presentsOtherName: true)
+        let otherName = try await TLSRelay(
+            upstreamPort: server.port,
+            certificates: certificates,
+            presentsOtherName: true
+        )
         let misnamed = try HubConnectionBuilder(url: "https://localhost:\(otherName.port)/hub")
             .withCAFile(certificates.caCertificate).build()
         do {
@@ -592,7 +596,7 @@ struct HubConnectionTests {
     }
 
     @Test func invocationCanceledByItsTask() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let log = Recorder<String>()
         let connection = try HubConnectionBuilder(url: server.url).withLogging(.trace) { _, text in log.append(text) }
             .build()
@@ -620,7 +624,7 @@ struct HubConnectionTests {
     /// once the link is cut and the connection resumed, the hub has every send before it, once,
     /// and not the canceled one.
     @Test func sendWaitingForRoomCanceledByItsTask() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
         let log = Recorder<String>()
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
@@ -657,7 +661,7 @@ struct HubConnectionTests {
     }
 
     @Test func skippingNegotiation() async throws {
-        let server = try startedHub()
+        let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = try HubConnectionBuilder(url: "ws://127.0.0.1:\(relay.port)/hub")
             .withSkipNegotiation()
@@ -721,9 +725,9 @@ struct HubConnectionTests {
         #expect(await connection.state() == .disconnected)
     }
 
-    private func startedHub() throws -> SignalRHubServer {
+    private func startedHub() async throws -> SignalRHubServer {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         return server
     }
 }
@@ -820,7 +824,7 @@ extension HubConnectionTests {
     /// connection with an error (the call fails, nothing hangs); a small one still arrives.
     @Test func maximumMessageSizeBoundsWhatTheHubSends() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let connection = try HubConnectionBuilder(url: server.url).withMaximumMessageSize(200).build()
         try await connection.start()
         let small: String = try await connection.invoke("Echo", "fits")

@@ -54,7 +54,7 @@ struct SoakTests {
     }
 
     @Test func xmppLinksCutOnAScheduleLoseNothing() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let aliceRelay = try TCPRelay(upstreamPort: server.port)
         let bobRelay = try TCPRelay(upstreamPort: server.port)
         let alice = try XMPPClient(configuration: testConfiguration("alice", port: aliceRelay.port, resource: "soak-a"))
@@ -96,7 +96,7 @@ struct SoakTests {
 
     @Test func hubLinksCutOnAScheduleLoseNothing() async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.port)
         let connection = try HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub")
             .withStatefulReconnect()

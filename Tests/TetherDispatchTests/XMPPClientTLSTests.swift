@@ -33,7 +33,7 @@ struct XMPPClientTLSTests {
     @Test func startTLSRequiredByBothSides() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates, requireEncryption: true)
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
             configuration: Self.configuration(server, tls: .required),
@@ -54,7 +54,7 @@ struct XMPPClientTLSTests {
     @Test func optionalUsesStartTLSWhenOffered() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         var configuration = Self.configuration(server, tls: .optional)
         configuration.mechanisms = SASLMechanism.allCases
@@ -70,7 +70,7 @@ struct XMPPClientTLSTests {
     @Test func directTLS() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
             configuration: Self.configuration(server, tls: .direct),
@@ -90,7 +90,7 @@ struct XMPPClientTLSTests {
     @Test func unknownCAIsRejectedWithoutRetrying() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
             let client = try XMPPClient(configuration: Self.configuration(server, tls: tls))  // no CA file
             let events = EventRecorder(client)
@@ -114,7 +114,7 @@ struct XMPPClientTLSTests {
     @Test func pinnedPublicKeys() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let pin = try certificates.publicKeyPin(ofCertificate: certificates.serverCertificate)
         let wrong = try certificates.publicKeyPin(ofCertificate: certificates.otherCertificate)
         for tls in [XMPPClientMachine.TLSPolicy.direct, .required] {
@@ -141,7 +141,7 @@ struct XMPPClientTLSTests {
     @Test func wrongHostNameIsRejected() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         // The server serves `misnamed.test` with a CA-signed certificate for `other.test`: the
         // chain is trusted, the name is not, and the client's own check must refuse it (over
         // STARTTLS and over direct TLS).
@@ -165,7 +165,7 @@ struct XMPPClientTLSTests {
     @Test func pluggableTLSLayer() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let names = SessionNames()
         let plugged = try XMPPClient(
             configuration: Self.configuration(server, tls: .required),
@@ -203,7 +203,7 @@ struct XMPPClientTLSTests {
     @Test func noDowngrade() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer()  // no certificates: no STARTTLS
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         let client = try XMPPClient(
             configuration: Self.configuration(server, tls: .required),

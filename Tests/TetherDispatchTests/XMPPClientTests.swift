@@ -22,7 +22,7 @@ struct XMPPClientTests {
         ("internal_hashed", SASLMechanism.scramSHA1), ("internal_plain", .scramSHA1), ("internal_plain", .scramSHA256),
     ])
     func scramLogin(authentication: String, mechanism: SASLMechanism) async throws {
-        let server = try startedProsody(authentication: authentication)
+        let server = try await startedProsody(authentication: authentication)
         var configuration = testConfiguration("alice", port: server.port, resource: "login")
         configuration.mechanisms = [mechanism]
         let client = try XMPPClient(configuration: configuration)
@@ -41,7 +41,7 @@ struct XMPPClientTests {
     }
 
     @Test func plainIsRefusedOnCleartextUnlessAllowed() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]
         let refused = try XMPPClient(configuration: configuration)
@@ -60,7 +60,7 @@ struct XMPPClientTests {
     }
 
     @Test func bindWithAndWithoutResource() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let named = try XMPPClient(
             configuration: testConfiguration("alice", port: server.port, resource: "tether-test")
         )
@@ -73,7 +73,7 @@ struct XMPPClientTests {
     }
 
     @Test func wrongPasswordFailsOnceWithoutRetrying() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
         let client = try XMPPClient(configuration: testConfiguration("alice", port: relay.port, password: "wrong"))
         do {
@@ -105,7 +105,7 @@ struct XMPPClientTests {
         #expect(await hanging.state() == .disconnected)
 
         // request: bob handles the namespace and never answers.
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
         var bobConfiguration = testConfiguration("bob", port: server.port, resource: "b")
         bobConfiguration.handledIQNamespaces = ["urn:example:never"]
@@ -137,7 +137,7 @@ struct XMPPClientTests {
     }
 
     @Test func messageRosterAndPings() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
         let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
@@ -177,7 +177,7 @@ struct XMPPClientTests {
     /// alice's) never wait for each other's queue. The same with Dispatch sources.
     @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
     func requestsFromTasksOnTheClientsExecutors(reading: SocketReading) async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         var options = XMPPClient.Options()
         options.socketReading = reading
         let alice = try XMPPClient(
@@ -220,7 +220,7 @@ struct XMPPClientTests {
     /// its task is canceled. Cut, the link is resumed and sending goes on.
     @Test(arguments: [BackPressure.fail, .wait])
     func sendsStopWhileTheNetworkTakesNothing(backPressure: BackPressure) async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
         var options = XMPPClient.Options()
         options.maximumUnsentBytes = 256 * 1024
@@ -287,7 +287,7 @@ struct XMPPClientTests {
     /// The link under alice (sending) and the link under bob (receiving) are cut while 200
     /// messages flow: both resume, and bob gets every message exactly once, in order.
     @Test func linkCutsDuringTrafficLoseNothing() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let aliceRelay = try TCPRelay(upstreamPort: server.port)
         let bobRelay = try TCPRelay(upstreamPort: server.port)
         let alice = try XMPPClient(configuration: testConfiguration("alice", port: aliceRelay.port, resource: "a"))
@@ -323,7 +323,7 @@ struct XMPPClientTests {
     /// A plain loop of sends through a small stream-management queue loses nothing: each send
     /// waits for room (the default back-pressure) instead of throwing `sendQueueFull`.
     @Test func sendsWaitForRoomInTheQueue() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         var aliceConfiguration = testConfiguration("alice", port: server.port, resource: "a")
         aliceConfiguration.maximumQueuedStanzas = 10
         let alice = try XMPPClient(configuration: aliceConfiguration)
@@ -344,7 +344,7 @@ struct XMPPClientTests {
     /// With `backPressure: .fail` a full queue throws `sendQueueFull` at once; with the default, a
     /// send waiting for room whose task is canceled throws `canceled` and never reaches the server.
     @Test func fullQueueFailsFastOrWaitsCancelably() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
         let bobEvents = EventRecorder(bob)
         try await bob.connect()
@@ -416,7 +416,7 @@ struct XMPPClientTests {
     /// A flush waiting for an acknowledgement that cannot come (the link stalled) throws
     /// `canceled` at once when its task is canceled.
     @Test func flushCanceledByItsTask() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port)
         // No acknowledgement request of its own: the only <r/> is the flush's.
@@ -453,7 +453,7 @@ struct XMPPClientTests {
     /// A stalled link (nothing forwarded, nothing closed) is noticed by auto-ping within
     /// interval + N × timeout of the last byte, and the session resumes on a new connection.
     @Test func stalledLinkIsDetectedAndResumed() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
         var configuration = testConfiguration("alice", port: relay.port)
         configuration.autoPing = .init(interval: .seconds(1), timeout: .milliseconds(500), maximumMissed: 2)
@@ -468,7 +468,7 @@ struct XMPPClientTests {
     /// The server stops: attempts follow the policy (connection refused each time) until it is
     /// back; the session could not survive the restart, so a new one starts.
     @Test func serverRestartReconnectsOnSchedule() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.reconnectPolicy = .fixed(.milliseconds(300), maximumAttempts: 30)
         let client = try XMPPClient(configuration: configuration)
@@ -483,7 +483,7 @@ struct XMPPClientTests {
                 $0.filter { if case .connectAttemptFailed = $0 { true } else { false } }.count >= 3
             }
         )
-        try server.start()
+        try await server.start()
         #expect(await events.wait(timeout: .seconds(15)) { $0.filter(\.isConnected).count == 2 })
         let attempts = events.events.compactMap {
             if case .reconnecting(let attempt, let delay) = $0 { (attempt, delay) } else { nil }
@@ -504,7 +504,7 @@ struct XMPPClientTests {
     }
 
     @Test func trafficLogHidesCredentials() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let log = TrafficLog()
         var configuration = testConfiguration("alice", port: server.port)
         configuration.mechanisms = [.plain]

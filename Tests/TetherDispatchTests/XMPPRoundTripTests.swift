@@ -49,7 +49,7 @@ struct XMPPRoundTripTests {
     }
 
     @Test func cleartext() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         // PLAIN: header, auth, header after success, bind.
         let plainRelay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
         var plainConfiguration = Self.configuration(port: plainRelay.port, mechanism: .plain)
@@ -68,7 +68,7 @@ struct XMPPRoundTripTests {
     @Test func startTLSAndDirectTLS() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let options = XMPPClient.Options(caFile: certificates.caCertificate)
         // STARTTLS: header, <starttls/>, the TLS 1.3 handshake, header, auth, response, header,
         // bind.
@@ -91,7 +91,7 @@ struct XMPPRoundTripTests {
 
     @Test func webSocket() async throws {
         let server = try ProsodyServer(webSocket: true)
-        try server.start()
+        try await server.start()
         // The upgrade, <open/>, auth, response, <open/> after success, bind.
         let relay = try TCPRelay(upstreamPort: server.webSocketPort!, delay: Self.delay)
         var configuration = Self.configuration(port: 0, mechanism: .scramSHA256)
@@ -103,7 +103,7 @@ struct XMPPRoundTripTests {
     /// Resumption: header, auth, response, header after success, <resume/>; nothing is redone
     /// after `<resumed/>`.
     @Test func resumption() async throws {
-        let server = try startedProsody()
+        let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
         var configuration = Self.configuration(port: relay.port, mechanism: .scramSHA256)
         configuration.reconnectPolicy = .fixed(.milliseconds(1), maximumAttempts: 5)

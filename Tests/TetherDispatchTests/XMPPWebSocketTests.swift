@@ -25,7 +25,7 @@ struct XMPPWebSocketTests {
 
     @Test func loginRosterMessagesAndPings() async throws {
         let server = try ProsodyServer(webSocket: true)
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         let alice = try XMPPClient(
             configuration: Self.configuration("alice", url: server.webSocketURL!, resource: "ws"),
@@ -67,7 +67,7 @@ struct XMPPWebSocketTests {
     /// over a new WebSocket and bob gets every message exactly once, in order.
     @Test func resumesAfterTheLinkIsCut() async throws {
         let server = try ProsodyServer(webSocket: true)
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.webSocketPort!)
         let alice = try XMPPClient(
             configuration: Self.configuration(
@@ -101,7 +101,7 @@ struct XMPPWebSocketTests {
     /// dead within their bound, and the session resumes over a new WebSocket.
     @Test func aStalledLinkIsDetectedAndResumed() async throws {
         let server = try ProsodyServer(webSocket: true)
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.webSocketPort!)
         var configuration = Self.configuration(
             "alice",
@@ -124,7 +124,7 @@ struct XMPPWebSocketTests {
     @Test func secureWebSocketWithTheTestCA() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates, webSocket: true)
-        try server.start()
+        try await server.start()
         let log = TrafficLog()
         var configuration = Self.configuration("alice", url: server.secureWebSocketURL!, resource: "wss")
         configuration.mechanisms = [.plain]  // allowed: the stream is protected by TLS

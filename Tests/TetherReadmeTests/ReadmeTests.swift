@@ -79,7 +79,7 @@ struct ReadmeExampleTests {
         ui.clear()
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)
-        try server.start()
+        try await server.start()
         let relay = try TCPRelay(upstreamPort: server.port)
         let chat = try ChatConnection(
             jid: JID("alice@localhost/phone")!,
@@ -136,7 +136,7 @@ struct ReadmeExampleTests {
     @Test func theSignalRExampleJoinsItsGroupAndReceives() async throws {
         ui.clear()
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         let received = Mutex<[String]>([])
         let observer = NotificationCenter.default.addObserver(forName: .saasMessage, object: nil, queue: nil) {
             note in
@@ -163,7 +163,7 @@ struct ReadmeExampleTests {
         await backend.stop()
         server.stop()
         #expect(await eventually { ui.shown.contains { $0.hasPrefix("reconnecting: ") } }, "\(ui.shown)")
-        try server.start()
+        try await server.start()
         #expect(await eventually { ui.shown.filter { $0 == "online" }.count == 2 }, "\(ui.shown)")
         let backendAgain = try HubConnectionBuilder(url: server.url).build()
         try await backendAgain.start()
@@ -195,7 +195,7 @@ struct ReadmeExampleTests {
     @Test(arguments: HubTransport.allCases)
     func theExecutorExampleEchoesEveryLine(over transport: HubTransport) async throws {
         let server = try SignalRHubServer()
-        try server.start()
+        try await server.start()
         defer { server.stop() }
         let connection = try HubConnectionBuilder(url: server.url).withTransports(transport).build()
         try await connection.start()

@@ -29,7 +29,7 @@ public final class DNSServer: @unchecked Sendable {
 
     /// Serves `records` for the `local` domains on a free port, and waits until it answers.
     /// In `namespace` (on its 127.0.0.1) when given.
-    public init(local domains: [String], records: [Record], in namespace: NetworkNamespace? = nil) throws {
+    public init(local domains: [String], records: [Record], in namespace: NetworkNamespace? = nil) async throws {
         guard Self.isInstalled else { throw TestServerError(RealServer.dnsmasq.missingText) }
         port = try freeLoopbackPort()
         output = FileManager.default.temporaryDirectory.appendingPathComponent("tether-dns-\(UUID().uuidString)").path
@@ -49,7 +49,7 @@ public final class DNSServer: @unchecked Sendable {
             }
         }
         process = try ChildProcess.launch(Self.path, arguments, in: namespace, output: output)
-        if process.waitUntilAccepting(host: "127.0.0.1", port: port, in: namespace, timeout: 60) { return }
+        if await process.waitUntilAccepting(host: "127.0.0.1", port: port, in: namespace, timeout: 60) { return }
         process.terminate()
         throw TestServerError("dnsmasq did not start on port \(port): \(logTail)")
     }

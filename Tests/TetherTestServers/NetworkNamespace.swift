@@ -94,11 +94,17 @@ extension ChildProcess {
 
     /// Waits (up to `timeout`, while it runs) until `host`:`port` accepts a connection, seen from
     /// `namespace` (nil: this machine, where `host` is 127.0.0.1); whether it did.
-    func waitUntilAccepting(host: String, port: Int, in namespace: NetworkNamespace?, timeout: TimeInterval) -> Bool {
+    /// (Awaiting between tries leaves the test pool's threads to the other tests.)
+    func waitUntilAccepting(
+        host: String,
+        port: Int,
+        in namespace: NetworkNamespace?,
+        timeout: TimeInterval
+    ) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline, isRunning {
             if namespace.map({ $0.canConnect(host: host, port: port) }) ?? canConnect(port: port) { return true }
-            usleep(namespace == nil ? 20_000 : 50_000)
+            try? await Task.sleep(for: .milliseconds(namespace == nil ? 20 : 50))
         }
         return false
     }
@@ -135,14 +141,12 @@ public final class NamespaceProcess: @unchecked Sendable {
         after start: Int = 0,
         timeout: Duration = .seconds(10),
         _ condition: (String) -> Bool
-    )
-        -> Int?
-    {
+    ) async -> Int? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let current = lines
             if current.count > start, let index = current[start...].firstIndex(where: condition) { return index }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(10))
         }
         return nil
     }

@@ -146,14 +146,14 @@ public final class ProsodyServer: @unchecked Sendable {
     }
 
     /// Starts prosody and waits until its ports accept connections.
-    public func start() throws {
+    public func start() async throws {
         precondition(process == nil, "prosody is already running")
         let console = directory.appendingPathComponent("console.log").path
         let arguments = ["-F", "--config", configurationFile.path]
         let process = try ChildProcess.launch("/usr/bin/prosody", arguments, in: namespace?.0, output: console)
         self.process = process
         if let (namespace, address) = namespace {
-            if process.waitUntilAccepting(host: address, port: port, in: namespace, timeout: 60) { return }
+            if await process.waitUntilAccepting(host: address, port: port, in: namespace, timeout: 60) { return }
             stop()
             throw TestServerError("prosody did not start on \(address):\(port) in \(namespace.name)")
         }
@@ -168,7 +168,7 @@ public final class ProsodyServer: @unchecked Sendable {
                 return
             }
             guard process.isRunning else { break }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         let consoleText = (try? String(contentsOfFile: console, encoding: .utf8)) ?? ""
         let exited = !process.isRunning

@@ -61,14 +61,14 @@ public final class SignalRHubServer: @unchecked Sendable {
     }
 
     /// Starts the hub and waits until its port accepts connections.
-    public func start() throws {
+    public func start() async throws {
         precondition(process == nil, "the hub is already running")
         let output = directory.appendingPathComponent("hub.log").path
         let arguments = ["-u", Self.resource("signalr_hub.py"), String(port), "1.0", namespace?.address ?? "127.0.0.1"]
         let process = try ChildProcess.launch(Self.python, arguments, in: namespace?.0, output: output)
         self.process = process
         let address = namespace?.address ?? "127.0.0.1"
-        if process.waitUntilAccepting(host: address, port: port, in: namespace?.0, timeout: 60) { return }
+        if await process.waitUntilAccepting(host: address, port: port, in: namespace?.0, timeout: 60) { return }
         stop()
         throw TestServerError(
             "the aiosignalr hub did not start on \(address):\(port)\(namespace.map { " in \($0.0.name)" } ?? ""): \(logTail)"
@@ -99,7 +99,7 @@ public final class TLSRelay: @unchecked Sendable {
     /// A relay to 127.0.0.1:`upstreamPort` with `certificates`' certificate for `localhost` (and
     /// 127.0.0.1), or, with `presentsOtherName`, the one for `other.test` only (a host-name
     /// mismatch for a client that asked for `localhost`).
-    public init(upstreamPort: Int, certificates: TestCertificates, presentsOtherName: Bool = false) throws {
+    public init(upstreamPort: Int, certificates: TestCertificates, presentsOtherName: Bool = false) async throws {
         port = try freeLoopbackPort()
         output =
             FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-relay-\(UUID().uuidString)")
@@ -117,7 +117,7 @@ public final class TLSRelay: @unchecked Sendable {
         while Date() < deadline {
             if canConnect(port: port) { return }
             guard process.isRunning else { break }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         process.terminate()
