@@ -236,9 +236,9 @@ package final class TCPConnection: @unchecked Sendable {
     /// `</stream:stream>`, WebSocket close or TLS close_notify is not lost: bytes still waiting
     /// for the kernel go out, then our side of the stream ends (the peer reads its end after the
     /// last byte), and the socket stays open, reading and dropping what the peer still sends,
-    /// until the peer ends its side too, for at most `gracefulCloseTimeout`. A socket closed at once with
-    /// input unread, or input arriving after it, would send a reset, which drops what the kernel
-    /// has not delivered yet.
+    /// until the peer ends its side too, for at most `gracefulCloseTimeout`. A socket closed at
+    /// once with input unread, or input arriving after it, would send a reset, which drops what
+    /// the kernel has not delivered yet.
     package func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
