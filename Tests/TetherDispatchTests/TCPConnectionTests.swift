@@ -254,8 +254,10 @@ struct TCPConnectionTests {
     func aLingeringCloseDropsLateInputAndFlushesEverything(reading: SocketReading) async throws {
         let (listener, port) = try boundLoopbackSocket(listening: true)
         defer { close(listener) }
-        // More than loopback's socket buffers hold, so that bytes wait when the connection closes.
-        let sent = (0..<32_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 11) }
+        // More than loopback's socket buffers take at once, so that bytes wait when the connection
+        // closes: a pattern of prime length (so that a lost or repeated piece shows), repeated.
+        let pattern = (0..<65_521).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 11) }
+        let sent = Array([[UInt8]](repeating: pattern, count: 128).joined())
         for peerEndsItsSide in [false, true] {
             let (connection, queue, _, server) = try await Self.accepted(
                 port: port,
@@ -271,7 +273,8 @@ struct TCPConnectionTests {
             #expect(waiting > 0, "nothing waited to be flushed")
             let late = [UInt8](repeating: 0x41, count: 65_536)
             func sendLate() {
-                #expect(late.withUnsafeBytes { send(server, $0.baseAddress, $0.count, 0) } == late.count)
+                let written = late.withUnsafeBytes { send(server, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                #expect(written == late.count, "the connection reset: it had closed")
             }
             sendLate()
             if peerEndsItsSide { shutdown(server, Int32(SHUT_WR)) }
