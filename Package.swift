@@ -10,7 +10,7 @@ let strictSettings: [SwiftSetting] = [
 ]
 
 /// Pure (sans-IO) targets additionally opt into strict memory safety. `Lifetimes` lets TetherCore
-/// give arrays a span on systems before `Array.span` (`Sources/TetherCore/BackDeployment.swift`).
+/// give arrays a span on systems before `Array.span` (`Sources/Core/TetherCore/BackDeployment.swift`).
 let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety(), .enableExperimentalFeature("Lifetimes")]
 
 let package = Package(
@@ -20,12 +20,14 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TetherCore", targets: ["TetherCore"]),
+        .library(name: "TetherText", targets: ["TetherText"]),
         .library(name: "TetherJSON", targets: ["TetherJSON"]),
         .library(name: "TetherMessagePack", targets: ["TetherMessagePack"]),
         .library(name: "TetherSignalR", targets: ["TetherSignalR"]),
         .library(name: "TetherXML", targets: ["TetherXML"]),
         .library(name: "TetherXMPP", targets: ["TetherXMPP"]),
-        .library(name: "TetherWebSocket", targets: ["TetherWebSocket"]),
+        .library(name: "TetherDNS", targets: ["TetherDNS"]),
+        .library(name: "TetherHTTP", targets: ["TetherHTTP"]),
         .library(name: "TetherTLS", targets: ["TetherTLS"]),
         .library(name: "TetherDispatch", targets: ["TetherDispatch"]),
         .library(name: "TetherXMPPClient", targets: ["TetherXMPPClient"]),
@@ -34,60 +36,134 @@ let package = Package(
         .executable(name: "tether-bench", targets: ["TetherBench"]),
     ],
     targets: [
+        // Sources/ is grouped by layer: Core (the machine kit), Codecs (text kernels and plumbing,
+        // JSON, MessagePack, XML), Protocols (DNS, HTTP and WebSocket, TLS, SignalR, XMPP: sans-IO),
+        // Drivers (Dispatch and the two clients), Tools (the CLI). Specs/modules.md is the map.
+
+        // MARK: Core
+        /// The machine kit: the contract every connection machine follows, time and timers,
+        /// reconnect and liveness policies, device inputs, health, and the seams to TLS and SCRAM.
+        .target(name: "TetherCore", path: "Sources/Core/TetherCore", swiftSettings: pureSettings),
+
+        // MARK: Codecs
         /// Text kernels in C with portable vector types (SSE2 / NEON from one source).
-        .target(name: "CTetherText"),
-        .target(name: "TetherCore", dependencies: ["CTetherText"], swiftSettings: pureSettings),
-        .target(name: "TetherJSON", dependencies: ["TetherCore", "CTetherText"], swiftSettings: pureSettings),
-        .target(name: "TetherMessagePack", dependencies: ["TetherCore"], swiftSettings: pureSettings),
+        .target(name: "CTetherText", path: "Sources/Codecs/CTetherText"),
+        /// The kernels' Swift side and the text plumbing the codecs share (UTF-8 validation, byte
+        /// scanning, key sets, member indexes, interned strings, container stacks).
         .target(
-            name: "TetherSignalR",
-            dependencies: ["TetherCore", "TetherJSON", "TetherMessagePack"],
+            name: "TetherText",
+            dependencies: ["TetherCore", "CTetherText"],
+            path: "Sources/Codecs/TetherText",
+            swiftSettings: pureSettings
+        ),
+        .target(
+            name: "TetherJSON",
+            dependencies: ["TetherCore", "TetherText", "CTetherText"],
+            path: "Sources/Codecs/TetherJSON",
+            swiftSettings: pureSettings
+        ),
+        .target(
+            name: "TetherMessagePack",
+            dependencies: ["TetherCore", "TetherText"],
+            path: "Sources/Codecs/TetherMessagePack",
             swiftSettings: pureSettings
         ),
         /// The system Expat (Debian: libexpat1-dev).
-        .systemLibrary(name: "CExpat", pkgConfig: "expat", providers: [.apt(["libexpat1-dev"])]),
-        .target(name: "TetherXML", dependencies: ["TetherCore", "CExpat"], swiftSettings: pureSettings),
-        .target(name: "TetherXMPP", dependencies: ["TetherCore", "TetherXML"], swiftSettings: pureSettings),
-        .target(name: "TetherWebSocket", dependencies: ["TetherCore"], swiftSettings: pureSettings),
+        .systemLibrary(
+            name: "CExpat",
+            path: "Sources/Codecs/CExpat",
+            pkgConfig: "expat",
+            providers: [.apt(["libexpat1-dev"])]
+        ),
+        .target(
+            name: "TetherXML",
+            dependencies: ["TetherCore", "CExpat"],
+            path: "Sources/Codecs/TetherXML",
+            swiftSettings: pureSettings
+        ),
+
+        // MARK: Protocols (sans-IO)
+        /// DNS messages and the resolver machine (SRV, A, AAAA over UDP with TCP fallback).
+        .target(
+            name: "TetherDNS",
+            dependencies: ["TetherCore"],
+            path: "Sources/Protocols/TetherDNS",
+            swiftSettings: pureSettings
+        ),
+        /// HTTP/1.1 messages, the RFC 6455 WebSocket client, Server-Sent Events and the HTTP
+        /// transport machine (long polling, event streams).
+        .target(
+            name: "TetherHTTP",
+            dependencies: ["TetherCore", "TetherText"],
+            path: "Sources/Protocols/TetherHTTP",
+            swiftSettings: pureSettings
+        ),
         /// The system OpenSSL 3 (Debian: libssl-dev): libcrypto and libssl.
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/Protocols/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         /// OpenSSL-backed pieces: SCRAM's hash provider and the sans-IO TLS session.
         .target(
             name: "TetherTLS",
             dependencies: ["COpenSSL", "TetherCore"],
+            path: "Sources/Protocols/TetherTLS",
             swiftSettings: strictSettings
         ),
-        /// The Dispatch driver both clients run on: sockets (Happy Eyeballs), TLS insertion, timers,
-        /// the hand-off to awaiting tasks. OpenSSL only on Linux.
+        .target(
+            name: "TetherSignalR",
+            dependencies: ["TetherCore", "TetherText", "TetherJSON", "TetherMessagePack"],
+            path: "Sources/Protocols/TetherSignalR",
+            swiftSettings: pureSettings
+        ),
+        .target(
+            name: "TetherXMPP",
+            dependencies: ["TetherCore", "TetherXML", "TetherDNS"],
+            path: "Sources/Protocols/TetherXMPP",
+            swiftSettings: pureSettings
+        ),
+
+        // MARK: Drivers
+        /// The Dispatch driver both clients run on: sockets (Happy Eyeballs), the transports (TCP,
+        /// TLS, WebSocket, Server-Sent Events, long polling), the generic runner, timers, the
+        /// hand-off to awaiting tasks. OpenSSL only on Linux.
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore", "TetherWebSocket",
+                "TetherCore", "TetherHTTP", "TetherDNS",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
+            path: "Sources/Drivers/TetherDispatch",
             swiftSettings: strictSettings
         ),
         /// `XMPPClient`: `XMPPClientMachine` on the Dispatch driver (links no SignalR, JSON or MessagePack).
         .target(
             name: "TetherXMPPClient",
             dependencies: [
-                "TetherDispatch", "TetherCore", "TetherXML", "TetherXMPP",
+                "TetherDispatch", "TetherCore", "TetherXML", "TetherXMPP", "TetherDNS",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
+            path: "Sources/Drivers/TetherXMPPClient",
             swiftSettings: strictSettings
         ),
         /// `HubConnection`: `HubConnectionMachine` on the Dispatch driver (links no XMPP code and no Expat).
         .target(
             name: "TetherSignalRClient",
-            dependencies: ["TetherDispatch", "TetherCore", "TetherSignalR", "TetherWebSocket"],
+            dependencies: ["TetherDispatch", "TetherCore", "TetherSignalR", "TetherHTTP"],
+            path: "Sources/Drivers/TetherSignalRClient",
             swiftSettings: strictSettings
         ),
+
+        // MARK: Tools
         .executableTarget(
             name: "tether",
             dependencies: [
                 "TetherCore", "TetherJSON", "TetherSignalR", "TetherXML", "TetherXMPP", "TetherDispatch",
                 "TetherXMPPClient", "TetherSignalRClient",
             ],
+            path: "Sources/Tools/tether",
             swiftSettings: strictSettings
         ),
         /// Counts malloc calls by interposing the allocator; linked into the benchmark only.
@@ -98,8 +174,8 @@ let package = Package(
                 "TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherXML", "TetherXMPP",
                 "TetherTLS",
                 "CExpat",
-                "CMallocCounter", "TetherWebSocket", "TetherDispatch", "TetherSignalRClient", "TetherXMPPClient",
-                "TetherSimulation",
+                "CMallocCounter", "TetherHTTP", "TetherDispatch", "TetherSignalRClient", "TetherXMPPClient",
+                "TetherSimulation", "TetherText",
             ],
             path: "Benchmarks/TetherBench",
             swiftSettings: strictSettings
@@ -108,7 +184,7 @@ let package = Package(
         /// with Tests/Fuzz/run.sh; see Tests/Fuzz/README.md), and the checks they share.
         .target(
             name: "FuzzSupport",
-            dependencies: ["TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR"],
+            dependencies: ["TetherCore", "TetherJSON", "TetherMessagePack", "TetherSignalR", "TetherText"],
             path: "Tests/Fuzz/FuzzSupport",
             swiftSettings: strictSettings
         ),
@@ -156,19 +232,19 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzWebSocket",
-            dependencies: ["FuzzSupport", "TetherWebSocket"],
+            dependencies: ["FuzzSupport", "TetherHTTP"],
             path: "Tests/Fuzz/FuzzWebSocket",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "FuzzHTTPResponse",
-            dependencies: ["FuzzSupport", "TetherWebSocket"],
+            dependencies: ["FuzzSupport", "TetherHTTP"],
             path: "Tests/Fuzz/FuzzHTTPResponse",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "FuzzDNSMessage",
-            dependencies: ["FuzzSupport", "TetherCore"],
+            dependencies: ["FuzzSupport", "TetherDNS", "TetherCore"],
             path: "Tests/Fuzz/FuzzDNSMessage",
             swiftSettings: strictSettings
         ),
@@ -202,19 +278,30 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TetherTextTests",
+            dependencies: ["TetherText", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TetherDNSTests",
+            dependencies: ["TetherDNS", "TetherCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TetherJSONTests",
-            dependencies: ["TetherJSON", "TetherCore"],
+            dependencies: ["TetherJSON", "TetherCore", "TetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherMessagePackTests",
-            dependencies: ["TetherMessagePack", "TetherCore"],
+            dependencies: ["TetherMessagePack", "TetherCore", "TetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherSignalRTests",
             dependencies: [
                 "TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText", "TetherSimulation",
+                "TetherText",
             ],
             swiftSettings: strictSettings
         ),
@@ -225,7 +312,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherXMPPTests",
-            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation"],
+            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation", "TetherDNS"],
             swiftSettings: strictSettings
         ),
         /// Real servers for the tests: a throw-away prosody or aiosignalr hub on 127.0.0.1, a byte
@@ -246,8 +333,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "TetherWebSocketTests",
-            dependencies: ["TetherWebSocket", "TetherCore"],
+            name: "TetherHTTPTests",
+            dependencies: ["TetherHTTP", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -259,7 +346,7 @@ let package = Package(
             name: "TetherDispatchTests",
             dependencies: [
                 "TetherDispatch", "TetherXMPPClient", "TetherSignalRClient", "TetherTestServers", "TetherXMPP",
-                "TetherXML", "TetherSignalR", "TetherCore",
+                "TetherXML", "TetherSignalR", "TetherCore", "TetherDNS",
             ],
             swiftSettings: strictSettings
         ),

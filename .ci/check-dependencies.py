@@ -55,17 +55,25 @@ print("Package.swift dependencies match the imports of all %d targets." % len(pa
 XMPP_ONLY = {"TetherXMPP", "TetherXML", "CExpat", "TetherXMPPClient"}
 SIGNALR_ONLY = {"TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherSignalRClient"}
 DRIVER = {"TetherDispatch", "TetherXMPPClient", "TetherSignalRClient"}
+TEXT = {"TetherText", "CTetherText"}
 SEAMS = {
     # An app that uses only SignalR links no XMPP code and no Expat, and the reverse.
     "TetherSignalRClient": XMPP_ONLY,
-    "TetherSignalR": XMPP_ONLY | DRIVER,
+    "TetherSignalR": XMPP_ONLY | DRIVER | {"TetherDNS", "TetherTLS"},
     "TetherXMPPClient": SIGNALR_ONLY,
-    "TetherXMPP": SIGNALR_ONLY | DRIVER,
+    # The sans-IO XMPP machine links no text kernels or codec plumbing (Expat validates its input).
+    "TetherXMPP": SIGNALR_ONLY | DRIVER | TEXT | {"TetherHTTP", "TetherTLS"},
     # The shared driver knows neither protocol.
     "TetherDispatch": XMPP_ONLY | SIGNALR_ONLY,
     # TLS and SCRAM's OpenSSL hashes stand alone: a sans-IO user gets them without the driver.
-    "TetherTLS": XMPP_ONLY | SIGNALR_ONLY | DRIVER,
-    "TetherCore": XMPP_ONLY | SIGNALR_ONLY | DRIVER | {"TetherTLS", "TetherWebSocket"},
+    "TetherTLS": XMPP_ONLY | SIGNALR_ONLY | DRIVER | TEXT | {"TetherDNS", "TetherHTTP"},
+    # The sans-IO transport protocols know no application protocol and no driver.
+    "TetherHTTP": XMPP_ONLY | SIGNALR_ONLY | DRIVER | {"TetherDNS", "TetherTLS"},
+    "TetherDNS": XMPP_ONLY | SIGNALR_ONLY | DRIVER | TEXT | {"TetherHTTP", "TetherTLS"},
+    # The text layer knows no codec built on it.
+    "TetherText": XMPP_ONLY | SIGNALR_ONLY | DRIVER | {"TetherDNS", "TetherHTTP", "TetherTLS"},
+    # The machine kit stands alone: every other module builds on it.
+    "TetherCore": XMPP_ONLY | SIGNALR_ONLY | DRIVER | TEXT | {"TetherDNS", "TetherHTTP", "TetherTLS"},
 }
 dependencies = {}
 for target in package["targets"]:

@@ -1,4 +1,5 @@
 import TetherCore
+import TetherText
 import TetherJSON
 import TetherMessagePack
 import TetherSignalR

@@ -1,6 +1,6 @@
 import Foundation
 import TetherCore
-import TetherWebSocket
+import TetherHTTP
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import TetherCore
+import TetherText
 import TetherSignalR
 
 /// tether-bench: generates the benchmark corpus in memory and prints throughput, allocations per

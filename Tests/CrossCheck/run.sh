@@ -5,8 +5,8 @@
 # gcc and with clang. Exits non-zero on the first mismatch.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-sources="$here/utf8_check_harness.c $here/../../Sources/CTetherText/utf8.c $here/../../Sources/CTetherText/cpu.c"
-include="-I $here/../../Sources/CTetherText/include"
+sources="$here/utf8_check_harness.c $here/../../Sources/Codecs/CTetherText/utf8.c $here/../../Sources/Codecs/CTetherText/cpu.c"
+include="-I $here/../../Sources/Codecs/CTetherText/include"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for cc in gcc clang; do
@@ -34,7 +34,7 @@ fi
 # build under qemu must print the same digest of a million results. (The tests hold the host
 # build to the Swift reference.)
 if command -v clang >/dev/null 2>&1; then
-    json_sources="$here/json_kernels_harness.c $here/../../Sources/CTetherText/json.c $here/../../Sources/CTetherText/utf8.c $here/../../Sources/CTetherText/cpu.c"
+    json_sources="$here/json_kernels_harness.c $here/../../Sources/Codecs/CTetherText/json.c $here/../../Sources/Codecs/CTetherText/utf8.c $here/../../Sources/Codecs/CTetherText/cpu.c"
     echo "== JSON kernels, host clang"
     clang -O2 -Wall -Wextra $include -o "$out/json-host" $json_sources
     host_digest=$("$out/json-host")

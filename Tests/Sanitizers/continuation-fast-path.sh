@@ -1,5 +1,5 @@
 #!/bin/sh
-# Shows why the driver hands values to tasks through Handoff (Sources/TetherDispatch/Handoff.swift)
+# Shows why the driver hands values to tasks through Handoff (Sources/Drivers/TetherDispatch/Handoff.swift)
 # rather than a bare continuation: builds the reduced program in ContinuationFastPath/ under
 # ThreadSanitizer and runs it both ways. With this toolchain's
 # runtime, a continuation resumed before its task awaits gives a ThreadSanitizer report (the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherDNS
 import TetherDispatch
 import TetherTestServers
 import TetherXMPP

@@ -1,5 +1,6 @@
 import Testing
 @_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) import TetherText
 
 @testable import TetherJSON
 

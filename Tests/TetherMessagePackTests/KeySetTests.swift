@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherText
 import TetherMessagePack
 
 /// `KeySet` and `readKey(in:)`: map keys matched without creating strings.

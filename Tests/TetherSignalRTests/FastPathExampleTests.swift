@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherText
 import TetherJSON
 import TetherMessagePack
 import TetherSignalR

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherText
 import TetherMessagePack
 
 @testable import TetherJSON

@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherText
 
 @testable import TetherJSON
 @testable import TetherSignalR

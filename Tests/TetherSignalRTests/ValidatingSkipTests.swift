@@ -1,6 +1,7 @@
 import CTetherText
 import Testing
 @_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) import TetherText
 
 @testable import TetherJSON
 @testable import TetherSignalR

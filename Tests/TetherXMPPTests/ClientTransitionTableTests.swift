@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherDNS
 import TetherSimulation
 import TetherXML
 

@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherDNS
 
 @testable import TetherXMPP
 

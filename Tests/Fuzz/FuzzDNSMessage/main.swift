@@ -4,6 +4,7 @@
 // nothing; following CNAME chains ends for every name and type.
 import FuzzSupport
 import TetherCore
+import TetherDNS
 
 @c(LLVMFuzzerTestOneInput)
 func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {

@@ -3,7 +3,7 @@
 // gives the same response or the same error, at the end of input as well; bodies stay within
 // the configured limit.
 import FuzzSupport
-import TetherWebSocket
+import TetherHTTP
 
 let limits = HTTPResponseParser.Configuration(maximumHeadSize: 1024, maximumHeaderCount: 16, maximumBodySize: 2048)
 

@@ -1,6 +1,7 @@
 // The value checks two targets share: UTF-8 validation and the JSON kernels against their
 // references, and the fast paths against Codable on the same value.
 @_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) import TetherText
 import TetherJSON
 import TetherMessagePack
 public import TetherSignalR

@@ -4,7 +4,7 @@
 // the same events and the same error; no message exceeds the configured limit; once closed,
 // the client neither emits events nor writes bytes.
 import FuzzSupport
-import TetherWebSocket
+import TetherHTTP
 
 struct Outcome: Equatable {
     var events: [WebSocketClient.Event] = []

@@ -1,0 +1,384 @@
+@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) import TetherText
+import TetherJSON
+
+/// Parsing one JSON record (the bytes between separators) into a hub message.
+enum JSONHubRecord {
+    /// Everything a record may carry; which fields are required depends on `type`.
+    struct Fields {
+        var type: Int?
+        var headers: HubMessageHeaders = [:]
+        var invocationId: String?
+        var target: String?
+        var arguments: EncodedArguments?
+        var streamIds: [String]?
+        var item: Range<Int>?
+        var result: Range<Int>?
+        var error: String?
+        var allowReconnect = false
+        var sequenceId: Int64?
+        /// A `protocol` property was seen (a handshake request, not a hub message).
+        var sawProtocol = false
+    }
+
+    static func missing(_ name: String) -> HubProtocolError { .invalid("Missing required property '\(name)'.") }
+    static func expected(_ name: String, _ type: String) -> HubProtocolError {
+        .invalid("Expected '\(name)' to be of type \(type).")
+    }
+
+    /// The message in `bytes[record]`, or nil for an unknown message type.
+    static func parse(
+        _ bytes: [UInt8],
+        _ record: Range<Int>,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> HubMessage? {
+        var scanner = JSONScanner(bytes, range: record, maximumDepth: maximumDepth)
+        let fields = try readObject(&scanner, maximumDepth: maximumDepth, targets: &targets)
+        guard scanner.peek() == nil else { throw .errorReadingJSON }
+        return try message(from: fields, bytes)
+    }
+
+    /// The record at `bytes[start...]` if it is all there and valid: its message (nil for an
+    /// unknown type) and the offset of the separator that ends it. Nil for anything else (the
+    /// record is cut short, invalid, or followed by something other than whitespace and the
+    /// separator): the caller then finds the separator first and parses the record within it,
+    /// which gives the error. A valid record parses the same either way, because its object
+    /// ends before the separator (JSON text cannot contain 0x1E raw: it is a control character).
+    static func parseComplete(
+        _ bytes: [UInt8],
+        from start: Int,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) -> (message: HubMessage?, separator: Int)? {
+        var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
+        guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
+        let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, scanner.position, bytes.count)
+        guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
+            let message = try? message(from: fields, bytes)
+        else { return nil }
+        return (message, separator)
+    }
+
+    /// Checks that the top-level token is an object, as System.Text.Json reports it.
+    static func expectObject(_ scanner: inout JSONScanner) throws(HubProtocolError) {
+        guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw .errorReadingJSON }
+        guard kind == .object else {
+            throw .invalid("Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
+        }
+    }
+
+    static func readObject(
+        _ scanner: inout JSONScanner,
+        maximumDepth: Int,
+        targets: inout StringInterner
+    ) throws(HubProtocolError) -> Fields {
+        try expectObject(&scanner)
+        var fields = Fields()
+        scanner.position += 1
+        if scanner.consume(UInt8(ascii: "}")) { return fields }
+        let bytes = scanner.bytes
+        repeat {
+            guard scanner.peek() == UInt8(ascii: "\"") else { throw .errorReadingJSON }
+            let property: Property
+            if let (known, length) = knownProperty(bytes, scanner.position, scanner.end) {
+                // Written as the writers write it (`"name":`): no string scan, no key compare.
+                property = known
+                scanner.position += length
+            } else {
+                guard let key = try? scanner.readString(), scanner.consume(UInt8(ascii: ":")) else {
+                    throw .errorReadingJSON
+                }
+                property = Property(bytes, key)
+            }
+            guard let kind = scanner.peekKind() else { throw .errorReadingJSON }
+            try readProperty(property, kind, &scanner, &fields, bytes, targets: &targets)
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "}")) else { throw .errorReadingJSON }
+        return fields
+    }
+
+    static func keyIs(_ bytes: [UInt8], _ key: JSONStringToken, _ name: StaticString) -> Bool {
+        JSONScanner.stringEquals(bytes, key, unsafe Span(_unsafeStart: name.utf8Start, count: name.utf8CodeUnitCount))
+    }
+
+    /// The properties a record may carry.
+    enum Property {
+        case type, headers, invocationId, target, arguments, streamIds, item, result, error, allowReconnect
+        case sequenceId, handshakeProtocol, other
+
+        /// The property named by `key` (escapes decoded, as System.Text.Json compares names;
+        /// unknown names are `other`).
+        init(_ bytes: [UInt8], _ key: JSONStringToken) {
+            let length = key.hasEscapes ? JSONScanner.string(bytes, key).utf8.count : key.contents.count
+            self =
+                switch length {
+                case 4 where keyIs(bytes, key, "type"): .type
+                case 7 where keyIs(bytes, key, "headers"): .headers
+                case 12 where keyIs(bytes, key, "invocationId"): .invocationId
+                case 6 where keyIs(bytes, key, "target"): .target
+                case 9 where keyIs(bytes, key, "arguments"): .arguments
+                case 9 where keyIs(bytes, key, "streamIds"): .streamIds
+                case 4 where keyIs(bytes, key, "item"): .item
+                case 6 where keyIs(bytes, key, "result"): .result
+                case 5 where keyIs(bytes, key, "error"): .error
+                case 14 where keyIs(bytes, key, "allowReconnect"): .allowReconnect
+                case 10 where keyIs(bytes, key, "sequenceId"): .sequenceId
+                case 8 where keyIs(bytes, key, "protocol"): .handshakeProtocol
+                default: .other
+                }
+        }
+    }
+
+    /// The property whose key starts at `position` written exactly as the writers write it
+    /// (`"name":`, no escapes, no whitespace before the colon), and that text's length; nil for
+    /// anything else, which is then read the general way.
+    @inline(__always)
+    static func knownProperty(_ bytes: [UInt8], _ position: Int, _ end: Int) -> (Property, Int)? {
+        guard position + 1 < end else { return nil }
+        func matches(_ text: StaticString) -> Bool {
+            text.utf8CodeUnitCount <= end - position
+                && KeySet.equalBytes(
+                    bytes.backDeployedSpan,
+                    at: position,
+                    unsafe Span(_unsafeStart: text.utf8Start, count: text.utf8CodeUnitCount)
+                )
+        }
+        switch bytes[position + 1] {
+        case UInt8(ascii: "t"):
+            if matches(#""type":"#) { return (.type, 7) }
+            if matches(#""target":"#) { return (.target, 9) }
+        case UInt8(ascii: "i"):
+            if matches(#""invocationId":"#) { return (.invocationId, 15) }
+            if matches(#""item":"#) { return (.item, 7) }
+        case UInt8(ascii: "a"):
+            if matches(#""arguments":"#) { return (.arguments, 12) }
+        case UInt8(ascii: "r"):
+            if matches(#""result":"#) { return (.result, 9) }
+        case UInt8(ascii: "e"):
+            if matches(#""error":"#) { return (.error, 8) }
+        case UInt8(ascii: "h"):
+            if matches(#""headers":"#) { return (.headers, 10) }
+        default: break
+        }
+        return nil
+    }
+
+    static func readStringOrNull(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind,
+        _ name: String
+    ) throws(HubProtocolError) -> JSONStringToken? {
+        switch kind {
+        case .null:
+            try scan { () throws(JSONScanner.Failure) in try scanner.readLiteral("null") }
+            return nil
+        case .string:
+            return try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+        default:
+            throw expected(name, "String")
+        }
+    }
+
+    @inline(__always)
+    static func scan<T>(_ body: () throws(JSONScanner.Failure) -> T) throws(HubProtocolError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .errorReadingJSON
+        }
+    }
+
+    static func readProperty(
+        _ property: Property,
+        _ kind: JSONTokenKind,
+        _ scanner: inout JSONScanner,
+        _ fields: inout Fields,
+        _ bytes: [UInt8],
+        targets: inout StringInterner
+    ) throws(HubProtocolError) {
+        switch property {
+        case .type:
+            guard kind == .number else { throw expected("type", "Number") }
+            let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
+            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value)
+            else {
+                throw expected("type", "Number")
+            }
+            fields.type = type
+        case .headers:
+            fields.headers = try readHeaders(&scanner, kind)
+        case .invocationId:
+            fields.invocationId = try readStringOrNull(&scanner, kind, "invocationId").map {
+                JSONScanner.string(bytes, $0)
+            }
+        case .target:
+            if let token = try readStringOrNull(&scanner, kind, "target") {
+                fields.target =
+                    token.hasEscapes
+                    ? JSONScanner.string(bytes, token)
+                    : targets.intern(bytes.backDeployedSpan.extracting(token.contents))
+            } else {
+                fields.target = nil
+            }
+        case .arguments:
+            guard kind == .array else { throw expected("arguments", "Array") }
+            let start = scanner.position
+            let count = try scan { () throws(JSONScanner.Failure) in try scanner.skipArrayCountingElements() }
+            fields.arguments = EncodedArguments(
+                encoding: .json,
+                count: count,
+                storage: bytes,
+                range: start..<scanner.position
+            )
+        case .streamIds:
+            fields.streamIds = try readStreamIds(&scanner, kind)
+        case .item:
+            fields.item = try readRawValue(&scanner)
+        case .result:
+            fields.result = try readRawValue(&scanner)
+        case .error:
+            fields.error = try readStringOrNull(&scanner, kind, "error").map { JSONScanner.string(bytes, $0) }
+        case .allowReconnect:
+            switch kind {
+            case .trueLiteral: fields.allowReconnect = true
+            case .falseLiteral: fields.allowReconnect = false
+            default: throw expected("allowReconnect", "Boolean")
+            }
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        case .sequenceId:
+            guard kind == .number else { throw expected("sequenceId", "Number") }
+            let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
+            guard number.isInteger, let value = JSONScanner.int64(bytes, number.range) else {
+                throw expected("sequenceId", "Number")
+            }
+            fields.sequenceId = value
+        case .handshakeProtocol:
+            fields.sawProtocol = true
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        case .other:
+            try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        }
+    }
+
+    static func readRawValue(_ scanner: inout JSONScanner) throws(HubProtocolError) -> Range<Int> {
+        let start = scanner.position
+        try scan { () throws(JSONScanner.Failure) in try scanner.skipValue() }
+        return start..<scanner.position
+    }
+
+    static func readHeaders(
+        _ scanner: inout JSONScanner,
+        _ kind: JSONTokenKind
+    ) throws(HubProtocolError) -> HubMessageHeaders {
+        guard kind == .object else { throw expected("headers", "Object") }
+        let bytes = scanner.bytes
+        scanner.position += 1
+        var headers: HubMessageHeaders = [:]
+        if scanner.consume(UInt8(ascii: "}")) { return headers }
+        repeat {
+            guard scanner.peek() == UInt8(ascii: "\""), let key = try? scanner.readString(),
+                scanner.consume(UInt8(ascii: ":")), let valueKind = scanner.peekKind()
+            else { throw .errorReadingJSON }
+            let name = JSONScanner.string(bytes, key)
+            guard valueKind == .string else { throw .invalid("Expected header '\(name)' to be of type String.") }
+            let value = try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+            headers[name] = JSONScanner.string(bytes, value)
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "}")) else { throw .errorReadingJSON }
+        return headers
+    }
+
+    static func readStreamIds(_ scanner: inout JSONScanner, _ kind: JSONTokenKind) throws(HubProtocolError) -> [String]
+    {
+        guard kind == .array else { throw expected("streamIds", "Array") }
+        let bytes = scanner.bytes
+        scanner.position += 1
+        var ids: [String] = []
+        if scanner.consume(UInt8(ascii: "]")) { return ids }
+        repeat {
+            guard let itemKind = scanner.peekKind() else { throw .errorReadingJSON }
+            guard itemKind == .string else { throw .invalid("Expected 'streamIds' items to be of type String.") }
+            let token = try scan { () throws(JSONScanner.Failure) in try scanner.readString() }
+            ids.append(JSONScanner.string(bytes, token))
+        } while scanner.consume(UInt8(ascii: ","))
+        guard scanner.consume(UInt8(ascii: "]")) else { throw .errorReadingJSON }
+        return ids
+    }
+
+    static func value(_ bytes: [UInt8], _ range: Range<Int>) -> EncodedValue {
+        EncodedValue(encoding: .json, storage: bytes, range: range)
+    }
+
+    /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`.
+    static func message(from fields: consuming Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
+        guard let type = fields.type else {
+            // The official text; for a handshake request, also what to do about it. (`{}`, the
+            // handshake response, keeps the bare text the conformance vectors require.)
+            guard fields.sawProtocol else { throw missing("type") }
+            throw .invalid(
+                "Missing required property 'type'. This is a handshake request, not a hub message: parse it with HandshakeRequest.parse(_:) and feed the hub parser what follows it."
+            )
+        }
+        switch type {
+        case 1:
+            guard let target = fields.target.take() else { throw missing("target") }
+            guard let arguments = fields.arguments.take() else { throw missing("arguments") }
+            let invocationId = fields.invocationId.take().flatMap { $0.isEmpty ? nil : $0 }
+            // (The memberwise initializers: see `InvocationMessage`.)
+            return .invocation(
+                InvocationMessage(
+                    target: target,
+                    arguments: arguments,
+                    invocationId: invocationId,
+                    headers: fields.headers,
+                    streamIds: fields.streamIds.take()
+                )
+            )
+        case 2:
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            guard let item = fields.item.take() else { throw missing("item") }
+            return .streamItem(
+                StreamItemMessage(invocationId: invocationId, item: value(bytes, item), headers: fields.headers)
+            )
+        case 3:
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            let result: CompletionResult
+            switch (fields.error.take(), fields.result) {
+            case (.some, .some): throw .invalid("The 'error' and 'result' properties are mutually exclusive.")
+            case (.some(let error), nil): result = .error(error)
+            case (nil, .some(let range)): result = .value(value(bytes, range))
+            case (nil, nil): result = .void
+            }
+            return .completion(CompletionMessage(invocationId: invocationId, result: result, headers: fields.headers))
+        case 4:
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            guard let target = fields.target.take() else { throw missing("target") }
+            guard let arguments = fields.arguments.take() else { throw missing("arguments") }
+            return .streamInvocation(
+                StreamInvocationMessage(
+                    target: target,
+                    arguments: arguments,
+                    invocationId: invocationId,
+                    headers: fields.headers,
+                    streamIds: fields.streamIds.take()
+                )
+            )
+        case 5:
+            guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
+            return .cancelInvocation(CancelInvocationMessage(invocationId: invocationId, headers: fields.headers))
+        case 6:
+            return .ping
+        case 7:
+            return .close(CloseMessage(error: fields.error.take(), allowReconnect: fields.allowReconnect))
+        case 8:
+            guard let sequenceId = fields.sequenceId.take() else { throw missing("sequenceId") }
+            return .ack(sequenceId: sequenceId)
+        case 9:
+            guard let sequenceId = fields.sequenceId.take() else { throw missing("sequenceId") }
+            return .sequence(sequenceId: sequenceId)
+        default:
+            return nil
+        }
+    }
+}

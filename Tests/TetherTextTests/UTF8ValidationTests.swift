@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) import TetherText
+
+/// The vectorised validator must give the standard library's verdict on every input: the
+/// boundary cases of every rule at every position relative to the sixteen-byte blocks, and
+/// random and mutated text of every length up to a few blocks.
+struct UTF8ValidationTests {
+    /// The standard library's verdict.
+    static func expected(_ bytes: [UInt8]) -> UTF8Validation.Outcome {
+        guard String(validating: bytes, as: UTF8.self) != nil else { return .invalid }
+        return bytes.allSatisfy { $0 < 0x80 } ? .ascii : .multibyte
+    }
+
+    /// Where a sequence is put: ASCII before and after it, so that it starts in every lane of a
+    /// short input, of the first block, of a middle block and of the last, overlapping one, and
+    /// ends the input.
+    static let placements: [(before: Int, after: Int)] = [
+        (0, 0), (3, 0), (13, 0), (14, 0), (0, 13), (15, 0), (16, 0), (0, 16), (14, 3), (17, 0),
+        (30, 0), (31, 0), (29, 7), (32, 15), (45, 2), (47, 1),
+    ]
+
+    /// Around the 64-byte blocks of the wide form: a sequence starting in the last lanes of the
+    /// first block and of a middle one, ending the input exactly at a block's end, or cut by it.
+    static let widePlacements: [(before: Int, after: Int)] = [
+        (60, 0), (61, 0), (62, 0), (63, 0), (64, 0), (0, 61), (61, 3), (62, 2), (63, 1), (125, 0),
+        (126, 0), (127, 0), (128, 0), (124, 64), (190, 2),
+    ]
+
+    /// Both forms of the kernel, and the one `UTF8Validation.check` uses, give the expected
+    /// outcome for `sequence` at each placement.
+    static func check(_ sequence: [UInt8], placements: [(before: Int, after: Int)] = placements + widePlacements) {
+        for (before, after) in placements {
+            let bytes = [UInt8](repeating: 0x61, count: before) + sequence + [UInt8](repeating: 0x62, count: after)
+            let wanted = expected(bytes)
+            for form in UTF8Validation.KernelForm.allCases {
+                let outcome = UTF8Validation.check(bytes.backDeployedSpan, form: form)
+                if outcome != wanted {
+                    Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after), \(form): \(outcome)")
+                    return
+                }
+            }
+            if UTF8Validation.check(bytes.backDeployedSpan) != wanted {
+                Issue.record("\(sequence.map { String($0, radix: 16) }) at \(before)+\(after)")
+                return
+            }
+        }
+    }
+
+    @Test func theWideFormRunsWhereTheProcessorHasIt() {
+        // On x86-64 with AVX-512BW (this project's benchmark machines) the wide form must be the
+        // one in use by default, or the tests above would not have held it to anything; the
+        // process-wide setting turns it off and on again (both forms give the same results, so
+        // tests running meanwhile are not affected).
+        #if arch(x86_64)
+            if UTF8Validation.hasWideKernels {
+                #expect(UTF8Validation.kernelForm == .wide && TextKernels.usesWideVectors)
+                TextKernels.allowsWideVectors = false
+                #expect(UTF8Validation.kernelForm == .portable && !TextKernels.allowsWideVectors)
+                TextKernels.allowsWideVectors = true
+                #expect(UTF8Validation.kernelForm == .wide)
+            } else {
+                #expect(UTF8Validation.kernelForm == .portable)
+            }
+        #else
+            #expect(UTF8Validation.kernelForm == .portable)
+            TextKernels.allowsWideVectors = true
+            #expect(!TextKernels.usesWideVectors)
+        #endif
+    }
+
+    /// Values on both sides of every range boundary of the rules (ASCII, continuation ranges,
+    /// lead bytes, the narrowed second-byte ranges, the bytes that never occur).
+    static let boundaries: [UInt8] = [
+        0x00, 0x41, 0x7F, 0x80, 0x81, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1,
+        0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ]
+
+    @Test func everyOneAndTwoByteSequence() {
+        for first in 0...255 {
+            Self.check([UInt8(first)])
+            for second in 0...255 {
+                Self.check(
+                    [UInt8(first), UInt8(second)],
+                    placements: [(0, 0), (14, 0), (15, 0), (16, 15), (31, 0), (62, 0), (63, 0), (63, 1), (64, 0)]
+                )
+            }
+        }
+    }
+
+    @Test func threeAndFourByteSequencesOverBoundaryValues() {
+        for lead in UInt8(0xC0)...0xFF {
+            for second in Self.boundaries {
+                for third in Self.boundaries {
+                    Self.check([lead, second, third])
+                    guard lead >= 0xF0 && lead <= 0xF5 else { continue }
+                    for fourth in Self.boundaries {
+                        Self.check(
+                            [lead, second, third, fourth],
+                            placements: [
+                                (0, 0), (13, 0), (14, 1), (30, 2), (47, 0), (61, 0), (62, 1), (63, 0), (124, 0),
+                            ]
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func randomAndMutatedText() {
+        var rng = SeededRandomNumberGenerator(seed: 3629)
+        let scalars: [Unicode.Scalar] = [
+            "a", "~", "\u{7F}", "\u{80}", "é", "\u{7FF}", "\u{800}", "€", "\u{D7FF}",
+            "\u{E000}", "\u{FFFD}", "\u{FFFF}", "\u{10000}", "😀", "\u{10FFFF}",
+        ]
+        for _ in 0..<3_000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...100, using: &rng) {
+                text.unicodeScalars.append(
+                    Int.random(in: 0..<3, using: &rng) == 0 ? scalars.randomElement(using: &rng)! : "x"
+                )
+            }
+            var bytes = Array(text.utf8)
+            #expect(UTF8Validation.check(bytes.span) == Self.expected(bytes))
+            #expect(UTF8Validation.check(bytes.span, form: .wide) == Self.expected(bytes))
+            #expect(UTF8Validation.check(bytes.span, form: .portable) == Self.expected(bytes))
+            #expect(UTF8Validation.string(bytes.span) == text)
+            for _ in 0..<4 {
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0 where !bytes.isEmpty:
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                case 1:
+                    bytes.insert(
+                        Self.boundaries.randomElement(using: &rng)!,
+                        at: Int.random(in: 0...bytes.count, using: &rng)
+                    )
+                default:
+                    if !bytes.isEmpty { bytes.remove(at: Int.random(in: 0..<bytes.count, using: &rng)) }
+                }
+                let outcome = UTF8Validation.check(bytes.backDeployedSpan)
+                #expect(outcome == Self.expected(bytes), "\(bytes)")
+                #expect(UTF8Validation.check(bytes.span, form: .wide) == outcome)
+                #expect(UTF8Validation.check(bytes.span, form: .portable) == outcome)
+                #expect((UTF8Validation.string(bytes.span) == nil) == (outcome == .invalid))
+            }
+        }
+    }
+
+    @Test func slicesOfALargerBufferReadOnlyTheirBytes() {
+        // A slice that ends in the middle of a sequence is invalid even though the buffer goes on
+        // (the check must not look past the end), and one starting at a continuation byte too.
+        let bytes = Array("abcdefghijklmnopqrstu€vwxyz0123456789😀!".utf8)
+        let euro = 21
+        for end in (euro + 1)..<(euro + 3) {
+            for start in [0, euro - 16, euro - 15, euro - 3] {
+                #expect(UTF8Validation.check(bytes.span.extracting(start..<end)) == .invalid)
+            }
+        }
+        #expect(UTF8Validation.check(bytes.span.extracting((euro + 1)..<(euro + 20))) == .invalid)
+        #expect(UTF8Validation.check(bytes.span.extracting(0..<(euro + 3))) == .multibyte)
+        #expect(UTF8Validation.check(bytes.span.extracting(0..<euro)) == .ascii)
+        #expect(UTF8Validation.check(bytes.span.extracting(0..<0)) == .ascii)
+    }
+}
