@@ -1,5 +1,5 @@
-@_spi(TetherInternal) import TetherCore
 internal import CTetherText
+@_spi(TetherInternal) import TetherCore
 
 /// UTF-8 validation sixteen bytes per step: the check behind every string the decoders create.
 ///

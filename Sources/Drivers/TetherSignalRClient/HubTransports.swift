@@ -1,8 +1,8 @@
 import Dispatch
 @_spi(TetherInternal) import TetherCore
 import TetherDispatch
-import TetherSignalR
 import TetherHTTP
+import TetherSignalR
 
 /// One HTTP request on a connection of its own (TLS for https; `Connection: close`), its
 /// response read as it arrives: the head, the body in pieces (chunked framing removed), the end.

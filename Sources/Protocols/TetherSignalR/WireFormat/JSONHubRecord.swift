@@ -1,6 +1,6 @@
 @_spi(TetherInternal) import TetherCore
-@_spi(TetherInternal) import TetherText
 import TetherJSON
+@_spi(TetherInternal) import TetherText
 
 /// Parsing one JSON record (the bytes between separators) into a hub message.
 enum JSONHubRecord {

@@ -1,6 +1,6 @@
 @_spi(TetherInternal) import TetherCore
-@_spi(TetherInternal) import TetherText
 import TetherMessagePack
+@_spi(TetherInternal) import TetherText
 
 /// The `messagepack` hub protocol: each message is a MessagePack array prefixed by its length as
 /// a VarInt of 1–5 bytes (HubProtocol.md "MessagePack (MsgPack) encoding").

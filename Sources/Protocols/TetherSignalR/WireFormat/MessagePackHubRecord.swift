@@ -1,6 +1,6 @@
 @_spi(TetherInternal) import TetherCore
-@_spi(TetherInternal) import TetherText
 import TetherMessagePack
+@_spi(TetherInternal) import TetherText
 
 /// Parsing one MessagePack frame body into a hub message, as C#'s worker does: fields are read in
 /// order from the bytes (the array's declared length only decides the optional trailing fields),
