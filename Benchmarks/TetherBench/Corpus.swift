@@ -1,8 +1,8 @@
 import TetherCore
-import TetherText
 import TetherJSON
 import TetherMessagePack
 import TetherSignalR
+import TetherText
 
 /// The application payload of the benchmark corpus (the motivating app's `ParamData`).
 struct ParamData: Codable, Equatable {

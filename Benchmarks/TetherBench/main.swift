@@ -1,7 +1,7 @@
 import Foundation
 import TetherCore
-import TetherText
 import TetherSignalR
+import TetherText
 
 /// tether-bench: generates the benchmark corpus in memory and prints throughput, allocations per
 /// message and peak RSS for each benchmark, with same-run baselines and ratios.

@@ -1,7 +1,7 @@
 import Testing
 import TetherCore
-import TetherText
 import TetherMessagePack
+import TetherText
 
 /// `KeySet` and `readKey(in:)`: map keys matched without creating strings.
 struct KeySetTests {

@@ -1,9 +1,9 @@
 import Testing
 import TetherCore
-import TetherText
 import TetherJSON
 import TetherMessagePack
 import TetherSignalR
+import TetherText
 
 /// The fast-path example of `Specs/fast-paths.md` (as swift-format lays it out), so that it keeps compiling and
 /// working.

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import TetherCore
-import TetherText
 import TetherMessagePack
+import TetherText
 
 @testable import TetherJSON
 @testable import TetherSignalR

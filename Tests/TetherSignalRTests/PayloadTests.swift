@@ -1,7 +1,7 @@
 import Testing
 @_spi(TetherInternal) import TetherCore
-@_spi(TetherInternal) import TetherText
 import TetherMessagePack
+@_spi(TetherInternal) import TetherText
 
 @testable import TetherJSON
 @testable import TetherSignalR

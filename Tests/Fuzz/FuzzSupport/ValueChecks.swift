@@ -1,10 +1,10 @@
 // The value checks two targets share: UTF-8 validation and the JSON kernels against their
 // references, and the fast paths against Codable on the same value.
 @_spi(TetherInternal) import TetherCore
-@_spi(TetherInternal) import TetherText
 import TetherJSON
 import TetherMessagePack
 public import TetherSignalR
+@_spi(TetherInternal) import TetherText
 
 /// The vectorised UTF-8 check must give the standard library's verdict on every input (and on
 /// its tail from `offset`, to move the block boundaries), and build the same string. The bytes
