@@ -10,7 +10,7 @@ let strictSettings: [SwiftSetting] = [
 ]
 
 /// Pure (sans-IO) targets additionally opt into strict memory safety. `Lifetimes` lets TetherCore
-/// give arrays a span on systems before `Array.span` (`Sources/Core/TetherCore/BackDeployment.swift`).
+/// give arrays a span on systems before `Array.span` (`Sources/Core/TetherCore/Support/BackDeployment.swift`).
 let pureSettings: [SwiftSetting] = strictSettings + [.strictMemorySafety(), .enableExperimentalFeature("Lifetimes")]
 
 let package = Package(
@@ -151,7 +151,7 @@ let package = Package(
         /// `HubConnection`: `HubConnectionMachine` on the Dispatch driver (links no XMPP code and no Expat).
         .target(
             name: "TetherSignalRClient",
-            dependencies: ["TetherDispatch", "TetherCore", "TetherSignalR", "TetherHTTP"],
+            dependencies: ["TetherDispatch", "TetherCore", "TetherSignalR"],
             path: "Sources/Drivers/TetherSignalRClient",
             swiftSettings: strictSettings
         ),
@@ -250,7 +250,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzServerSentEvents",
-            dependencies: ["FuzzSupport", "TetherSignalR"],
+            dependencies: ["FuzzSupport", "TetherHTTP"],
             path: "Tests/Fuzz/FuzzServerSentEvents",
             swiftSettings: strictSettings
         ),
@@ -301,7 +301,7 @@ let package = Package(
             name: "TetherSignalRTests",
             dependencies: [
                 "TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText", "TetherSimulation",
-                "TetherText",
+                "TetherText", "TetherHTTP",
             ],
             swiftSettings: strictSettings
         ),

@@ -25,7 +25,8 @@ struct HubConnectionBenchmarks {
         func drain(_ machine: inout Machine) {
             while let action = machine.pollAction() {
                 switch action {
-                case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
+                case .request(.fetchAccessToken(let next)), .request(.negotiate(_, _, let next)),
+                    .openTransport(_, let next):
                     generation = next
                 case .send, .closeTransport, .event: break
                 }

@@ -64,13 +64,13 @@ struct XMPPClientBenchmarks {
         func drain(_ machine: inout Machine) {
             while let action = machine.pollAction() {
                 switch action {
-                case .openTransport(_, let next, _), .openWebSocket(_, let next): generation = next
+                case .openTransport(_, let next): generation = next
                 case .send(let bytes, _, _):
                     let text = String(decoding: bytes, as: UTF8.self)
                     if text.contains("urn:ietf:params:xml:ns:xmpp-bind"), let range = text.range(of: "id='") {
                         bindID = String(text[range.upperBound...].prefix { $0 != "'" })
                     }
-                case .startTLS, .closeTransport, .lookUpService, .event: break
+                case .request, .closeTransport, .event: break
                 }
             }
         }

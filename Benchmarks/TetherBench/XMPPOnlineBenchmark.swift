@@ -42,8 +42,8 @@ enum XMPPOnlineBenchmark {
             client.setEventHandler(queue: DispatchQueue(label: "events")) { event in
                 switch event {
                 case .streamManagementEnabled: smEnabled.signal()
-                case .resumed: resumed.signal()
-                case .resumeFailed, .closed: _ = failure.increment()
+                case .lifecycle(.resumed): resumed.signal()
+                case .resumeFailed, .lifecycle(.closed): _ = failure.increment()
                 default: break
                 }
             }

@@ -94,14 +94,14 @@ struct NetworkNamespaceTests {
             process.waitForLine(after: down, timeout: .seconds(10)) { $0 == #"{"event":"waiting-for-network"}"# },
             "\(process.lines)"
         )
-        #expect(process.lines[down...waiting].contains { $0.hasPrefix(#"{"event":"disconnected""#) })
+        #expect(process.lines[down...waiting].contains { $0.hasPrefix(#"{"event":"connection-lost""#) })
         // Longer than the policy's first delay (3 s): no attempt.
         try await Task.sleep(for: .seconds(4))
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) }, "\(process.lines)")
         let restored = ContinuousClock.now
         try client.ip("link", "set", "v0", "up")
         let resumed = try await #require(
-            process.waitForLine(after: waiting, timeout: .seconds(5)) { $0 == #"{"event":"resumed"}"# },
+            process.waitForLine(after: waiting, timeout: .seconds(5)) { $0.hasPrefix(#"{"event":"resumed","jid":"#) },
             "\(process.lines)"
         )
         let elapsed = ContinuousClock.now - restored

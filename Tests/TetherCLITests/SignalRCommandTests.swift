@@ -115,10 +115,11 @@ struct SignalRCommandServerTests {
         let add = await tether(common + ["invoke", "Add", "[2, 3]", "--count", "3"])
         #expect(add.status == 0, "\(add.errors)")
         #expect(
-            add.output == [
-                connected, #"{"result":5}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"event":"closed"}"#,
+            withoutConnectionIds(add.output) == [
+                connected, #"{"result":5}"#, #"{"result":5}"#, #"{"result":5}"#, #"{"event":"closed","reason":null}"#,
             ]
         )
+        #expect(add.output.first?.contains(#","connection_id":""#) == true, "\(add.output)")
         let echo = await tether(common + ["invoke", "Echo", #"[{"a": [1, 2.5, null, "é"]}]"#])
         #expect(echo.output.dropFirst().first == #"{"result":{"a":[1,2.5,null,"é"]}}"#)
         let notify = await tether(common + ["invoke", "NotifyMe", #"["x"]"#])
@@ -127,9 +128,9 @@ struct SignalRCommandServerTests {
         let stream = await tether(common + ["stream", "Counter", "[3]"])
         #expect(stream.status == 0, "\(stream.errors)")
         #expect(
-            stream.output == [
+            withoutConnectionIds(stream.output) == [
                 connected, #"{"item":0}"#, #"{"item":1}"#, #"{"item":2}"#, #"{"completed":true}"#,
-                #"{"event":"closed"}"#,
+                #"{"event":"closed","reason":null}"#,
             ]
         )
 
@@ -160,7 +161,7 @@ struct SignalRCommandServerTests {
         let listen = RunningTether([
             "signalr", "--url", server.url, "listen", "Notify", "Other", "--count", "2", "--seconds", "20",
         ])
-        #expect(await listen.printed(#"{"event":"connected","transport":"websockets"}"#))
+        #expect(await listen.printed(#"{"event":"connected","transport":"websockets","connection_id":"#))
         for text in ["one", "two"] {
             let sent = await tether(["signalr", "--url", server.url, "invoke", "Broadcast", "[\"\(text)\"]"])
             #expect(sent.status == 0, "\(sent.errors)")
@@ -168,9 +169,9 @@ struct SignalRCommandServerTests {
         let result = await listen.result
         #expect(result.status == 0, "\(result.errors)")
         #expect(
-            result.output == [
+            withoutConnectionIds(result.output) == [
                 #"{"event":"connected","transport":"websockets"}"#, #"{"target":"Notify","arguments":["one"]}"#,
-                #"{"target":"Notify","arguments":["two"]}"#, #"{"event":"closed"}"#,
+                #"{"target":"Notify","arguments":["two"]}"#, #"{"event":"closed","reason":null}"#,
             ]
         )
     }
@@ -179,7 +180,13 @@ struct SignalRCommandServerTests {
         let port = try freeLoopbackPort()
         let result = await tether(["signalr", "--url", "http://127.0.0.1:\(port)/hub", "invoke", "Echo", #"["x"]"#])
         #expect(result.status == 1)
-        #expect(result.output.isEmpty)
+        // The lifecycle says why too: the attempt failed (no policy: closed).
+        #expect(result.output.count == 2, "\(result.output)")
+        #expect(
+            result.output.first?.hasPrefix(#"{"event":"attempt-failed","kind":"connectionFailed","reason":"#) == true,
+            "\(result.output)"
+        )
+        #expect(result.output.last?.hasPrefix(#"{"event":"closed","reason":"Failed to complete"#) == true)
         #expect(result.errors.last?.contains("Connection refused") == true, "\(result.errors)")
     }
 
@@ -207,10 +214,13 @@ struct SignalRCommandServerTests {
         let url = "http://127.0.0.1:\(relay.port)/hub"
         let fallback = await tether(["signalr", "--url", url, "invoke", "Echo", #"["x"]"#])
         #expect(fallback.status == 0, "\(fallback.errors)")
-        #expect(fallback.output.first == #"{"event":"connected","transport":"sse"}"#)
+        #expect(withoutConnectionIds(fallback.output).first == #"{"event":"connected","transport":"sse"}"#)
         let only = await tether(["signalr", "--url", url, "--transport", "websockets", "invoke", "Echo", #"["x"]"#])
         #expect(only.status == 1)
-        #expect(only.output.isEmpty)
+        #expect(
+            only.output.last?.hasPrefix(#"{"event":"closed","reason":"Unable to connect"#) == true,
+            "\(only.output)"
+        )
         #expect(
             only.errors.joined().contains(
                 "Unable to connect to the server with any of the available transports. WebSockets failed:"
@@ -251,4 +261,9 @@ struct SignalRCommandServerTests {
         #expect(failing.errors.joined().contains("exited with status 3"), "\(failing.errors)")
         #expect(!failing.errors.joined().contains("s3cr3t"))
     }
+}
+
+/// The lines with the connection ids left out (they differ on every run).
+func withoutConnectionIds(_ lines: [String]) -> [String] {
+    lines.map { $0.replacing(#/,"connection_id":("[^"]*"|null)/#, with: "") }
 }

@@ -159,7 +159,7 @@ struct XMPPServiceLookupTests {
         let events = EventRecorder(client)
         #expect(try await client.connect().bare == JID("alice@localhost")!)
         // One attempt: the refusal moved on to the next target within it.
-        #expect(!events.events.contains { if case .connectAttemptFailed = $0 { true } else { false } })
+        #expect(!events.events.contains { if case .lifecycle(.attemptFailed) = $0 { true } else { false } })
         await client.disconnect()
         let log = dns.logTail
         #expect(log.contains("query[A] dead.xmpp.test") && log.contains("query[AAAA] dead.xmpp.test"), "\(log)")
@@ -271,7 +271,7 @@ struct XMPPServiceLookupTests {
             #expect(error.message.contains("does not exist (NXDOMAIN)"), "\(error)")
             #expect(error.message.contains("_xmpp-client._tcp.nowhere.test"), "\(error)")
         }
-        #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
+        #expect(!events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })
     }
 
     @Test func aDomainWithoutServiceFailsForGood() async throws {
@@ -293,6 +293,6 @@ struct XMPPServiceLookupTests {
         } catch {
             #expect(error.kind == .serviceUnavailable && error.isFatal, "\(error)")
         }
-        #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
+        #expect(!events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })
     }
 }

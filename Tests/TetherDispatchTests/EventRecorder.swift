@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import TetherCore
+import TetherDispatch
 import TetherTestServers
 import TetherXMPP
 import TetherXMPPClient
@@ -50,20 +51,21 @@ final class EventRecorder: @unchecked Sendable {
 
 extension XMPPClient.Event {
     var isConnected: Bool {
-        if case .connected = self { return true }
+        if case .lifecycle(.connected) = self { return true }
         return false
     }
     var isResumed: Bool {
-        if case .resumed = self { return true }
+        if case .lifecycle(.resumed) = self { return true }
         return false
     }
+    /// A `connectionLost` event.
     var isDisconnected: Bool {
-        if case .disconnected = self { return true }
+        if case .lifecycle(.connectionLost) = self { return true }
         return false
     }
-    /// The error of a `disconnected` event.
+    /// The error of a `connectionLost` event.
     var disconnectError: XMPPClientError? {
-        if case .disconnected(let error) = self { return error }
+        if case .lifecycle(.connectionLost(let error)) = self { return error }
         return nil
     }
 }
@@ -127,7 +129,7 @@ func expectStallFoundByPingsAndResumed(_ relay: TCPRelay, _ events: EventRecorde
     relay.stallAll()
     #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
     let disconnect = try #require(events.timedEvents.first { $0.event.isDisconnected })
-    #expect(disconnect.event.disconnectError?.kind == .pingTimeout, "\(disconnect.event)")
+    #expect(disconnect.event.disconnectError?.kind == .serverTimeout, "\(disconnect.event)")
     let detection = Duration.nanoseconds(Int64(disconnect.time - stalled))
     // The bound is 1 s + 2 × 0.5 s after the last byte received (before the stall).
     #expect(detection <= .milliseconds(2000 + 300), "detected after \(detection)")

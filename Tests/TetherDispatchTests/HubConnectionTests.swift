@@ -87,7 +87,18 @@ struct HubConnectionTests {
         await connection.stop()
         #expect(
             await lifecycle.wait {
-                $0 == [.connected(connectionId: $0.first?.connectionId, transport: transport), .closed(nil)]
+                $0.filter { $0.name != "unhandledInvocation" } == [
+                    .lifecycle(
+                        .connected(HubSession(connectionId: $0.first?.session?.connectionId, transport: transport))
+                    ),
+                    .lifecycle(.closed(nil)),
+                ]
+            }
+        )
+        // The unhandled call reached the app as an event too.
+        #expect(
+            lifecycle.events.contains {
+                if case .unhandledInvocation(let call) = $0 { call.target == "Notify" } else { false }
             }
         )
         do {
@@ -128,7 +139,7 @@ struct HubConnectionTests {
         #expect(relay.refusedCount == refusals.count)
         await connection.stop()
         #expect(
-            await lifecycle.wait { $0.first == .connected(connectionId: $0.first?.connectionId, transport: expected) }
+            await lifecycle.wait { $0.first?.session?.transport == expected && $0.first?.isConnected == true }
         )
 
         let webSocketsOnly = try HubConnectionBuilder(url: url).withTransports(.webSockets).build()
@@ -136,7 +147,7 @@ struct HubConnectionTests {
             try await webSocketsOnly.start()
             Issue.record("WebSockets connected through a proxy that refuses them")
         } catch {
-            #expect(error.kind == .transport)
+            #expect(error.kind == .connectionFailed)
             #expect(
                 error.message.hasPrefix(
                     "Unable to connect to the server with any of the available transports. WebSockets failed: "
@@ -206,7 +217,7 @@ struct HubConnectionTests {
                 Issue.record("connected with a refused token")
             } catch {
                 let step = onTransport ? "opening the \(transport)" : "negotiate"
-                #expect(error.kind == .unauthorized)
+                #expect(error.kind == .authenticationFailed)
                 #expect(
                     error.message
                         == "Unauthorized: the server answered 401 to \(step); a new token from the provider was refused too."
@@ -300,7 +311,7 @@ struct HubConnectionTests {
             #expect(unsent > 0 && unsent <= 256 * 1024 + 64 * 1024 + 64, "\(unsent) bytes held")
             switch backPressure {
             case .fail:
-                #expect(failure.values.first?.kind == .sendBufferFull)
+                #expect(failure.values.first?.kind == .sendQueueFull)
                 #expect(failure.values.first?.message.hasPrefix("The network has not taken the ") == true)
             case .wait:
                 #expect(failure.values.isEmpty && steady == sent.values.count, "\(failure.values)")
@@ -347,7 +358,8 @@ struct HubConnectionTests {
         let echoed: String = try await connection.invoke("Echo", "late")
         #expect(echoed == "late")
         let names = lifecycle.events.map(\.name)
-        #expect(names.first == "reconnecting" && names.last == "connected" && !names.contains("reconnected"))
+        #expect(names.first == "attemptFailed" && names.dropFirst().first == "reconnecting", "\(names)")
+        #expect(names.last == "connected" && names.filter { $0 == "connected" }.count == 1, "\(names)")
         await connection.stop()
     }
 
@@ -385,7 +397,7 @@ struct HubConnectionTests {
         #expect(await lifecycle.wait(timeout: .seconds(8)) { $0.last?.isClosed == true })
         let elapsed = ContinuousClock.now - stalledAt
         #expect(elapsed >= .seconds(2) && elapsed < .seconds(6))
-        #expect(lifecycle.events.last == .closed(HubConnectionError.serverTimeoutForTests))
+        #expect(lifecycle.events.last == .lifecycle(.closed(HubConnectionError.serverTimeoutForTests)))
     }
 
     /// The policy gives up while the hub is down: the connection is suspended and tries nothing
@@ -403,13 +415,14 @@ struct HubConnectionTests {
         #expect(await connection.state() == .suspended)
         try await server.start()
         connection.reconnectNow()
-        #expect(await lifecycle.wait { $0.last?.isReconnected == true }, "\(lifecycle.events)")
+        #expect(await lifecycle.wait { $0.last?.isConnected == true }, "\(lifecycle.events)")
         let echoed: String = try await connection.invoke("Echo", "back")
         #expect(echoed == "back")
         await connection.stop()
         #expect(
             lifecycle.events.map(\.name) == [
-                "connected", "reconnecting", "reconnecting", "suspended", "reconnected", "closed",
+                "connected", "connectionLost", "reconnecting", "attemptFailed", "reconnecting", "attemptFailed",
+                "suspended", "connected", "closed",
             ]
         )
     }
@@ -444,8 +457,8 @@ struct HubConnectionTests {
         server.stop()
         #expect(await lifecycle.wait { $0.contains { $0.isReconnecting } })
         try await server.start()
-        #expect(await lifecycle.wait(timeout: .seconds(20)) { $0.contains { $0.isReconnected } })
-        #expect(lifecycle.events.contains { $0 == .reconnected(connectionId: $0.connectionId, transport: transport) })
+        #expect(await lifecycle.wait(timeout: .seconds(20)) { $0.filter(\.isConnected).count == 2 })
+        #expect(lifecycle.events.filter(\.isConnected).allSatisfy { $0.session?.transport == transport })
         #expect(await rejoined.wait { $0 == ["lobby"] })
         #expect(tokens.values.count >= 2)  // asked again for the new attempt(s)
 
@@ -458,7 +471,8 @@ struct HubConnectionTests {
         await connection.stop()
         let names = lifecycle.events.map(\.name)
         #expect(names.first == "connected" && names.last == "closed")
-        #expect(names.filter { $0 == "reconnected" }.count == 1)
+        #expect(names.filter { $0 == "connected" }.count == 2)
+        #expect(names.filter { $0 == "connectionLost" }.count == 1)
         // The same lifecycle as an AsyncStream.
         var streamed: [String] = []
         for await event in stream {
@@ -495,8 +509,12 @@ struct HubConnectionTests {
         // The negotiate request, the WebSocket, two reopened ones, and more if the hub refused a
         // reopened WebSocket for a moment (it may, under load, until it has seen the old one go).
         #expect(relay.acceptedCount >= 4)
-        // Resuming is transparent: no reconnecting or reconnected events.
-        #expect(lifecycle.events.map(\.name) == ["connected"])
+        // Each resume is reported (lost, then resumed: the same connection, nothing to redo); no
+        // new connection.
+        let names = lifecycle.events.map(\.name)
+        #expect(names.first == "connected" && names.filter { $0 == "connected" }.count == 1, "\(names)")
+        #expect(names.filter { $0 == "resumed" }.count == names.filter { $0 == "connectionLost" }.count, "\(names)")
+        #expect(names.filter { $0 == "resumed" }.count >= 2, "\(names)")
         await connection.stop()
     }
 
@@ -568,7 +586,7 @@ struct HubConnectionTests {
             _ = try HubConnection(configuration: .init(url: url), options: options)
             Issue.record("made a connection to an https hub without a TLS layer")
         } catch {
-            #expect(error.kind == .invalidConfiguration && error.message.contains("tlsSessionFactory"))
+            #expect(error.kind == .tlsUnavailable && error.message.contains("tlsSessionFactory"))
         }
 
         // Without the test CA the certificate is refused.
@@ -577,7 +595,7 @@ struct HubConnectionTests {
             try await untrusting.start()
             Issue.record("connected to a server whose CA is not trusted")
         } catch {
-            #expect(error.kind == .negotiation && error.message.contains("certificate"))
+            #expect(error.kind == .tlsFailed && error.message.contains("certificate"), "\(error)")
         }
         // Nor does a certificate the CA signed for another name.
         let otherName = try await TLSRelay(
@@ -591,7 +609,7 @@ struct HubConnectionTests {
             try await misnamed.start()
             Issue.record("accepted a certificate for another name")
         } catch {
-            #expect(error.kind == .negotiation)
+            #expect(error.kind == .tlsFailed, "\(error)")
         }
     }
 
@@ -656,7 +674,10 @@ struct HubConnectionTests {
         relay.cutAll()
         let tallied: [Int] = try await connection.invoke("Tallied")
         #expect(tallied == Array(1...sent), "sent \(sent), the hub has \(tallied)")
-        #expect(!lifecycle.events.contains { $0.isReconnecting })  // resumed, not a new connection
+        // Resumed, not a new connection: one `connected`, and each loss followed by `resumed`.
+        let names = lifecycle.events.map(\.name)
+        #expect(names.filter { $0 == "connected" }.count == 1, "\(names)")
+        #expect(names.contains("resumed") && !names.contains("closed"), "\(names)")
         await connection.stop()
     }
 
@@ -720,7 +741,8 @@ struct HubConnectionTests {
             try await connection.start()
             Issue.record("connected to a closed port")
         } catch {
-            #expect(error.kind == .negotiation)
+            #expect(error.kind == .connectionFailed, "\(error)")
+            #expect(error.message.hasPrefix("Failed to complete negotiation with the server: "), "\(error)")
         }
         #expect(await connection.state() == .disconnected)
     }
@@ -740,25 +762,31 @@ extension HubConnectionError {
 }
 
 extension HubConnection.Event {
+    /// The lifecycle change's name (`connected`, `resumed`, `connectionLost`, `attemptFailed`,
+    /// `reconnecting`, `waitingForNetwork`, `suspended`, `closed`), or `unhandledInvocation`.
     var name: String {
         switch self {
-        case .connected: "connected"
-        case .reconnecting: "reconnecting"
-        case .waitingForNetwork: "waitingForNetwork"
-        case .reconnected: "reconnected"
-        case .suspended: "suspended"
-        case .closed: "closed"
+        case .lifecycle(.connected): "connected"
+        case .lifecycle(.resumed): "resumed"
+        case .lifecycle(.connectionLost): "connectionLost"
+        case .lifecycle(.attemptFailed): "attemptFailed"
+        case .lifecycle(.reconnecting): "reconnecting"
+        case .lifecycle(.waitingForNetwork): "waitingForNetwork"
+        case .lifecycle(.suspended): "suspended"
+        case .lifecycle(.closed): "closed"
+        case .unhandledInvocation: "unhandledInvocation"
         }
     }
-    var connectionId: String? {
+    /// The session of a `connected` or `resumed` event.
+    var session: HubSession? {
         switch self {
-        case .connected(let id, _), .reconnected(let id, _): id
-        case .reconnecting, .waitingForNetwork, .suspended, .closed: nil
+        case .lifecycle(.connected(let session)), .lifecycle(.resumed(let session)): session
+        default: nil
         }
     }
     var isClosed: Bool { name == "closed" }
     var isReconnecting: Bool { name == "reconnecting" }
-    var isReconnected: Bool { name == "reconnected" }
+    var isConnected: Bool { name == "connected" }
 }
 
 /// Values appended from any thread; waits for a condition on them.

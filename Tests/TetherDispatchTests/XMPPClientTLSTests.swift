@@ -103,7 +103,7 @@ struct XMPPClientTLSTests {
                 #expect(error.isFatal)
             }
             #expect(
-                !events.events.contains { if case .reconnecting = $0 { true } else { false } },
+                !events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } },
                 "\(tls): \(events.events)"
             )
         }
@@ -134,7 +134,10 @@ struct XMPPClientTLSTests {
                 #expect(error.kind == .certificateRefused, "\(error)")
                 #expect(error.isFatal)
             }
-            #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } }, "\(tls)")
+            #expect(
+                !events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } },
+                "\(tls)"
+            )
         }
     }
 

@@ -168,7 +168,7 @@ struct XMPPClientTests {
         #expect(answer.type == .result)
         await alice.disconnect()
         await bob.disconnect()
-        #expect(aliceEvents.events.last == .closed(nil))
+        #expect(aliceEvents.events.last == .lifecycle(.closed(nil)))
     }
 
     /// Tasks on the clients' executors: with a read thread, each answer resumes its task on the
@@ -266,7 +266,9 @@ struct XMPPClientTests {
         // taken that, with `.fail`.
         relay.cutAll()
         #expect(
-            await events.wait(timeout: .seconds(30)) { $0.contains { if case .resumed = $0 { true } else { false } } }
+            await events.wait(timeout: .seconds(30)) {
+                $0.contains { if case .lifecycle(.resumed) = $0 { true } else { false } }
+            }
         )
         let deadline = ContinuousClock.now + .seconds(30)
         var sentAfterwards = false
@@ -480,21 +482,22 @@ struct XMPPClientTests {
         // A few attempts are refused while the server is down.
         #expect(
             await events.wait {
-                $0.filter { if case .connectAttemptFailed = $0 { true } else { false } }.count >= 3
+                $0.filter { if case .lifecycle(.attemptFailed) = $0 { true } else { false } }.count >= 3
             }
         )
         try await server.start()
         #expect(await events.wait(timeout: .seconds(15)) { $0.filter(\.isConnected).count == 2 })
         let attempts = events.events.compactMap {
-            if case .reconnecting(let attempt, let delay) = $0 { (attempt, delay) } else { nil }
+            if case .lifecycle(.reconnecting(let attempt, let delay, _)) = $0 { (attempt, delay) } else { nil }
         }
         #expect(attempts.count >= 3)
         #expect(attempts.map(\.0) == Array(1...attempts.count))
         #expect(attempts.allSatisfy { $0.1 == .milliseconds(300) })
         // Attempts were about 300 ms apart (refused at once while the server was down).
-        let times = events.timedEvents.filter { if case .connectAttemptFailed = $0.event { true } else { false } }.map(
-            \.time
-        )
+        let times = events.timedEvents.filter { if case .lifecycle(.attemptFailed) = $0.event { true } else { false } }
+            .map(
+                \.time
+            )
         for (earlier, later) in zip(times, times.dropFirst()) {
             let gap = Duration.nanoseconds(Int64(later - earlier))
             #expect(gap >= .milliseconds(280) && gap <= .milliseconds(1500), "gap \(gap)")
@@ -517,7 +520,7 @@ struct XMPPClientTests {
         await client.disconnect()
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text).joined()
         #expect(sent.contains("<stream:stream"))
-        #expect(sent.contains("mechanism='PLAIN'>[") && sent.contains(" bytes of SASL credentials not shown]</auth>"))
+        #expect(sent.contains("mechanism='PLAIN'>[") && sent.contains(" bytes of credentials not shown]</auth>"))
         let plain = Base64.encode([0] + Array("alice".utf8) + [0] + Array("alicepass".utf8))
         #expect(!sent.contains(plain) && !sent.contains("alicepass"))
         #expect(log.entries.contains { $0.direction == .received && $0.text.contains("<success") })

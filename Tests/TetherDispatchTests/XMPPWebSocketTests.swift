@@ -60,7 +60,7 @@ struct XMPPWebSocketTests {
         #expect(
             log.entries.last { $0.direction == .sent }?.text == "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>"
         )
-        #expect(aliceEvents.events.last == .closed(nil))
+        #expect(aliceEvents.events.last == .lifecycle(.closed(nil)))
     }
 
     /// The link under the WebSocket is cut while messages flow: the session resumes (XEP-0198)
@@ -147,6 +147,6 @@ struct XMPPWebSocketTests {
             #expect(error.kind == .tlsFailed && error.isFatal, "\(error)")
             #expect(error.message.contains("unable to get local issuer certificate"), "\(error)")
         }
-        #expect(!events.events.contains { if case .reconnecting = $0 { true } else { false } })
+        #expect(!events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })
     }
 }

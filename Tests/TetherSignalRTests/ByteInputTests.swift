@@ -43,16 +43,17 @@ struct DescriptionTests {
     @Test func actionsReadAsTextOrHexWithoutSecrets() {
         let text = HubConnectionMachine.Action.send(
             Array("{\"type\":6}\u{1E}".utf8),
-            format: .text,
             generation: TransportGeneration(3)
         )
-        #expect(text.description == "send(text, #3, 11 bytes: {\"type\":6}␞)")
-        let binary = HubConnectionMachine.Action.send([0x02, 0x91, 0x06], format: .binary, generation: .init(4))
-        #expect(binary.description == "send(binary, #4, 3 bytes: 02 91 06)")
-        let negotiate = HubConnectionMachine.Action.sendNegotiate(
-            url: "https://h/hub/negotiate",
-            headers: ["Authorization": "Bearer secret-token", "X-A": "1"],
-            generation: .init(1)
+        #expect(text.description == "send(#3, 11 bytes: {\"type\":6}␞)")
+        let binary = HubConnectionMachine.Action.send([0x02, 0x91, 0x06], generation: .init(4))
+        #expect(binary.description == "send(#4, 3 bytes: 02 91 06)")
+        let negotiate = HubConnectionMachine.Action.request(
+            .negotiate(
+                url: ServerURL("https://h/hub/negotiate?access_token=secret-token")!,
+                headers: ["Authorization": "Bearer secret-token", "X-A": "1"],
+                generation: .init(1)
+            )
         )
         #expect(!negotiate.description.contains("secret-token"))
         #expect(negotiate.description.contains("Authorization"))

@@ -47,9 +47,14 @@ struct HubConnectionContractTests {
         )
         machine.start(now: .zero)
         var generation = TransportGeneration(0)
+        var format: MessageFormat?
         while let action = machine.pollAction() {
-            if case .openTransport(_, _, _, let next) = action { generation = next }
+            if case .openTransport(let request, let next) = action {
+                generation = next
+                format = request.messageFormat
+            }
         }
+        #expect(format == .binary)
         machine.transportConnected(generation: generation, now: .zero)
         machine.transportReceived(Array("{}\u{1E}".utf8), generation: generation, now: .zero)
         while machine.pollAction() != nil {}
@@ -57,10 +62,7 @@ struct HubConnectionContractTests {
         _ = try machine.invoke("AddToGroup", "room-1", [["PlatUserId": 32323]], now: .zero)
         var sent: [UInt8] = []
         while let action = machine.pollAction() {
-            if case .send(let bytes, let format, _) = action {
-                sent = bytes
-                #expect(format == .binary)
-            }
+            if case .send(let bytes, _, _) = action { sent = bytes }
         }
         var parser = MessagePackHubProtocol().makeParser()
         parser.append(sent.backDeployedSpan)
@@ -92,17 +94,17 @@ struct HubConnectionContractTests {
         #expect(harness.drain() == ["token"])
         harness.machine.accessTokenFetched("first", generation: harness.generation, now: harness.now)
         harness.drain()
-        guard case .sendNegotiate(_, let headers, _) = harness.actions.last else {
+        guard case .request(.negotiate(_, let headers, _)) = harness.actions.last else {
             Issue.record("no negotiate")
             return
         }
         #expect(headers["Authorization"] == "Bearer first")
         harness.negotiate()
-        guard case .openTransport(_, _, let wsHeaders, _) = harness.actions.last else {
+        guard case .openTransport(let request, _) = harness.actions.last else {
             Issue.record("no open")
             return
         }
-        #expect(wsHeaders["Authorization"] == "Bearer first")
+        #expect(request.headers["Authorization"] == "Bearer first")
         harness.opened()
         harness.server("{}")
         harness.closed()
@@ -112,7 +114,7 @@ struct HubConnectionContractTests {
         #expect(harness.drain().isEmpty)
         harness.machine.accessTokenFetched("refreshed", generation: harness.generation, now: harness.now)
         harness.drain()
-        guard case .sendNegotiate(_, let again, _) = harness.actions.last else {
+        guard case .request(.negotiate(_, let again, _)) = harness.actions.last else {
             Issue.record("no negotiate")
             return
         }
@@ -140,7 +142,11 @@ struct HubConnectionContractTests {
         )
         harness.machine.transportConnected(generation: old, now: harness.now)
         harness.machine.transportReceived(Array("{}\u{1E}".utf8), generation: old, now: harness.now)
-        harness.machine.transportClosed(generation: old, error: "late", now: harness.now)
+        harness.machine.transportClosed(
+            generation: old,
+            error: TransportError(.connectionLost, "late"),
+            now: harness.now
+        )
         #expect(harness.drain().isEmpty)
         #expect(harness.machine.stateName == .negotiating)
     }

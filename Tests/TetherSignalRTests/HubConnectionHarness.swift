@@ -1,5 +1,6 @@
 import Foundation
 import TetherCore
+import TetherSimulation
 
 @testable import TetherSignalR
 
@@ -39,7 +40,8 @@ struct HubConnectionHarness {
         while let action = machine.pollAction() {
             actions.append(action)
             switch action {
-            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
+            case .request(.fetchAccessToken(let next)), .request(.negotiate(_, _, let next)),
+                .openTransport(_, let next):
                 generation = next
             case .closeTransport(let closed):
                 closedGenerations.append(closed)
@@ -60,8 +62,8 @@ struct HubConnectionHarness {
         sent: inout [HubMessage]
     ) -> String {
         switch action {
-        case .fetchAccessToken: return "token"
-        case .sendNegotiate: return "negotiate"
+        case .request(.fetchAccessToken): return "token"
+        case .request(.negotiate): return "negotiate"
         case .openTransport: return "open"
         case .closeTransport: return "close"
         case .send(let bytes, _, _):
@@ -82,12 +84,7 @@ struct HubConnectionHarness {
             }
         case .event(let event):
             switch event {
-            case .connected: return "event:connected"
-            case .reconnecting: return "event:reconnecting"
-            case .waitingForNetwork: return "event:waitingfornetwork"
-            case .reconnected: return "event:reconnected"
-            case .suspended: return "event:suspended"
-            case .closed: return "event:closed"
+            case .lifecycle(let change): return "event:" + lifecycleName(change)
             case .invocation: return "event:invocation"
             case .unhandledInvocation: return "event:unhandledinvocation"
             case .completion: return "event:completion"
@@ -142,10 +139,19 @@ struct HubConnectionHarness {
     }
 
     @discardableResult
-    mutating func closed(_ error: String? = "connection reset") -> [String] {
+    mutating func closed(_ error: TransportError? = TransportError(.connectionLost, "connection reset")) -> [String] {
         machine.transportClosed(generation: generation, error: error, now: now)
         return drain()
     }
+
+    /// The transport closed with `reason` (a lost connection), or in order (nil).
+    @discardableResult
+    mutating func closed(_ reason: String?) -> [String] {
+        closed(reason.map { TransportError(.connectionLost, $0) })
+    }
+
+    /// The lifecycle events, in order.
+    var lifecycle: [JSONHubConnection.Lifecycle] { events.compactMap(\.lifecycle) }
 
     /// The server sends JSON records (each gets its 0x1E) in one WebSocket message.
     @discardableResult

@@ -14,12 +14,12 @@ struct HubConnectionScenarioTests {
         let (url, headers) = try #require(harness.actions[0].negotiateRequest)
         #expect(url == "http://127.0.0.1:5099/hub/negotiate?negotiateVersion=1")
         #expect(headers["Authorization"] == "Bearer secret-token")
-        let (wsURL, wsHeaders) = try #require(harness.actions[1].transportRequest)
+        let (wsURL, wsHeaders, format) = try #require(harness.actions[1].transportRequest)
         #expect(wsURL == "ws://127.0.0.1:5099/hub?id=token-1")
         #expect(wsHeaders["Authorization"] == "Bearer secret-token")
-        let (handshake, format) = try #require(harness.actions[2].sentBytes)
-        #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}")
         #expect(format == .text)
+        let handshake = try #require(harness.actions[2].sentBytes)
+        #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":1}\u{1E}")
         #expect(harness.machine.connectionId == "conn-1")
     }
 
@@ -30,7 +30,7 @@ struct HubConnectionScenarioTests {
         #expect(id == "0")
         #expect(harness.drain() == ["send:invocation"])
         #expect(harness.server(#"{"type":3,"invocationId":"0","result":"hi"}"#) == ["event:completion"])
-        guard case .completion(let completedId, .value(let value)) = harness.events.last else {
+        guard case .completion(let completedId, .success(let value?)) = harness.events.last else {
             Issue.record("no completion")
             return
         }
@@ -45,16 +45,24 @@ struct HubConnectionScenarioTests {
             #"{"type":3,"invocationId":"1","error":"boom"}"#
         )
         #expect(names == ["event:streamitem", "event:streamitem", "event:streamcompleted"])
-        #expect(harness.events.last == .streamCompleted(invocationId: "1", error: "boom"))
+        #expect(
+            harness.events.last
+                == .streamCompleted(invocationId: "1", error: HubConnectionError(.invocationFailed, "boom"))
+        )
         // Anything for a finished invocation is a protocol violation.
-        #expect(harness.server(#"{"type":3,"invocationId":"1"}"#) == ["send:close", "close", "event:closed"])
+        #expect(
+            harness.server(#"{"type":3,"invocationId":"1"}"#)
+                == ["send:close", "close", "event:connectionlost", "event:closed"]
+        )
         #expect(
             harness.sentMessages.last
                 == .close(CloseMessage(error: "Received a Completion for unknown invocation '1'."))
         )
         #expect(
             harness.events.last
-                == .closed(HubConnectionError(.protocolViolation, "Received a Completion for unknown invocation '1'."))
+                == .lifecycle(
+                    .closed(HubConnectionError(.protocolViolation, "Received a Completion for unknown invocation '1'."))
+                )
         )
     }
 
@@ -66,9 +74,10 @@ struct HubConnectionScenarioTests {
         harness.opened()
         let bytes = Array("{}\u{1E}{\"type\":7,\"error\":\"bye\"}\u{1E}".utf8)
         harness.machine.transportReceived(bytes.backDeployedSpan, generation: harness.generation, now: harness.now)
-        #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:closed"])
+        #expect(harness.drain() == ["event:connected", "send:ping", "close", "event:connectionlost", "event:closed"])
         #expect(
-            harness.events.last == .closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye"))
+            harness.events.last
+                == .lifecycle(.closed(HubConnectionError(.serverClosed, "Server returned an error on close: bye")))
         )
     }
 
@@ -81,10 +90,12 @@ struct HubConnectionScenarioTests {
         harness.server(#"{"error":"The server does not support version 1 of the 'json' protocol."}"#)
         #expect(
             harness.events.last
-                == .closed(
-                    HubConnectionError(
-                        .handshake,
-                        "Server returned handshake error: The server does not support version 1 of the 'json' protocol."
+                == .lifecycle(
+                    .closed(
+                        HubConnectionError(
+                            .handshake,
+                            "Server returned handshake error: The server does not support version 1 of the 'json' protocol."
+                        )
                     )
                 )
         )
@@ -94,9 +105,10 @@ struct HubConnectionScenarioTests {
         timeout.negotiate()
         timeout.opened()
         #expect(timeout.advance(by: .seconds(14)).isEmpty)
-        #expect(timeout.advance(by: .seconds(1)) == ["close", "event:closed"])
+        #expect(timeout.advance(by: .seconds(1)) == ["close", "event:attemptfailed", "event:closed"])
         #expect(
-            timeout.events.last == .closed(HubConnectionError(.handshake, "The handshake timed out after 15 seconds."))
+            timeout.events.last
+                == .lifecycle(.closed(HubConnectionError(.handshake, "The handshake timed out after 15 seconds.")))
         )
     }
 
@@ -122,8 +134,8 @@ struct HubConnectionScenarioTests {
         harness.advance(by: .seconds(20))
         harness.server(#"{"type":6}"#)  // resets the timeout
         #expect(!harness.advance(by: .seconds(29)).contains("event:closed"))
-        #expect(harness.advance(by: .seconds(1)).suffix(2) == ["close", "event:closed"])
-        #expect(harness.events.last == .closed(.serverTimeout))
+        #expect(harness.advance(by: .seconds(1)).suffix(3) == ["close", "event:connectionlost", "event:closed"])
+        #expect(harness.events.last == .lifecycle(.closed(.serverTimeout)))
         #expect(
             HubConnectionError.serverTimeout.message
                 == "Server timeout elapsed without receiving a message from the server."
@@ -154,7 +166,8 @@ struct HubConnectionScenarioTests {
         #expect(looping.machine.stateName == .negotiating)
         looping.negotiate(body: Array(#"{"url":"http://loop/hub"}"#.utf8))
         #expect(
-            looping.events.last == .closed(HubConnectionError(.negotiation, "Negotiate redirection limit exceeded."))
+            looping.events.last
+                == .lifecycle(.closed(HubConnectionError(.negotiation, "Negotiate redirection limit exceeded.")))
         )
     }
 
@@ -174,7 +187,7 @@ struct HubConnectionScenarioTests {
             harness.machine.start(now: harness.now)
             harness.drain()
             harness.negotiate(status: status, body: Array(body.utf8))
-            #expect(harness.events.last == .closed(HubConnectionError(.negotiation, message)))
+            #expect(harness.events.last == .lifecycle(.closed(HubConnectionError(.negotiation, message))))
             #expect(!message.contains("secret-token"))
         }
     }
@@ -377,10 +390,11 @@ struct HubConnectionReconnectTests {
         #expect(result.times == [0, 2, 12, 42])
         #expect(
             result.transcript == [
-                "negotiate", "open", "send:handshake", "event:connected", "send:ping",
-                // Every scheduled attempt is reported (with its number and delay).
-                "event:reconnecting", "negotiate", "event:reconnecting", "negotiate", "event:reconnecting", "negotiate",
-                "event:reconnecting", "negotiate", "event:suspended",
+                "negotiate", "open", "send:handshake", "event:connected", "send:ping", "event:connectionlost",
+                // Every scheduled attempt is reported (with its number and delay), and every failed one.
+                "event:reconnecting", "negotiate", "event:attemptfailed", "event:reconnecting", "negotiate",
+                "event:attemptfailed", "event:reconnecting", "negotiate", "event:attemptfailed", "event:reconnecting",
+                "negotiate", "event:attemptfailed", "event:suspended",
             ]
         )
     }
@@ -398,7 +412,7 @@ struct HubConnectionReconnectTests {
         #expect(harness.machine.stateName == .suspended)
         #expect(
             harness.events.last.map {
-                if case .suspended(let error?) = $0 { error.kind == .negotiation } else { false }
+                if case .lifecycle(.suspended(.gaveUp(let error))) = $0 { error.kind == .negotiation } else { false }
             } == true
         )
         #expect(harness.machine.pollTimeout() == nil)  // nothing is retried meanwhile
@@ -408,13 +422,15 @@ struct HubConnectionReconnectTests {
         // The schedule starts over: the first delay again.
         #expect(
             harness.events.last
-                == .reconnecting(
-                    HubConnectionError(
-                        .negotiation,
-                        "Failed to complete negotiation with the server: Status code '503'"
-                    ),
-                    attempt: 1,
-                    delay: .seconds(5)
+                == .lifecycle(
+                    .reconnecting(
+                        attempt: 1,
+                        delay: .seconds(5),
+                        lastError: HubConnectionError(
+                            .negotiation,
+                            "Failed to complete negotiation with the server: Status code '503'"
+                        )
+                    )
                 )
         )
         harness.machine.stop(now: harness.now)
@@ -440,7 +456,7 @@ struct HubConnectionReconnectTests {
         harness.machine.start(now: harness.now)
         harness.drain()
         harness.negotiate(status: 503, body: [])
-        #expect(harness.transcript == ["negotiate", "event:closed"])
+        #expect(harness.transcript == ["negotiate", "event:attemptfailed", "event:closed"])
     }
 
     @Test func stopDuringTheDelayCancels() {
@@ -453,7 +469,8 @@ struct HubConnectionReconnectTests {
         #expect(harness.advance(by: .seconds(60)).isEmpty)
     }
 
-    /// The app re-joins its groups when the reconnected event arrives (a new connection id).
+    /// The app re-joins its groups when a new connection after a loss is `connected` (a new
+    /// connection id).
     @Test func rejoinGroupsAfterReconnect() throws {
         var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
         harness.connect()
@@ -465,12 +482,9 @@ struct HubConnectionReconnectTests {
         harness.negotiate(body: HubConnectionHarness.negotiateBody(connectionId: "conn-2", token: "token-2"))
         harness.opened()
         harness.server("{}")
-        guard case .reconnected(let connectionId, _) = harness.events.last else {
-            Issue.record("no reconnected event")
-            return
-        }
-        #expect(connectionId == "conn-2")
-        // What an app does on .reconnected:
+        let session = try #require(harness.lifecycle.last)
+        #expect(session == .connected(HubSession(connectionId: "conn-2", transport: .webSockets)))
+        // What an app does on a new connection:
         _ = try harness.machine.invoke("AddToGroup", arguments: jsonArguments(#""room-1""#), now: harness.now)
         harness.drain()
         #expect(
@@ -481,7 +495,7 @@ struct HubConnectionReconnectTests {
         )
         #expect(
             harness.transcript.suffix(7) == [
-                "event:reconnecting", "negotiate", "open", "send:handshake", "event:reconnected", "send:ping",
+                "event:reconnecting", "negotiate", "open", "send:handshake", "event:connected", "send:ping",
                 "send:invocation",
             ]
         )
@@ -494,33 +508,30 @@ struct HubConnectionReconnectTests {
         _ = try harness.machine.stream("Feed", arguments: jsonArguments(), now: harness.now)
         harness.drain()
         harness.closed()
+        let lost = HubConnectionError(.connectionLost, "WebSocket closed with an error: connection reset")
         #expect(
-            harness.events.suffix(3) == [
-                .completion(
-                    invocationId: "0",
-                    result: .error("Invocation canceled due to the underlying connection being closed.")
-                ),
-                .streamCompleted(
-                    invocationId: "1",
-                    error: "Invocation canceled due to the underlying connection being closed."
-                ),
-                .reconnecting(
-                    HubConnectionError(.transport, "WebSocket closed with an error: connection reset"),
-                    attempt: 1,
-                    delay: .zero
-                ),
+            harness.events.suffix(4) == [
+                .lifecycle(.connectionLost(lost)),
+                .completion(invocationId: "0", result: .failure(.invocationCanceled)),
+                .streamCompleted(invocationId: "1", error: .invocationCanceled),
+                .lifecycle(.reconnecting(attempt: 1, delay: .zero, lastError: lost)),
             ]
         )
+        // Typed: the kind says the connection closed first (not the server's failure).
+        #expect(HubConnectionError.invocationCanceled.kind == .canceled)
     }
 
     @Test func everyScheduledAttemptIsReported() {
         var harness = HubConnectionHarness { $0.reconnectPolicy = .signalRDefault }
         harness.connect()
         harness.closed()
-        #expect(harness.events.last == .reconnecting(harness.events.last?.reconnectError, attempt: 1, delay: .zero))
+        #expect(
+            harness.lifecycle.last
+                == .reconnecting(attempt: 1, delay: .zero, lastError: harness.events.last?.reconnectError)
+        )
         harness.advance(by: .zero)  // attempt 1 starts: negotiate
         harness.negotiate(status: 503, body: [])
-        guard case .reconnecting(let error, let attempt, let delay) = harness.events.last else {
+        guard case .lifecycle(.reconnecting(let attempt, let delay, let error)) = harness.events.last else {
             Issue.record("no reconnecting event for the second attempt")
             return
         }
@@ -539,7 +550,7 @@ struct HubConnectionStatefulReconnectTests {
         #expect(url.hasSuffix("negotiateVersion=1&useStatefulReconnect=true"))
         harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         harness.opened()
-        let handshake = try #require(harness.actions.last?.sentBytes).bytes
+        let handshake = try #require(harness.actions.last?.sentBytes)
         #expect(String(decoding: handshake, as: UTF8.self) == "{\"protocol\":\"json\",\"version\":2}\u{1E}")
         harness.server("{}")
         _ = try harness.machine.invoke("Echo", arguments: jsonArguments(#""a""#), now: harness.now)
@@ -550,11 +561,12 @@ struct HubConnectionStatefulReconnectTests {
         #expect(harness.advance(by: .seconds(1)) == ["send:ack"])
         #expect(harness.sentMessages.last == .ack(sequenceId: 2))
         // Transport lost without Close: reopen the same connection, no negotiate, no handshake.
-        #expect(harness.closed() == ["open"])
+        // Reported as lost and being reconnected at once, then resumed (nothing to redo).
+        #expect(harness.closed() == ["event:connectionlost", "event:reconnecting", "open"])
         let again = try #require(harness.actions.last?.transportRequest).url
         #expect(again == "ws://127.0.0.1:5099/hub?id=token-1")
         // Nothing was acknowledged by the server: Sequence(1) (oldest unacked), then the replay.
-        #expect(harness.opened() == ["send:sequence", "send:invocation", "send:invocation"])
+        #expect(harness.opened() == ["send:sequence", "send:invocation", "send:invocation", "event:resumed"])
         #expect(harness.sentMessages.suffix(3).first == .sequence(sequenceId: 1))
         // The server resumes at 1 and replays the two completions: both are duplicates.
         let before = harness.events.count
@@ -587,12 +599,12 @@ struct HubConnectionStatefulReconnectTests {
             case .failure(let error): refusal = error
             }
         }
-        #expect(refusal?.kind == .sendBufferFull)
+        #expect(refusal?.kind == .sendQueueFull)
         // Nor is an upload stream made for an invocation that could not go out (a command waiting
         // for room is tried again and again).
         let upload = Result { () throws(HubConnectionError) in try harness.machine.makeUploadStream(now: harness.now) }
         if case .failure(let error) = upload {
-            #expect(error.kind == .sendBufferFull)
+            #expect(error.kind == .sendQueueFull)
         } else {
             Issue.record("an upload stream was made while the buffer is full")
         }
@@ -634,10 +646,12 @@ struct HubConnectionStatefulReconnectTests {
         harness.server(#"{"type":9,"sequenceId":3}"#)
         #expect(
             harness.events.last
-                == .closed(
-                    HubConnectionError(
-                        .protocolViolation,
-                        "Sequence ID greater than amount of messages we've received."
+                == .lifecycle(
+                    .closed(
+                        HubConnectionError(
+                            .protocolViolation,
+                            "Sequence ID greater than amount of messages we've received."
+                        )
                     )
                 )
         )
@@ -650,8 +664,13 @@ struct HubConnectionStatefulReconnectTests {
         harness.negotiate(body: HubConnectionHarness.negotiateBody(stateful: true))
         #expect(
             harness.events.last
-                == .closed(
-                    HubConnectionError(.negotiation, "Client didn't negotiate Stateful Reconnect but the server did.")
+                == .lifecycle(
+                    .closed(
+                        HubConnectionError(
+                            .negotiation,
+                            "Client didn't negotiate Stateful Reconnect but the server did."
+                        )
+                    )
                 )
         )
     }
@@ -698,7 +717,7 @@ struct HubConnectionPropertyTests {
                 case 4:
                     harness.machine.transportClosed(
                         generation: harness.generation,
-                        error: Bool.random(using: &rng) ? "reset" : nil,
+                        error: Bool.random(using: &rng) ? TransportError(.connectionLost, "reset") : nil,
                         now: harness.now
                     )
                 case 5: harness.receiveRaw(Array("{}\u{1E}".utf8))
@@ -748,8 +767,8 @@ struct HubConnectionPropertyTests {
                 harness.drain()
                 for action in harness.actions[before...] {
                     switch action {
-                    case .event(.closed): closedSeen = true
-                    case .sendNegotiate, .openTransport: closedSeen = false
+                    case .event(.lifecycle(.closed)): closedSeen = true
+                    case .request(.negotiate), .openTransport: closedSeen = false
                     case .send:
                         #expect(!closedSeen, "bytes sent after the connection closed")
                     case .event(.completion(let id, _)):
@@ -773,7 +792,7 @@ struct HubConnectionPropertyTests {
 
 extension HubConnectionMachine.Event {
     var reconnectError: HubConnectionError? {
-        if case .reconnecting(let error, _, _) = self { return error }
+        if case .lifecycle(.reconnecting(_, _, let error)) = self { return error }
         return nil
     }
 }
@@ -787,15 +806,26 @@ extension HubConnectionScenarioTests {
         var harness = HubConnectionHarness { $0.statefulReconnect = true }
         harness.connect(stateful: true)
         harness.server(#"{"type":1,"target":"Notify","arguments":[]}"#)  // progress: one message
-        #expect(harness.closed() == ["open"])
-        #expect(harness.opened() == ["send:sequence"])
+        #expect(harness.closed() == ["event:connectionlost", "event:reconnecting", "open"])
+        #expect(harness.opened() == ["send:sequence", "event:resumed"])
         // Lost at once, four times: each waits the next retry delay (0.5, 1, 2, 4 s) first.
-        for delay in [500, 1_000, 2_000, 4_000] as [Int64] {
-            #expect(harness.closed() == [])
+        for (attempt, delay) in zip(2..., [500, 1_000, 2_000, 4_000] as [Int64]) {
+            #expect(harness.closed() == ["event:connectionlost", "event:reconnecting"])
+            #expect(
+                harness.lifecycle.last
+                    == .reconnecting(
+                        attempt: attempt,
+                        delay: .milliseconds(delay),
+                        lastError: HubConnectionError(
+                            .connectionLost,
+                            "WebSocket closed with an error: connection reset"
+                        )
+                    )
+            )
             #expect(harness.machine.stateName == .resuming)
             #expect(harness.advance(by: .milliseconds(delay - 1)) == [])
             #expect(harness.advance(by: .milliseconds(1)) == ["open"])
-            #expect(harness.opened() == ["send:sequence"])
+            #expect(harness.opened() == ["send:sequence", "event:resumed"])
         }
         // The fifth: the connection is lost (no policy: closed).
         let names = harness.closed()
@@ -808,8 +838,8 @@ extension HubConnectionScenarioTests {
         var harness = HubConnectionHarness { $0.statefulReconnect = true }
         harness.connect(stateful: true)
         for round in 0..<10 {
-            #expect(harness.closed() == ["open"])
-            #expect(harness.opened() == ["send:sequence"])
+            #expect(harness.closed() == ["event:connectionlost", "event:reconnecting", "open"])
+            #expect(harness.opened() == ["send:sequence", "event:resumed"])
             // The server resumes after what the client had, and sends one new message.
             harness.server(#"{"type":9,"sequenceId":\#(round + 1)}"#, #"{"type":1,"target":"Notify","arguments":[]}"#)
         }

@@ -111,7 +111,11 @@ struct HubConnectionTransitionTableTests {
             harness.drain()
             harness.negotiate()
             if state == "fetchingAccessToken after a 401 from the transport" {
-                harness.machine.transportUnauthorized(generation: harness.generation, now: harness.now)
+                harness.machine.transportClosed(
+                    generation: harness.generation,
+                    error: TransportError(.unauthorized, "401"),
+                    now: harness.now
+                )
             } else if state == "handshaking with a token provider" {
                 harness.opened()
             }
@@ -250,14 +254,21 @@ struct HubConnectionTransitionTableTests {
             return harness.drain()
         case "negotiate 401": return harness.negotiate(status: 401, body: [])
         case "certificate refused":
-            harness.machine.certificateRefused(
+            harness.machine.transportClosed(
                 generation: harness.generation,
-                reason: "no pinned public key matches the server's certificate chain",
+                error: TransportError(
+                    .certificateRefused,
+                    "no pinned public key matches the server's certificate chain"
+                ),
                 now: now
             )
             return harness.drain()
         case "transport unauthorized":
-            harness.machine.transportUnauthorized(generation: harness.generation, now: now)
+            harness.machine.transportClosed(
+                generation: harness.generation,
+                error: TransportError(.unauthorized, "401"),
+                now: now
+            )
             return harness.drain()
         case "access token failure":
             harness.machine.accessTokenFailed("offline", generation: harness.generation, now: now)
@@ -277,7 +288,11 @@ struct HubConnectionTransitionTableTests {
                 generation: stale,
                 now: now
             )
-            harness.machine.negotiateFailed("late", generation: TransportGeneration(0), now: now)
+            harness.machine.negotiateFailed(
+                TransportError(.connectionFailed, "late"),
+                generation: TransportGeneration(0),
+                now: now
+            )
             return harness.drain()
         case "stale transport connected":
             harness.machine.transportConnected(generation: TransportGeneration(harness.generation.value - 1), now: now)
@@ -285,7 +300,7 @@ struct HubConnectionTransitionTableTests {
         case "stale transport input":
             let stale = TransportGeneration(harness.generation.value - 1)
             harness.machine.transportReceived(Array(#"{"type":7}"#.utf8) + [0x1E], generation: stale, now: now)
-            harness.machine.transportClosed(generation: stale, error: "late", now: now)
+            harness.machine.transportClosed(generation: stale, error: TransportError(.connectionLost, "late"), now: now)
             harness.machine.transportConnected(generation: stale, now: now)
             return harness.drain()
         case "invoke with MessagePack arguments":
@@ -295,7 +310,11 @@ struct HubConnectionTransitionTableTests {
         case "server call of an unhandled method without a result":
             return harness.server(#"{"type":1,"target":"Other","arguments":[]}"#)
         case "negotiate network failure":
-            harness.machine.negotiateFailed("connection refused", generation: harness.generation, now: now)
+            harness.machine.negotiateFailed(
+                TransportError(.connectionFailed, "connection refused"),
+                generation: harness.generation,
+                now: now
+            )
             return harness.drain()
         case "transport connected": return harness.opened()
         case "transport closed": return harness.closed()

@@ -30,7 +30,7 @@ struct HubDeviceTests {
         #expect(harness.drain() == ["send:ping"])  // the probe
         harness.closed()
         #expect(harness.machine.stateName == .reconnectWaiting)
-        #expect(harness.events.last == .waitingForNetwork)
+        #expect(harness.events.last == .lifecycle(.waitingForNetwork))
         #expect(harness.machine.pollTimeout() == nil)
         #expect(!harness.advance(by: .seconds(600)).contains("negotiate"))
         harness.machine.networkChanged(Self.cellular, now: harness.now)
@@ -59,7 +59,7 @@ struct HubDeviceTests {
         var harness = Self.connected(stateful: true)
         harness.machine.networkChanged(Self.cellular, now: harness.now)
         let names = harness.drain()
-        #expect(names == ["close", "open"], "\(names)")
+        #expect(names == ["close", "event:connectionlost", "event:reconnecting", "open"], "\(names)")
         #expect(harness.machine.stateName == .resuming)
 
         var plain = Self.connected()
@@ -96,9 +96,9 @@ struct HubDeviceTests {
         harness.negotiate()
         harness.opened()
         harness.server("{}")
-        let connects = harness.events.filter { if case .connected = $0 { true } else { false } }
+        let connects = harness.events.filter { if case .lifecycle(.connected) = $0 { true } else { false } }
         #expect(connects.count == 2 && harness.machine.stateName == .connected)
-        #expect(!harness.events.contains { if case .reconnected = $0 { true } else { false } })
+        #expect(harness.lifecycle.contains(.suspended(.background)))
     }
 
     /// `keepConnection`: the background changes nothing; back in the foreground while waiting to
@@ -120,7 +120,7 @@ struct HubDeviceTests {
         var plain = Self.connected { $0.network = policy }
         plain.machine.networkChanged(.unavailable, now: plain.now)
         plain.closed()
-        #expect(plain.events.last == .waitingForNetwork && plain.machine.pollTimeout() == nil)
+        #expect(plain.events.last == .lifecycle(.waitingForNetwork) && plain.machine.pollTimeout() == nil)
         plain.machine.networkChanged(Self.wifi, now: plain.now)
         plain.drain()
         #expect(plain.machine.pollTimeout() != nil)

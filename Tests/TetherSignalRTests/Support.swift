@@ -188,19 +188,25 @@ func parseJSONRecord(_ text: String) throws -> HubMessage {
 // `guard case` that could end a test silently.
 
 extension HubConnectionMachine.Action {
-    /// The URL and headers of a `sendNegotiate`.
+    /// The URL and headers of a `negotiate` request.
     var negotiateRequest: (url: String, headers: [String: String])? {
-        if case .sendNegotiate(let url, let headers, _) = self { (url, headers) } else { nil }
+        if case .request(.negotiate(let url, let headers, _)) = self { (url.description, headers) } else { nil }
     }
 
-    /// The URL and headers of an `openTransport`.
-    var transportRequest: (url: String, headers: [String: String])? {
-        if case .openTransport(_, let url, let headers, _) = self { (url, headers) } else { nil }
+    /// The URL, headers and message format of an `openTransport`.
+    var transportRequest: (url: String, headers: [String: String], format: MessageFormat)? {
+        guard case .openTransport(let request, _) = self else { return nil }
+        switch request.kind {
+        case .webSocket(let url, _), .serverSentEvents(let url), .longPolling(let url):
+            return (url.description, request.headers, request.messageFormat)
+        case .tcp:
+            return nil
+        }
     }
 
-    /// The bytes and format of a `send`.
-    var sentBytes: (bytes: [UInt8], format: TransferFormat)? {
-        if case .send(let bytes, let format, _) = self { (bytes, format) } else { nil }
+    /// The bytes of a `send`.
+    var sentBytes: [UInt8]? {
+        if case .send(let bytes, _, _) = self { bytes } else { nil }
     }
 }
 

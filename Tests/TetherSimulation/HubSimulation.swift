@@ -167,7 +167,11 @@ public final class HubSimulation: MachineSimulation {
             if let status {
                 machine.negotiateResponse(status: status, body: body, generation: generation, now: now)
             } else {
-                machine.negotiateFailed("connection refused", generation: generation, now: now)
+                machine.negotiateFailed(
+                    TransportError(.connectionFailed, "connection refused"),
+                    generation: generation,
+                    now: now
+                )
             }
         case .serverOpen(let generation, let token):
             serverOpen(generation, token: token)
@@ -194,9 +198,9 @@ public final class HubSimulation: MachineSimulation {
 
     func perform(_ action: HubConnectionMachine.Action) {
         switch action {
-        case .fetchAccessToken(let generation):
+        case .request(.fetchAccessToken(let generation)):
             machine.accessTokenFetched(nil, generation: generation, now: now)
-        case .sendNegotiate(_, _, let generation):
+        case .request(.negotiate(_, _, let generation)):
             connectAttempts.append(now)
             let round = latency() + latency()
             guard
@@ -214,13 +218,14 @@ public final class HubSimulation: MachineSimulation {
             } else {
                 schedule(after: round, .specific(.negotiated(generation, status: nil, body: [])))
             }
-        case .openTransport(_, let url, _, let generation):
+        case .openTransport(let request, let generation):
             guard connectAllowed(generation, closed: { schedule(after: latency(), .clientClosed($0, $1)) }) else {
                 return
             }
-            let token = url.split(separator: "id=").last.map(String.init) ?? ""
+            guard case .webSocket(let url, _) = request.kind else { return fail("a transport other than WebSockets") }
+            let token = url.target.split(separator: "id=").last.map(String.init) ?? ""
             schedule(after: latency(), .specific(.serverOpen(generation, token: token)))
-        case .send(let bytes, _, let generation):
+        case .send(let bytes, let generation, _):
             guard let link = hub.links[generation], link.isOpen, !link.isStalled else { return }
             let at = link.nextToServer(now + latency())
             hub.links[generation]!.lastToServer = at
@@ -239,15 +244,15 @@ public final class HubSimulation: MachineSimulation {
 
     func observe(_ event: HubConnectionMachine.Event) {
         switch event {
-        case .connected, .reconnected:
+        case .lifecycle(.connected):
             if !notifySegments[notifySegments.count - 1].isEmpty { notifySegments.append([]) }
-        case .reconnecting(_, let attempt, let delay):
+        case .lifecycle(.reconnecting(let attempt, let delay, _)) where machine.stateName != .resuming:
             reconnecting.append((now, attempt, delay))
             let expected = attempt - 1 < Self.reconnectDelays.count ? Self.reconnectDelays[attempt - 1] : nil
             if delay != expected {
                 fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
             }
-        case .closed:
+        case .lifecycle(.closed):
             closedEvents += 1
             notifySegments.append([])
             // The app starts again a little later (as a user would, or the app returning to the
@@ -266,13 +271,13 @@ public final class HubSimulation: MachineSimulation {
             }
             endedInvocations.insert(id)
             switch result {
-            case .value(let value):
+            case .success(let value?):
                 completedInvocations += 1
                 if (try? value.decode(Int.self)) != argument { fail("Echo \(id) returned \(value), not \(argument)") }
-            case .error:
+            case .failure:
                 // Those still pending when the app stops at the end fail: that is no loss.
                 if !isOver { erroredInvocations += 1 }
-            case .void:
+            case .success(nil):
                 fail("Echo \(id) returned nothing")
             }
         default:
@@ -393,7 +398,7 @@ extension HubSimulation {
 
     func serverOpen(_ generation: TransportGeneration, token: String) {
         guard hub.isUp, var session = hub.sessions[token], !session.handshaken || session.stateful else {
-            schedule(after: latency(), .clientClosed(generation, "404 Not Found"))
+            schedule(after: latency(), .clientClosed(generation, TransportError(.rejected, "404 Not Found")))
             return
         }
         if let old = session.attached {

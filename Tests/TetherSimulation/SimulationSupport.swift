@@ -266,7 +266,7 @@ protocol SimulatedLink {
 enum SimulationInput<Specific: Sendable>: Sendable {
     case clientConnected(TransportGeneration)
     case clientReceive(TransportGeneration, [UInt8])
-    case clientClosed(TransportGeneration, String?)
+    case clientClosed(TransportGeneration, TransportError?)
     case serverReceive(TransportGeneration, [UInt8])
     case serverClosed(TransportGeneration)
     /// The server's next message to the app (then the one after, at a random interval).
@@ -470,7 +470,10 @@ extension MachineSimulation {
         case .cut:
             for generation in live {
                 links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+                schedule(
+                    after: latency(),
+                    .clientClosed(generation, TransportError(.connectionLost, "connection reset"))
+                )
                 schedule(after: latency(), .serverClosed(generation))
             }
         case .stall:
@@ -482,7 +485,10 @@ extension MachineSimulation {
             serverRestart()
             for generation in live {
                 links[generation]!.isOpen = false
-                schedule(after: latency(), .clientClosed(generation, "connection reset"))
+                schedule(
+                    after: latency(),
+                    .clientClosed(generation, TransportError(.connectionLost, "connection reset"))
+                )
             }
             schedule(after: .milliseconds(Int64.random(in: 1_000...8_000, using: &random)), .serverUp)
         case .pathFlap:
@@ -514,10 +520,13 @@ extension MachineSimulation {
 
     /// Whether a connect attempt may go out now: not while the machine knows there is no path.
     /// With no network a connect fails (after a latency), as an unreachable network does.
-    func connectAllowed(_ generation: TransportGeneration, closed: (TransportGeneration, String) -> Void) -> Bool {
+    func connectAllowed(
+        _ generation: TransportGeneration,
+        closed: (TransportGeneration, TransportError) -> Void
+    ) -> Bool {
         if record.networkDownReported { fail("a connect attempt while the machine knew there was no network") }
         guard record.networkDown else { return true }
-        closed(generation, "network is unreachable")
+        closed(generation, TransportError(.connectionFailed, "network is unreachable"))
         return false
     }
 
@@ -568,7 +577,7 @@ protocol DrivenMachine: AnyObject {
     func pollAction() -> Action?
     func transportConnected(generation: TransportGeneration, now: Instant)
     func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant)
-    func transportClosed(generation: TransportGeneration, error: String?, now: Instant)
+    func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant)
     func networkChanged(_ path: NetworkPath, now: Instant)
     func applicationStateChanged(_ state: ApplicationState, now: Instant)
     var phase: ConnectionPhase { get }
@@ -587,14 +596,14 @@ final class MachineHolder<Machine: ConnectionMachine & ~Copyable>: DrivenMachine
     func stop(now: Instant) { machine.stop(now: now) }
     func handleTimeout(now: Instant) { machine.handleTimeout(now: now) }
     func pollTimeout() -> Instant? { machine.pollTimeout() }
-    func pollAction() -> Machine.Action? { machine.pollAction() }
+    func pollAction() -> ConnectionAction<Machine.Request, Machine.Event>? { machine.pollAction() }
     func transportConnected(generation: TransportGeneration, now: Instant) {
         machine.transportConnected(generation: generation, now: now)
     }
     func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
         machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
     }
-    func transportClosed(generation: TransportGeneration, error: String?, now: Instant) {
+    func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant) {
         machine.transportClosed(generation: generation, error: error, now: now)
     }
     func networkChanged(_ path: NetworkPath, now: Instant) { machine.networkChanged(path, now: now) }

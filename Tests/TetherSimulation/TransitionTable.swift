@@ -1,4 +1,5 @@
 import Foundation
+public import TetherCore
 
 /// Reads the transition table of a machine's spec (`Specs/…`, a Markdown table after the heading
 /// "## Transition table", up to the next "## " heading) for the table tests, which run every row
@@ -37,5 +38,21 @@ public enum TransitionTable {
     /// A cell's comma-separated list (actions, timers); empty for an empty cell.
     public static func list(_ cell: String) -> [String] {
         cell.isEmpty ? [] : cell.components(separatedBy: ", ")
+    }
+}
+
+/// A lifecycle change's name in the transition tables' transcripts (`event:NAME`), the same for
+/// every machine: `connected`, `resumed`, `connectionlost`, `attemptfailed`, `reconnecting`,
+/// `waitingfornetwork`, `suspended`, `closed`.
+public func lifecycleName<Session, Failure>(_ change: ConnectionLifecycle<Session, Failure>) -> String {
+    switch change {
+    case .connected: "connected"
+    case .resumed: "resumed"
+    case .connectionLost: "connectionlost"
+    case .attemptFailed: "attemptfailed"
+    case .reconnecting: "reconnecting"
+    case .waitingForNetwork: "waitingfornetwork"
+    case .suspended: "suspended"
+    case .closed: "closed"
     }
 }

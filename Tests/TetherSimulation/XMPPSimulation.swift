@@ -177,9 +177,12 @@ public final class XMPPSimulation: MachineSimulation {
 
     func perform(_ action: XMPPClientMachine.Action) {
         switch action {
-        case .lookUpService, .openWebSocket:
+        case .request(.lookUpService):
             preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
-        case .openTransport(_, let generation, _):
+        case .openTransport(let request, let generation):
+            guard case .tcp = request.kind else {
+                preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
+            }
             connectAttempts.append(now)
             guard connectAllowed(generation, closed: { schedule(after: latency(), .clientClosed($0, $1)) }) else {
                 return
@@ -191,14 +194,17 @@ public final class XMPPSimulation: MachineSimulation {
                 server.links[generation]!.lastToClient = at
                 time.schedule(at: at, .clientConnected(generation))
             } else {
-                schedule(after: latency(), .clientClosed(generation, "connection refused"))
+                schedule(
+                    after: latency(),
+                    .clientClosed(generation, TransportError(.connectionFailed, "connection refused"))
+                )
             }
         case .send(let bytes, let generation, _):
             guard let link = server.links[generation], link.isOpen, !link.isStalled else { return }
             let at = max(now + latency(), link.lastToServer)
             server.links[generation]!.lastToServer = at
             time.schedule(at: at, .serverReceive(generation, bytes))
-        case .startTLS:
+        case .request(.startTLS):
             fail("a STARTTLS with TLS disabled")
         case .closeTransport(let generation):
             closedAt[generation] = now
@@ -216,10 +222,10 @@ public final class XMPPSimulation: MachineSimulation {
         case .message(let message):
             guard let body = message.body, let value = Int(body) else { return fail("a message without a number") }
             incomingSegments[incomingSegments.count - 1].append(value)
-        case .connected:
+        case .lifecycle(.connected):
             note("event connected")
             if !incomingSegments[incomingSegments.count - 1].isEmpty { incomingSegments.append([]) }
-        case .resumed:
+        case .lifecycle(.resumed):
             note("event resumed")
             resumptions += 1
         case .resumeFailed:
@@ -237,19 +243,19 @@ public final class XMPPSimulation: MachineSimulation {
             } else if endedIQs.contains(id) {
                 fail("iq \(id) ended twice")
             }
-        case .reconnecting(let attempt, let delay):
+        case .lifecycle(.reconnecting(let attempt, let delay, _)):
             note("event reconnecting \(attempt) \(delay)")
             reconnecting.append((now, attempt, delay))
             let expected = attempt - 1 < Self.reconnectDelays.count ? Self.reconnectDelays[attempt - 1] : nil
             if delay != expected {
                 fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
             }
-        case .closed(let error):
+        case .lifecycle(.closed(let error)):
             note("event closed \(String(describing: error))")
             incomingSegments.append([])
             if !isOver { schedule(after: .seconds(3), .appStart) }
-        case .disconnected(let error):
-            note("event disconnected \(String(describing: error))")
+        case .lifecycle(.connectionLost(let error)):
+            note("event connection lost \(error)")
         default:
             break
         }

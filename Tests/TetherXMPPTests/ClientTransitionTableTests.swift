@@ -310,7 +310,11 @@ struct ClientTransitionTableTests {
             let stale = TransportGeneration(harness.generation!.value - 1)
             harness.machine.transportConnected(generation: stale, now: harness.now)
             harness.machine.transportReceived(Array("<junk".utf8), generation: stale, now: harness.now)
-            harness.machine.transportClosed(generation: stale, error: "late", now: harness.now)
+            harness.machine.transportClosed(
+                generation: stale,
+                error: TransportError(.connectionLost, "late"),
+                now: harness.now
+            )
         case "server header": harness.server(header)
         case "network lost": harness.machine.networkChanged(.unavailable, now: harness.now)
         case "network on cellular":
@@ -360,15 +364,18 @@ struct ClientTransitionTableTests {
         case "STARTTLS failure": harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         case "TLS established": harness.machine.tlsEstablished(generation: harness.generation!, now: harness.now)
         case "certificate refused":
-            harness.machine.certificateRefused(
+            harness.machine.transportClosed(
                 generation: harness.generation!,
-                reason: "no pinned public key matches the server's certificate chain",
+                error: TransportError(
+                    .certificateRefused,
+                    "no pinned public key matches the server's certificate chain"
+                ),
                 now: harness.now
             )
         case "TLS failed":
-            harness.machine.tlsFailed(
+            harness.machine.transportClosed(
                 generation: harness.generation!,
-                reason: "certificate verify failed",
+                error: TransportError(.tlsFailed, "certificate verify failed"),
                 now: harness.now
             )
         case "bytes": harness.server("\u{16}\u{03}\u{03}")

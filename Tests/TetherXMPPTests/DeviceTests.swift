@@ -29,7 +29,7 @@ struct DeviceTests {
         #expect(harness.lastSent.contains("urn:xmpp:ping"))  // the live link is probed at once
         harness.transportClosed("network is unreachable")
         #expect(harness.state == .reconnectWaiting)
-        #expect(harness.events.last == .waitingForNetwork)
+        #expect(harness.events.last == .lifecycle(.waitingForNetwork))
         #expect(harness.timeout == nil || !harness.transcript.suffix(1).contains("open"))
         let opensBefore = harness.transcript.filter { $0 == "open" }.count
         harness.advance(by: .seconds(600))
@@ -39,7 +39,7 @@ struct DeviceTests {
         #expect(harness.transcript.last == "open" && harness.state == .connectingTransport)
         // The session resumes on the new path.
         harness.resume(h: 0)
-        #expect(harness.events.contains { if case .resumed = $0 { true } else { false } })
+        #expect(harness.events.contains { if case .lifecycle(.resumed) = $0 { true } else { false } })
     }
 
     /// The path lost while waiting for the back-off pauses it; back, the current tier starts
@@ -48,22 +48,28 @@ struct DeviceTests {
         let harness = Self.online()
         harness.transportClosed()
         for _ in 0..<6 {
-            guard case .reconnecting(_, let delay) = harness.events.last else { return fail("not reconnecting") }
+            guard case .lifecycle(.reconnecting(_, let delay, _)) = harness.events.last else {
+                return fail("not reconnecting")
+            }
             harness.advance(by: delay)
             harness.transportClosed("connection refused")
         }
-        guard case .reconnecting(let attempt, let delay) = harness.events.last else { return fail("not reconnecting") }
+        guard case .lifecycle(.reconnecting(let attempt, let delay, _)) = harness.events.last else {
+            return fail("not reconnecting")
+        }
         #expect(attempt == 7 && delay == .seconds(9))
         harness.machine.networkChanged(.unavailable, now: harness.now)
         harness.drain()
-        #expect(harness.events.last == .waitingForNetwork && harness.timeout == nil)
+        #expect(harness.events.last == .lifecycle(.waitingForNetwork) && harness.timeout == nil)
         harness.advance(by: .seconds(60))
         harness.machine.networkChanged(Self.wifi, now: harness.now)
         harness.drain()
         #expect(harness.transcript.last == "open")
         harness.transportClosed("connection refused")
         // Attempt 6 again (the 9 s tier's first), not 8.
-        guard case .reconnecting(let next, let nextDelay) = harness.events.last else { return fail("not reconnecting") }
+        guard case .lifecycle(.reconnecting(let next, let nextDelay, _)) = harness.events.last else {
+            return fail("not reconnecting")
+        }
         #expect(next == 6 && nextDelay == .seconds(9))
     }
 
@@ -98,11 +104,11 @@ struct DeviceTests {
         harness.advance(by: .seconds(3))
         #expect(harness.state == .reconnectWaiting)
         guard
-            case .disconnected(let error) = harness.events.first(where: {
-                if case .disconnected = $0 { true } else { false }
+            case .lifecycle(.connectionLost(let error)) = harness.events.first(where: {
+                if case .lifecycle(.connectionLost) = $0 { true } else { false }
             })
         else { return fail("not disconnected") }
-        #expect(error?.kind == .pingTimeout)
+        #expect(error.kind == .serverTimeout)
     }
 
     /// Another network during an attempt: that attempt is dropped for one on the new network.
@@ -169,7 +175,7 @@ struct DeviceTests {
         offline.transportClosed()
         offline.machine.applicationStateChanged(.active, now: offline.now)
         offline.drain()
-        #expect(offline.state == .reconnectWaiting && offline.events.last == .waitingForNetwork)
+        #expect(offline.state == .reconnectWaiting && offline.events.last == .lifecycle(.waitingForNetwork))
     }
 
     @Test func pathChanges() {

@@ -132,7 +132,7 @@ struct NegotiationTests {
         harness.open(XMPPClientHarness.mechanisms(["PLAIN"]))
         harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><temporary-auth-failure/></failure>")
         #expect(harness.state == .reconnectWaiting)
-        #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(1)))
+        #expect(harness.events.last?.reconnect == ReconnectStep(attempt: 1, delay: .seconds(1)))
     }
 
     @Test func plainIsRefusedOnCleartextUnlessAllowed() throws {
@@ -316,9 +316,9 @@ struct NegotiationTests {
         harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.mechanisms(["PLAIN"]))
         #expect(harness.lastSent.contains("mechanism='PLAIN'"))
         // A TLS failure is fatal.
-        harness.machine.tlsFailed(
+        harness.machine.transportClosed(
             generation: harness.generation!,
-            reason: "certificate verify failed: hostname mismatch",
+            error: TransportError(.tlsFailed, "certificate verify failed: hostname mismatch"),
             now: harness.now
         )
         harness.drain()
@@ -368,7 +368,7 @@ struct NegotiationTests {
         #expect(
             harness.transcript.suffix(4) == ["send:stream-error", "close", "event:attemptfailed", "event:reconnecting"]
         )
-        guard case .connectAttemptFailed(let error) = harness.events.dropLast().last else {
+        guard case .lifecycle(.attemptFailed(let error)) = harness.events.dropLast().last else {
             Issue.record("no failure")
             return
         }

@@ -197,13 +197,13 @@ struct AutoPingTests {
         #expect(harness.state == .reconnectWaiting)
         #expect(harness.now - lastByte == .seconds(20) + .seconds(5) * missed)
         guard
-            case .disconnected(let error?) = harness.events.first(where: {
-                if case .disconnected = $0 { true } else { false }
+            case .lifecycle(.connectionLost(let error)) = harness.events.first(where: {
+                if case .lifecycle(.connectionLost) = $0 { true } else { false }
             })
         else {
             return fail("no disconnect")
         }
-        #expect(error.kind == .pingTimeout)
+        #expect(error.kind == .serverTimeout)
         #expect(harness.closed.contains(harness.generation!))
     }
 

@@ -17,7 +17,9 @@ struct ReconnectTests {
         var attemptTimes: [Duration] = []
         let lost = harness.now
         for _ in 0..<15 {
-            guard case .reconnecting(_, let delay) = harness.events.last else { return fail("not reconnecting") }
+            guard case .lifecycle(.reconnecting(_, let delay, _)) = harness.events.last else {
+                return fail("not reconnecting")
+            }
             harness.advance(by: delay)
             #expect(harness.transcript.last == "open")
             attemptTimes.append(harness.now - lost)
@@ -33,11 +35,13 @@ struct ReconnectTests {
         }
         #expect(attemptTimes == expected)
         #expect(harness.state == .suspended)
-        guard case .suspended(let error) = harness.events.last else { return fail("not suspended") }
+        guard case .lifecycle(.suspended(.gaveUp(let error))) = harness.events.last else {
+            return fail("not suspended")
+        }
         #expect(error.kind == .connectionFailed)
         #expect(harness.timeout == nil)
         let reconnects = harness.events.compactMap {
-            if case .reconnecting(let attempt, _) = $0 { attempt } else { nil }
+            if case .lifecycle(.reconnecting(let attempt, _, _)) = $0 { attempt } else { nil }
         }
         #expect(reconnects == Array(1...15))
         // reconnectNow starts at once and resets the back-off.
@@ -45,7 +49,7 @@ struct ReconnectTests {
         harness.drain()
         #expect(harness.transcript.last == "open")
         harness.transportClosed("connection refused")
-        #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(3)))
+        #expect(harness.events.last?.reconnect == ReconnectStep(attempt: 1, delay: .seconds(3)))
     }
 
     /// The back-off restarts only once a stream is online again, not when a TCP connection
@@ -55,18 +59,22 @@ struct ReconnectTests {
         harness.login()
         harness.transportClosed()
         for attempt in 1...6 {
-            #expect(harness.events.last.map { if case .reconnecting(attempt, _) = $0 { true } else { false } } == true)
+            #expect(
+                harness.events.last.map {
+                    if case .lifecycle(.reconnecting(attempt, _, _)) = $0 { true } else { false }
+                } == true
+            )
             let delay = try #require(harness.events.last?.reconnectDelay)
             harness.advance(by: delay)
             harness.connected()
             harness.transportClosed()
         }
-        #expect(harness.events.last == .reconnecting(attempt: 7, delay: .seconds(9)))
+        #expect(harness.events.last?.reconnect == ReconnectStep(attempt: 7, delay: .seconds(9)))
         harness.advance(by: .seconds(9))
         harness.resume(h: 0)
         #expect(harness.state == .connected)
         harness.transportClosed()
-        #expect(harness.events.last == .reconnecting(attempt: 1, delay: .seconds(3)))
+        #expect(harness.events.last?.reconnect == ReconnectStep(attempt: 1, delay: .seconds(3)))
     }
 
     @Test(arguments: ["conflict", "not-authorized", "host-unknown"])
@@ -77,7 +85,7 @@ struct ReconnectTests {
             "<stream:error><\(condition) xmlns='urn:ietf:params:xml:ns:xmpp-streams'/><text xmlns='urn:ietf:params:xml:ns:xmpp-streams'>Replaced by new connection</text></stream:error></stream:stream>"
         )
         #expect(harness.state == .disconnected)
-        #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:disconnected", "event:closed"])
+        #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:connectionlost", "event:closed"])
         let error = try closedError(harness.events)
         #expect(error.kind == .streamError && error.streamError?.condition.rawValue == condition)
         #expect(error.message.contains("Replaced by new connection"))
@@ -96,7 +104,7 @@ struct ReconnectTests {
         harness.server(
             "<stream:error><see-other-host xmlns='urn:ietf:params:xml:ns:xmpp-streams'>[2001:db8::1]:5223</see-other-host></stream:error>"
         )
-        #expect(harness.transcript.suffix(2) == ["event:disconnected", "open"])
+        #expect(harness.transcript.suffix(2) == ["event:connectionlost", "open"])
         #expect(harness.endpoints.last == Endpoint(host: "2001:db8::1", port: 5223))
         // The redirect is limited.
         let limited = XMPPClientHarness { $0.maximumRedirects = 1 }
@@ -117,7 +125,7 @@ struct ReconnectTests {
         let harness = XMPPClientHarness()
         harness.login()
         harness.server("</stream:stream>")
-        #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:disconnected", "event:reconnecting"])
+        #expect(harness.transcript.suffix(4) == ["send:footer", "close", "event:connectionlost", "event:reconnecting"])
     }
 
     @Test func withoutPolicyTheMachineStops() throws {
@@ -137,7 +145,9 @@ struct ReconnectTests {
         let first = harness.generation!
         harness.advance(by: .seconds(10))
         #expect(harness.closed == [first])
-        guard case .connectAttemptFailed(let error) = harness.events.dropLast().last else { return fail("no failure") }
+        guard case .lifecycle(.attemptFailed(let error)) = harness.events.dropLast().last else {
+            return fail("no failure")
+        }
         #expect(error.kind == .connectTimeout)
         harness.advance(by: .seconds(1))
         #expect(harness.generation != first)
@@ -159,7 +169,11 @@ struct ReconnectTests {
         // The old connection completes late, sends bytes, closes: nothing happens.
         harness.machine.transportConnected(generation: old, now: harness.now)
         harness.machine.transportReceived(Array(XMPPClientHarness.serverHeader.utf8), generation: old, now: harness.now)
-        harness.machine.transportClosed(generation: old, error: "late", now: harness.now)
+        harness.machine.transportClosed(
+            generation: old,
+            error: TransportError(.connectionLost, "late"),
+            now: harness.now
+        )
         #expect(harness.drain().isEmpty)
         #expect(harness.state == .connectingTransport)
         // After stop() and start(), the previous generation is stale too.
@@ -206,7 +220,7 @@ struct ReconnectTests {
         online.machine.stop(now: online.now)
         #expect(online.drain() == ["send:footer"])
         online.advance(by: .seconds(2))
-        #expect(online.transcript.suffix(3) == ["close", "event:disconnected", "event:closed"])
+        #expect(online.transcript.suffix(2) == ["close", "event:closed"])
         #expect(online.state == .disconnected)
         // Sending after stop is refused.
         #expect(throws: XMPPClientError.self) {

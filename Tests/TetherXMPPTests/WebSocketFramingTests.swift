@@ -68,7 +68,7 @@ import TetherXMPP
         harness.drain()
         #expect(harness.lastSent == Self.close)
         harness.server(Self.close)
-        #expect(harness.state == .disconnected && harness.events.last == .closed(nil))
+        #expect(harness.state == .disconnected && harness.events.last == .lifecycle(.closed(nil)))
     }
 
     /// ws:// is cleartext: STARTTLS is not negotiated even when offered and required (RFC 7395
@@ -109,7 +109,7 @@ import TetherXMPP
         #expect(harness.lastSent == Self.close || harness.sent.map(\.text).contains(Self.close))
         #expect(harness.state == .connectingTransport)
         #expect(harness.webSocketURLs.last == ServerURL("wss://other.example.com:5281/xmpp")!)
-        #expect(!harness.events.contains { if case .reconnecting = $0 { true } else { false } })
+        #expect(!harness.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })
 
         let downgraded = Self.harness("wss://example.com/ws")
         Self.login(downgraded)
@@ -138,7 +138,7 @@ import TetherXMPP
         )
         #expect(
             other.events.contains {
-                if case .disconnected(let e) = $0 { e?.streamError?.condition == .conflict } else { false }
+                if case .lifecycle(.connectionLost(let e)) = $0 { e.streamError?.condition == .conflict } else { false }
             }
         )
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherCore
+import TetherSimulation
 import TetherTLS
 import TetherXML
 
@@ -81,24 +82,28 @@ final class XMPPClientHarness {
         var names: [String] = []
         while let action = machine.pollAction() {
             switch action {
-            case .openTransport(let endpoint, let generation, let directTLSName):
+            case .openTransport(let request, let generation):
                 self.generation = generation
-                endpoints.append(endpoint)
-                directTLSNames.append(directTLSName)
-                names.append("open")
-            case .openWebSocket(let url, let generation):
-                self.generation = generation
-                webSocketURLs.append(url)
+                switch request.kind {
+                case .tcp(let endpoint, let directTLSName):
+                    endpoints.append(endpoint)
+                    directTLSNames.append(directTLSName)
+                case .webSocket(let url, let subprotocol):
+                    #expect(subprotocol == "xmpp")
+                    webSocketURLs.append(url)
+                case .serverSentEvents, .longPolling:
+                    Issue.record("an HTTP transport: \(request)")
+                }
                 names.append("open")
             case .send(let bytes, let generation, let containsCredentials):
                 let text = String(decoding: bytes, as: UTF8.self)
                 sent.append((text, generation))
                 sentWithCredentials.append(containsCredentials)
                 names.append("send:" + Self.sendName(text))
-            case .startTLS(_, _, let buffered):
+            case .request(.startTLS(_, _, let buffered)):
                 tlsBuffered = buffered
                 names.append("starttls")
-            case .lookUpService(_, let generation):
+            case .request(.lookUpService(_, let generation)):
                 self.generation = generation
                 names.append("lookup")
             case .closeTransport(let generation):
@@ -125,16 +130,9 @@ final class XMPPClientHarness {
 
     static func eventName(_ event: Machine.Event) -> String {
         switch event {
-        case .connected: "connected"
-        case .resumed: "resumed"
+        case .lifecycle(let change): lifecycleName(change)
         case .resumeFailed: "resumefailed"
         case .streamManagementEnabled: "smenabled"
-        case .disconnected: "disconnected"
-        case .connectAttemptFailed: "attemptfailed"
-        case .reconnecting: "reconnecting"
-        case .waitingForNetwork: "waitingfornetwork"
-        case .suspended: "suspended"
-        case .closed: "closed"
         case .message: "message"
         case .presence: "presence"
         case .subscriptionRequest: "subscription"
@@ -151,6 +149,9 @@ final class XMPPClientHarness {
         drain()
     }
 
+    /// The lifecycle events, in order.
+    var lifecycle: [Machine.Lifecycle] { events.compactMap(\.lifecycle) }
+
     func connected() {
         machine.transportConnected(generation: generation!, now: now)
         drain()
@@ -162,9 +163,14 @@ final class XMPPClientHarness {
         drain()
     }
 
-    func transportClosed(_ error: String? = "reset") {
+    func transportClosed(_ error: TransportError? = TransportError(.connectionLost, "reset")) {
         machine.transportClosed(generation: generation!, error: error, now: now)
         drain()
+    }
+
+    /// The transport closed with `reason` (a lost connection), or in order (nil).
+    func transportClosed(_ reason: String?) {
+        transportClosed(reason.map { TransportError(.connectionLost, $0) })
     }
 
     /// Moves the clock forward by `duration`, firing every timer due on the way at its deadline.
@@ -277,7 +283,7 @@ func saslPayload(_ text: String) -> String {
 /// The error of the last event when it is `closed(error)`; records an issue otherwise.
 func closedError(_ events: [Machine.Event], sourceLocation: SourceLocation = #_sourceLocation) throws -> XMPPClientError
 {
-    let error: XMPPClientError? = if case .closed(let error?) = events.last { error } else { nil }
+    let error: XMPPClientError? = if case .lifecycle(.closed(let error?)) = events.last { error } else { nil }
     return try #require(
         error,
         "the last event is not closed(error): \(String(describing: events.last))",
@@ -285,10 +291,25 @@ func closedError(_ events: [Machine.Event], sourceLocation: SourceLocation = #_s
     )
 }
 
+/// A `reconnecting` event's attempt and delay (its last error aside).
+struct ReconnectStep: Equatable {
+    var attempt: Int
+    var delay: Duration
+}
+
 extension Machine.Event {
     /// The delay of a `reconnecting` event.
     var reconnectDelay: Duration? {
-        if case .reconnecting(_, let delay) = self { delay } else { nil }
+        if case .lifecycle(.reconnecting(_, let delay, _)) = self { delay } else { nil }
+    }
+
+    /// The attempt and delay of a `reconnecting` event.
+    var reconnect: ReconnectStep? {
+        if case .lifecycle(.reconnecting(let attempt, let delay, _)) = self {
+            ReconnectStep(attempt: attempt, delay: delay)
+        } else {
+            nil
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 @_spi(TetherInternal) import TetherCore
+
 /// A fixed set of object keys for hand-written decoders and encoders (the fast paths that skip
 /// `Codable`: `MessagePackDecodable`, `JSONDecodable` and their encoding counterparts).
 ///

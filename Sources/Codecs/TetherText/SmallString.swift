@@ -1,4 +1,5 @@
 @_spi(TetherInternal) import TetherCore
+
 /// Strings of up to fifteen UTF-8 bytes built directly in their inline form.
 ///
 /// Swift keeps such strings inside the `String` value itself (a "small string", no allocation).

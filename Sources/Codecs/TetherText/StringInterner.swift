@@ -1,4 +1,5 @@
 @_spi(TetherInternal) import TetherCore
+
 /// A bounded cache that turns recurring short UTF-8 byte sequences (hub method names, XML names)
 /// into shared `String`s, so that a decoder does not allocate a new string for a name it has
 /// seen before.

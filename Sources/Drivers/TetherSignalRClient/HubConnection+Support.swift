@@ -4,14 +4,6 @@ import TetherDispatch
 import TetherSignalR
 
 extension HubConnection {
-    /// One `invoke` or `send` call, for canceling it from its task. Used only on the runner's queue.
-    final class Call: @unchecked Sendable {
-        /// Its invocation id, once sent.
-        var invocationId: String?
-        /// Its task was canceled.
-        var isCanceled = false
-    }
-
     /// A registered handler of a server→client method.
     struct InvocationHandler: Sendable {
         let queue: DispatchQueue
@@ -115,18 +107,6 @@ final class ArgumentCursor {
 
 /// What the connection's log shows of URLs and messages: secrets redacted, messages cut short.
 enum HubLog {
-    /// `url` with the value of any `access_token` query parameter replaced by `***` (an Azure
-    /// SignalR redirect, or a server that wants the token in the query, puts it there).
-    static func redacted(_ url: String) -> String {
-        guard let query = url.firstIndex(of: "?") else { return url }
-        let parameters = url[url.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
-        let cleaned = parameters.map { parameter -> String in
-            let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return name.lowercased() == "access_token" ? name + "=***" : String(parameter)
-        }
-        return url[..<query] + "?" + cleaned.joined(separator: "&")
-    }
-
     /// A message for the trace log: text as it is (cut at 1,000 bytes), binary as hex (cut at
     /// 128 bytes).
     static func describe(_ bytes: [UInt8], format: TransferFormat) -> String {

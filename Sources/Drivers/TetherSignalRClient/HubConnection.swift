@@ -1,6 +1,7 @@
 public import Dispatch
+import Synchronization
 public import TetherCore
-public import TetherDispatch
+@_spi(TetherInternal) public import TetherDispatch
 public import TetherSignalR
 
 /// A SignalR hub connection for apps: `HubConnectionMachine` run over real WebSockets (and
@@ -21,46 +22,45 @@ public import TetherSignalR
 ///
 /// One serial queue owns the machine, the sockets and the timer; every public method hops onto
 /// it. Handlers and lifecycle callbacks run on the queue given when they are registered
-/// (default: `Options.callbackQueue`), in the order the messages arrived.
+/// (default: `Options.callbackQueue`), in the order the messages arrived. `XMPPClient` has the
+/// same shape (`ConnectionClient`: `Options`, `setEventHandler`, `events()`, `state()`,
+/// `health()`, `reconnectNow()`, the device inputs, the one lifecycle, logging and
+/// back-pressure); only the verbs that start and end a connection keep each ecosystem's names
+/// (here `start()` and `stop()`).
 ///
 /// Server→client methods match registered names case-insensitively, as the servers match hub
 /// methods. An invocation of a method nobody handles is logged at `warning` ("No client method
 /// with the name '…' found.", as the official clients log it); one that expected a result is
 /// answered with an error.
-public final class HubConnection: Sendable {
+public final class HubConnection: ConnectionClient {
     /// The protocol-level configuration (the machine's).
     public typealias Configuration = HubConnectionMachine.Configuration
 
     /// The `User-Agent` sent with the negotiate request and the WebSocket upgrade.
-    public static let userAgent = "Tether/0.1 (Swift)"
+    public static let userAgent = ConnectionOptions().userAgent
 
     /// Driver settings beyond the protocol: queues, transports and TLS, back-pressure, logging
     /// (the same type as `XMPPClient.Options`).
     public typealias Options = ConnectionOptions
 
-    /// A change of the connection's life (server calls go to the `on` handlers instead).
+    /// What the app is told (server calls go to the `on` handlers instead).
     public enum Event: Sendable, Equatable {
-        /// `start()` connected, over `transport`.
-        case connected(connectionId: String?, transport: HubTransport)
-        /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
-        /// the connection is lost (with the error that lost it), then before every further
-        /// attempt (with the last attempt's error).
-        case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
-        /// The connection is lost and the device has no network (`networkChanged`): nothing is
-        /// tried, or counted, until it is back.
-        case waitingForNetwork
-        /// Reconnected: a new connection (re-join groups here), over `transport` (chosen again).
-        case reconnected(connectionId: String?, transport: HubTransport)
-        /// The reconnect policy gave up (with the last attempt's error): `reconnectNow()` (or
-        /// `start()`) connects again, `stop()` ends it. Nothing is retried meanwhile.
-        case suspended(HubConnectionError?)
-        /// Closed for good (nil after `stop()`). Only a connection that connected closes: a
-        /// failed `start()` throws instead.
-        case closed(HubConnectionError?)
+        /// A lifecycle change, the same on every Tether client (`ConnectionLifecycle`):
+        /// `connected` is a new connection (after `start()`, a reconnect, or the return from the
+        /// background: join groups here), `resumed` a stateful reconnect that kept the connection
+        /// (nothing lost, nothing to redo), then `connectionLost`, `attemptFailed`,
+        /// `reconnecting`, `waitingForNetwork`, `suspended` and `closed`.
+        case lifecycle(HubConnectionMachine.Lifecycle)
+        /// The server invoked a method nobody handles (also logged at `warning`, as the official
+        /// clients do); one that expected a result was answered with an error.
+        case unhandledInvocation(InvocationMessage)
     }
 
-    let runner: HubRunner
-    let callbackQueue: DispatchQueue
+    /// The machine's states, by name.
+    public typealias StateName = HubConnectionMachine.StateName
+
+    let core: HubRunner
+    @_spi(TetherInternal) public var runner: any ConnectionRunning<Event, StateName> { core.runner }
     /// The encoding of this connection's values (from its hub protocol).
     public let encoding: ValueEncoding
 
@@ -69,9 +69,10 @@ public final class HubConnection: Sendable {
     /// for it), a token is asked for before every connection attempt and sent as `Authorization:
     /// Bearer …`; otherwise `configuration.accessToken` is used.
     ///
-    /// Throws `invalidConfiguration` when the connection could never be made: the URL is not an
-    /// absolute http, https, ws or wss URL; it asks for TLS and `options.tlsSessionFactory` is nil
-    /// (no TLS layer on this platform: supply one); the token provider and `asksForAccessToken`
+    /// Throws `tlsUnavailable` when the URL asks for TLS and `options.tlsSessionFactory` is nil (no
+    /// TLS layer on this platform: supply one), and `invalidConfiguration` when the connection
+    /// could never be made: the URL is not an absolute http, https, ws or wss URL; the token
+    /// provider and `asksForAccessToken`
     /// disagree (`HubConnectionBuilder` keeps them consistent); or no allowed transport can be
     /// used (`transports` empty, without WebSockets when negotiation is skipped, or only Server-Sent
     /// Events for a binary protocol).
@@ -81,15 +82,15 @@ public final class HubConnection: Sendable {
         options: Options = Options(),
         accessTokenProvider: (@Sendable () async throws -> String?)? = nil
     ) throws(HubConnectionError) {
-        guard let url = HubURL(configuration.url) else {
+        guard let url = ServerURL(configuration.url) else {
             throw HubConnectionError(
                 .invalidConfiguration,
-                "The URL '\(HubLog.redacted(configuration.url))' is not an absolute http, https, ws or wss URL."
+                "The URL '\(ServerURL.redacted(configuration.url))' is not an absolute http, https, ws or wss URL."
             )
         }
         if url.isSecure && options.tlsSessionFactory == nil {
             throw HubConnectionError(
-                .invalidConfiguration,
+                .tlsUnavailable,
                 "The URL asks for TLS, but there is no TLS layer on this platform: supply one with "
                     + "Options.tlsSessionFactory (HubConnectionBuilder.withTLSSessionFactory)."
             )
@@ -105,163 +106,110 @@ public final class HubConnection: Sendable {
         if let problem = Self.transportProblem(configuration, format: hubProtocol.transferFormat) {
             throw HubConnectionError(.invalidConfiguration, problem)
         }
-        runner = HubRunner(
+        core = HubRunner(
             configuration: configuration,
             hubProtocol: hubProtocol,
             options: options,
             accessTokenProvider: accessTokenProvider
         )
-        callbackQueue =
-            options.callbackQueue
-            ?? DispatchQueue(label: "tether.hub-connection.callbacks", target: DispatchQueue.global())
         encoding = hubProtocol.valueEncoding
     }
 
     deinit {
-        runner.shutDown()
+        core.runner.shutDown(keepingAlive: core)
     }
 
     // MARK: - Lifecycle
 
     /// Connects: negotiates, opens the WebSocket and completes the handshake. Throws when that
-    /// fails (the first connection is not retried, as with the official clients; automatic
-    /// reconnect applies once connected), or `canceled` when the calling task is canceled first
-    /// (the attempt is abandoned). Already connected: returns at once.
+    /// fails (the first connection is not retried, as with the official clients, unless
+    /// `retriesFailedStart`; automatic reconnect applies once connected), or `canceled` when the
+    /// calling task is canceled first (the attempt is abandoned). Already connected: returns at
+    /// once.
     public func start() async throws(HubConnectionError) {
-        let runner = runner
-        let result: Result<Void, HubConnectionError> = await runner.core.call(
-            { runner.start($0) },
-            onCancel: { runner.cancelStart() }
-        )
-        try result.get()
-    }
-
-    /// Connect again now: the hook for "the user tapped retry", "the app came to the foreground"
-    /// and "the network is back" (see `HubConnectionMachine.reconnectNow(now:)`). After the
-    /// reconnect policy gave up or while waiting for its next delay: a new attempt at once, the
-    /// back-off reset; an attempt under way is abandoned for a fresh one; connected: nothing.
-    public func reconnectNow() {
-        runner.core.queue.async { [runner] in runner.reconnectNow() }
-    }
-
-    /// The device's network changed: feed it what `NWPathMonitor` (Apple platforms) or
-    /// `NetworkMonitor` (Linux) reports. See `HubConnectionMachine.networkChanged(_:now:)`: no
-    /// attempts while there is no network, a reconnect at once when it is back, a probe (or, with
-    /// stateful reconnect, a reopen on the new network) when it changes.
-    public func networkChanged(_ path: NetworkPath) {
-        runner.core.queue.async { [runner] in runner.networkChanged(path) }
-    }
-
-    /// The app moved between foreground and background (its scene phase). See
-    /// `HubConnectionMachine.applicationStateChanged(_:now:)` and `Configuration.backgroundPolicy`.
-    public func applicationStateChanged(_ application: ApplicationState) {
-        runner.core.queue.async { [runner] in runner.applicationStateChanged(application) }
+        _ = try await core.runner.connect()
     }
 
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
-    /// Pending invocations fail with `canceled`.
+    /// Pending invocations and streams fail with `canceled`.
     public func stop() async {
-        let runner = runner
-        await runner.core.call { runner.stop($0) }
-    }
-
-    /// The connection's queue as a task executor, for the least latency per call: the code of
-    /// `withTaskExecutorPreference(connection.executor) { … }` runs on the connection's queue, and
-    /// each answer resumes it at once on the thread that read it, not on another thread of the
-    /// pool. While that code runs, the connection's input waits: keep it short between calls
-    /// (`ConnectionExecutor`).
-    public var executor: ConnectionExecutor { runner.core.executor }
-
-    /// The connection's health now (`ConnectionHealth`: state, time online, invocation round
-    /// trips, how long the last dead link took to notice, reconnects and their reasons, resumes,
-    /// traffic, messages awaiting acknowledgement, the transport).
-    public func health() async -> ConnectionHealth {
-        await runner.core.health()
-    }
-
-    /// The health now and then every `interval`, for a dashboard (ends when the connection is gone).
-    public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
-        runner.core.healthUpdates(every: interval)
-    }
-
-    /// The state now.
-    public func state() async -> HubConnectionMachine.StateName {
-        let runner = runner
-        return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }
+        await core.runner.disconnect()
     }
 
     /// The transport of the current connection (nil unless connected, resuming or opening one).
     public func transport() async -> HubTransport? {
-        let runner = runner
-        return await runner.core.call { $0.resume(returning: runner.core.machine.transport) }
+        let runner = core.runner
+        return await runner.call { $0.resume(returning: runner.machine.transport) }
     }
 
     /// The current connection id (nil unless connected after a negotiation).
     public func connectionId() async -> String? {
-        let runner = runner
-        return await runner.core.call { $0.resume(returning: runner.core.machine.connectionId) }
+        let runner = core.runner
+        return await runner.call { $0.resume(returning: runner.machine.connectionId) }
     }
 
-    /// Calls `handler` on `queue` (default `Options.callbackQueue`) with every event from now on,
-    /// replacing an earlier handler. (`onConnected`, `onReconnected` and the like add handlers of
-    /// their own, beside this one.)
-    public func setEventHandler(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Event) -> Void) {
-        let queue = queue ?? callbackQueue
-        runner.core.queue.async { [runner] in runner.core.events.setHandler(queue: queue, handler) }
-    }
-
-    /// Also calls `handler` on `queue` with every event from now on.
-    private func observe(queue: DispatchQueue?, _ handler: @escaping @Sendable (Event) -> Void) {
-        let queue = queue ?? callbackQueue
-        runner.core.queue.async { [runner] in runner.core.events.addObserver(queue: queue, handler) }
-    }
-
-    /// Calls `handler` when `start()` connects.
-    public func onConnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
-        observe(queue: queue) { event in
-            if case .connected(let connectionId, _) = event { handler(connectionId) }
+    /// Also calls `handler` on `queue` with every lifecycle change from now on.
+    private func observe(queue: DispatchQueue?, _ handler: @escaping @Sendable (HubConnectionMachine.Lifecycle) -> Void)
+    {
+        core.runner.addObserver(queue: queue) { event in
+            if case .lifecycle(let change) = event { handler(change) }
         }
     }
 
-    /// Calls `handler` when the connection is lost and the reconnect policy starts (once per loss,
-    /// as the official clients' `onreconnecting`; the event handler also sees every further attempt).
+    /// Calls `handler` with every new connection (`connected`): after `start()`, after a
+    /// reconnect, after the return from the background. The place to join groups, which do not
+    /// survive a new connection.
+    public func onConnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubSession) -> Void) {
+        observe(queue: queue) { change in
+            if case .connected(let session) = change { handler(session) }
+        }
+    }
+
+    /// Calls `handler` when the connection is lost (`connectionLost`, once per loss, as the
+    /// official clients' `onreconnecting`): the reconnect policy or, with stateful reconnect, a
+    /// resume follows (the event handler also sees every attempt).
     public func onReconnecting(
         queue: DispatchQueue? = nil,
-        _ handler: @escaping @Sendable (HubConnectionError?) -> Void
+        _ handler: @escaping @Sendable (HubConnectionError) -> Void
     ) {
-        observe(queue: queue) { event in
-            if case .reconnecting(let error, attempt: 1, _) = event { handler(error) }
+        observe(queue: queue) { change in
+            if case .connectionLost(let error) = change { handler(error) }
         }
     }
 
-    /// Calls `handler` after a reconnect (the place to re-join groups).
-    public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (String?) -> Void) {
-        observe(queue: queue) { event in
-            if case .reconnected(let connectionId, _) = event { handler(connectionId) }
+    /// Calls `handler` with a new connection that follows a lost one (`connected` after
+    /// `connectionLost`, as the official clients' `onreconnected`): the place to re-join groups.
+    /// A stateful reconnect that kept the connection is `resumed` instead, and calls nothing here.
+    public func onReconnected(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubSession) -> Void) {
+        let lost = LossFlag()
+        observe(queue: queue) { change in
+            switch change {
+            case .connectionLost: lost.set(true)
+            case .connected(let session): if lost.set(false) { handler(session) }
+            case .closed: lost.set(false)
+            case .resumed, .attemptFailed, .reconnecting, .waitingForNetwork, .suspended: break
+            }
         }
     }
 
-    /// Calls `handler` when the reconnect policy gives up (with the last attempt's error): the
-    /// place to offer "retry", which calls `reconnectNow()`.
-    public func onSuspended(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
-        observe(queue: queue) { event in
-            if case .suspended(let error) = event { handler(error) }
+    /// Calls `handler` when the connection is suspended, with why: the reconnect policy gave up
+    /// (`gaveUp`, the place to offer "retry", which calls `reconnectNow()`), or it closed for the
+    /// background (`background`).
+    public func onSuspended(
+        queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (SuspensionReason<HubConnectionError>) -> Void
+    ) {
+        observe(queue: queue) { change in
+            if case .suspended(let reason) = change { handler(reason) }
         }
     }
 
-    /// Calls `handler` when the connection closes for good (nil after `stop()`).
+    /// Calls `handler` when the connection closes for good (nil after `stop()`; the error of a
+    /// failed `start()` or a fatal one otherwise).
     public func onClosed(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (HubConnectionError?) -> Void) {
-        observe(queue: queue) { event in
-            if case .closed(let error) = event { handler(error) }
+        observe(queue: queue) { change in
+            if case .closed(let error) = change { handler(error) }
         }
-    }
-
-    /// Every event from now on (several streams may be open; each ends when the connection is
-    /// released). Events are buffered until read.
-    public func events() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
-        runner.core.queue.async { [runner] in runner.core.events.addStream(continuation) }
-        return stream
     }
 
     // MARK: - Server → client
@@ -287,8 +235,8 @@ public final class HubConnection: Sendable {
         queue: DispatchQueue? = nil,
         arguments handler: @escaping @Sendable (EncodedArguments) throws -> Void
     ) {
-        let entry = InvocationHandler(queue: queue ?? callbackQueue, call: handler)
-        runner.core.queue.async { [runner] in runner.addHandler(target, entry) }
+        let entry = InvocationHandler(queue: queue ?? core.runner.callbackQueue, call: handler)
+        core.runner.queue.async { [core] in core.addHandler(target, entry) }
     }
 
     /// Answers the server's invocations of `target` that expect a result (client results): the
@@ -304,13 +252,13 @@ public final class HubConnection: Sendable {
             let value = try await handler(repeat try cursor.next((each Argument).self))
             return try EncodedValue(value, encoding: encoding)
         }
-        runner.core.queue.async { [runner] in runner.setResultHandler(target, entry) }
+        core.runner.queue.async { [core] in core.setResultHandler(target, entry) }
     }
 
     /// Removes every handler of `target` (later invocations are unhandled: logged, and answered
     /// with an error when they expect a result).
     public func off(_ target: String) {
-        runner.core.queue.async { [runner] in runner.removeHandlers(target) }
+        core.runner.queue.async { [core] in core.removeHandlers(target) }
     }
 
     // MARK: - Client → server
@@ -365,21 +313,13 @@ public final class HubConnection: Sendable {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) -> EncodedValue? {
-        let call = Call()
-        let runner = runner
-        let result: Swift.Result<CompletionResult, HubConnectionError> = await runner.core.call(
-            { runner.invoke(method, arguments: arguments, upload: upload, call: call, $0) },
-            onCancel: { runner.cancel(call) }
+        let call = RunnerCall()
+        let core = core
+        let result: Swift.Result<EncodedValue?, HubConnectionError> = await core.runner.call(
+            { core.invoke(method, arguments: arguments, upload: upload, call: call, $0) },
+            onCancel: { core.cancel(call) }
         )
-        switch try result.get() {
-        case .void: return nil
-        case .value(let value): return value
-        case .error(let text):
-            throw HubConnectionError(
-                text == HubConnectionError.invocationCanceled.message ? .canceled : .invocationFailed,
-                text
-            )
-        }
+        return try result.get()
     }
 
     /// Calls `method` without waiting for it (a non-blocking invocation); returns once the message
@@ -411,11 +351,11 @@ public final class HubConnection: Sendable {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) {
-        let call = Call()
-        let runner = runner
-        let result: Result<Void, HubConnectionError> = await runner.core.call(
-            { runner.send(method, arguments: arguments, upload: upload, call: call, $0) },
-            onCancel: { runner.cancel(call) }
+        let call = RunnerCall()
+        let core = core
+        let result: Result<Void, HubConnectionError> = await core.runner.call(
+            { core.send(method, arguments: arguments, upload: upload, call: call, $0) },
+            onCancel: { core.cancel(call) }
         )
         try result.get()
     }
@@ -477,12 +417,12 @@ public final class HubConnection: Sendable {
                 if let error { continuation.finish(throwing: error) } else { continuation.finish() }
             }
         )
-        let runner = runner
+        let core = core
         continuation.onTermination = { termination in
             guard case .cancelled = termination else { return }
-            runner.core.queue.async { runner.consumerLeft(sink) }
+            core.runner.queue.async { core.consumerLeft(sink) }
         }
-        runner.core.queue.async { runner.stream(method, arguments: arguments, sink: sink) }
+        core.runner.queue.async { core.stream(method, arguments: arguments, sink: sink) }
     }
 
     // MARK: - Encoding
@@ -525,5 +465,19 @@ extension HubConnection {
                 + "long polling."
         }
         return nil
+    }
+}
+
+/// Whether a connection was lost since the last new one (`onReconnected`'s memory).
+private final class LossFlag: Sendable {
+    private let value = Mutex(false)
+
+    /// Sets the flag; returns what it was.
+    @discardableResult
+    func set(_ new: Bool) -> Bool {
+        value.withLock { value in
+            defer { value = new }
+            return value
+        }
     }
 }

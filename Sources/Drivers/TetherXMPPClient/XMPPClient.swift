@@ -1,6 +1,6 @@
-public import Dispatch
+import Dispatch
 public import TetherCore
-public import TetherDispatch
+@_spi(TetherInternal) public import TetherDispatch
 public import TetherXML
 public import TetherXMPP
 
@@ -26,8 +26,10 @@ public import TetherXMPP
 /// the awaiting call they end returns. The connection stays up through drops as the
 /// configuration says (auto-ping, reconnect policy, stream management); `reconnectNow()` is the
 /// hook for "the user tapped retry", "the app came to the foreground" and "the network is back".
-/// `HubConnection` has the same shape: `Options`, `setEventHandler`, `events()`, `state()`,
-/// `reconnectNow()`, the same logging and back-pressure.
+/// `HubConnection` has the same shape (`ConnectionClient`: `Options`, `setEventHandler`,
+/// `events()`, `state()`, `health()`, `reconnectNow()`, the device inputs, the one lifecycle,
+/// logging and back-pressure); only the verbs that start and end a connection keep each
+/// ecosystem's names (here `connect()` and `disconnect()`).
 ///
 /// TLS (`configuration.tls`): `.required` (the default) uses STARTTLS and refuses a server that
 /// does not offer it; `.direct` speaks TLS from the first byte (XEP-0368, port 5223); `.optional`
@@ -40,7 +42,7 @@ public import TetherXMPP
 /// XMPP over WebSocket (RFC 7395): set `configuration.webSocket` to a `ws://` or `wss://` URL
 /// (prosody's `mod_websocket` serves `/xmpp-websocket`); TLS is then the URL's (`wss`), checked for
 /// the URL's host with the same trust settings, and everything else works as over TCP.
-public final class XMPPClient: Sendable {
+public final class XMPPClient: ConnectionClient {
     /// The connection's configuration (the machine's).
     public typealias Configuration = XMPPClientMachine.Configuration
     /// What the app is told (the machine's events).
@@ -50,8 +52,11 @@ public final class XMPPClient: Sendable {
     /// (the same type as `HubConnection.Options`).
     public typealias Options = ConnectionOptions
 
-    let runner: XMPPRunner
-    let callbackQueue: DispatchQueue
+    /// The machine's states, by name.
+    public typealias StateName = XMPPClientMachine.StateName
+
+    let core: XMPPRunner
+    @_spi(TetherInternal) public var runner: any ConnectionRunning<Event, StateName> { core.runner }
 
     /// A client for `configuration` (not connected yet). `hashProvider` supplies SCRAM's
     /// cryptography (default: OpenSSL on Linux, CryptoKit on Apple platforms).
@@ -73,18 +78,15 @@ public final class XMPPClient: Sendable {
                     + "supply one, or set tls to .optional or .disabled to connect in cleartext on a trusted network."
             )
         }
-        runner = XMPPRunner(
+        core = XMPPRunner(
             configuration: configuration,
             options: options,
             hashProvider: hashProvider ?? Self.defaultHashProvider
         )
-        callbackQueue =
-            options.callbackQueue
-            ?? DispatchQueue(label: "tether.xmpp-client.callbacks", target: DispatchQueue.global())
     }
 
     deinit {
-        runner.shutDown()
+        core.runner.shutDown(keepingAlive: core)
     }
 
     static var defaultHashProvider: any SCRAMHashProvider {
@@ -106,41 +108,14 @@ public final class XMPPClient: Sendable {
     /// attempt is abandoned and the client stopped). Already connected: returns the current JID.
     @discardableResult
     public func connect() async throws(XMPPClientError) -> JID {
-        let runner = runner
-        let result: Result<JID, XMPPClientError> = await runner.core.call(
-            { runner.connect($0) },
-            onCancel: { runner.cancelConnect() }
-        )
-        return try result.get()
+        try await core.runner.connect()
     }
 
     /// Disconnects on purpose (a clean close; no reconnect) and returns once the client is
-    /// stopped. Stanzas the server never acknowledged come in an `unacknowledgedStanzas` event.
+    /// stopped. Stanzas the server never acknowledged come in an `unacknowledgedStanzas` event;
+    /// requests and flushes still waiting throw `canceled`.
     public func disconnect() async {
-        let runner = runner
-        await runner.core.call { runner.disconnect($0) }
-    }
-
-    /// Connect again now (see `XMPPClientMachine.reconnectNow(now:)`): from a suspended or
-    /// waiting client at once with the back-off reset, abandoning a hung attempt, or, while
-    /// online, with a ping that checks the link.
-    public func reconnectNow() {
-        runner.core.queue.async { [runner] in runner.reconnectNow() }
-    }
-
-    /// The device's network changed: feed it what `NWPathMonitor` (Apple platforms) or
-    /// `NetworkMonitor` (Linux) reports. See `XMPPClientMachine.networkChanged(_:now:)`: no
-    /// attempts while there is no network, a reconnect at once when it is back, a probe of the
-    /// link when it changes.
-    public func networkChanged(_ path: NetworkPath) {
-        runner.core.queue.async { [runner] in runner.networkChanged(path) }
-    }
-
-    /// The app moved between foreground and background (its scene phase). See
-    /// `XMPPClientMachine.applicationStateChanged(_:now:)`: client state indication, slower pings
-    /// in the background, a reconnect at once on returning.
-    public func applicationStateChanged(_ application: ApplicationState) {
-        runner.core.queue.async { [runner] in runner.applicationStateChanged(application) }
+        await core.runner.disconnect()
     }
 
     // MARK: - Sending
@@ -150,24 +125,25 @@ public final class XMPPClient: Sendable {
     /// `sendQueueFull`, as `Options.backPressure` says); canceling the task while it waits throws
     /// `canceled`, and the message is not sent.
     public func send(_ message: XMPPMessage) async throws(XMPPClientError) {
-        try await submit { machine, now throws(XMPPClientError) in try machine.send(message, now: now) }
+        try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(message, now: now) }
     }
 
     /// Sends a presence (waiting for room as `send(_:)` for messages).
     public func send(_ presence: XMPPPresence) async throws(XMPPClientError) {
-        try await submit { machine, now throws(XMPPClientError) in try machine.send(presence, now: now) }
+        try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(presence, now: now) }
     }
 
     /// Sends an iq without waiting for an answer: replies to `iqRequest` events (`iq.result()`,
     /// `iq.error(…)`), or a request whose answer comes as an `iqResponse` event.
     @discardableResult
     public func send(_ iq: XMPPIQ) async throws(XMPPClientError) -> String {
-        try await submit { machine, now throws(XMPPClientError) in try machine.send(iq, now: now) }
+        try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(iq, now: now) }
     }
 
     /// Sends any stanza.
     public func send(stanza: XElement) async throws(XMPPClientError) {
-        try await submit { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now) }
+        try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now)
+        }
     }
 
     /// Sends an iq request (`get` or `set`) and returns its `result`; throws `iqError` (with the
@@ -176,11 +152,11 @@ public final class XMPPClient: Sendable {
     /// (the answer is then dropped).
     public func request(_ iq: XMPPIQ, timeout: Duration? = nil) async throws(XMPPClientError) -> XMPPIQ {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
-        let call = Call()
-        let runner = runner
-        let result: Result<XMPPIQ, XMPPClientError> = await runner.core.call(
-            { runner.request(iq, timeout: timeout, call: call, $0) },
-            onCancel: { runner.cancel(call) }
+        let call = RunnerCall()
+        let core = core
+        let result: Result<XMPPIQ, XMPPClientError> = await core.runner.call(
+            { core.request(iq, timeout: timeout, call: call, $0) },
+            onCancel: { core.cancel(call) }
         )
         return try result.get()
     }
@@ -211,84 +187,12 @@ public final class XMPPClient: Sendable {
     /// Throws when the client stops first, or `canceled` at once when the calling task is
     /// canceled.
     public func flush() async throws(XMPPClientError) {
-        let call = Call()
-        let runner = runner
-        let result: Result<Void, XMPPClientError> = await runner.core.call(
-            { runner.flush(call: call, $0) },
-            onCancel: { runner.cancelFlush(call) }
+        let call = RunnerCall()
+        let core = core
+        let result: Result<Void, XMPPClientError> = await core.runner.call(
+            { core.flush(call: call, $0) },
+            onCancel: { core.cancelFlush(call) }
         )
         try result.get()
     }
-
-    /// Runs a send on the machine, waiting for room as `Options.backPressure` says.
-    private func submit<Value: Sendable>(
-        _ body: @escaping @Sendable (inout XMPPClientMachine, Instant) throws(XMPPClientError) -> Value
-    ) async throws(XMPPClientError) -> Value {
-        let call = Call()
-        let runner = runner
-        let result: Result<Value, XMPPClientError> = await runner.core.call(
-            { handoff in runner.submit(body, call: call) { handoff.resume(returning: $0) } },
-            onCancel: { runner.cancelSubmit(call) }
-        )
-        return try result.get()
-    }
-
-    // MARK: - Events
-
-    /// Calls `handler` on `queue` (default `Options.callbackQueue`) with every event from now on,
-    /// replacing an earlier handler.
-    public func setEventHandler(queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (Event) -> Void) {
-        let queue = queue ?? callbackQueue
-        runner.core.queue.async { [runner] in runner.core.events.setHandler(queue: queue, handler) }
-    }
-
-    /// A stream of every event from now on (several streams may be open at once; a stream ends
-    /// when the client is deinitialised). Events are buffered until read.
-    public func events() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
-        runner.core.queue.async { [runner] in runner.core.events.addStream(continuation) }
-        return stream
-    }
-
-    /// The machine's state now.
-    /// The connection's health now (`ConnectionHealth`: state, time online, ping round trips,
-    /// how long the last dead link took to notice, reconnects and their reasons, resumes, traffic,
-    /// stanzas awaiting acknowledgement, the transport).
-    public func health() async -> ConnectionHealth {
-        await runner.core.health()
-    }
-
-    /// The client's queue as a task executor, for the least latency per call: the code of
-    /// `withTaskExecutorPreference(client.executor) { … }` runs on the client's queue, and each
-    /// answer resumes it at once on the thread that read it, not on another thread of the pool.
-    /// While that code runs, the client's input waits: keep it short between calls
-    /// (`ConnectionExecutor`).
-    public var executor: ConnectionExecutor { runner.core.executor }
-
-    /// The health now and then every `interval`, for a dashboard (ends when the client is gone).
-    public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
-        runner.core.healthUpdates(every: interval)
-    }
-
-    /// The state now.
-    public func state() async -> XMPPClientMachine.StateName {
-        let runner = runner
-        return await runner.core.call { $0.resume(returning: runner.core.machine.stateName) }
-    }
-}
-
-extension XMPPClient {
-    /// One awaiting call (`request`, `flush`, a send waiting for room), for canceling it from its
-    /// task. Used only on the runner's queue.
-    final class Call: @unchecked Sendable {
-        /// The iq's id, once sent.
-        var id: String?
-        /// Its task was canceled.
-        var isCanceled = false
-    }
-}
-
-extension XMPPClientError {
-    /// A call whose task was canceled.
-    static let canceledByTask = XMPPClientError(.canceled, "The call's task was canceled.")
 }

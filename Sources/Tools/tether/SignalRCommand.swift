@@ -34,11 +34,8 @@ struct SignalRCommand: Sendable, Equatable {
         {"event":"network","available":BOOL,"interfaces":[…]} (as `tether network`).
         \(HealthLine.help)
 
-        Lifecycle events print as JSON lines too: {"event":"connected","transport":T},
-        {"event":"reconnecting"}, {"event":"waiting-for-network"}, {"event":"reconnected",
-        "transport":T}, {"event":"suspended"} (the
-        reconnect policy gave up: the command ends with exit status 1), {"event":"closed"}; T is
-        "websockets", "sse" or "long-polling". --transport LIST: the transports allowed, a
+        \(LifecycleLine.help) SESSION is "transport":T,"connection_id":ID (null when negotiation is
+        skipped); T is "websockets", "sse" or "long-polling". --transport LIST: the transports allowed, a
         comma-separated subset of websockets,sse,long-polling in fallback order (default: all
         three; Server-Sent Events carry text only, so not with --protocol messagepack).
         --access-token-command CMD runs CMD (through sh -c) before every connection attempt and
@@ -57,10 +54,10 @@ struct SignalRCommand: Sendable, Equatable {
 
         Example:
           tether signalr --url http://127.0.0.1:5000/hub --protocol messagepack invoke Add '[2, 3]' --count 2
-          {"event":"connected","transport":"websockets"}
+          {"event":"connected","transport":"websockets","connection_id":"dcOKJ4i7yWsNBmkiLqUxxw"}
           {"result":5}
           {"result":5}
-          {"event":"closed"}
+          {"event":"closed","reason":null}
         """
 
     enum Action: Equatable, Sendable {
@@ -311,7 +308,7 @@ struct SignalRCommand: Sendable, Equatable {
                 connection.on(target) { arguments in printer.call(target: target, arguments: arguments) }
             }
         }
-        connection.setEventHandler(queue: printer.queue) { event in printer.lifecycle(event) }
+        connection.setEventHandler(queue: printer.queue) { event in printer.handle(event) }
         guard
             let watchers = ClientWatchers(
                 networkWatch: networkWatch,
@@ -427,24 +424,33 @@ final class Printer: @unchecked Sendable {
         queue.sync {}
     }
 
-    /// On `queue`: a lifecycle event.
-    func lifecycle(_ event: HubConnection.Event) {
+    /// On `queue`: an event.
+    func handle(_ event: HubConnection.Event) {
         switch event {
-        case .connected(_, let transport):
-            output(#"{"event":"connected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
-        case .reconnecting: output(#"{"event":"reconnecting"}"#)
-        case .waitingForNetwork: output(#"{"event":"waiting-for-network"}"#)
-        case .reconnected(_, let transport):
-            output(#"{"event":"reconnected","transport":"\#(SignalRCommand.name(of: transport))"}"#)
-        case .suspended(let error):
-            // The policy gave up; a command line has no one to tap "retry": it ends.
-            closed = true
-            failure = error ?? HubConnectionError(.transport, "The reconnect policy gave up.")
-            output(#"{"event":"suspended"}"#)
-        case .closed(let error):
-            closed = true
-            failure = error
-            output(#"{"event":"closed"}"#)
+        case .lifecycle(let change):
+            switch change {
+            case .suspended(let reason):
+                // A command line has no one to tap "retry" (nor a background): it ends.
+                closed = true
+                failure =
+                    switch reason {
+                    case .gaveUp(let error): error
+                    case .background: HubConnectionError(.notConnected, "The connection closed for the background.")
+                    }
+            case .closed(let error):
+                closed = true
+                failure = error
+            case .connected, .resumed, .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
+                break
+            }
+            output(
+                LifecycleLine.line(change) { session, line in
+                    line += #""transport":"\#(SignalRCommand.name(of: session.transport))","connection_id":"#.utf8
+                    LifecycleLine.appendOptional(session.connectionId, to: &line)
+                }
+            )
+        case .unhandledInvocation:
+            break  // logged with --verbose
         }
     }
 

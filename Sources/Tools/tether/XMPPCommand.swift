@@ -34,9 +34,8 @@ struct XMPPCommand: Sendable, Equatable {
           roster                       print the roster
 
         The password comes from the environment variable VAR (default TETHER_PASSWORD), never
-        from the command line. Events print as JSON lines: connected, disconnected, reconnecting,
-        waiting-for-network, resumed, resume-failed, message, pong, roster. --verbose logs the XML traffic to standard
-        error, SASL credentials hidden. TLS: required (STARTTLS, refused when not offered; the
+        from the command line. --verbose logs the XML traffic to standard error, SASL credentials
+        hidden. TLS: required (STARTTLS, refused when not offered; the
         default), optional (STARTTLS when offered), direct (TLS from the first byte, port 5223),
         disabled; the certificate must be valid for the JID's domain, against the system's CAs
         and F (--ca-file, a PEM file); with --pin, one certificate of the chain must also have
@@ -51,10 +50,9 @@ struct XMPPCommand: Sendable, Equatable {
         "interfaces":[…]} (as `tether network`).
         \(HealthLine.help)
 
-        Output, one JSON object per line: {"event":"connected","jid":…}, {"event":"disconnected",
-        "reason":…} (null after a clean close), {"event":"reconnecting","attempt":…,"delay_ms":…},
-        {"event":"resumed"}, {"event":"resume-failed"}, {"event":"message","from":…,"id":…,
-        "body":…}, {"event":"pong","rtt_ms":…} (an error reply is an answer too),
+        \(LifecycleLine.help) SESSION is "jid":JID.
+        Beside them: {"event":"resume-failed"}, {"event":"message","from":…,"id":…,"body":…},
+        {"event":"pong","rtt_ms":…} (an error reply is an answer too),
         {"event":"roster","items":[{"jid":…,"name":…,"subscription":…},…]}.
         Exit status: 0 done; 1 an error (on standard error), for example no connection; 2 wrong
         credentials (at once, whatever the reconnect policy) or a usage error.
@@ -63,7 +61,7 @@ struct XMPPCommand: Sendable, Equatable {
           TETHER_PASSWORD=alicepass tether xmpp --jid alice@localhost --host 127.0.0.1 --ca-file ca.pem ping
           {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma"}
           {"event":"pong","rtt_ms":1.581888}
-          {"event":"disconnected","reason":null}
+          {"event":"closed","reason":null}
         """
 
     enum Action: Equatable, Sendable {
@@ -370,11 +368,7 @@ struct XMPPCommand: Sendable, Equatable {
     }
 
     static func appendOptional(_ text: String?, to line: inout [UInt8]) {
-        if let text {
-            JSONText.appendString(text, to: &line)
-        } else {
-            line += "null".utf8
-        }
+        LifecycleLine.appendOptional(text, to: &line)
     }
 }
 
@@ -396,24 +390,25 @@ final class Listener: @unchecked Sendable {
     func handle(_ event: XMPPClient.Event) {
         var line: [UInt8] = []
         switch event {
-        case .connected(let jid):
-            line = Array(#"{"event":"connected","jid":"#.utf8)
-            JSONText.appendString(jid.description, to: &line)
-            line.append(UInt8(ascii: "}"))
-        case .disconnected(let error):
-            line = Array(#"{"event":"disconnected","reason":"#.utf8)
-            XMPPCommand.appendOptional(error?.message, to: &line)
-            line.append(UInt8(ascii: "}"))
-        case .reconnecting(let attempt, let delay):
-            line = Array(#"{"event":"reconnecting","attempt":"#.utf8)
-            JSONText.appendInteger(Int64(attempt), to: &line)
-            line += #","delay_ms":"#.utf8
-            JSONText.appendInteger(delay.totalNanoseconds / 1_000_000, to: &line)
-            line.append(UInt8(ascii: "}"))
-        case .resumed:
-            line = Array(#"{"event":"resumed"}"#.utf8)
-        case .waitingForNetwork:
-            line = Array(#"{"event":"waiting-for-network"}"#.utf8)
+        case .lifecycle(let change):
+            switch change {
+            case .suspended(.gaveUp(let error)):
+                failure = error
+                ended = true
+            case .suspended(.background):
+                ended = true
+            case .closed(let error):
+                if let error { failure = error }
+                ended = true
+            case .connected, .resumed, .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
+                break
+            }
+            line = Array(
+                LifecycleLine.line(change) { jid, line in
+                    line += #""jid":"#.utf8
+                    JSONText.appendString(jid.description, to: &line)
+                }.utf8
+            )
         case .resumeFailed:
             line = Array(#"{"event":"resume-failed"}"#.utf8)
         case .message(let message):
@@ -426,16 +421,8 @@ final class Listener: @unchecked Sendable {
             line += #","body":"#.utf8
             XMPPCommand.appendOptional(message.body, to: &line)
             line.append(UInt8(ascii: "}"))
-        case .suspended(let error):
-            failure = error
-            ended = true
-            return
-        case .closed(let error):
-            if let error { failure = error }
-            ended = true
-            return
-        case .streamManagementEnabled, .connectAttemptFailed, .presence, .subscriptionRequest, .iqRequest,
-            .iqResponse, .roster, .rosterPush, .unacknowledgedStanzas:
+        case .streamManagementEnabled, .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster,
+            .rosterPush, .unacknowledgedStanzas:
             return
         }
         output(String(decoding: line, as: UTF8.self))

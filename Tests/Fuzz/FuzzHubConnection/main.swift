@@ -54,11 +54,12 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             count += 1
             require(count < 10_000, "more than 10,000 actions for one input")
             switch action {
-            case .event(.closed): closed = true
-            case .fetchAccessToken(let next), .sendNegotiate(_, _, let next), .openTransport(_, _, _, let next):
+            case .event(.lifecycle(.closed)): closed = true
+            case .request(.fetchAccessToken(let next)), .request(.negotiate(_, _, let next)),
+                .openTransport(_, let next):
                 closed = false
                 generation = next
-            case .send(_, _, let on):
+            case .send(_, let on, _):
                 require(!closed, "bytes sent after closed")
                 require(on == machine.currentGeneration || on == generation, "bytes sent on a stale transport")
             case .event(.completion(let id, _)), .event(.streamCompleted(let id, _)):
@@ -88,7 +89,9 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 2: machine.negotiateResponse(status: 200, body: negotiate, generation: input, now: now)
         case 3: machine.negotiateResponse(status: Int(byte), body: [], generation: input, now: now)
         case 4: machine.transportConnected(generation: input, now: now)
-        case 5: machine.transportClosed(generation: input, error: byte & 16 == 0 ? nil : "reset", now: now)
+        case 5:
+            let error = byte & 16 == 0 ? nil : TransportError(byte & 32 == 0 ? .connectionLost : .unauthorized, "reset")
+            machine.transportClosed(generation: input, error: error, now: now)
         case 6, 7, 8:
             let record = records[Int(byte / 16) % records.count]
             machine.transportReceived(record.backDeployedSpan, generation: input, now: now)

@@ -1,9 +1,9 @@
-// libFuzzer target: the `text/event-stream` reader (SignalR's Server-Sent Events transport). The
+// libFuzzer target: the `text/event-stream` reader (the Server-Sent Events transport). The
 // first byte picks the split and a small event size limit. Invariants: any split gives the same
 // events, `retry` and error; the events are those of a plain reading of the whole stream by the
 // standard's steps (below, written for clarity, not speed); no event over the limit.
 import FuzzSupport
-import TetherSignalR
+import TetherHTTP
 
 struct Outcome: Equatable {
     var events: [ServerSentEvent] = []
@@ -20,7 +20,7 @@ func run(_ pieces: [ArraySlice<UInt8>], limit: Int) -> Outcome {
         do {
             while let event = try reader.next() { outcome.events.append(event) }
         } catch {
-            require(error.kind == .messageTooLarge, "an error other than too large: \(error)")
+            require(error.kind == .tooLarge, "an error other than too large: \(error)")
             outcome.failed = true
             outcome.retry = reader.retry
             return outcome

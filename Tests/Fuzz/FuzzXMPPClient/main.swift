@@ -105,9 +105,13 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             count += 1
             require(count < 10_000, "more than 10,000 actions for one input")
             switch action {
-            case .lookUpService, .openWebSocket:
-                require(false, "a lookup or a WebSocket although a TCP endpoint is configured")
-            case .openTransport(_, let next, _):
+            case .request(.lookUpService):
+                require(false, "a lookup although a TCP endpoint is configured")
+            case .openTransport(let request, let next):
+                if case .tcp = request.kind {
+                } else {
+                    require(false, "a WebSocket although a TCP endpoint is configured")
+                }
                 require(next > generation, "a connect action reused generation \(next)")
                 generation = next
                 live = next
@@ -119,7 +123,7 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                 require(on == live, "bytes sent on generation \(on), which is not open")
                 sentText += bytes
                 if sentText.count > 1 << 16 { sentText = Array(sentText.suffix(4096)) }
-            case .event(.closed):
+            case .event(.lifecycle(.closed)):
                 closed = true
             case .event(.iqResponse(let id, _)):
                 require(!endedIQs.contains(id), "iq \(id) ended twice")
@@ -151,8 +155,10 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 1: machine.stop(now: now)
         case 2: machine.reconnectNow(now: now)
         case 3: machine.transportConnected(generation: target, now: now)
-        case 4: machine.transportClosed(generation: target, error: operation & 16 == 0 ? nil : "reset", now: now)
-        case 5: machine.tlsFailed(generation: target, reason: "handshake", now: now)
+        case 4:
+            let error = operation & 16 == 0 ? nil : TransportError(.connectionLost, "reset")
+            machine.transportClosed(generation: target, error: error, now: now)
+        case 5: machine.transportClosed(generation: target, error: TransportError(.tlsFailed, "handshake"), now: now)
         case 6: machine.tlsEstablished(generation: target, now: now)
         case 7, 8, 9:
             let text = menu[Int(operation >> 2) % menu.count]

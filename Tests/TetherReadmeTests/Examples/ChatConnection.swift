@@ -22,11 +22,11 @@ final class ChatConnection: Sendable {
         client = try XMPPClient(configuration: configuration, options: options)
         client.setEventHandler(queue: .main) { event in
             switch event {
-            case .connected(let jid): ui.show("online as \(jid)")  // a new session: join rooms here
-            case .resumed: ui.show("online")  // stream management resumed it: nothing lost
-            case .disconnected(let error): ui.show("offline: \(error?.message ?? "closed")")
-            case .reconnecting(let attempt, let delay): ui.show("retry \(attempt) in \(delay)")
-            case .suspended: ui.show("offline; tap to retry")  // reconnectNow() tries again
+            case .lifecycle(.connected(let jid)): ui.show("online as \(jid)")  // a new session: join rooms here
+            case .lifecycle(.resumed): ui.show("online")  // stream management resumed it: nothing lost
+            case .lifecycle(.connectionLost(let error)): ui.show("offline: \(error.message)")
+            case .lifecycle(.reconnecting(let attempt, let delay, _)): ui.show("retry \(attempt) in \(delay)")
+            case .lifecycle(.suspended): ui.show("offline; tap to retry")  // reconnectNow() tries again
             case .message(let message):
                 if let body = message.body { ui.show("\(message.from?.description ?? "server"): \(body)") }
             case .roster(let roster): ui.show("\(roster.items.count) contacts")

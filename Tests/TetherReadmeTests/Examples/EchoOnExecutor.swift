@@ -1,3 +1,4 @@
+import TetherDispatch  // executor
 import TetherSignalRClient  // HubConnection
 
 /// Sends each line and awaits the hub's echo, from a task on the connection's executor: each

@@ -1,4 +1,4 @@
-import TetherCore  // Instant, Endpoint, TransportGeneration
+import TetherCore  // Instant, Endpoint, TransportGeneration, TransportError
 import TetherXMPP  // XMPPClientMachine
 
 /// What your runtime supplies (Network.framework, an event loop, a test): connections that can
@@ -17,8 +17,7 @@ enum TransportInput {
     case opened(TransportGeneration)
     case received([UInt8], TransportGeneration)
     case tlsEstablished(TransportGeneration)
-    case tlsFailed(TransportGeneration, reason: String)
-    case closed(TransportGeneration, error: String?)
+    case closed(TransportGeneration, error: TransportError?)  // a failed TLS handshake too (.tlsFailed)
     case timerFired
 }
 
@@ -38,7 +37,6 @@ struct MachineDriver: ~Copyable {
         case .opened(let generation): machine.transportConnected(generation: generation, now: now)
         case .received(let bytes, let generation): machine.transportReceived(bytes, generation: generation, now: now)
         case .tlsEstablished(let generation): machine.tlsEstablished(generation: generation, now: now)
-        case .tlsFailed(let generation, let reason): machine.tlsFailed(generation: generation, reason: reason, now: now)
         case .closed(let generation, let error): machine.transportClosed(generation: generation, error: error, now: now)
         case .timerFired: machine.handleTimeout(now: now)
         }
@@ -49,13 +47,16 @@ struct MachineDriver: ~Copyable {
     mutating func drain() {
         while let action = machine.pollAction() {
             switch action {
-            case .openTransport(let endpoint, let generation, let tlsName):
+            case .openTransport(let request, let generation):
+                guard case .tcp(let endpoint, let tlsName) = request.kind else {
+                    preconditionFailure("set configuration.endpoint (TCP), not webSocket")
+                }
                 transport.open(endpoint, tlsServerName: tlsName, generation: generation)
             case .send(let bytes, let generation, _): transport.write(bytes, generation: generation)
-            case .startTLS(let name, let generation, let buffered):
+            case .request(.startTLS(let name, let generation, let buffered)):
                 transport.startTLS(serverName: name, bufferedBytes: buffered, generation: generation)
+            case .request(.lookUpService): preconditionFailure("set configuration.endpoint")
             case .closeTransport(let generation): transport.close(generation: generation)
-            case .lookUpService, .openWebSocket: preconditionFailure("set configuration.endpoint (TCP)")
             case .event(let event): onEvent(event)
             }
         }

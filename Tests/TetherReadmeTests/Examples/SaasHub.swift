@@ -1,5 +1,6 @@
 import Foundation  // NotificationCenter, DispatchQueue.main
 import TetherCore  // ReconnectPolicy
+import TetherDispatch  // reconnectNow() and the calls every client has
 import TetherSignalR  // HubConnectionError
 import TetherSignalRClient  // HubConnection, HubConnectionBuilder
 
@@ -27,7 +28,7 @@ final class SaasHub: Sendable {
         connection.on("ReciveSaasMessage") { (message: ParamData) in
             NotificationCenter.default.post(name: .saasMessage, object: message.jsonData)
         }
-        connection.onReconnecting { error in ui.show("reconnecting: \(error?.message ?? "")") }  // willReconnect
+        connection.onReconnecting { error in ui.show("reconnecting: \(error.message)") }  // willReconnect
         connection.onReconnected { [self] _ in  // didReconnect: a new connection, so join again
             ui.show("online")
             Task { await joinGroup() }

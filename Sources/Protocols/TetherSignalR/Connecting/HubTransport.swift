@@ -1,3 +1,5 @@
+public import TetherCore
+
 /// A SignalR transport: how the hub protocol's frames travel (TransportProtocols.md). The raw
 /// values are the names the negotiate response uses.
 public enum HubTransport: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+public import TetherCore
 import TetherJSON
 
 /// A transport the server offers in its negotiate response.

@@ -1,28 +1,44 @@
-/// Why a hub connection failed, closed or refused a command. `message` uses the texts of the
-/// official clients where they have one; it never contains access tokens.
-public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The families of failures.
-    public enum Kind: Hashable, Sendable {
-        /// Negotiation failed (HTTP status, network error, error body, redirect limit, …).
+public import TetherCore
+
+/// Why a hub connection failed, closed or refused a command: the shape every Tether client's error
+/// has (`ConnectionError`: a kind, a message, whether it is fatal, `kind: message`). `message`
+/// uses the texts of the official clients where they have one; it never contains access tokens.
+public struct HubConnectionError: ConnectionError {
+    /// The families of failures (the kinds every Tether client shares, `ConnectionErrorKind`, and
+    /// SignalR's own).
+    public enum Kind: String, ConnectionErrorKind {
+        /// Negotiation failed (HTTP status, error body, redirect limit, no usable transport, …).
         case negotiation
-        /// The transport failed or closed.
-        case transport
+        /// The transport could not be opened (refused, unreachable, a WebSocket upgrade refused,
+        /// the HTTP requests of a transport failing before it carried the handshake).
+        case connectionFailed
+        /// The transport closed while it was in use, or the server closed it.
+        case connectionLost
+        /// TLS could not be established (the certificate was not trusted or not valid for the
+        /// host, the handshake failed).
+        case tlsFailed
+        /// The URL asks for TLS and there is no TLS layer on this platform (no session factory):
+        /// thrown when the connection is created.
+        case tlsUnavailable
         /// The handshake failed or timed out.
         case handshake
         /// A connect attempt did not complete within `connectTimeout`.
         case connectTimeout
-        /// The server sent nothing for the server timeout.
+        /// The server sent nothing for the server timeout (or for a probe after the network
+        /// changed).
         case serverTimeout
-        /// The server closed the connection with a Close message.
+        /// The server closed the connection with a Close message that carried an error.
         case serverClosed
         /// The server violated the protocol (malformed message, unknown invocation id, …).
         case protocolViolation
         /// A command that needs a connected hub was given while it is not connected.
         case notConnected
-        /// The stateful-reconnect send buffer is full (retry after `.sendBufferAvailable`), or the
-        /// network has not taken what was sent already (the driver's `maximumUnsentBytes`).
-        case sendBufferFull
-        /// The invocation was canceled because the connection closed.
+        /// There is no room to send now: the stateful-reconnect send buffer is full (retry after
+        /// `sendBufferAvailable`), or the network has not taken what was sent already (the
+        /// driver's `maximumUnsentBytes`).
+        case sendQueueFull
+        /// The call ended before its answer: the connection closed (or was stopped) while the
+        /// invocation or stream was pending, or the calling task was canceled.
         case canceled
         /// The upload stream or server invocation a command names is not open on this connection:
         /// it ended, or the connection restarted since it began (the app may race a reconnect).
@@ -33,13 +49,13 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         case invocationFailed
         /// The server refused the access token (HTTP 401 to negotiate or to opening the
         /// transport), also after the token provider was asked once more (or there is none).
-        case unauthorized
+        case authenticationFailed
         /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
-        /// server's certificate. Final: no other transport and no reconnect is tried.
+        /// server's certificate. Fatal: no other transport and no reconnect is tried.
         case certificateRefused
         /// The connection cannot be made as configured (an URL that is not absolute http(s) or
-        /// ws(s), TLS without a TLS layer, a token provider without a configuration asking for
-        /// tokens): thrown when the connection is created.
+        /// ws(s), a token provider without a configuration asking for tokens, no usable
+        /// transport): thrown when the connection is created.
         case invalidConfiguration
         /// Arguments or a result could not be encoded (or, in the driver, a result, stream item or
         /// handler argument could not be decoded as the type asked for), or values came in
@@ -53,13 +69,23 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
     /// The text.
     public let message: String
 
-    /// Creates an error.
+    /// An error of `kind` saying `message`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    /// Whether reconnecting cannot help: a refused certificate and configurations that cannot
+    /// work. Every other kind leaves the decision to the reconnect policy.
+    public var isFatal: Bool {
+        switch kind {
+        case .certificateRefused, .tlsUnavailable, .invalidConfiguration: true
+        case .negotiation, .connectionFailed, .connectionLost, .tlsFailed, .handshake, .connectTimeout, .serverTimeout,
+            .serverClosed, .protocolViolation, .notConnected, .sendQueueFull, .canceled, .unknownInvocation,
+            .invocationFailed, .authenticationFailed, .encoding:
+            false
+        }
+    }
 
     static func unknownUploadStream(_ streamId: String) -> HubConnectionError {
         HubConnectionError(.unknownInvocation, "No upload stream '\(streamId)' is open on this connection.")
@@ -77,4 +103,17 @@ public struct HubConnectionError: Error, Hashable, Sendable, CustomStringConvert
         .notConnected,
         "Cannot send data if the connection is not in the 'Connected' State."
     )
+}
+
+extension HubConnectionError.Kind {
+    /// Renamed: the same kind as XMPP's for a send that finds no room.
+    @available(*, unavailable, renamed: "sendQueueFull")
+    public static var sendBufferFull: Self { .sendQueueFull }
+    /// Renamed: the same kind as XMPP's for refused credentials.
+    @available(*, unavailable, renamed: "authenticationFailed")
+    public static var unauthorized: Self { .authenticationFailed }
+    /// Split: `connectionFailed` (the transport could not be opened) or `connectionLost` (it
+    /// closed while in use), the kinds XMPP has for the same situations.
+    @available(*, unavailable, message: "use connectionFailed or connectionLost")
+    public static var transport: Self { .connectionLost }
 }

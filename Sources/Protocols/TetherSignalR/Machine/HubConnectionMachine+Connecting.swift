@@ -28,35 +28,62 @@ extension HubConnectionMachine {
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
         if configuration.asksForAccessToken {
             state = .fetchingAccessToken(attempt)
-            return enqueue(.fetchAccessToken(generation: attempt.generation))
+            return enqueue(.request(.fetchAccessToken(generation: attempt.generation)))
         }
-        connect(attempt)
+        connect(attempt, now: now)
+    }
+
+    /// What opens `transport` to `url` (`ws(s)://` for WebSockets, `http(s)://` for the others):
+    /// messages in the hub protocol's format (JSON is taken in either frame type, as servers send
+    /// it), at most the protocol's largest message. Nil for a URL that is not absolute.
+    func transportRequest(_ transport: HubTransport, url: String, headers: [String: String]) -> TransportRequest? {
+        guard let parsed = ServerURL(url) else { return nil }
+        let kind: TransportRequest.Kind =
+            switch transport {
+            case .webSockets: .webSocket(parsed, subprotocol: nil)
+            case .serverSentEvents: .serverSentEvents(parsed)
+            case .longPolling: .longPolling(parsed)
+            }
+        return TransportRequest(
+            kind,
+            headers: headers,
+            messageFormat: hubProtocol.transferFormat,
+            acceptsEitherFormat: true,
+            maximumMessageSize: hubProtocol.maximumMessageSize
+        )
+    }
+
+    /// Asks for the negotiate request of `attempt`, or fails it when the URL is not absolute (a
+    /// redirect's).
+    private mutating func sendNegotiate(_ attempt: Attempt, now: Instant) {
+        let url = Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect)
+        guard let parsed = ServerURL(url) else {
+            return attemptFailed(
+                HubConnectionError(
+                    .negotiation,
+                    "The URL '\(ServerURL.redacted(url))' is not an absolute http(s) URL."
+                ),
+                now: now
+            )
+        }
+        enqueue(
+            .request(
+                .negotiate(url: parsed, headers: requestHeaders(attempt.accessToken), generation: attempt.generation)
+            )
+        )
     }
 
     /// Negotiates, or opens the WebSocket at once when negotiation is skipped.
-    private mutating func connect(_ attempt: Attempt) {
+    private mutating func connect(_ attempt: Attempt, now: Instant) {
         var attempt = attempt
         if configuration.skipNegotiation {
             attempt.negotiated = nil
             attempt.transport = .webSockets
             state = .connectingTransport(attempt)
-            return enqueue(
-                .openTransport(
-                    .webSockets,
-                    url: Negotiate.webSocketURL(for: configuration.url),
-                    headers: requestHeaders(attempt.accessToken),
-                    generation: attempt.generation
-                )
-            )
+            return openTransport(attempt, url: Negotiate.webSocketURL(for: configuration.url), now: now)
         }
         state = .negotiating(attempt)
-        enqueue(
-            .sendNegotiate(
-                url: Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect),
-                headers: requestHeaders(attempt.accessToken),
-                generation: attempt.generation
-            )
-        )
+        sendNegotiate(attempt, now: now)
     }
 
     /// The app's token provider answered (nil: no token).
@@ -65,24 +92,29 @@ extension HubConnectionMachine {
         attempt.accessToken = token
         attempt.generation = makeGeneration()
         guard attempt.retryAfterUnauthorized == .transport, let negotiated = attempt.negotiated else {
-            return connect(attempt)
+            return connect(attempt, now: now)
         }
         // The transport was refused: open it again with the new token (same negotiated connection).
         state = .connectingTransport(attempt)
-        openTransport(attempt, negotiated: negotiated)
+        openTransport(attempt, negotiated: negotiated, now: now)
     }
 
     /// Opens `attempt.transport` for the negotiated connection.
-    private mutating func openTransport(_ attempt: Attempt, negotiated: NegotiateResponse) {
+    private mutating func openTransport(_ attempt: Attempt, negotiated: NegotiateResponse, now: Instant) {
         let url = Negotiate.connectURL(for: attempt.url, connectionToken: negotiated.connectionToken)
-        enqueue(
-            .openTransport(
-                attempt.transport,
-                url: attempt.transport == .webSockets ? Negotiate.webSocketURL(for: url) : url,
-                headers: requestHeaders(attempt.accessToken),
-                generation: attempt.generation
+        openTransport(attempt, url: attempt.transport == .webSockets ? Negotiate.webSocketURL(for: url) : url, now: now)
+    }
+
+    /// Opens `attempt.transport` to `url`, or fails the attempt when the URL is not absolute.
+    private mutating func openTransport(_ attempt: Attempt, url: String, now: Instant) {
+        guard let request = transportRequest(attempt.transport, url: url, headers: requestHeaders(attempt.accessToken))
+        else {
+            return attemptFailed(
+                HubConnectionError(.negotiation, "The URL '\(ServerURL.redacted(url))' is not an absolute URL."),
+                now: now
             )
-        )
+        }
+        enqueue(.openTransport(request, generation: attempt.generation))
     }
 
     /// A 401 refused `step` of the current attempt: the token provider is asked once more and the
@@ -101,7 +133,10 @@ extension HubConnectionMachine {
         guard configuration.asksForAccessToken, attempt.retryAfterUnauthorized == nil else {
             let again = attempt.retryAfterUnauthorized == nil ? "" : "; a new token from the provider was refused too"
             return attemptFailed(
-                HubConnectionError(.unauthorized, "Unauthorized: the server answered 401 to \(what)\(again)."),
+                HubConnectionError(
+                    .authenticationFailed,
+                    "Unauthorized: the server answered 401 to \(what)\(again)."
+                ),
                 now: now
             )
         }
@@ -109,20 +144,7 @@ extension HubConnectionMachine {
         retry.retryAfterUnauthorized = step
         retry.generation = makeGeneration()
         state = .fetchingAccessToken(retry)
-        enqueue(.fetchAccessToken(generation: retry.generation))
-    }
-
-    /// A request of the transport of `generation` was answered 401 (the WebSocket upgrade, the
-    /// event stream, a poll or a send): as `transportClosed` with an error once connected; before
-    /// (while connecting or handshaking: long polling is open at once and posts the handshake),
-    /// the token provider is asked once more and the transport opened again.
-    public mutating func transportUnauthorized(generation: TransportGeneration, now: Instant) {
-        guard currentGeneration == generation else { return }
-        switch state {
-        case .connectingTransport, .handshaking: return refusedAsUnauthorized(.transport, now: now)
-        default: break
-        }
-        transportClosed(generation: generation, error: "the server answered 401 (unauthorized)", now: now)
+        enqueue(.request(.fetchAccessToken(generation: retry.generation)))
     }
 
     /// The app's token provider failed (`description` must not contain secrets).
@@ -163,13 +185,7 @@ extension HubConnectionMachine {
                 if let accessToken { attempt.accessToken = accessToken }
                 attempt.generation = makeGeneration()
                 state = .negotiating(attempt)
-                enqueue(
-                    .sendNegotiate(
-                        url: Negotiate.negotiateURL(for: attempt.url, statefulReconnect: usesStatefulReconnect),
-                        headers: requestHeaders(attempt.accessToken),
-                        generation: attempt.generation
-                    )
-                )
+                sendNegotiate(attempt, now: now)
             case .connect(let response):
                 if response.useStatefulReconnect && !usesStatefulReconnect {
                     return attemptFailed(
@@ -190,7 +206,7 @@ extension HubConnectionMachine {
                 attempt.transport = transport
                 attempt.generation = makeGeneration()
                 state = .connectingTransport(attempt)
-                openTransport(attempt, negotiated: response)
+                openTransport(attempt, negotiated: response, now: now)
             }
         } catch {
             attemptFailed(HubConnectionError(.negotiation, error.message), now: now)
@@ -223,14 +239,19 @@ extension HubConnectionMachine {
         (["Unable to connect to the server with any of the available transports."] + failures).joined(separator: " ")
     }
 
-    /// The negotiate request failed without a response (network error); `description` must not
-    /// contain secrets.
-    public mutating func negotiateFailed(_ description: String, generation: TransportGeneration, now: Instant) {
-        guard case .negotiating(let attempt) = state, attempt.generation == generation else { return }
-        attemptFailed(
-            HubConnectionError(.negotiation, "Failed to complete negotiation with the server: " + description),
-            now: now
-        )
+    /// The negotiate request failed without a response: it could not connect, TLS failed, or the
+    /// app's trust settings refused the certificate (fatal, whatever the reconnect policy).
+    public mutating func negotiateFailed(_ error: TransportError, generation: TransportGeneration, now: Instant) {
+        guard case .negotiating = state, currentGeneration == generation else { return }
+        let text = "Failed to complete negotiation with the server: " + error.message
+        let failure =
+            switch error.kind {
+            case .certificateRefused: HubConnectionError(.certificateRefused, text)
+            case .tlsFailed: HubConnectionError(.tlsFailed, text)
+            case .connectionFailed, .connectionLost, .timedOut: HubConnectionError(.connectionFailed, text)
+            case .unauthorized, .rejected, .protocolViolation: HubConnectionError(.negotiation, text)
+            }
+        attemptFailed(failure, now: now)
     }
 
     /// The WebSocket of `generation` is open.
@@ -242,7 +263,7 @@ extension HubConnectionMachine {
             var bytes: [UInt8] = []
             HandshakeRequest(protocolName: hubProtocol.name, version: stateful ? 2 : 1).write(into: &bytes)
             // The handshake is JSON, but goes in the transfer format's frame type.
-            enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
+            enqueue(.send(bytes, generation: generation))
             handshakeReceived = []
             state = .handshaking(attempt)
             timers.set(.handshake, at: now + configuration.handshakeTimeout)
@@ -252,9 +273,9 @@ extension HubConnectionMachine {
             // Stateful reconnect: no handshake; tell the peer where to resume, then replay.
             var bytes: [UInt8] = []
             hubProtocol.write(.sequence(sequenceId: stateful.resumeSequenceId), into: &bytes)
-            enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
+            enqueue(.send(bytes, generation: generation))
             for message in stateful.unacknowledged.elements {
-                enqueue(.send(message.bytes, format: hubProtocol.transferFormat, generation: generation))
+                enqueue(.send(message.bytes, generation: generation))
             }
             timers.cancel(.handshake)
             live.link.parser = hubProtocol.makeParser()
@@ -265,6 +286,7 @@ extension HubConnectionMachine {
             live.link.receivedAtResume = stateful.latestReceived
             live.resumeStep = nil
             armLivenessTimers(live.link)
+            emit(.resumed(HubSession(connectionId: live.session.connectionId, transport: live.session.transport)))
             restore(live)
         case .disconnected, .fetchingAccessToken, .negotiating, .handshaking, .connected, .reconnectWaiting, .suspended,
             .resuming(_, .waiting, _):
@@ -343,8 +365,8 @@ extension HubConnectionMachine {
             generation: attempt.generation,
             connectionId: negotiated?.connectionId,
             transport: attempt.transport,
-            transportURL: url,
-            headers: requestHeaders(attempt.accessToken)
+            // Only WebSockets resume, on the URL this connection opened with (valid: it was opened).
+            transportRequest: transportRequest(.webSockets, url: url, headers: requestHeaders(attempt.accessToken))
         )
         var live = LiveConnection(
             session: session,
@@ -364,15 +386,7 @@ extension HubConnectionMachine {
         )
         schedule?.connectionEstablished()
         health.onlineSince = now
-        let isReconnect = attempt.isReconnect && hasConnectedSinceStart
-        hasConnectedSinceStart = true
-        enqueue(
-            .event(
-                isReconnect
-                    ? .reconnected(connectionId: session.connectionId, transport: session.transport)
-                    : .connected(connectionId: session.connectionId, transport: session.transport)
-            )
-        )
+        emit(.connected(HubSession(connectionId: session.connectionId, transport: session.transport)))
         // Like the TypeScript client: one Ping right after the handshake.
         send(.ping, live: &live, now: now)
         armLivenessTimers(live.link)
@@ -383,43 +397,65 @@ extension HubConnectionMachine {
         if let deadline = link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
 
-    /// The WebSocket of `generation` closed (`error` is nil for a normal close; it must not
-    /// contain secrets).
-    public mutating func transportClosed(generation: TransportGeneration, error description: String?, now: Instant) {
+    /// The transport of `generation` closed, or could not be opened (`error` nil: an orderly
+    /// close). A refused certificate ends the connection for good; a 401 while opening asks the
+    /// token provider once more; a transport that fails to open is followed by the next one.
+    public mutating func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant) {
         guard currentGeneration == generation else { return }
         let transport = self.transport ?? .webSockets
-        let error = description.map {
-            HubConnectionError(.transport, "\(transport.capitalizedDescription) closed with an error: " + $0)
+        if let error, error.kind == .certificateRefused {
+            return certificateRefused(error.message, now: now)
+        }
+        if let error, error.kind == .unauthorized {
+            switch state {
+            case .connectingTransport, .handshaking: return refusedAsUnauthorized(.transport, now: now)
+            default: break
+            }
         }
         switch state {
         case .connectingTransport(var attempt):
             // The transport failed to start: the next one, after a new negotiate.
-            let failure = error ?? HubConnectionError(.transport, "The \(transport) closed before it opened.")
+            let failure = HubConnectionError(
+                error?.kind == .tlsFailed ? .tlsFailed : .connectionFailed,
+                error.map { "\(transport.capitalizedDescription) closed with an error: \($0.message)" }
+                    ?? "The \(transport) closed before it opened."
+            )
             guard attempt.negotiated != nil else { return attemptFailed(failure, now: now) }
             attempt.transportFailures.append("\(transport.rawValue) failed: \(failure.message)")
             // Negotiate again only if the last answer offered a transport left to try.
             var rest = attempt
             guard let negotiated = attempt.negotiated, chooseTransport(&rest, offered: negotiated) != nil else {
                 return attemptFailed(
-                    HubConnectionError(.transport, Self.noTransportMessage(rest.transportFailures)),
+                    HubConnectionError(failure.kind, Self.noTransportMessage(rest.transportFailures)),
                     now: now
                 )
             }
             attempt.generation = makeGeneration()
-            connect(attempt)
+            connect(attempt, now: now)
         case .handshaking:
             timers.cancel(.handshake)
             attemptFailed(
-                error ?? HubConnectionError(.transport, "The \(transport) closed before the handshake completed."),
+                HubConnectionError(
+                    .connectionFailed,
+                    "The \(transport) closed before the handshake completed" + (error.map { ": \($0.message)" } ?? ".")
+                ),
                 now: now
             )
         case .connected:
             guard let live = takeLive() else { return }
-            connectionLost(live, error: error, allowReconnect: true, now: now)
+            connectionLost(live, error: lostError(error, transport: transport), allowReconnect: true, now: now)
         case .resuming(_, .opening(let attempt), _):
             timers.cancel(.handshake)
             guard let live = takeLive() else { return }
-            resumeAttemptFailed(live, attempt: attempt, error: error, now: now)
+            resumeAttemptFailed(
+                live,
+                attempt: attempt,
+                error: HubConnectionError(
+                    .connectionFailed,
+                    "The \(transport) could not be reopened" + (error.map { ": \($0.message)" } ?? ".")
+                ),
+                now: now
+            )
         case .resuming(_, .waiting, _):
             return
         case .disconnected, .fetchingAccessToken, .negotiating, .reconnectWaiting, .suspended:
@@ -427,6 +463,15 @@ extension HubConnectionMachine {
         case .modifying:
             Self.modifyingObserved()
         }
+    }
+
+    /// The error of a connection lost because its transport closed (`error` nil: in order).
+    func lostError(_ error: TransportError?, transport: HubTransport) -> HubConnectionError {
+        guard let error else { return HubConnectionError(.connectionLost, "The server closed the \(transport).") }
+        return HubConnectionError(
+            error.kind == .unauthorized ? .authenticationFailed : .connectionLost,
+            "\(transport.capitalizedDescription) closed with an error: \(error.message)"
+        )
     }
 
     // MARK: - Timers
@@ -443,7 +488,7 @@ extension HubConnectionMachine {
                         live,
                         attempt: attempt,
                         error: HubConnectionError(
-                            .transport,
+                            .connectionFailed,
                             "The WebSocket could not be reopened within \(configuration.handshakeTimeout.components.seconds) seconds."
                         ),
                         now: now
@@ -534,8 +579,8 @@ extension HubConnectionMachine {
 
     // MARK: - Failures, loss, reconnect
 
-    /// A connect attempt failed: a first `start` is not retried; a reconnect attempt goes on to
-    /// the next delay.
+    /// A connect attempt failed (`attemptFailed`): a fatal error closes; a first `start` is not
+    /// retried (unless `retriesFailedStart`); a reconnect attempt goes on to the next delay.
     mutating func attemptFailed(_ error: HubConnectionError, now: Instant) {
         timers.cancel(.handshake)
         timers.cancel(.connectAttempt)
@@ -549,27 +594,31 @@ extension HubConnectionMachine {
         case .modifying:
             Self.modifyingObserved()
         }
-        if isReconnect || (configuration.retriesFailedStart && schedule != nil) {
+        emit(.attemptFailed(error))
+        if !error.isFatal, isReconnect || (configuration.retriesFailedStart && schedule != nil) {
             scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)
         }
     }
 
-    /// The connection was lost (transport closed, server timeout, protocol violation, Close):
-    /// under stateful reconnect its WebSocket is reopened, otherwise what is pending fails and the
-    /// policy decides. `live` has been taken out of the state; a transition replaces it.
+    /// The connection was lost (transport closed, server timeout, protocol violation, Close;
+    /// reported as `connectionLost` unless `announced` already): under stateful reconnect its
+    /// WebSocket is reopened, otherwise what is pending fails and the policy decides. `live` has
+    /// been taken out of the state; a transition replaces it.
     mutating func connectionLost(
         _ live: LiveConnection,
-        error: HubConnectionError?,
+        error: HubConnectionError,
         allowReconnect: Bool,
         now: Instant,
-        resumable: Bool = true
+        resumable: Bool = true,
+        announced: Bool = false
     ) {
         var live = live
         timers.cancel(.liveness)
         timers.cancel(.ack)
-        if resumable, allowReconnect, let stateful = live.link.stateful {
+        if !announced { emit(.connectionLost(error)) }
+        if resumable, allowReconnect, !error.isFatal, let stateful = live.link.stateful {
             // A resumed transport lost again within a handshake timeout with nothing new received
             // counts as a failed resume: the retry delays apply, and when they are used up the
             // connection is lost (a replayed message the client cannot take would otherwise
@@ -581,7 +630,14 @@ extension HubConnectionMachine {
             if live.link.quickLosses > configuration.resumeRetryDelays.count {
                 health.failedResumes += 1
                 live.link.stateful = nil
-                return connectionLost(live, error: error, allowReconnect: true, now: now, resumable: false)
+                return connectionLost(
+                    live,
+                    error: error,
+                    allowReconnect: true,
+                    now: now,
+                    resumable: false,
+                    announced: true
+                )
             }
             // Stateful reconnect: reopen the same connection on a new transport; nothing pending
             // fails.
@@ -592,17 +648,20 @@ extension HubConnectionMachine {
             if configuration.network.waitForPath && !device.hasPath {
                 // No network: the reopen waits for it (`networkChanged` starts it).
                 state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
-                return enqueue(.event(.waitingForNetwork))
+                return emit(.waitingForNetwork)
             }
             guard losses > 0 else {
+                emit(.reconnecting(attempt: 1, delay: .zero, lastError: error))
                 return openResumedTransport(resuming, linkStorage: live.linkStorage, attempt: 1, now: now)
             }
+            let delay = configuration.resumeRetryDelays[losses - 1]
             state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
-            timers.set(.resume, at: now + configuration.resumeRetryDelays[losses - 1])
+            timers.set(.resume, at: now + delay)
+            emit(.reconnecting(attempt: losses + 1, delay: delay, lastError: error))
             return
         }
         failPending(live.link)
-        if allowReconnect, schedule != nil {
+        if allowReconnect, !error.isFatal, schedule != nil {
             scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)
@@ -614,98 +673,94 @@ extension HubConnectionMachine {
     mutating func openResumedTransport(_ session: Session, linkStorage: LinkStorage, attempt: Int, now: Instant) {
         state = .resuming(session, .opening(attempt: attempt), linkStorage)
         timers.set(.handshake, at: now + configuration.handshakeTimeout)
-        enqueue(
-            .openTransport(
-                session.transport,
-                url: session.transportURL,
-                headers: session.headers,
-                generation: session.generation
-            )
-        )
+        if let request = session.transportRequest {
+            enqueue(.openTransport(request, generation: session.generation))
+        }
     }
 
-    /// Reopening the WebSocket failed: try again after the next retry delay (under a new
-    /// generation, so that late input from the failed one is ignored); when none is left, the
-    /// connection is lost as without stateful reconnect: what is pending fails and the ordinary
-    /// path (a new connection under the reconnect policy, or closed) follows.
+    /// Reopening the WebSocket failed (`attemptFailed`): try again after the next retry delay
+    /// (under a new generation, so that late input from the failed one is ignored); when none is
+    /// left, the connection is lost as without stateful reconnect: what is pending fails and the
+    /// ordinary path (a new connection under the reconnect policy, or closed) follows.
     mutating func resumeAttemptFailed(
         _ live: LiveConnection,
         attempt: Int,
-        error: HubConnectionError?,
+        error: HubConnectionError,
         now: Instant
     ) {
         var live = live
-        if attempt > configuration.resumeRetryDelays.count { health.failedResumes += 1 }
+        emit(.attemptFailed(error))
         guard attempt > configuration.resumeRetryDelays.count else {
             live.session.generation = makeGeneration()
             state = .resuming(live.session, .waiting(attempt: attempt), live.linkStorage)
-            if configuration.network.waitForPath && !device.hasPath { return enqueue(.event(.waitingForNetwork)) }
-            timers.set(.resume, at: now + configuration.resumeRetryDelays[attempt - 1])
+            if configuration.network.waitForPath && !device.hasPath { return emit(.waitingForNetwork) }
+            let delay = configuration.resumeRetryDelays[attempt - 1]
+            timers.set(.resume, at: now + delay)
+            emit(.reconnecting(attempt: attempt + 1, delay: delay, lastError: error))
             return
         }
+        health.failedResumes += 1
         live.link.stateful = nil
-        connectionLost(live, error: error, allowReconnect: true, now: now)
+        connectionLost(live, error: error, allowReconnect: true, now: now, announced: true)
     }
 
-    /// Waits for the policy's next delay, or suspends when it gives up.
+    /// Waits for the policy's next delay, or suspends when it gives up. `error` is why the last
+    /// attempt (or the connection) ended; nil when the wait goes on after the network returned.
     mutating func scheduleReconnect(error: HubConnectionError?, now: Instant) {
-        guard var schedule else { return finish(error: error) }
+        let lastError =
+            error ?? HubConnectionError(.connectionLost, "The reconnect policy gave up while the network was away.")
+        guard var schedule else { return finish(error: lastError) }
         schedule.connectionLost(at: now)
         if configuration.network.waitForPath && !device.hasPath {
             // No network: no attempt until it is back, and none counted.
             self.schedule = schedule
-            state = .reconnectWaiting(lastError: error)
-            return enqueue(.event(.waitingForNetwork))
+            state = .reconnectWaiting
+            return emit(.waitingForNetwork)
         }
         let delay = schedule.nextDelay(now: now, reason: error?.message, using: &random)
         self.schedule = schedule
         if delay != nil { health.reconnecting(reason: error?.message) }
-        guard let delay else { return suspend(error: error) }
-        enqueue(.event(.reconnecting(error, attempt: schedule.attempts, delay: delay)))
-        state = .reconnectWaiting(lastError: error)
+        guard let delay else { return suspend(.gaveUp(lastError: lastError)) }
+        emit(.reconnecting(attempt: schedule.attempts, delay: delay, lastError: error))
+        state = .reconnectWaiting
         timers.set(.reconnect, at: now + delay)
     }
 
-    /// Fails every pending invocation and stream of the live connection ("exactly once").
+    /// Fails every pending invocation and stream of the live connection ("exactly once"), with
+    /// `canceled`: the connection closed first.
     mutating func failPending(_ link: Link) {
         for (id, kind) in link.pending.sorted(by: { Int($0.key) ?? 0 < Int($1.key) ?? 0 }) {
             switch kind {
             case .invocation:
-                enqueue(
-                    .event(.completion(invocationId: id, result: .error(HubConnectionError.invocationCanceled.message)))
-                )
+                enqueue(.event(.completion(invocationId: id, result: .failure(.invocationCanceled))))
             case .stream:
-                enqueue(
-                    .event(.streamCompleted(invocationId: id, error: HubConnectionError.invocationCanceled.message))
-                )
+                enqueue(.event(.streamCompleted(invocationId: id, error: .invocationCanceled)))
             case .canceledStream:
                 continue
             }
         }
     }
 
-    /// The policy gave up: nothing runs until `reconnectNow` (or `stop`).
-    mutating func suspend(error: HubConnectionError?) {
+    /// Nothing runs until `reconnectNow` (or `stop`, or the foreground after `background`).
+    mutating func suspend(_ reason: SuspensionReason<HubConnectionError>) {
         timers.cancelAll()
-        state = .suspended(lastError: error)
+        state = .suspended
         handshakeReceived = []
-        enqueue(.event(.suspended(error)))
+        emit(.suspended(reason))
     }
 
-    /// Closed for good.
-    /// The app's trust settings refused the server's certificate on the negotiate request or the
-    /// transport of `generation`: the connection closes with `certificateRefused`, whatever the
-    /// reconnect policy (another attempt would meet the same certificate).
-    public mutating func certificateRefused(generation: TransportGeneration, reason: String, now: Instant) {
-        guard currentGeneration == generation else { return }
+    /// The app's trust settings refused the server's certificate on the transport of the current
+    /// generation: the connection closes with `certificateRefused`, whatever the reconnect policy
+    /// (another attempt would meet the same certificate).
+    mutating func certificateRefused(_ reason: String, now: Instant) {
         let error = HubConnectionError(.certificateRefused, "The server's certificate was refused: " + reason)
         switch state {
         case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking:
-            enqueue(.closeTransport(generation: generation))
-            finish(error: error)
+            if let generation = currentGeneration { enqueue(.closeTransport(generation: generation)) }
+            attemptFailed(error, now: now)
         case .connected, .resuming:
             guard let live = takeLive() else { return }
-            enqueue(.closeTransport(generation: generation))
+            enqueue(.closeTransport(generation: live.session.generation))
             connectionLost(live, error: error, allowReconnect: false, now: now, resumable: false)
         case .disconnected, .reconnectWaiting, .suspended:
             return
@@ -714,11 +769,16 @@ extension HubConnectionMachine {
         }
     }
 
+    /// Closed for good (`closed`; nil error: stopped by the app).
     mutating func finish(error: HubConnectionError?) {
         timers.cancelAll()
         state = .disconnected
         handshakeReceived = []
         schedule?.connectionEstablished()
-        enqueue(.event(.closed(error)))
+        emit(.closed(error))
+    }
+
+    mutating func emit(_ change: Lifecycle) {
+        enqueue(.event(.lifecycle(change)))
     }
 }

@@ -6,7 +6,7 @@ extension HubConnectionMachine {
         /// Nothing: the connection stays as it is (a server app, or one the system lets run).
         case keepConnection
         /// Close gracefully when the app goes to the background (pending invocations and streams
-        /// fail, as on `stop`; the event is `suspended(nil)`), and start a new connection when it
+        /// fail, as on `stop`; the event is `suspended(.background)`), and start a new connection when it
         /// is active again, announced as `connected`, so the app's "on connected" work (joining
         /// groups) runs again. What the maintainers of the Swift SignalR clients advise: iOS
         /// suspends a backgrounded app's sockets anyway.
@@ -35,11 +35,11 @@ extension HubConnectionMachine {
             case .reconnectWaiting:
                 guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
                 timers.cancel(.reconnect)
-                enqueue(.event(.waitingForNetwork))
+                emit(.waitingForNetwork)
             case .resuming(_, .waiting, _):
                 guard policy.waitForPath, timers.isArmed(.resume) else { return }
                 timers.cancel(.resume)
-                enqueue(.event(.waitingForNetwork))
+                emit(.waitingForNetwork)
             case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .suspended,
                 .resuming(_, .opening, _):
                 return
@@ -53,7 +53,11 @@ extension HubConnectionMachine {
                 if change == .moved, storage.link.stateful != nil, let live = takeLive() {
                     // The old socket belongs to the old network: reopen on the new one now.
                     enqueue(.closeTransport(generation: live.session.generation))
-                    return connectionLost(live, error: nil, allowReconnect: true, now: now)
+                    let error = HubConnectionError(
+                        .connectionLost,
+                        "The device moved to another network; the connection is reopened on it."
+                    )
+                    return connectionLost(live, error: error, allowReconnect: true, now: now)
                 }
                 probe(now: now)
             case .reconnectWaiting:
@@ -127,12 +131,11 @@ extension HubConnectionMachine {
             closedForBackground = false
             guard case .suspended = state else { return }
             schedule?.connectionEstablished()
-            // A new connection, announced as `connected` (not `reconnected`): the app's "on
-            // connected" work runs again. Without a network it waits for one.
-            hasConnectedSinceStart = false
+            // A new connection, announced as `connected`: the app's "on connected" work runs
+            // again. Without a network it waits for one.
             guard hasPath else {
-                state = .reconnectWaiting(lastError: nil)
-                return enqueue(.event(.waitingForNetwork))
+                state = .reconnectWaiting
+                return emit(.waitingForNetwork)
             }
             return beginAttempt(isReconnect: true, now: now)
         }
@@ -152,7 +155,7 @@ extension HubConnectionMachine {
     private mutating func closeForBackground(now: Instant) {
         closeGracefully(now: now)
         closedForBackground = true
-        suspend(error: nil)
+        suspend(.background)
     }
 
     /// Checks a connected link now: a ping, and something must arrive within the probe timeout,

@@ -17,7 +17,7 @@ extension HubConnectionMachine {
         if message.isSequenced { live.link.stateful?.sent(bytes) }
         if case .ping = message {} else { health.messagesSent += 1 }
         guard let generation = live.generation else { return }
-        enqueue(.send(bytes, format: hubProtocol.transferFormat, generation: generation))
+        enqueue(.send(bytes, generation: generation))
         live.link.heartbeat.didSend(at: now)
         if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
     }
@@ -25,12 +25,12 @@ extension HubConnectionMachine {
     /// The live connection an app command runs on, taken out of the state (put it back with
     /// `restore(_:)`): while resuming (stateful reconnect) commands are taken and buffered, then
     /// replayed on the reopened WebSocket, as the official clients do. Throws `notConnected`
-    /// otherwise, and `sendBufferFull` when a sequenced message would overfill the stateful buffer.
+    /// otherwise, and `sendQueueFull` when a sequenced message would overfill the stateful buffer.
     mutating func takeLiveForCommand(sequenced: Bool = true) throws(HubConnectionError) -> LiveConnection {
         guard let live = takeLive() else { throw .notConnected }
         if sequenced, let stateful = live.link.stateful, !stateful.hasRoom {
             restore(live)
-            throw HubConnectionError(.sendBufferFull, "The stateful-reconnect send buffer is full.")
+            throw HubConnectionError(.sendQueueFull, "The stateful-reconnect send buffer is full.")
         }
         return live
     }
@@ -194,7 +194,7 @@ extension HubConnectionMachine {
     }
 
     /// A new client→server stream id, to pass in an invocation's `streamIds`. Throws
-    /// `sendBufferFull` when that invocation could not go out now (the stateful buffer is full), so
+    /// `sendQueueFull` when that invocation could not go out now (the stateful buffer is full), so
     /// that a command retried until there is room makes no stream per try.
     public mutating func makeUploadStream(now: Instant) throws(HubConnectionError) -> String {
         var live = try takeLiveForCommand()
@@ -318,10 +318,16 @@ extension HubConnectionMachine {
             }
             switch live.link.pending.removeValue(forKey: completion.invocationId) {
             case .invocation:
-                enqueue(.event(.completion(invocationId: completion.invocationId, result: completion.result)))
+                let result: Result<EncodedValue?, HubConnectionError> =
+                    switch completion.result {
+                    case .void: .success(nil)
+                    case .value(let value): .success(value)
+                    case .error(let text): .failure(HubConnectionError(.invocationFailed, text))
+                    }
+                enqueue(.event(.completion(invocationId: completion.invocationId, result: result)))
             case .stream:
-                var error: String?
-                if case .error(let text) = completion.result { error = text }
+                var error: HubConnectionError?
+                if case .error(let text) = completion.result { error = HubConnectionError(.invocationFailed, text) }
                 enqueue(.event(.streamCompleted(invocationId: completion.invocationId, error: error)))
             case .canceledStream:
                 break
@@ -337,9 +343,10 @@ extension HubConnectionMachine {
             // Servers do not stream from clients or cancel them through these; pings only prove liveness.
             break
         case .close(let close):
-            let error = close.error.map {
-                HubConnectionError(.serverClosed, "Server returned an error on close: " + $0)
-            }
+            let error = HubConnectionError(
+                .serverClosed,
+                close.error.map { "Server returned an error on close: " + $0 } ?? "The server closed the connection."
+            )
             enqueue(.closeTransport(generation: session.generation))
             connectionLost(live, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false

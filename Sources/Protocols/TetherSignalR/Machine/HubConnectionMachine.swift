@@ -158,60 +158,46 @@ public struct HubConnectionMachine {
         }
     }
 
-    /// What the driver must do.
-    public enum Action: Sendable, Equatable {
+    /// What the driver must do: open, send on and close transports, tell the app, and SignalR's own
+    /// requests.
+    public typealias Action = ConnectionAction<Request, Event>
+    /// The lifecycle this machine reports: sessions are connections (id and transport).
+    public typealias Lifecycle = ConnectionLifecycle<HubSession, HubConnectionError>
+
+    /// SignalR's requests of the driver, beyond opening, sending on and closing transports (the
+    /// contract's actions, `ConnectionAction`).
+    public enum Request: Sendable, Equatable {
         /// Ask the app's token provider for a token; answer with `accessTokenFetched` (or
         /// `accessTokenFailed`) naming `generation`.
         case fetchAccessToken(generation: TransportGeneration)
         /// POST to `url` with an empty body and `headers`; report `negotiateResponse` or
-        /// `negotiateFailed` with `generation`.
-        case sendNegotiate(url: String, headers: [String: String], generation: TransportGeneration)
-        /// Open `transport` to `url` (`ws(s)://` for WebSockets, the `http(s)://` connect URL for
-        /// the HTTP transports, which `HubHTTPTransportMachine` runs) with `headers`; report
-        /// `transportConnected` or `transportClosed` with `generation`.
-        case openTransport(HubTransport, url: String, headers: [String: String], generation: TransportGeneration)
-        /// Send `bytes` (one message) in `format` (Text for JSON, Binary for MessagePack: the
-        /// WebSocket frame type; the HTTP transports `POST` them) on the transport of
-        /// `generation`.
-        case send([UInt8], format: TransferFormat, generation: TransportGeneration)
-        /// Close the WebSocket of `generation`, or abandon its negotiate request (no further input
-        /// from either is used).
-        case closeTransport(generation: TransportGeneration)
-        /// Tell the app.
-        case event(Event)
+        /// `negotiateFailed` with `generation`. A `closeTransport` of the generation abandons it.
+        case negotiate(url: ServerURL, headers: [String: String], generation: TransportGeneration)
     }
 
-    /// What the app is told.
+    /// What the app is told: the lifecycle every Tether client shares (`ConnectionLifecycle`), and
+    /// what SignalR adds.
     public enum Event: Sendable, Equatable {
-        /// Connected over `transport` (the connection id is nil when negotiation was skipped).
-        case connected(connectionId: String?, transport: HubTransport)
-        /// The reconnect policy scheduled attempt number `attempt` (from 1) in `delay`: once when
-        /// the connection is lost (with the error that lost it), then before every further
-        /// attempt (with the last attempt's error).
-        case reconnecting(HubConnectionError?, attempt: Int, delay: Duration)
-        /// The connection is lost and the device has no network: no attempt is made (and none
-        /// counted) until `networkChanged` reports a path (`NetworkPolicy.waitForPath`).
-        case waitingForNetwork
-        /// Reconnected (a new connection: re-join groups here).
-        case reconnected(connectionId: String?, transport: HubTransport)
-        /// The reconnect policy gave up (with the last attempt's error): nothing happens until
-        /// `reconnectNow` starts again (or `stop` ends it with `closed(nil)`).
-        case suspended(HubConnectionError?)
-        /// Closed for good (nil after `stop()`).
-        case closed(HubConnectionError?)
+        /// A lifecycle change. `connected` is a new connection (after `start`, or after a reconnect:
+        /// re-join groups here); `resumed` a stateful reconnect that took the same connection up
+        /// again on a new transport (nothing lost, nothing to redo).
+        case lifecycle(Lifecycle)
         /// The server invoked a handled method, `handler` being its registered spelling; reply
         /// with `reply(to:result:now:)` when `invocationId` is set.
         case invocation(InvocationMessage, handler: String)
         /// The server invoked a method nobody handles (the official clients log "No client method
         /// with the name '…' found."); one that expected a result was answered with an error.
         case unhandledInvocation(InvocationMessage)
-        /// A blocking invocation ended.
-        case completion(invocationId: String, result: CompletionResult)
+        /// A blocking invocation ended: its result (nil for a void method), or why it failed
+        /// (`invocationFailed` with the server's text, `canceled` when the connection closed
+        /// first).
+        case completion(invocationId: String, result: Result<EncodedValue?, HubConnectionError>)
         /// An item of a server→client stream.
         case streamItem(invocationId: String, item: EncodedValue)
-        /// A server→client stream ended (with the server's error, or nil).
-        case streamCompleted(invocationId: String, error: String?)
-        /// Stateful reconnect: the send buffer has room again after `sendBufferFull`.
+        /// A server→client stream ended: nil when it completed (or the app canceled it), else why
+        /// (`invocationFailed` with the server's text, `canceled` when the connection closed first).
+        case streamCompleted(invocationId: String, error: HubConnectionError?)
+        /// Stateful reconnect: the send buffer has room again after `sendQueueFull`.
         case sendBufferAvailable
     }
 
@@ -280,8 +266,8 @@ public struct HubConnectionMachine {
         var generation: TransportGeneration
         var connectionId: String?
         var transport: HubTransport
-        var transportURL: String
-        var headers: [String: String]
+        /// What reopens its WebSocket under stateful reconnect.
+        var transportRequest: TransportRequest?
     }
 
     /// What a live connection accumulates and changes with every message: its parser, the
@@ -355,9 +341,10 @@ public struct HubConnectionMachine {
         /// The handshake response is awaited (what arrived of it is in `handshakeReceived`).
         case handshaking(Attempt)
         case connected(Session, LinkStorage)
-        case reconnectWaiting(lastError: HubConnectionError?)
-        /// The reconnect policy gave up; `reconnectNow` (or `stop`) ends it.
-        case suspended(lastError: HubConnectionError?)
+        case reconnectWaiting
+        /// The reconnect policy gave up, or the connection closed for the background;
+        /// `reconnectNow` (or `stop`) ends it.
+        case suspended
         /// Stateful reconnect: the WebSocket of `Session.generation` is being opened, or will be.
         case resuming(Session, ResumeStep, LinkStorage)
         /// Only while a live connection's link is changed in place (`takeLive()`); never seen
@@ -392,9 +379,6 @@ public struct HubConnectionMachine {
     var handshakeReceived: [UInt8] = []
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
-    /// Whether a connection was made since the last `start` (a retried first start connects as
-    /// `connected`, a later reconnect as `reconnected`).
-    var hasConnectedSinceStart = false
     /// The device's network and the app's state, as last reported.
     var device = DeviceState()
     /// Closed because the app went to the background (`closeUntilActive`): started again when it
@@ -517,6 +501,21 @@ public struct HubConnectionMachine {
         }
     }
 
+    /// The current connection (its id and transport), while connected or resuming it.
+    public var session: HubSession? {
+        switch state {
+        case .connected(let session, _), .resuming(let session, _, _):
+            HubSession(connectionId: session.connectionId, transport: session.transport)
+        case .modifying: Self.modifyingObserved()
+        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
+            .suspended:
+            nil
+        }
+    }
+
+    /// SignalR never inserts TLS into an open transport: nothing to do.
+    public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {}
+
     /// The connection id of the current connection.
     public var connectionId: String? {
         switch state {
@@ -608,12 +607,11 @@ public struct HubConnectionMachine {
     /// Starts connecting. Precondition: the machine is disconnected.
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
-        hasConnectedSinceStart = false
         closedForBackground = false
         beginAttempt(isReconnect: false, now: now)
     }
 
-    /// Stops: closes the transport, fails what is pending, and reports `closed(nil)`.
+    /// Stops: closes the transport, fails what is pending (`canceled`), and reports `closed(nil)`.
     public mutating func stop(now: Instant) {
         if case .disconnected = state { return }
         closeGracefully(now: now)
@@ -678,20 +676,13 @@ public struct HubConnectionMachine {
     }
 }
 
-extension HubConnectionMachine.Action: CustomStringConvertible {
-    /// A short, readable rendering (the bytes sent as text or hex, cut short; headers by name
-    /// only, so that no token is shown).
+extension HubConnectionMachine.Request: CustomStringConvertible {
+    /// A short, readable rendering (headers by name only, so that no token is shown).
     public var description: String {
         switch self {
         case .fetchAccessToken(let generation): "fetchAccessToken(\(generation))"
-        case .sendNegotiate(let url, let headers, let generation):
-            "sendNegotiate(\(url), headers: \(headers.keys.sorted()), \(generation))"
-        case .openTransport(let transport, let url, let headers, let generation):
-            "openTransport(\(transport.rawValue), \(url), headers: \(headers.keys.sorted()), \(generation))"
-        case .send(let bytes, let format, let generation):
-            "send(\(format), \(generation), \(ByteDescription.describe(bytes)))"
-        case .closeTransport(let generation): "closeTransport(\(generation))"
-        case .event(let event): "event(\(event))"
+        case .negotiate(let url, let headers, let generation):
+            "negotiate(\(url.redacted), headers: \(headers.keys.sorted()), \(generation))"
         }
     }
 }
@@ -719,5 +710,33 @@ extension HubTransport {
         case .serverSentEvents: "sse"
         case .longPolling: "long-polling"
         }
+    }
+}
+
+/// A SignalR connection as the lifecycle names it: its id (nil when negotiation was skipped) and
+/// the transport it runs over.
+public struct HubSession: Sendable, Hashable, CustomStringConvertible {
+    /// The connection id the negotiate response gave (nil when negotiation was skipped).
+    public var connectionId: String?
+    /// The transport the connection runs over.
+    public var transport: HubTransport
+
+    /// A session.
+    public init(connectionId: String?, transport: HubTransport) {
+        self.connectionId = connectionId
+        self.transport = transport
+    }
+
+    /// `over webSockets (connection id X)`.
+    public var description: String {
+        "over \(transport)\(connectionId.map { " (connection id \($0))" } ?? "")"
+    }
+}
+
+extension HubConnectionMachine.Event: ConnectionEvent {
+    /// The lifecycle change this event is, if it is one.
+    public var lifecycle: HubConnectionMachine.Lifecycle? {
+        if case .lifecycle(let change) = self { return change }
+        return nil
     }
 }

@@ -1,12 +1,7 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// How a transport must carry a hub protocol's messages (TransportProtocols.md "transfer format").
-public enum TransferFormat: Hashable, Sendable {
-    /// UTF-8 text: WebSocket Text frames.
-    case text
-    /// Arbitrary bytes: WebSocket Binary frames.
-    case binary
-}
+public typealias TransferFormat = MessageFormat
 
 /// A SignalR hub protocol: how hub messages become bytes and back.
 ///

@@ -1,4 +1,4 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 @_spi(TetherInternal) import TetherText
 
 /// The `json` hub protocol: each message is one JSON object followed by the record separator

@@ -1,4 +1,4 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 import TetherMessagePack
 @_spi(TetherInternal) import TetherText
 

@@ -1,19 +1,23 @@
+public import TetherCore
+
 /// Why an XMPP connection attempt failed or an established stream ended.
 ///
 /// One shape for every failure: a `kind` to switch on, a `message` for people (never containing
 /// a password, SCRAM proof or other credential), and the protocol detail where there is one.
 /// `isFatal` says whether the machine reconnects after it.
-public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What kind of failure.
-    public enum Kind: String, Hashable, Sendable {
+public struct XMPPClientError: ConnectionError {
+    /// What kind of failure (the kinds every Tether client shares, `ConnectionErrorKind`, and
+    /// XMPP's own).
+    public enum Kind: String, ConnectionErrorKind {
         /// The TCP connection could not be made (resolution, refusal, unreachable network).
         case connectionFailed
         /// The transport closed, or the server closed the stream, while it was in use.
         case connectionLost
         /// A connect attempt did not reach a usable stream within `connectTimeout`.
         case connectTimeout
-        /// The server stopped answering: `maximumMissedPings` XEP-0199 pings in a row timed out.
-        case pingTimeout
+        /// The server stopped answering: `maximumMissed` XEP-0199 pings in a row timed out (or a
+        /// probe after the network changed).
+        case serverTimeout
         /// The server sent a stream error (`streamError`).
         case streamError
         /// The server broke the protocol (malformed or restricted XML, a limit exceeded, an
@@ -57,7 +61,8 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case iqError
         /// An iq request was not answered in time.
         case iqTimeout
-        /// The task awaiting the call was canceled (a driver's async API).
+        /// A call ended before its answer: its task was canceled (a driver's async API), or the
+        /// app stopped the connection while the call (an iq request, a flush) was pending.
         case canceled
     }
 
@@ -72,7 +77,12 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
     /// The stanza error (`bindFailed`, `sessionFailed`).
     public let stanzaError: StanzaError?
 
-    /// An error.
+    /// An error of `kind` saying `message`.
+    public init(_ kind: Kind, _ message: String) {
+        self.init(kind, message, streamError: nil)
+    }
+
+    /// An error with the protocol's detail.
     public init(
         _ kind: Kind,
         _ message: String,
@@ -94,7 +104,7 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
     /// `iqError`, `iqTimeout`) are not fatal.
     public var isFatal: Bool {
         switch kind {
-        case .connectionFailed, .connectionLost, .connectTimeout, .pingTimeout, .protocolViolation, .notConnected,
+        case .connectionFailed, .connectionLost, .connectTimeout, .serverTimeout, .protocolViolation, .notConnected,
             .sendQueueFull, .iqError, .iqTimeout, .canceled:
             false
         case .streamError:
@@ -109,5 +119,10 @@ public struct XMPPClientError: Error, Hashable, Sendable, CustomStringConvertibl
         }
     }
 
-    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+extension XMPPClientError.Kind {
+    /// Renamed: the same kind as SignalR's for a server that stopped answering.
+    @available(*, unavailable, renamed: "serverTimeout")
+    public static var pingTimeout: Self { .serverTimeout }
 }

@@ -130,11 +130,11 @@ extension XMPPClientMachine {
         guard let delay = running.nextDelay(now: now, reason: nil, using: &random) else {
             schedule = running
             let error = XMPPClientError(.connectionLost, "The reconnect policy gave up while the network was away.")
-            state = .suspended(error)
-            return emit(.suspended(error))
+            state = .suspended
+            return emit(.suspended(.gaveUp(lastError: error)))
         }
         schedule = running
         timers.set(.reconnect, at: now + delay)
-        emit(.reconnecting(attempt: running.attempts, delay: delay))
+        emit(.reconnecting(attempt: running.attempts, delay: delay, lastError: nil))
     }
 }

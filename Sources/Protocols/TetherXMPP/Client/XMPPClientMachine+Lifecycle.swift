@@ -101,36 +101,6 @@ extension XMPPClientMachine {
         sendStreamHeader(generation: generation, secured: secured)
     }
 
-    /// TLS on the transport of `generation` could not be established (`reason`: the certificate
-    /// was rejected, or the handshake failed). Fatal: another attempt would meet the same server.
-    public mutating func tlsFailed(generation: TransportGeneration, reason: String, now: Instant) {
-        tlsFailed(generation: generation, XMPPClientError(.tlsFailed, "TLS failed: \(reason)"), now: now)
-    }
-
-    /// The app's trust settings (pins, evaluator) refused the certificate of the transport of
-    /// `generation`. Fatal, as `tlsFailed`, with the kind `certificateRefused`.
-    public mutating func certificateRefused(generation: TransportGeneration, reason: String, now: Instant) {
-        tlsFailed(
-            generation: generation,
-            XMPPClientError(.certificateRefused, "The server's certificate was refused: \(reason)"),
-            now: now
-        )
-    }
-
-    private mutating func tlsFailed(generation: TransportGeneration, _ error: XMPPClientError, now: Instant) {
-        guard currentGeneration == generation else { return }
-        let reason = error.message
-        switch state {
-        case .connectingTransport, .negotiating:
-            lost(error, closeTransport: true, now: now)
-        case .connected, .closing:
-            // A broken TLS record after the handshake: the stream is gone like a dropped link.
-            transportClosed(generation: generation, error: reason, now: now)
-        case .disconnected, .reconnectWaiting, .suspended:
-            return
-        }
-    }
-
     /// TLS is established on the transport of `generation` (after a `startTLS` action).
     public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {
         guard case .negotiating(var negotiation) = state, negotiation.attempt.generation == generation,
@@ -167,10 +137,26 @@ extension XMPPClientMachine {
         transportReceived(bytes.span, generation: generation, now: now)
     }
 
-    /// The transport of `generation` closed (`error` nil: an orderly end of stream; otherwise a
-    /// description without secrets).
-    public mutating func transportClosed(generation: TransportGeneration, error: String?, now: Instant) {
+    /// The transport of `generation` closed, or could not be opened (`error` nil: an orderly end
+    /// of stream). A TLS failure (`tlsFailed`, `certificateRefused`) before the stream is online
+    /// is fatal: another attempt would meet the same server.
+    public mutating func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant) {
         guard currentGeneration == generation else { return }
+        if let error, error.kind == .tlsFailed || error.kind == .certificateRefused {
+            switch state {
+            case .connectingTransport, .negotiating:
+                return lost(
+                    error.kind == .certificateRefused
+                        ? XMPPClientError(.certificateRefused, "The server's certificate was refused: \(error.message)")
+                        : XMPPClientError(.tlsFailed, "TLS failed: \(error.message)"),
+                    closeTransport: true,
+                    now: now
+                )
+            case .connected, .closing, .disconnected, .reconnectWaiting, .suspended:
+                break  // a broken TLS record after the handshake: the stream is gone like a dropped link
+            }
+        }
+        let reason = error?.message
         switch state {
         case .closing:
             closingEnded(now: now)
@@ -185,13 +171,16 @@ extension XMPPClientMachine {
                 return open(attempt)
             }
             lost(
-                XMPPClientError(.connectionFailed, "Could not connect to \(attempt.endpoint): \(error ?? "closed")."),
+                XMPPClientError(
+                    .connectionFailed,
+                    "Could not connect to \(attempt.webSocket?.redacted ?? attempt.endpoint.description): \(reason ?? "closed")."
+                ),
                 closeTransport: false,
                 now: now
             )
         case .negotiating, .connected:
             lost(
-                XMPPClientError(.connectionLost, "The connection was lost: \(error ?? "closed by the server")."),
+                XMPPClientError(.connectionLost, "The connection was lost: \(reason ?? "closed by the server")."),
                 closeTransport: false,
                 now: now
             )
@@ -276,7 +265,7 @@ extension XMPPClientMachine {
             let configuration = autoPing.configuration
             return lost(
                 XMPPClientError(
-                    .pingTimeout,
+                    .serverTimeout,
                     probe
                         ? "A probe ping went unanswered after the network changed."
                         : "\(configuration.maximumMissed) pings in a row went unanswered for \(configuration.timeout) each."
@@ -318,7 +307,7 @@ extension XMPPClientMachine {
         if endpoint == nil, configuration.endpoint == nil, configuration.serviceLookup {
             attempt.lookingUp = true
             state = .connectingTransport(attempt)
-            return enqueue(.lookUpService(domain: configuration.jid.domainpart, generation: generation))
+            return enqueue(.request(.lookUpService(domain: configuration.jid.domainpart, generation: generation)))
         }
         open(attempt)
     }
@@ -327,10 +316,22 @@ extension XMPPClientMachine {
     private mutating func open(_ attempt: Attempt) {
         state = .connectingTransport(attempt)
         if let url = attempt.webSocket {
-            return enqueue(.openWebSocket(url, generation: attempt.generation))
+            // RFC 7395: text messages, the subprotocol `xmpp`. One message is one element: the
+            // parser's own bound (with its stream error) comes first, this one keeps memory bounded.
+            let request = TransportRequest(
+                .webSocket(url, subprotocol: "xmpp"),
+                messageFormat: .text,
+                maximumMessageSize: configuration.parserLimits.maximumElementSize + 4096
+            )
+            return enqueue(.openTransport(request, generation: attempt.generation))
         }
         let directTLS = attempt.directTLS ? configuration.jid.domainpart : nil
-        enqueue(.openTransport(attempt.endpoint, generation: attempt.generation, directTLSServerName: directTLS))
+        enqueue(
+            .openTransport(
+                TransportRequest(.tcp(attempt.endpoint, tlsServerName: directTLS)),
+                generation: attempt.generation
+            )
+        )
     }
 
     /// The SRV lookups of `generation` answered: the targets are tried in RFC 2782's order (those
@@ -393,15 +394,15 @@ extension XMPPClientMachine {
         switch state {
         case .connected(let session):
             if closeTransport { enqueue(.closeTransport(generation: session.generation)) }
-            emit(.disconnected(error))
+            emit(.connectionLost(error))
         case .connectingTransport(let attempt):
             if closeTransport { enqueue(.closeTransport(generation: attempt.generation)) }
             redirects = attempt.redirects
-            emit(.connectAttemptFailed(error))
+            emit(.attemptFailed(error))
         case .negotiating(let negotiation):
             if closeTransport { enqueue(.closeTransport(generation: negotiation.attempt.generation)) }
             redirects = negotiation.attempt.redirects
-            emit(.connectAttemptFailed(error))
+            emit(.attemptFailed(error))
         case .closing, .disconnected, .reconnectWaiting, .suspended:
             return
         }
@@ -437,19 +438,18 @@ extension XMPPClientMachine {
         self.schedule = running
         if delay != nil { health.reconnecting(reason: error.message) }
         guard let delay else {
-            state = .suspended(error)
-            emit(.suspended(error))
+            state = .suspended
+            emit(.suspended(.gaveUp(lastError: error)))
             return
         }
         state = .reconnectWaiting(next: next, redirects: 0)
         timers.set(.reconnect, at: now + delay)
-        emit(.reconnecting(attempt: running.attempts, delay: delay))
+        emit(.reconnecting(attempt: running.attempts, delay: delay, lastError: error))
     }
 
     /// The closing handshake ended (the server's `</stream:stream>`, the transport closed, or the
     /// close timeout).
     mutating func closingEnded(now: Instant) {
-        emit(.disconnected(nil))
         finish(nil, now: now)
     }
 
@@ -462,7 +462,7 @@ extension XMPPClientMachine {
         returned += outbox.removeAll()
         streamManagement = nil
         reportUnacknowledged(returned)
-        failPendingIQs(error)
+        failPendingIQs(error ?? XMPPClientError(.canceled, "The connection was stopped before an answer came."))
         state = .disconnected
         emit(.closed(error))
     }
@@ -471,7 +471,7 @@ extension XMPPClientMachine {
         if !stanzas.isEmpty { emit(.unacknowledgedStanzas(stanzas)) }
     }
 
-    mutating func failPendingIQs(_ error: XMPPClientError?) {
+    mutating func failPendingIQs(_ error: XMPPClientError) {
         guard !pendingIQs.isEmpty else { return }
         let ids = pendingIQs.filter { $0.value.purpose == .app }.map(\.key).sorted()
         pendingIQs.removeAll()

@@ -222,7 +222,9 @@ extension XMPPClientMachine {
             negotiation.step = .awaitingTLS
             state = .negotiating(negotiation)
             enqueue(
-                .startTLS(serverName: configuration.jid.domainpart, generation: generation, bufferedBytes: buffered)
+                .request(
+                    .startTLS(serverName: configuration.jid.domainpart, generation: generation, bufferedBytes: buffered)
+                )
             )
         case "failure":
             lost(

@@ -36,34 +36,24 @@ public import TetherXML
 public struct XMPPClientMachine: ~Copyable {
     // MARK: - Actions and events
 
-    /// What the driver must do.
-    public enum Action: Sendable, Equatable {
-        /// Open a TCP connection to the endpoint for `generation`; report `transportConnected` or
-        /// `transportClosed` with that generation. With `directTLSServerName`, establish TLS
-        /// first (verifying the certificate for that name) and report `transportConnected` once
-        /// it is up, or `tlsFailed`.
-        case openTransport(Endpoint, generation: TransportGeneration, directTLSServerName: String?)
-        /// Open a WebSocket to the URL for `generation` (TLS first for `wss`, the certificate
-        /// verified for the URL's host), asking for the subprotocol `xmpp`, which the server's
-        /// answer must name (RFC 7395 §3.2); report `transportConnected` once it is open. Each
-        /// `send` of this generation is one text message; report each message received with
-        /// `transportReceived`.
-        case openWebSocket(ServerURL, generation: TransportGeneration)
+    /// What the driver must do: open, send on and close transports, tell the app, and XMPP's own
+    /// requests.
+    public typealias Action = ConnectionAction<Request, Event>
+    /// The lifecycle this machine reports: sessions are full JIDs.
+    public typealias Lifecycle = ConnectionLifecycle<JID, XMPPClientError>
+
+    /// The XMPP requests of the driver, beyond opening, sending on and closing transports (the
+    /// contract's actions, `ConnectionAction`).
+    public enum Request: Sendable, Equatable {
         /// Look up the SRV records `_xmpp-client._tcp.DOMAIN` and `_xmpps-client._tcp.DOMAIN`
         /// and report them with `serviceLookedUp` naming `generation` (a lookup that failed or
         /// found nothing is `.none`).
         case lookUpService(domain: String, generation: TransportGeneration)
-        /// Write `bytes` on the transport of `generation`. `containsCredentials` marks SASL
-        /// messages, which a log must not show.
-        case send([UInt8], generation: TransportGeneration, containsCredentials: Bool)
         /// Insert TLS on the transport of `generation` now (after `<proceed/>`): `bufferedBytes`
         /// arrived after `<proceed/>` and are the start of the server's TLS data. Verify the
-        /// certificate for `serverName`; report `tlsEstablished`, or `tlsFailed`.
+        /// certificate for `serverName`; report `tlsEstablished`, or `transportClosed` with a
+        /// `tlsFailed` or `certificateRefused` error.
         case startTLS(serverName: String, generation: TransportGeneration, bufferedBytes: [UInt8])
-        /// Close the transport of `generation` (no further input from it is used).
-        case closeTransport(generation: TransportGeneration)
-        /// Tell the app.
-        case event(Event)
     }
 
     /// How an iq request ended (exactly once per request).
@@ -74,36 +64,25 @@ public struct XMPPClientMachine: ~Copyable {
         case error(XMPPIQ)
         /// No answer within the timeout.
         case timedOut
-        /// The stream ended and the request cannot be answered any more (nil: the app stopped
-        /// the connection).
-        case notDelivered(XMPPClientError?)
+        /// The stream ended and the request cannot be answered any more: the connection's error,
+        /// or `canceled` when the app stopped the connection.
+        case notDelivered(XMPPClientError)
     }
 
-    /// What the app is told.
+    /// What the app is told: the lifecycle every Tether client shares (`ConnectionLifecycle`:
+    /// `connected`, `resumed`, `connectionLost`, `attemptFailed`, `reconnecting`,
+    /// `waitingForNetwork`, `suspended`, `closed`), and what XMPP adds.
     public enum Event: Sendable, Equatable {
-        /// A new session is online with this full JID (the first one, or after a reconnect
-        /// without resumption: join rooms and send what depends on the session here).
-        case connected(JID)
-        /// The session was resumed (XEP-0198): nothing was lost, nothing needs redoing.
-        case resumed(JID)
+        /// A lifecycle change. `connected(jid)` is a new session online with this full JID (the
+        /// first one, or after a reconnect without resumption: join rooms and send what depends on
+        /// the session here); `resumed(jid)` the same session taken up again (XEP-0198): nothing
+        /// was lost.
+        case lifecycle(Lifecycle)
         /// The server refused to resume (its condition, if it gave one); a new session follows,
         /// and the stanzas it never acknowledged come in `unacknowledgedStanzas`.
         case resumeFailed(StanzaError.Condition?)
         /// Stream management is on for this session (`resumable`: the server allows resumption).
         case streamManagementEnabled(resumable: Bool)
-        /// An online stream ended (nil: the app's `stop()`).
-        case disconnected(XMPPClientError?)
-        /// A connect attempt failed before the stream was online.
-        case connectAttemptFailed(XMPPClientError)
-        /// The next attempt (counting from 1 since the connection was lost) starts after `delay`.
-        case reconnecting(attempt: Int, delay: Duration)
-        /// The connection is lost and the device has no network: no attempt is made (and none
-        /// counted) until `networkChanged` reports a path (`NetworkPolicy.waitForPath`).
-        case waitingForNetwork
-        /// The reconnect policy gave up; `reconnectNow()` starts again.
-        case suspended(XMPPClientError)
-        /// The machine stopped for good (nil: the app's `stop()`; otherwise a fatal error).
-        case closed(XMPPClientError?)
         /// A message arrived.
         case message(XMPPMessage)
         /// A presence arrived (subscription requests come as `subscriptionRequest`).
@@ -209,7 +188,7 @@ public struct XMPPClientMachine: ~Copyable {
         case closing(generation: TransportGeneration)
         /// `next` nil: the configured server.
         case reconnectWaiting(next: Endpoint?, redirects: Int)
-        case suspended(XMPPClientError)
+        case suspended
     }
 
     /// An iq request awaiting its answer.
@@ -298,6 +277,10 @@ public struct XMPPClientMachine: ~Copyable {
         actions.append(.event(event))
     }
 
+    mutating func emit(_ change: Lifecycle) {
+        actions.append(.event(.lifecycle(change)))
+    }
+
     /// The earliest armed timer.
     public func pollTimeout() -> Instant? { timers.earliest }
 
@@ -325,6 +308,16 @@ public struct XMPPClientMachine: ~Copyable {
     public var jid: JID? {
         if case .connected(let session) = state { return session.jid }
         return nil
+    }
+
+    /// The session: its full JID while online, and while `<resume/>` takes it up again.
+    public var session: JID? {
+        switch state {
+        case .connected(let session): session.jid
+        case .negotiating(let negotiation):
+            if case .resuming = negotiation.step { boundJID } else { nil }
+        case .disconnected, .connectingTransport, .closing, .reconnectWaiting, .suspended: nil
+        }
     }
 
     /// The transport generation in use, if any.
@@ -369,36 +362,38 @@ public struct XMPPClientMachine: ~Copyable {
     }
 }
 
-extension XMPPClientMachine.Action: CustomStringConvertible {
-    /// A short, readable rendering (the XML sent, cut short; SASL messages not shown).
+extension XMPPClientMachine.Request: CustomStringConvertible {
+    /// A short, readable rendering.
     public var description: String {
         switch self {
-        case .openTransport(let endpoint, let generation, let directTLSServerName):
-            "openTransport(\(endpoint), \(generation)\(directTLSServerName.map { ", direct TLS for \($0)" } ?? ""))"
-        case .send(let bytes, let generation, let containsCredentials):
-            containsCredentials
-                ? "send(\(generation), \(bytes.count) bytes of SASL credentials not shown)"
-                : "send(\(generation), \(ByteDescription.describe(bytes)))"
         case .startTLS(let serverName, let generation, let bufferedBytes):
             "startTLS(\(serverName), \(generation), \(bufferedBytes.count) bytes buffered)"
         case .lookUpService(let domain, let generation): "lookUpService(\(domain), \(generation))"
-        case .openWebSocket(let url, let generation): "openWebSocket(\(url), \(generation))"
-        case .closeTransport(let generation): "closeTransport(\(generation))"
-        case .event(let event): "event(\(event))"
         }
     }
 }
 
 extension XMPPClientMachine: ConnectionMachine {
-    /// The current state's phase.
+    /// The current state's phase: `resuming` while XEP-0198's `<resume/>` is out (the session's
+    /// stanzas wait for it), `connecting` for every other step of an attempt.
     public var phase: ConnectionPhase {
         switch state {
         case .disconnected: .disconnected
-        case .connectingTransport, .negotiating: .connecting
+        case .connectingTransport: .connecting
+        case .negotiating(let negotiation):
+            if case .resuming = negotiation.step { .resuming } else { .connecting }
         case .connected: .connected
         case .closing: .closing
         case .reconnectWaiting: .reconnectWaiting
         case .suspended: .suspended
         }
+    }
+}
+
+extension XMPPClientMachine.Event: ConnectionEvent {
+    /// The lifecycle change this event is, if it is one.
+    public var lifecycle: XMPPClientMachine.Lifecycle? {
+        if case .lifecycle(let change) = self { return change }
+        return nil
     }
 }

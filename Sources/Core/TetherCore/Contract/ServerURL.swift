@@ -27,6 +27,22 @@ public struct ServerURL: Hashable, Sendable, CustomStringConvertible {
     /// The URL again, without user information or fragment.
     public var description: String { "\(scheme)://\(hostHeader)\(target)" }
 
+    /// The URL for a log or an error: `description` with the value of any `access_token` query
+    /// parameter replaced by `***` (an Azure SignalR redirect, or a server that wants the token in
+    /// the query, puts it there).
+    public var redacted: String { Self.redacted(description) }
+
+    /// `url` with the value of any `access_token` query parameter replaced by `***`.
+    public static func redacted(_ url: String) -> String {
+        guard let query = url.firstIndex(of: "?") else { return url }
+        let parameters = url[url.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
+        let cleaned = parameters.map { parameter -> String in
+            let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return name.lowercased() == "access_token" ? name + "=***" : String(parameter)
+        }
+        return url[..<query] + "?" + cleaned.joined(separator: "&")
+    }
+
     /// Parses `text`; nil unless it is an absolute http, https, ws or wss URL (the scheme
     /// matched case-insensitively) with a host.
     public init?(_ text: String) {

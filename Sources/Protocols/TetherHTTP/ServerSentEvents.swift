@@ -26,13 +26,13 @@ public struct ServerSentEvent: Hashable, Sendable {
 /// skipped; an event with no `data` is not an event; an event the stream ends inside is dropped.
 /// `id` and `retry` are kept as the standard says (`lastEventId`, `retry`).
 ///
-/// SignalR's Server-Sent Events transport carries its text frames in `data` (one or more
-/// frames an event); the reader hands the bytes over unchanged, so the hub protocol's parser
-/// sees exactly what the server wrote.
+/// A message transport over Server-Sent Events (SignalR's, for one) carries its text messages in
+/// `data` (one or more messages an event); the reader hands the bytes over unchanged, so the
+/// protocol's parser sees exactly what the server wrote.
 ///
 /// Memory is bounded by `maximumEventSize`: the data of the event being read plus the line being
-/// read (ended or not, whatever its field) may not exceed it, or `next()` throws
-/// `messageTooLarge` (the stream cannot be read on from there, so the transport closes).
+/// read (ended or not, whatever its field) may not exceed it, or `next()` throws `tooLarge` (the
+/// stream cannot be read on from there, so the transport closes).
 public struct ServerSentEventReader: Sendable {
     /// The default bound on one event's data plus the unfinished line: 1 MiB.
     public static let defaultMaximumEventSize = 1 << 20
@@ -75,7 +75,7 @@ public struct ServerSentEventReader: Sendable {
     }
 
     /// The next complete event, or nil until more bytes arrive.
-    public mutating func next() throws(HubProtocolError) -> ServerSentEvent? {
+    public mutating func next() throws(HTTPError) -> ServerSentEvent? {
         while true {
             if skipsLineFeed {
                 guard start < buffer.count else { return nil }
@@ -140,7 +140,7 @@ public struct ServerSentEventReader: Sendable {
         return ByteScanning.firstIndex(of: Self.carriageReturn, in: span, from: start, to: limit) ?? lineFeed
     }
 
-    private mutating func process(_ line: Range<Int>) throws(HubProtocolError) {
+    private mutating func process(_ line: Range<Int>) throws(HTTPError) {
         let colon = buffer[line].firstIndex(of: Self.colon)
         if colon == line.lowerBound { return }  // a comment
         let nameEnd = colon ?? line.upperBound
@@ -173,10 +173,10 @@ public struct ServerSentEventReader: Sendable {
         return event
     }
 
-    private func checkSize(line: Int) throws(HubProtocolError) {
+    private func checkSize(line: Int) throws(HTTPError) {
         guard data.count + line > maximumEventSize else { return }
-        throw HubProtocolError(
-            .messageTooLarge,
+        throw HTTPError(
+            .tooLarge,
             "The Server-Sent Event exceeds the maximum size of \(maximumEventSize) bytes."
         )
     }

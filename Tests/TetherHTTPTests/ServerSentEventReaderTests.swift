@@ -1,14 +1,14 @@
 import Testing
 import TetherCore
 
-@testable import TetherSignalR
+@testable import TetherHTTP
 
 struct ServerSentEventReaderTests {
     /// Every event of `pieces` read in order, or the error that ended the stream.
     static func read(
         _ pieces: [[UInt8]],
         maximumEventSize: Int = ServerSentEventReader.defaultMaximumEventSize
-    ) -> (events: [ServerSentEvent], error: HubProtocolError?) {
+    ) -> (events: [ServerSentEvent], error: HTTPError?) {
         var reader = ServerSentEventReader(maximumEventSize: maximumEventSize)
         var events: [ServerSentEvent] = []
         for piece in pieces {
@@ -91,31 +91,20 @@ struct ServerSentEventReaderTests {
         #expect(Self.read(stream.map { [$0] }).events == whole.events)
     }
 
-    @Test func signalRFramesPassThroughUnchanged() throws {
-        let frames = "{\"type\":1,\"target\":\"Send\",\"arguments\":[\"a\\nb\"]}\u{1E}{\"type\":6}\u{1E}"
-        let events = Self.read("data: \(frames)\r\n\r\n")
-        var parser = JSONHubProtocol().makeParser()
-        let data = try #require(events.first).data
-        parser.append(data.span)
-        let first = try parser.next()
-        let second = try parser.next()
-        #expect(first != nil && second == .ping)
-    }
-
     @Test func anEventLargerThanTheLimitFails() {
         let limit = 16
         // A 16-byte line: fits.
         #expect(Self.read([Array("data: 0123456789\n\n".utf8)], maximumEventSize: limit).events.count == 1)
         #expect(
-            Self.read([Array("data: 0123456789a\n\n".utf8)], maximumEventSize: limit).error?.kind == .messageTooLarge
+            Self.read([Array("data: 0123456789a\n\n".utf8)], maximumEventSize: limit).error?.kind == .tooLarge
         )
         // The data so far (9 bytes: 8 and the line feed) plus the next line (8) pass it.
         let joined = Self.read([Array("data: 01234567\ndata: 89\n\n".utf8)], maximumEventSize: limit)
-        #expect(joined.error?.kind == .messageTooLarge)
+        #expect(joined.error?.kind == .tooLarge)
         // A line that never ends fails once it passes the limit, whatever the read sizes.
         let unended = Self.read(Array(repeating: Array("data: xxxxx".utf8), count: 4), maximumEventSize: limit)
         #expect(unended.events.isEmpty)
-        #expect(unended.error?.kind == .messageTooLarge)
+        #expect(unended.error?.kind == .tooLarge)
         #expect(unended.error?.message == "The Server-Sent Event exceeds the maximum size of 16 bytes.")
         // Keep-alive comments, however many, hold no memory once their line has ended.
         let comments = Self.read(Array(repeating: Array(": keep-alive\n".utf8), count: 1000), maximumEventSize: limit)

@@ -15,51 +15,66 @@ public let defaultTLSSessionFactory: TLSSessionFactory? = {
     #endif
 }()
 
-/// The default `ByteTransport`: a `TCPConnection` and, when asked, TLS over it (at once for
-/// direct TLS, or mid-stream for STARTTLS). It hands the runner plaintext and lifecycle events,
-/// and takes plaintext to send; the TLS layer is a `TLSSession` from the request's factory (by
-/// default `TetherTLS`'s OpenSSL session on Linux, none elsewhere).
+/// The driver's TCP transport: a `TCPConnection` and, when asked, TLS over it (at once for direct
+/// TLS, or mid-stream for STARTTLS). It hands the runner plaintext and lifecycle events, and
+/// takes plaintext to send; the TLS layer is a `TLSSession` from the options' factory (by default
+/// `TetherTLS`'s OpenSSL session on Linux, none elsewhere).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `queue`. Events are delivered on `queue` from inside socket events, never from
 /// inside a call the runner makes (failures found while sending are delivered asynchronously).
-final class TCPTransport: ByteTransport, @unchecked Sendable {
+final class TCPTransport: Transport, @unchecked Sendable {
     private let queue: DispatchQueue
     private let tlsSessionFactory: TLSSessionFactory?
     private let caFile: String?
     private let trust: TLSTrust
     private let directTLSServerName: String?
     private var tcp: TCPConnection?
-    private var onEvent: ((ByteTransportEvent) -> Void)?
+    private var onEvent: ((TransportEvent) -> Void)?
     private var closed = false
+    /// The TCP connection was made (a failure before is `connectionFailed`, after `connectionLost`).
+    private var connected = false
 
     /// The TLS session, once inserted, and whether it was direct TLS.
     private var session: (any TLSSession)?
     private var sessionIsDirect = false
 
-    init(request: ByteTransportRequest, queue: DispatchQueue, onEvent: @escaping (ByteTransportEvent) -> Void) {
+    /// A connection to `endpoint` with the options' timeouts, reading and TLS settings; with
+    /// `tlsServerName`, TLS from the first byte, the certificate verified for that name.
+    init(
+        endpoint: Endpoint,
+        tlsServerName: String?,
+        options: ConnectionOptions,
+        queue: DispatchQueue,
+        onEvent: @escaping (TransportEvent) -> Void
+    ) {
         self.queue = queue
-        tlsSessionFactory = request.tlsSessionFactory
-        caFile = request.caFile
-        trust = request.trust
-        directTLSServerName = request.directTLSServerName
+        tlsSessionFactory = options.tlsSessionFactory
+        caFile = options.caFile
+        trust = options.trust
+        directTLSServerName = tlsServerName
         self.onEvent = onEvent
+        var resolutionLog: (@Sendable (String) -> Void)?
+        if options.logLevel <= .debug {
+            let log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
+            resolutionLog = { log.debug($0) }
+        }
         tcp = TCPConnection(
-            endpoint: request.endpoint,
+            endpoint: endpoint,
             queue: queue,
-            connectTimeout: request.tcpConnectTimeout,
-            maximumReadSize: request.maximumReadSize,
-            reading: request.socketReading,
-            gracefulCloseTimeout: request.gracefulCloseTimeout,
-            nameServers: request.nameServers,
-            resolutionLog: request.resolutionLog
+            connectTimeout: options.tcpConnectTimeout,
+            maximumReadSize: options.maximumReadSize,
+            reading: options.socketReading,
+            gracefulCloseTimeout: options.gracefulCloseTimeout,
+            nameServers: options.nameServers,
+            resolutionLog: resolutionLog
         ) { [weak self] event in
             self?.tcpEvent(event)
         }
     }
 
     /// Bytes written and not yet taken by the kernel.
-    var pendingWriteCount: Int { tcp?.pendingWriteCount ?? 0 }
+    var unsentByteCount: Int { tcp?.pendingWriteCount ?? 0 }
 
     var tlsVersion: String? { session?.isEstablished == true ? session?.protocolVersion : nil }
 
@@ -103,18 +118,30 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
 
     // MARK: - Internals
 
-    private func deliver(_ event: ByteTransportEvent) {
+    private func deliver(_ event: TransportEvent) {
         guard !closed else { return }
         onEvent?(event)
     }
 
+    /// Ends the transport with `error` (the last event).
+    private func end(_ error: TransportError) {
+        guard !closed else { return }
+        let report = onEvent
+        onEvent = nil
+        closed = true
+        tcp?.close(afterFlushing: true)
+        tcp = nil
+        report?(.closed(error))
+    }
+
     private func failLater(_ message: String) {
-        queue.async { [self] in deliver(.tlsFailed(message)) }
+        queue.async { [self] in end(TransportError(.tlsFailed, message)) }
     }
 
     private func tcpEvent(_ event: TCPConnection.Event) {
         switch event {
         case .connected:
+            connected = true
             if let name = directTLSServerName {
                 beginTLS(serverName: name, direct: true)
             } else {
@@ -126,7 +153,10 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             deliver(.drained)
         case .closed(let error):
             tcp = nil
-            deliver(.closed(error))
+            let kind: TransportError.Kind =
+                session != nil && session?.isEstablished != true
+                ? .tlsFailed : connected ? .connectionLost : .connectionFailed
+            deliver(.closed(error.map { TransportError(kind, $0) }))
         }
     }
 
@@ -154,10 +184,10 @@ final class TCPTransport: ByteTransport, @unchecked Sendable {
             plaintext = try session.receive(bytes)
         } catch let rejected as TLSPeerRejected {
             flushTLS()
-            return deliver(.certificateRefused(rejected.message))
+            return end(TransportError(.certificateRefused, rejected.message))
         } catch {
             flushTLS()  // an alert for the server, if the session made one
-            return deliver(.tlsFailed("\(error)"))
+            return end(TransportError(.tlsFailed, "\(error)"))
         }
         flushTLS()
         if !wasEstablished && session.isEstablished {

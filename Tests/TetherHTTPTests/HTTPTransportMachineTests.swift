@@ -1,12 +1,12 @@
 import Testing
 import TetherCore
 
-@testable import TetherSignalR
+@testable import TetherHTTP
 
-struct HubHTTPTransportMachineTests {
-    typealias Machine = HubHTTPTransportMachine
-    typealias Action = HubHTTPTransportMachine.Action
-    typealias Request = HubHTTPTransportMachine.Request
+struct HTTPTransportMachineTests {
+    typealias Machine = HTTPTransportMachine
+    typealias Action = HTTPTransportMachine.Action
+    typealias Request = HTTPTransportMachine.Request
 
     static let url = "http://127.0.0.1:8080/hub?id=token"
 
@@ -46,7 +46,7 @@ struct HubHTTPTransportMachineTests {
     }
 
     /// An open long-polling transport whose first poll is out: the machine and that poll's id.
-    static func polling(format: TransferFormat = .text) -> (Machine, Int) {
+    static func polling(format: MessageFormat = .text) -> (Machine, Int) {
         var machine = Machine(kind: .longPolling, url: url, format: format)
         machine.open()
         machine.send(frames("{}\u{1E}"))
@@ -110,7 +110,7 @@ struct HubHTTPTransportMachineTests {
         let actions = Self.drain(&gone)
         #expect(
             actions.last
-                == .closed(HubConnectionError(.transport, "The long-polling connection is gone (poll answered 404)."))
+                == .closed(TransportError(.rejected, "The long-polling connection is gone (poll answered 404)."))
         )
         // A late answer to the old poll changes nothing.
         gone.responseBody(id: goneID, [1, 2, 3])
@@ -160,8 +160,8 @@ struct HubHTTPTransportMachineTests {
         #expect(
             actions.last
                 == .closed(
-                    HubConnectionError(
-                        .transport,
+                    TransportError(
+                        .rejected,
                         "Sending to the server failed with status 404 (the connection is gone)."
                     )
                 )
@@ -224,10 +224,13 @@ struct HubHTTPTransportMachineTests {
     }
 
     @Test func theEventStreamRefusesAnotherStatusOrContentType() {
-        for (status, contentType, message) in [
-            (403, "text/event-stream", "The Server-Sent Events request failed with status 403."),
-            (200, "text/html", "The Server-Sent Events response is not text/event-stream."),
-            (200, nil, "The Server-Sent Events response is not text/event-stream."),
+        for (status, contentType, kind, message) in [
+            (
+                403, "text/event-stream", TransportError.Kind.rejected,
+                "The Server-Sent Events request failed with status 403."
+            ),
+            (200, "text/html", .protocolViolation, "The Server-Sent Events response is not text/event-stream."),
+            (200, nil, .protocolViolation, "The Server-Sent Events response is not text/event-stream."),
         ] {
             var machine = Machine(kind: .serverSentEvents, url: Self.url, format: .text)
             machine.open()
@@ -235,7 +238,7 @@ struct HubHTTPTransportMachineTests {
             machine.responseStarted(id: stream.id, status: status, contentType: contentType)
             let actions = Self.drain(&machine)
             #expect(actions.contains(.cancelRequest(id: stream.id)))
-            #expect(actions.last == .closed(HubConnectionError(.transport, message)))
+            #expect(actions.last == .closed(TransportError(kind, message)))
         }
     }
 
@@ -271,7 +274,9 @@ struct HubHTTPTransportMachineTests {
         #expect(actions.contains(.cancelRequest(id: id)))
         #expect(
             actions.last
-                == .closed(HubConnectionError(.transport, "The Server-Sent Event exceeds the maximum size of 8 bytes."))
+                == .closed(
+                    TransportError(.protocolViolation, "The Server-Sent Event exceeds the maximum size of 8 bytes.")
+                )
         )
     }
 
@@ -289,7 +294,7 @@ struct HubHTTPTransportMachineTests {
         machine.responseStarted(id: post.id, status: 401)
         let actions = Self.drain(&machine)
         #expect(actions.contains(.cancelRequest(id: stream)))
-        #expect(actions.last == .closed(HubConnectionError(.unauthorized, "The server answered 401 (unauthorized).")))
+        #expect(actions.last == .closed(TransportError(.unauthorized, "The server answered 401 (unauthorized).")))
 
         var polling = Machine(kind: .longPolling, url: Self.url, format: .text)
         polling.open()
@@ -298,7 +303,7 @@ struct HubHTTPTransportMachineTests {
         polling.responseStarted(id: handshake.id, status: 401)
         #expect(
             Self.drain(&polling).last
-                == .closed(HubConnectionError(.unauthorized, "The server answered 401 (unauthorized)."))
+                == .closed(TransportError(.unauthorized, "The server answered 401 (unauthorized)."))
         )
     }
 }

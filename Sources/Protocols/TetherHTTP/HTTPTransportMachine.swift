@@ -1,8 +1,9 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
-/// The HTTP side of SignalR's Server-Sent Events and long-polling transports, sans-IO: it turns
-/// "open", "send these frames" and "stop" into HTTP requests and the responses into received
-/// frames and a close (TransportProtocols.md; decisions in `Specs/signalr/http-transports.md`).
+/// Message transports over plain HTTP/1.1 requests, sans-IO: Server-Sent Events and long
+/// polling as ASP.NET Core defines them (its TransportProtocols.md; SignalR runs over them). It
+/// turns "open", "send these frames" and "stop" into HTTP requests and the responses into
+/// received frames and a close (decisions in `Specs/http-transports.md`).
 ///
 /// - Server-Sent Events: one `GET` with `Accept: text/event-stream` carries everything the server
 ///   sends (each event's data is one or more frames; text only); the transport is open once that
@@ -19,7 +20,7 @@
 /// Requests carry an `id`; answers to a request that is no longer current (a poll canceled by
 /// `stop`, any request after the close) are ignored, so a late callback never touches the
 /// transport's state.
-public struct HubHTTPTransportMachine: Sendable {
+public struct HTTPTransportMachine: Sendable {
     /// Which HTTP transport.
     public enum Kind: Hashable, Sendable {
         case serverSentEvents
@@ -66,22 +67,33 @@ public struct HubHTTPTransportMachine: Sendable {
         case request(Request)
         /// Abandon the request `id` (its answer, if any comes, is ignored).
         case cancelRequest(id: Int)
-        /// The transport can carry frames (`HubConnectionMachine.transportConnected`).
+        /// The transport can carry frames (the connection machine's `transportConnected`).
         case opened
-        /// Frames from the server, as the hub protocol's parser takes them.
+        /// Frames from the server, as the protocol's parser takes them.
         case received([UInt8])
         /// The transport ended: nil when it was stopped or the server closed it in order (a
-        /// poll answered 204, the event stream's end), else why (kind `unauthorized` for a 401,
-        /// `transport` otherwise).
-        case closed(HubConnectionError?)
+        /// poll answered 204, the event stream's end), else why (`unauthorized` for a 401,
+        /// `rejected` for another status, `protocolViolation` for a response it cannot read,
+        /// `connectionLost` or `timedOut` for a request that failed).
+        case closed(TransportError?)
     }
 
     /// How a request failed without an HTTP answer.
     public enum RequestFailure: Hashable, Sendable {
         /// The client's timeout for the request passed (a poll is then sent again).
         case timedOut
-        /// Anything else (refused, reset, TLS); the text says what.
+        /// TLS could not be established (or a record was broken); the text says why.
+        case tlsFailed(String)
+        /// Anything else (refused, reset); the text says what.
         case failed(String)
+
+        var transportErrorKind: TransportError.Kind {
+            switch self {
+            case .timedOut: .timedOut
+            case .tlsFailed: .tlsFailed
+            case .failed: .connectionLost
+            }
+        }
     }
 
     public let kind: Kind
@@ -89,7 +101,7 @@ public struct HubHTTPTransportMachine: Sendable {
     public let url: String
     /// The app's headers and `Authorization`, sent with every request.
     public let headers: [String: String]
-    public let format: TransferFormat
+    public let format: MessageFormat
     /// The largest `POST` body made of several queued frames (one larger frame goes alone).
     public let maximumPostSize: Int
 
@@ -127,7 +139,7 @@ public struct HubHTTPTransportMachine: Sendable {
         kind: Kind,
         url: String,
         headers: [String: String] = [:],
-        format: TransferFormat,
+        format: MessageFormat,
         maximumPostSize: Int = 64 * 1024,
         maximumEventSize: Int = ServerSentEventReader.defaultMaximumEventSize
     ) {
@@ -210,10 +222,10 @@ public struct HubHTTPTransportMachine: Sendable {
             case .serverSentEvents:
                 guard phase == .opening else { return }
                 guard status == 200 else {
-                    return fail("The Server-Sent Events request failed with status \(status).")
+                    return fail("The Server-Sent Events request failed with status \(status).", kind: .rejected)
                 }
                 guard let contentType, Self.isEventStream(contentType) else {
-                    return fail("The Server-Sent Events response is not text/event-stream.")
+                    return fail("The Server-Sent Events response is not text/event-stream.", kind: .protocolViolation)
                 }
                 phase = .open
                 actions.append(.opened)
@@ -221,14 +233,14 @@ public struct HubHTTPTransportMachine: Sendable {
             case .longPolling:
                 switch status {
                 case 200, 204: return
-                case 404: fail("The long-polling connection is gone (poll answered 404).")
-                default: fail("A long poll failed with status \(status).")
+                case 404: fail("The long-polling connection is gone (poll answered 404).", kind: .rejected)
+                default: fail("A long poll failed with status \(status).", kind: .rejected)
                 }
             }
         } else if id == sending {
             guard status == 200 else {
                 let detail = status == 404 ? " (the connection is gone)" : ""
-                return fail("Sending to the server failed with status \(status)\(detail).")
+                return fail("Sending to the server failed with status \(status)\(detail).", kind: .rejected)
             }
         }
     }
@@ -244,7 +256,7 @@ public struct HubHTTPTransportMachine: Sendable {
                     actions.append(.received(event.data))
                 }
             } catch {
-                fail(error.message)
+                fail(error.message, kind: .protocolViolation)
             }
         case .longPolling:
             actions.append(.received(bytes))
@@ -279,11 +291,14 @@ public struct HubHTTPTransportMachine: Sendable {
         if id == receiving {
             receiving = nil
             if kind == .longPolling, failure == .timedOut, phase == .open { return poll() }
-            fail(Self.describe(failure, of: kind == .longPolling ? "A long poll" : "The Server-Sent Events stream"))
+            fail(
+                Self.describe(failure, of: kind == .longPolling ? "A long poll" : "The Server-Sent Events stream"),
+                kind: failure.transportErrorKind
+            )
         } else if id == sending {
             sending = nil
             sendingByteCount = 0
-            fail(Self.describe(failure, of: "Sending to the server"))
+            fail(Self.describe(failure, of: "Sending to the server"), kind: failure.transportErrorKind)
         } else if id == closing {
             // The DELETE is a courtesy: the transport is closed either way.
             closing = nil
@@ -348,15 +363,15 @@ public struct HubHTTPTransportMachine: Sendable {
         sendingByteCount = 0
     }
 
-    private mutating func fail(_ message: String, kind: HubConnectionError.Kind = .transport) {
+    private mutating func fail(_ message: String, kind: TransportError.Kind) {
         guard phase != .closed else { return }
         cancelAll()
         if let closing { actions.append(.cancelRequest(id: closing)) }
         closing = nil
-        finish(HubConnectionError(kind, message))
+        finish(TransportError(kind, message))
     }
 
-    private mutating func finish(_ error: HubConnectionError?) {
+    private mutating func finish(_ error: TransportError?) {
         guard phase != .closed else { return }
         cancelAll()
         phase = .closed
@@ -372,6 +387,7 @@ public struct HubHTTPTransportMachine: Sendable {
     static func describe(_ failure: RequestFailure, of what: String) -> String {
         switch failure {
         case .timedOut: "\(what) timed out."
+        case .tlsFailed(let reason): "\(what) failed: TLS failed: \(reason)"
         case .failed(let reason): "\(what) failed: \(reason)"
         }
     }

@@ -10,12 +10,17 @@
 /// the new one.
 ///
 /// The same words mean the same things on every machine: `start`, `stop`, `reconnectNow`;
-/// `transportConnected`, `transportReceived`, `transportClosed`; the actions `openTransport`,
-/// `send`, `closeTransport`, `event`; the states `disconnected`, `connectingTransport`,
-/// `connected`, `reconnectWaiting`, `resuming`, `suspended` (see `ConnectionPhase`).
+/// `transportConnected`, `transportReceived`, `transportClosed`; the actions (`ConnectionAction`)
+/// `openTransport`, `send`, `closeTransport`, `event` and the protocol's own `request`s; one
+/// lifecycle (`ConnectionLifecycle`); one error shape (`ConnectionError`); the states
+/// `disconnected`, `connectingTransport`, `connected`, `reconnectWaiting`, `resuming`,
+/// `suspended` (see `ConnectionPhase`).
 public protocol ConnectionMachine: ~Copyable {
-    /// What the driver must do.
-    associatedtype Action: Sendable, Equatable
+    /// The protocol's own requests of its driver (beyond opening, sending on and closing
+    /// transports), answered by the machine's own inputs.
+    associatedtype Request: Sendable, Equatable
+    /// What the app is told: the lifecycle and the protocol's events.
+    associatedtype Event: ConnectionEvent
     /// The machine's states, by name.
     associatedtype StateName: Hashable, Sendable, CaseIterable, RawRepresentable where StateName.RawValue == String
 
@@ -40,21 +45,27 @@ public protocol ConnectionMachine: ~Copyable {
     /// traffic, what awaits acknowledgement, the transport.
     func health(now: Instant) -> ConnectionHealth
 
-    /// The transport of `generation` is open.
+    /// The transport of `generation` is open (it carries messages now).
     mutating func transportConnected(generation: TransportGeneration, now: Instant)
-    /// Bytes arrived on the transport of `generation`.
+    /// Input arrived on the transport of `generation`: bytes of a stream, or one whole message.
     mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant)
-    /// The transport of `generation` closed (`error`: why, nil for an orderly close; never a secret).
-    mutating func transportClosed(generation: TransportGeneration, error: String?, now: Instant)
+    /// The transport of `generation` closed, or could not be opened (`error` nil: an orderly end).
+    mutating func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant)
+    /// TLS that the machine asked to insert into the transport of `generation` (XMPP's STARTTLS)
+    /// is established. Machines that never ask ignore it.
+    mutating func tlsEstablished(generation: TransportGeneration, now: Instant)
     /// Runs the timers due at `now`; extra calls are harmless.
     mutating func handleTimeout(now: Instant)
 
     /// The next action to carry out, or nil.
-    mutating func pollAction() -> Action?
+    mutating func pollAction() -> ConnectionAction<Request, Event>?
     /// The earliest armed timer, nil if none.
     func pollTimeout() -> Instant?
     /// The generation whose input the machine accepts now, if any.
     var currentGeneration: TransportGeneration? { get }
+    /// The session while connected or resuming it (nil otherwise): what `connected` and `resumed`
+    /// report.
+    var session: Event.Session? { get }
 
     /// The current state's name.
     var stateName: StateName { get }

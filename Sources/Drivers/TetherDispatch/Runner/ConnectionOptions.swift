@@ -28,7 +28,7 @@ public struct ConnectionOptions: Sendable {
     /// What a send does while the queue of unacknowledged messages is full (XMPP stream
     /// management's `maximumQueuedStanzas`, SignalR stateful reconnect's buffer), or the network
     /// has not taken `maximumUnsentBytes`: wait for room (the default, cancelably, as the official
-    /// SignalR clients do) or throw at once (`sendQueueFull`, `sendBufferFull`).
+    /// SignalR clients do) or throw `sendQueueFull` at once.
     public var backPressure: BackPressure
     /// The most bytes a connection holds that the network has not taken (written while the
     /// kernel's socket buffer was full; over SignalR's HTTP transports, queued behind a `POST` or
@@ -50,17 +50,20 @@ public struct ConnectionOptions: Sendable {
     /// app's evaluator (`TLSTrust`), for every TLS connection of the client.
     public var trust: TLSTrust
     /// Makes the TLS sessions (default: OpenSSL on Linux; nil elsewhere, where a client that needs
-    /// TLS cannot be created: `XMPPClient` throws `tlsUnavailable`, `HubConnection`
-    /// `invalidConfiguration`).
+    /// TLS cannot be created: both throw `tlsUnavailable`).
     public var tlsSessionFactory: TLSSessionFactory?
     /// The DNS servers asked for the XMPP server's SRV records and, when set, for every host's
     /// A and AAAA records too (nil: SRV through the nameservers of `/etc/resolv.conf`, addresses
     /// through the system's resolver, which also reads `/etc/hosts`); IP addresses, port 53
     /// unless given.
     public var nameServers: [Endpoint]?
-    /// Makes the byte transports (default: TCP with TLS from `tlsSessionFactory`); an app can
-    /// bring its own, for example over Network.framework.
-    public var transportFactory: ByteTransportFactory
+    /// Makes the transports (default: `defaultTransportFactory`, TCP with TLS from
+    /// `tlsSessionFactory` and the message transports over it); an app can bring its own, for one
+    /// kind or for all, for example TCP over Network.framework.
+    public var transportFactory: TransportFactory
+    /// The `User-Agent` of the HTTP requests that open or carry a transport (the WebSocket
+    /// upgrade, SignalR's negotiate and HTTP transports).
+    public var userAgent: String
 
     /// Options.
     public init(
@@ -78,8 +81,10 @@ public struct ConnectionOptions: Sendable {
         trust: TLSTrust = TLSTrust(),
         nameServers: [Endpoint]? = nil,
         tlsSessionFactory: TLSSessionFactory? = defaultTLSSessionFactory,
-        transportFactory: @escaping ByteTransportFactory = defaultByteTransportFactory
+        transportFactory: @escaping TransportFactory = defaultTransportFactory,
+        userAgent: String = "Tether/0.1 (Swift)"
     ) {
+        self.userAgent = userAgent
         self.callbackQueue = callbackQueue
         self.tcpConnectTimeout = tcpConnectTimeout
         self.maximumReadSize = maximumReadSize
@@ -104,48 +109,5 @@ public struct ConnectionOptions: Sendable {
         guard unsent > maximumUnsentBytes else { return nil }
         return "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
             + "\(maximumUnsentBytes))."
-    }
-
-    /// A byte transport to `endpoint` on `queue`, made by `transportFactory` with these options'
-    /// connect timeout, read size and TLS settings (TLS from the first byte when
-    /// `directTLSServerName` is set).
-    public func makeTransport(
-        to endpoint: Endpoint,
-        directTLSServerName: String?,
-        queue: DispatchQueue,
-        onEvent: @escaping (ByteTransportEvent) -> Void
-    ) -> any ByteTransport {
-        var request = ByteTransportRequest(
-            endpoint: endpoint,
-            directTLSServerName: directTLSServerName,
-            tcpConnectTimeout: tcpConnectTimeout,
-            maximumReadSize: maximumReadSize,
-            tlsSessionFactory: tlsSessionFactory,
-            caFile: caFile,
-            trust: trust,
-            nameServers: nameServers,
-            socketReading: socketReading,
-            gracefulCloseTimeout: gracefulCloseTimeout
-        )
-        if logLevel <= .debug {
-            let log = ConnectionLog(level: logLevel, handler: logHandler)
-            request.resolutionLog = { log.debug($0) }
-        }
-        return transportFactory(request, queue, onEvent)
-    }
-
-    /// A byte transport to a URL's host: TLS from the first byte for https and wss, the
-    /// certificate checked for the URL's host.
-    public func makeTransport(
-        to url: ServerURL,
-        queue: DispatchQueue,
-        onEvent: @escaping (ByteTransportEvent) -> Void
-    ) -> any ByteTransport {
-        makeTransport(
-            to: url.endpoint,
-            directTLSServerName: url.isSecure ? url.host : nil,
-            queue: queue,
-            onEvent: onEvent
-        )
     }
 }

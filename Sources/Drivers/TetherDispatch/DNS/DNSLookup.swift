@@ -41,7 +41,7 @@ public final class DNSLookup: @unchecked Sendable {
     private let timer: DeadlineTimer
     private var completions: [Int: (Result<DNSResponse, DNSResolverMachine.Failure>) -> Void] = [:]
     private var sockets: [Int: (fd: Int32, source: any DispatchSourceRead)] = [:]
-    private var connections: [Int: any ByteTransport] = [:]
+    private var connections: [Int: any Transport] = [:]
 
     /// A resolver asking `nameServers` (nil: those of `/etc/resolv.conf`); only IP addresses are
     /// kept (a nameserver named by a name would need DNS to be found).
@@ -90,8 +90,12 @@ public final class DNSLookup: @unchecked Sendable {
             case .sendUDP(let bytes, let server, let query):
                 sendUDP(bytes, to: server, query: query)
             case .openTCP(let server, let query):
-                let request = ByteTransportRequest(endpoint: server, tlsSessionFactory: nil)
-                let connection = defaultByteTransportFactory(request, queue) { [weak self] event in
+                let connection = TCPTransport(
+                    endpoint: server,
+                    tlsServerName: nil,
+                    options: ConnectionOptions(tlsSessionFactory: nil),
+                    queue: queue
+                ) { [weak self] event in
                     self?.tcpEvent(event, query: query)
                 }
                 connections[query] = connection
@@ -109,16 +113,14 @@ public final class DNSLookup: @unchecked Sendable {
         timer.arm(at: machine.pollTimeout())
     }
 
-    private func tcpEvent(_ event: ByteTransportEvent, query: Int) {
+    private func tcpEvent(_ event: TransportEvent, query: Int) {
         let now = DeadlineTimer.now()
         switch event {
         case .connected: machine.tcpConnected(query: query, now: now)
         case .received(let bytes): machine.tcpReceived(bytes, query: query, now: now)
         case .closed(let error):
             connections[query] = nil
-            machine.tcpClosed(query: query, error: error, now: now)
-        case .tlsFailed(let reason), .certificateRefused(let reason):
-            machine.tcpClosed(query: query, error: reason, now: now)
+            machine.tcpClosed(query: query, error: error?.message, now: now)
         case .tlsEstablished, .drained: break
         }
         drain()

@@ -1,0 +1,99 @@
+package import TetherCore
+
+/// How a client treats a command when its protocol's queue of unacknowledged messages is full
+/// (XEP-0198's stanzas awaiting acknowledgement, SignalR's stateful-reconnect buffer), or the
+/// network has not taken `ConnectionOptions.maximumUnsentBytes`: the same choice on both clients.
+public enum BackPressure: Sendable, Equatable {
+    /// The call waits (cancelably) until there is room, in order with the calls after it. The
+    /// default: a plain loop of sends loses nothing.
+    case wait
+    /// The call throws the protocol's "full" error at once (`sendQueueFull`, `sendBufferFull`):
+    /// the app decides.
+    case fail
+}
+
+/// Commands that found the send queue full, waiting for room in order (`BackPressure.wait`). Used
+/// only on the runner's queue.
+package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
+    package struct Command {
+        /// Runs it; throws the protocol's "full" error when there is still no room.
+        package var run: (inout Machine, Instant) throws(Failure) -> Void
+        package var fail: (Failure) -> Void
+        /// Identifies the command for canceling it (its awaiting call).
+        package var call: AnyObject?
+
+        package init(
+            run: @escaping (inout Machine, Instant) throws(Failure) -> Void,
+            fail: @escaping (Failure) -> Void,
+            call: AnyObject? = nil
+        ) {
+            self.run = run
+            self.fail = fail
+            self.call = call
+        }
+    }
+
+    private var commands: [Command] = []
+
+    package init() {}
+
+    package var isEmpty: Bool { commands.isEmpty }
+
+    package mutating func append(_ command: Command) {
+        commands.append(command)
+    }
+
+    /// Runs `command` now unless others wait (then it waits behind them, in order). When it finds
+    /// no room (`isFull`) and the app chose to wait (`backPressure`), it waits and this returns
+    /// true (the caller may log it, or ask the server to acknowledge); any other error fails it.
+    package mutating func submit(
+        _ command: Command,
+        on machine: inout Machine,
+        now: Instant,
+        backPressure: BackPressure,
+        isFull: (Failure) -> Bool
+    ) -> Bool {
+        guard isEmpty else {
+            append(command)
+            return false
+        }
+        do throws(Failure) {
+            try command.run(&machine, now)
+        } catch {
+            guard isFull(error), backPressure == .wait else {
+                command.fail(error)
+                return false
+            }
+            append(command)
+            return true
+        }
+        return false
+    }
+
+    /// Runs the waiting commands in order until one finds no room (`isFull`) again.
+    package mutating func retry(on machine: inout Machine, now: Instant, isFull: (Failure) -> Bool) {
+        while let command = commands.first {
+            do throws(Failure) {
+                try command.run(&machine, now)
+            } catch {
+                if isFull(error) { return }
+                command.fail(error)
+            }
+            commands.removeFirst()
+        }
+    }
+
+    /// Fails the waiting command of `call` (its task was canceled); false if none waits.
+    package mutating func cancel(_ call: AnyObject, with error: Failure) -> Bool {
+        guard let index = commands.firstIndex(where: { $0.call === call }) else { return false }
+        commands.remove(at: index).fail(error)
+        return true
+    }
+
+    /// Fails every waiting command (the connection closed).
+    package mutating func failAll(_ error: Failure) {
+        let failing = commands
+        commands.removeAll()
+        for command in failing { command.fail(error) }
+    }
+}

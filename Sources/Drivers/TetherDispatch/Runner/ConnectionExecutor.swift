@@ -1,0 +1,77 @@
+import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Marks every runner's queue with its own identity, so that a call knows whether it is made on
+/// its runner's queue (by a task on `ConnectionExecutor`), on another runner's, or elsewhere.
+let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+/// A connection's queue as a task executor (`XMPPClient.executor`, `HubConnection.executor`).
+///
+/// A task that prefers it (`withTaskExecutorPreference(connection.executor) { … }`) runs on the
+/// connection's queue. The answer to each of its calls then resumes it on the thread that read the
+/// answer, right after that input is handled, instead of waking a thread of the global pool: one
+/// thread hand-off less per call, which is most of a call's latency over what the server itself
+/// takes (`Specs/machine-contract.md`, "The runner"). The calls it makes run on the queue at once.
+///
+/// The price: while the task runs, the connection's input waits for it. Keep the work between
+/// calls short, and leave the preference (or hand off) for anything heavy or blocking. Waiting
+/// for another connection's calls from it is fine: no runner's queue ever waits for another's.
+public final class ConnectionExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if let inline = InlineJobs.current, inline.queue === queue {
+            inline.jobs.append((job, self))
+        } else {
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// Runs `body` (an input, on `queue`, on a `ReadThread`) and then, still on `queue` and on this
+    /// thread, the jobs the input gave this queue's executor (the tasks its answers resumed):
+    /// enqueued on the queue instead, they would wait for a thread of Dispatch's to be woken. Jobs
+    /// those jobs enqueue go to the queue as usual.
+    static func runningInline<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
+        let inline = InlineJobs(queue: queue)
+        InlineJobs.current = inline
+        let result = body()
+        InlineJobs.current = nil
+        for (job, executor) in inline.jobs { job.runSynchronously(on: executor.asUnownedTaskExecutor()) }
+        return result
+    }
+}
+
+/// The jobs collected by `ConnectionExecutor.runningInline` on the current thread.
+private final class InlineJobs {
+    let queue: DispatchQueue
+    var jobs: [(UnownedJob, ConnectionExecutor)] = []
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    /// The thread's collector, if it runs an input inline (a thread-specific value, unretained: the
+    /// collector lives through `runningInline`).
+    static var current: InlineJobs? {
+        get { pthread_getspecific(key).map { Unmanaged<InlineJobs>.fromOpaque($0).takeUnretainedValue() } }
+        set { pthread_setspecific(key, newValue.map { Unmanaged.passUnretained($0).toOpaque() }) }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+}

@@ -1,0 +1,544 @@
+package import Dispatch
+@_spi(TetherInternal) package import TetherCore
+
+/// The one runner of every Tether client, whatever its protocol (`Specs/machine-contract.md`,
+/// "The runner"). It owns what is the same everywhere:
+/// - one serial queue that owns the machine, one timer armed at the machine's earliest deadline,
+///   and the action loop;
+/// - the transports, one per generation (`openTransport`, `send`, `closeTransport` carried out
+///   from `ConnectionOptions.transportFactory`; their events mapped to the machine's inputs, those
+///   of generations it no longer holds dropped);
+/// - the lifecycle: `connect()`/`start()` and `disconnect()`/`stop()` waiters and their
+///   cancellation, ended by `connected`, `resumed`, `suspended` and `closed`, every change logged
+///   in one format and delivered to the app before the call it ends returns;
+/// - back-pressure (commands waiting for room in the protocol's queue or the network's), the
+///   device inputs, and the health (the machine's, with its transport's TLS version and the bytes
+///   the network has not taken).
+///
+/// A client adds only what its protocol has and the other lacks (`ProtocolPart`): its own
+/// requests, its events, and the waiters of its own calls (XMPP's iq requests and flushes,
+/// SignalR's invocations and streams).
+///
+/// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
+/// mutable are used only on `queue` (`dispatchPrecondition` checks the loop).
+package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & SendableMetatype, ClientEvent: Sendable>:
+    @unchecked Sendable
+{
+    package typealias Session = Machine.Event.Session
+    package typealias Failure = Machine.Event.Failure
+    package typealias Lifecycle = ConnectionLifecycle<Session, Failure>
+    package typealias Command = BlockedCommands<Machine, Failure>.Command
+
+    /// What a protocol's client adds: each closure runs on the queue. They should hold their owner
+    /// unowned: the owner holds the runner, and only the owner's calls reach the runner (its
+    /// `shutDown()` ends them).
+    package struct ProtocolPart {
+        /// Carries out one of the protocol's own requests (`ConnectionAction.request`).
+        package var perform: (Machine.Request) -> Void = { _ in }
+        /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
+        package var handle: (Machine.Event) -> Void = { _ in }
+        /// The client's event for a lifecycle change.
+        package var lifecycleEvent: (Lifecycle) -> ClientEvent
+        /// After every drain (flushes waiting for acknowledgements).
+        package var afterDrain: () -> Void = {}
+        /// The connection closed for good: end the protocol's own waiting calls with `error`.
+        package var closed: (Failure) -> Void = { _ in }
+        /// A `closeTransport` of this generation: abandon the protocol's request of it still under way.
+        package var closeRequests: (TransportGeneration) -> Void = { _ in }
+        /// A command waits because the protocol's own queue is full (not the network): say so, and
+        /// ask the server to make room (XMPP asks for an acknowledgement).
+        package var queueFull: () -> Void = {}
+        /// How a message sent or received shows in the trace log.
+        package var describe: ([UInt8]) -> String = { String(decoding: $0, as: UTF8.self) }
+        /// The client is gone: release what the protocol holds.
+        package var shutDown: () -> Void = {}
+
+        package init(lifecycleEvent: @escaping (Lifecycle) -> ClientEvent) {
+            self.lifecycleEvent = lifecycleEvent
+        }
+    }
+
+    package let queue: DispatchQueue
+    /// The queue as a task executor (`ConnectionExecutor`).
+    package let executor: ConnectionExecutor
+    package var machine: Machine
+    package let options: ConnectionOptions
+    package let log: ConnectionLog
+    package let delivery: EventDelivery<ClientEvent>
+    /// Where event handlers run unless a queue is given when they are registered.
+    package let callbackQueue: DispatchQueue
+    private let timer: DeadlineTimer
+    package private(set) var isShutDown = false
+    private var part: ProtocolPart
+    /// The open transports by generation.
+    package private(set) var transports: [TransportGeneration: any Transport] = [:]
+    private var startWaiters: [Handoff<Result<Session, Failure>>] = []
+    private var stopWaiters: [Handoff<Void>] = []
+    /// Commands waiting for room (`BackPressure.wait`), in order.
+    private var blocked = BlockedCommands<Machine, Failure>()
+
+    /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
+    /// concurrent queue (not an overcommitting one of its own), so that many connections share a
+    /// pool of threads about as large as the machine has cores.
+    package init(label: String, machine: consuming Machine, options: ConnectionOptions, part: ProtocolPart) {
+        let queue = DispatchQueue(label: label, target: DispatchQueue.global())
+        self.queue = queue
+        queue.setSpecific(key: runnerQueueKey, value: ObjectIdentifier(queue))
+        executor = ConnectionExecutor(queue: queue)
+        self.machine = machine
+        self.options = options
+        self.part = part
+        log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
+        delivery = EventDelivery(runnerQueue: queue)
+        callbackQueue =
+            options.callbackQueue ?? DispatchQueue(label: label + ".callbacks", target: DispatchQueue.global())
+        timer = DeadlineTimer(queue: queue)
+        timer.onFire = { [weak self] in self?.timerFired() }
+    }
+
+    /// Sets the protocol's part (once the client that owns it exists).
+    package func bind(_ part: ProtocolPart) {
+        self.part = part
+    }
+
+    /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
+    package func now() -> Instant {
+        DeadlineTimer.now()
+    }
+
+    // MARK: - The loop
+
+    /// After every input (a transport event, a timer, an app command): carries out every action
+    /// the machine queued, retries the commands waiting for room, then arms the timer at the
+    /// machine's earliest deadline.
+    package func drive() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isShutDown else { return }
+        while let action = machine.pollAction() { perform(action) }
+        if !blocked.isEmpty { blocked.retry(on: &machine, now: now()) { $0.kind == .sendQueueFull } }
+        part.afterDrain()
+        // What the retries and `afterDrain` asked of the machine is carried out now, not at the
+        // next input.
+        while let action = machine.pollAction() { perform(action) }
+        delivery.flush()
+        timer.arm(at: machine.pollTimeout())
+    }
+
+    private func timerFired() {
+        machine.handleTimeout(now: now())
+        drive()
+    }
+
+    private func perform(_ action: ConnectionAction<Machine.Request, Machine.Event>) {
+        switch action {
+        case .openTransport(let request, let generation):
+            log.debug("Connecting to \(request) (\(generation)).")
+            let transport = options.makeTransport(request, queue: queue) { [weak self] event in
+                self?.transportEvent(event, generation: generation)
+            }
+            transports[generation] = transport
+            transport.start()
+        case .send(let bytes, let generation, let containsCredentials):
+            log.trace { "Sending " + (containsCredentials ? Self.hidingCredentials(bytes) : part.describe(bytes)) }
+            transports[generation]?.send(bytes)
+        case .closeTransport(let generation):
+            transports.removeValue(forKey: generation)?.close()
+            part.closeRequests(generation)
+        case .event(let event):
+            if let change = event.lifecycle {
+                lifecycleChanged(change)
+            } else {
+                part.handle(event)
+            }
+        case .request(let request):
+            log.debug("Request: \(request).")
+            part.perform(request)
+        }
+    }
+
+    /// A transport's event, for the machine (dropped when the generation is no longer held).
+    private func transportEvent(_ event: TransportEvent, generation: TransportGeneration) {
+        guard let transport = transports[generation] else { return }
+        switch event {
+        case .connected:
+            log.debug("The transport of \(generation) is open.")
+            machine.transportConnected(generation: generation, now: now())
+        case .tlsEstablished:
+            log.debug("TLS is established (\(transport.tlsVersion ?? "version not told")).")
+            machine.tlsEstablished(generation: generation, now: now())
+        case .received(let bytes):
+            log.trace { "Received " + self.part.describe(bytes) }
+            machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now())
+        case .drained:
+            break  // the drive's retry of commands waiting for room follows
+        case .closed(let error):
+            transports.removeValue(forKey: generation)?.close()
+            log.debug("The transport of \(generation) closed\(error.map { ": \($0)" } ?? ".")")
+            machine.transportClosed(generation: generation, error: error, now: now())
+        }
+        drive()
+    }
+
+    // MARK: - The lifecycle
+
+    private func lifecycleChanged(_ change: Lifecycle) {
+        switch change {
+        case .connected, .resumed:
+            log.info("\(change.description.prefix(1).uppercased())\(change.description.dropFirst()).")
+        case .connectionLost:
+            log.warning("The connection was lost: \(change.failure!).")
+        case .attemptFailed(let error):
+            log.debug("The connect attempt failed: \(error).")
+        case .reconnecting(let attempt, let delay, _):
+            log.info("Reconnect attempt \(attempt) in \(delay).")
+        case .waitingForNetwork:
+            log.info("No network: reconnecting when it is back.")
+        case .suspended(.gaveUp(let error)):
+            log.error("The reconnect policy gave up: \(error); reconnectNow() starts again.")
+        case .suspended(.background):
+            log.info("Closed for the background; connecting again in the foreground.")
+        case .closed(let error):
+            if let error { log.error("Stopped: \(error).") } else { log.info("Stopped.") }
+        }
+        let event = part.lifecycleEvent(change)
+        switch change {
+        case .connected(let session), .resumed(let session):
+            let waiters = takeStartWaiters()
+            delivery.deliver(event) { for waiter in waiters { waiter.resume(returning: .success(session)) } }
+        case .suspended(let reason):
+            let failure: Failure =
+                switch reason {
+                case .gaveUp(let error): error
+                case .background: Failure(.notConnected, "The connection closed for the background.")
+                }
+            let waiters = takeStartWaiters()
+            delivery.deliver(event) { for waiter in waiters { waiter.resume(returning: .failure(failure)) } }
+        case .closed(let error):
+            let failure = error ?? Failure(.canceled, "The connection was stopped.")
+            let starting = takeStartWaiters()
+            let stopping = stopWaiters
+            stopWaiters.removeAll()
+            blocked.failAll(failure)
+            part.closed(failure)
+            delivery.deliver(event) {
+                for waiter in starting { waiter.resume(returning: .failure(failure)) }
+                for waiter in stopping { waiter.resume() }
+            }
+        case .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
+            delivery.deliver(event)
+        }
+    }
+
+    private func takeStartWaiters() -> [Handoff<Result<Session, Failure>>] {
+        defer { startWaiters.removeAll() }
+        return startWaiters
+    }
+
+    // MARK: - Connecting and stopping (on the queue)
+
+    /// `connect()`/`start()`: the session once connected (at once when it is, or while it is being
+    /// resumed); from `disconnected` the machine starts, from `suspended` it tries again now; an
+    /// attempt under way is waited for.
+    package func start(_ handoff: Handoff<Result<Session, Failure>>) {
+        if let session = machine.session { return handoff.resume(returning: .success(session)) }
+        startWaiters.append(handoff)
+        switch machine.phase {
+        case .disconnected:
+            log.info("Starting.")
+            machine.start(now: now())
+        case .suspended:
+            log.info("Starting again after the connection was suspended.")
+            machine.reconnectNow(now: now())
+        case .connecting, .connected, .resuming, .closing, .reconnectWaiting:
+            break
+        }
+        drive()
+    }
+
+    /// The task awaiting `connect()`/`start()` was canceled: the attempt is abandoned (the machine
+    /// stops) and the waiting calls throw `canceled`. Nothing happens once connected.
+    package func cancelStart() {
+        guard !startWaiters.isEmpty, machine.session == nil else { return }
+        let failure = Failure(.canceled, "The connect's task was canceled.")
+        for waiter in takeStartWaiters() { waiter.resume(returning: .failure(failure)) }
+        machine.stop(now: now())
+        drive()
+    }
+
+    /// `disconnect()`/`stop()`: returns once the machine is stopped (at once when it is).
+    package func stop(_ handoff: Handoff<Void>) {
+        guard machine.phase != .disconnected else { return handoff.resume() }
+        stopWaiters.append(handoff)
+        log.info("Stopping.")
+        machine.stop(now: now())
+        drive()
+    }
+
+    // MARK: - Device inputs (on the queue)
+
+    package func reconnectNow() {
+        machine.reconnectNow(now: now())
+        drive()
+    }
+
+    package func networkChanged(_ path: NetworkPath) {
+        log.debug("Network: \(path).")
+        machine.networkChanged(path, now: now())
+        drive()
+    }
+
+    package func applicationStateChanged(_ application: ApplicationState) {
+        log.debug("Application: \(application.rawValue).")
+        machine.applicationStateChanged(application, now: now())
+        drive()
+    }
+
+    // MARK: - Commands and back-pressure (on the queue)
+
+    /// Runs `command` now, or, while others wait for room, after them; when it finds no room (the
+    /// protocol's queue, or the network holding more than `maximumUnsentBytes`) it waits for some
+    /// (`BackPressure.wait`) or fails with `sendQueueFull`.
+    package func submit(_ command: Command) {
+        if let call = command.call as? RunnerCall, call.isCanceled {
+            return command.fail(Failure(.canceled, "The call's task was canceled."))
+        }
+        let checked = Command(
+            run: { [unowned self] machine, now throws(Failure) in
+                if let reason = options.networkFullReason(unsent: unsentByteCount) {
+                    throw Failure(.sendQueueFull, reason)
+                }
+                try command.run(&machine, now)
+            },
+            fail: command.fail,
+            call: command.call
+        )
+        let waits = blocked.submit(checked, on: &machine, now: now(), backPressure: options.backPressure) {
+            $0.kind == .sendQueueFull
+        }
+        if waits {
+            if let reason = options.networkFullReason(unsent: unsentByteCount) {
+                log.debug("\(reason) A send waits for room.")
+            } else {
+                part.queueFull()
+            }
+        }
+        drive()
+    }
+
+    /// Runs `body` on the machine now and carries out its actions.
+    package func run<Value>(
+        _ body: (inout Machine, Instant) throws(Failure) -> Value
+    ) -> Result<Value, Failure> {
+        let result: Result<Value, Failure>
+        do throws(Failure) {
+            result = .success(try body(&machine, now()))
+        } catch {
+            result = .failure(error)
+        }
+        drive()
+        return result
+    }
+
+    /// The task of a command waiting for room was canceled: it fails with `canceled` and never
+    /// runs. False when it is not waiting (it ran already).
+    @discardableResult
+    package func cancelWaitingCommand(_ call: RunnerCall) -> Bool {
+        call.isCanceled = true
+        return blocked.cancel(call, with: Failure(.canceled, "The call's task was canceled."))
+    }
+
+    /// The bytes sent that the network has not taken yet, over every open transport.
+    package var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.unsentByteCount } }
+
+    /// The transport of the machine's current generation.
+    package var currentTransport: (any Transport)? {
+        machine.currentGeneration.flatMap { transports[$0] }
+    }
+
+    // MARK: - Awaiting calls
+
+    /// An awaiting call of the app's: `start` runs on the queue with the hand-off the caller's
+    /// task awaits; when the task is canceled first, `cancel` runs on the queue (it must resume the
+    /// hand-off at once, with the call's `canceled` error).
+    ///
+    /// `start` runs with `queue.sync`, on the caller's thread: the queue's work items are short
+    /// and never wait, so this costs no thread hop, and a call that `start` answers at once (a
+    /// send with room, a state query) returns without suspending. Only an answer that comes later
+    /// (a response, a connect) hops back to the task, unless the task prefers `executor`. A call
+    /// made on the queue already (by such a task) runs `start` at once; one made on another
+    /// runner's queue enqueues it, so that no queue ever waits for another.
+    package func call<Value: Sendable>(
+        _ start: @escaping @Sendable (Handoff<Value>) -> Void,
+        onCancel cancel: (@Sendable () -> Void)? = nil
+    ) async -> Value {
+        let queue = queue
+        let enter: (Handoff<Value>) -> Void = { handoff in
+            switch DispatchQueue.getSpecific(key: runnerQueueKey) {
+            case .none: queue.sync { start(handoff) }
+            case .some(let current) where current == ObjectIdentifier(queue): start(handoff)
+            case .some: queue.async { start(handoff) }
+            }
+        }
+        guard let cancel else {
+            return await awaitHandoff(enter)
+        }
+        return await withTaskCancellationHandler {
+            await awaitHandoff(enter)
+        } onCancel: {
+            queue.async { cancel() }
+        }
+    }
+
+    /// `connect()` / `start()`.
+    package func connect() async throws(Failure) -> Session {
+        let result: Result<Session, Failure> = await call(
+            { [self] in start($0) },
+            onCancel: { [self] in cancelStart() }
+        )
+        return try result.get()
+    }
+
+    /// `disconnect()` / `stop()`.
+    package func disconnect() async {
+        await call { [self] in stop($0) }
+    }
+
+    /// Runs `body` on the machine, waiting for room as `ConnectionOptions.backPressure` says;
+    /// canceling the task while it waits throws `canceled`, and `body` never runs.
+    package func send<Value: Sendable>(
+        _ body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
+    ) async throws(Failure) -> Value {
+        let call = RunnerCall()
+        let result: Result<Value, Failure> = await self.call(
+            { [self] handoff in
+                submit(
+                    Command(
+                        run: { machine, now throws(Failure) in
+                            handoff.resume(returning: .success(try body(&machine, now)))
+                        },
+                        fail: { handoff.resume(returning: .failure($0)) },
+                        call: call
+                    )
+                )
+            },
+            onCancel: { [self] in cancelWaitingCommand(call) }
+        )
+        return try result.get()
+    }
+
+    // MARK: - Health and shutdown
+
+    private func currentHealth() -> ConnectionHealth {
+        var health = machine.health(now: now())
+        health.tlsVersion = currentTransport?.tlsVersion
+        health.unsentBytes = unsentByteCount
+        return health
+    }
+
+    /// The client is gone: closes every transport, ends the event streams and the protocol's part;
+    /// nothing is carried out any more. The block keeps the runner and `owner` (the protocol's
+    /// part, which its closures reach unowned) alive until it has run, so that input handled
+    /// before it still finds them.
+    package func shutDown(keepingAlive owner: some AnyObject & Sendable) {
+        queue.async { [self] in
+            withExtendedLifetime(owner) {}
+            isShutDown = true
+            timer.cancel()
+            for transport in transports.values { transport.close() }
+            transports.removeAll()
+            delivery.finish()
+            part.shutDown()
+            part = ProtocolPart(lifecycleEvent: part.lifecycleEvent)
+        }
+    }
+
+    /// A SASL element as the log shows it: its start and end tags (the mechanism included), its
+    /// content, which carries the credentials, replaced by a placeholder.
+    package static func hidingCredentials(_ bytes: [UInt8]) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let startTagEnd = text.firstIndex(of: ">"), let endTagStart = text.lastIndex(of: "<"),
+            startTagEnd < endTagStart
+        else { return "[\(bytes.count) bytes of credentials not shown]" }
+        let hidden = text.utf8.distance(from: text.index(after: startTagEnd), to: endTagStart)
+        return text[...startTagEnd] + "[\(hidden) bytes of credentials not shown]" + text[endTagStart...]
+    }
+}
+
+/// One awaiting call of a client (a send waiting for room, a request, an invocation), for
+/// canceling it from its task. Used only on the runner's queue.
+package final class RunnerCall: @unchecked Sendable {
+    /// The id of what it sent (an iq's id, an invocation id), once sent.
+    package var id: String?
+    /// Its task was canceled.
+    package var isCanceled = false
+
+    package init() {}
+}
+
+extension ConnectionLifecycle {
+    /// The error a lost connection or failed attempt carries.
+    var failure: Failure? {
+        switch self {
+        case .connectionLost(let error), .attemptFailed(let error): error
+        case .connected, .resumed, .reconnecting, .waitingForNetwork, .suspended, .closed: nil
+        }
+    }
+}
+
+extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
+    package typealias Event = ClientEvent
+    package typealias StateName = Machine.StateName
+
+    package func reconnectNowSoon() {
+        queue.async { [self] in reconnectNow() }
+    }
+
+    package func networkChangedSoon(_ path: NetworkPath) {
+        queue.async { [self] in networkChanged(path) }
+    }
+
+    package func applicationStateChangedSoon(_ application: ApplicationState) {
+        queue.async { [self] in applicationStateChanged(application) }
+    }
+
+    package func health() async -> ConnectionHealth {
+        await call { [self] handoff in handoff.resume(returning: currentHealth()) }
+    }
+
+    package func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
+        precondition(interval > .zero, "the interval must be positive")
+        let (stream, continuation) = AsyncStream<ConnectionHealth>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(interval.totalNanoseconds)))
+        timer.setEventHandler { [weak self] in
+            guard let self, !isShutDown else { return continuation.finish() }
+            continuation.yield(currentHealth())
+        }
+        // Cancelled on the queue it runs on (the source is not Sendable; the queue keeps it safe).
+        nonisolated(unsafe) let source = timer
+        let queue = queue
+        continuation.onTermination = { _ in queue.async { source.cancel() } }
+        timer.resume()
+        return stream
+    }
+
+    package func stateName() async -> Machine.StateName {
+        await call { [self] handoff in handoff.resume(returning: machine.stateName) }
+    }
+
+    package func setEventHandler(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
+        let queue = queue ?? callbackQueue
+        self.queue.async { [self] in delivery.setHandler(queue: queue, handler) }
+    }
+
+    package func addObserver(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
+        let queue = queue ?? callbackQueue
+        self.queue.async { [self] in delivery.addObserver(queue: queue, handler) }
+    }
+
+    package func events() -> AsyncStream<ClientEvent> {
+        let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: .unbounded)
+        queue.async { [self] in delivery.addStream(continuation) }
+        return stream
+    }
+}
