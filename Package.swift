@@ -315,6 +315,13 @@ let package = Package(
             dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation", "TetherDNS"],
             swiftSettings: strictSettings
         ),
+        /// The machine contract, one suite run against every machine, and property tests with
+        /// shrinking against a reference model of what must be delivered exactly once.
+        .testTarget(
+            name: "TetherContractTests",
+            dependencies: ["TetherCore", "TetherSignalR", "TetherTLS", "TetherXML", "TetherXMPP", "TetherSimulation"],
+            swiftSettings: strictSettings
+        ),
         /// Real servers for the tests: a throw-away prosody or aiosignalr hub on 127.0.0.1, a byte
         /// relay to cut, a TLS relay, a throw-away CA.
         .target(

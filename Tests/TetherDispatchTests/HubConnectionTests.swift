@@ -379,6 +379,32 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
+    /// A stream and an invocation still running when the app stops the connection end with kind
+    /// `canceled` (typed from the machine to the app: not `invocationFailed`, the kind a failed
+    /// hub method has).
+    @Test func callsPendingAtStopEndAsCanceled() async throws {
+        let server = try await startedHub()
+        let log = Recorder<String>()
+        let connection = try HubConnectionBuilder(url: server.url).withLogging(.trace) { _, text in log.append(text) }
+            .build()
+        try await connection.start()
+        let delayed = Task { () throws(HubConnectionError) -> String in try await connection.invoke("Delay", 30.0) }
+        #expect(await log.wait { $0.contains { $0.hasPrefix("Sending") && $0.contains("Delay") } })
+        var items = 0
+        do {
+            for try await _ in connection.stream("Counter", 100_000, of: Int.self) {
+                items += 1
+                if items == 2 { await connection.stop() }
+            }
+            Issue.record("the stream ended normally")
+        } catch let error as HubConnectionError {
+            #expect(error.kind == .canceled, "\(error)")
+            #expect(error.message == HubConnectionError.invocationCanceled.message)
+        }
+        let outcome = await delayed.result
+        #expect((outcome.failure as? HubConnectionError)?.kind == .canceled, "\(outcome)")
+    }
+
     @Test func serverTimeoutWhenTheServerGoesSilent() async throws {
         let server = try await startedHub()
         let relay = try TCPRelay(upstreamPort: server.port)
@@ -861,5 +887,13 @@ extension HubConnectionTests {
             let _: String = try await connection.invoke("Echo", String(repeating: "x", count: 400))
         }
         await connection.stop()
+    }
+}
+
+extension Result {
+    /// The error, if it failed.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -572,6 +572,7 @@ protocol DrivenMachine: AnyObject {
     associatedtype Action
     func start(now: Instant)
     func stop(now: Instant)
+    func reconnectNow(now: Instant)
     func handleTimeout(now: Instant)
     func pollTimeout() -> Instant?
     func pollAction() -> Action?
@@ -594,6 +595,7 @@ final class MachineHolder<Machine: ConnectionMachine & ~Copyable>: DrivenMachine
 
     func start(now: Instant) { machine.start(now: now) }
     func stop(now: Instant) { machine.stop(now: now) }
+    func reconnectNow(now: Instant) { machine.reconnectNow(now: now) }
     func handleTimeout(now: Instant) { machine.handleTimeout(now: now) }
     func pollTimeout() -> Instant? { machine.pollTimeout() }
     func pollAction() -> ConnectionAction<Machine.Request, Machine.Event>? { machine.pollAction() }

@@ -273,6 +273,27 @@ public final class XMPPSimulation: MachineSimulation {
         }
     }
 
+    // MARK: - Plans
+
+    /// Runs `plan` (see `PlanStep`) and holds the run against the reference model: every message
+    /// the app sent reached the server exactly once or was handed back to the app
+    /// (`unacknowledgedStanzas`), never lost silently, never twice; every iq ended exactly once.
+    /// Stream management should be on (without it a message can be lost with its stream, as the
+    /// protocol says).
+    public func run(plan: [PlanStep]) -> [String] {
+        runPlanned(plan, settle: .seconds(120)) {
+            var counts: [Int: Int] = [:]
+            for value in server.received { counts[value, default: 0] += 1 }
+            for (value, count) in counts.sorted(by: { $0.key < $1.key }) where count > 1 {
+                fail("message \(value) reached the server \(count) times")
+            }
+            for value in 0..<sentBodies where counts[value] == nil && !reportedUnacknowledged.contains(value) {
+                fail("message \(value) was neither delivered nor handed back")
+            }
+            if !pendingIQs.isEmpty { fail("iqs never ended: \(pendingIQs.sorted())") }
+        }
+    }
+
     // MARK: - Checks at the end
 
     func checkEnd() {

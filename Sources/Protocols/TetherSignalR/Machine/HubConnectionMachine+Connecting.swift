@@ -18,6 +18,17 @@ extension HubConnectionMachine {
     }
 
     mutating func beginAttempt(isReconnect: Bool, now: Instant) {
+        if configuration.network.waitForPath && !device.hasPath {
+            // No attempt without a network: a reconnect waits for it; a first start, which is not
+            // retried, fails at once.
+            guard isReconnect || (configuration.retriesFailedStart && schedule != nil) else {
+                let error = HubConnectionError(.connectionFailed, "The device has no network.")
+                emit(.attemptFailed(error))
+                return finish(error: error)
+            }
+            state = .reconnectWaiting
+            return emit(.waitingForNetwork)
+        }
         let attempt = Attempt(
             generation: makeGeneration(),
             url: configuration.url,
@@ -302,6 +313,7 @@ extension HubConnectionMachine {
         switch state {
         case .handshaking(let attempt):
             guard attempt.generation == generation else { return }
+            health.bytesReceived += bytes.count
             handshakeReceived.append(copying: bytes)
             let parsed: (response: HandshakeResponse, consumed: Int)?
             do {
@@ -385,6 +397,7 @@ extension HubConnectionMachine {
             )
         )
         schedule?.connectionEstablished()
+        reconnectAttemptOffset = 0
         health.onlineSince = now
         emit(.connected(HubSession(connectionId: session.connectionId, transport: session.transport)))
         // Like the TypeScript client: one Ping right after the handshake.
@@ -612,7 +625,8 @@ extension HubConnectionMachine {
         allowReconnect: Bool,
         now: Instant,
         resumable: Bool = true,
-        announced: Bool = false
+        announced: Bool = false,
+        attemptsAnnounced: Int = 0
     ) {
         var live = live
         timers.cancel(.liveness)
@@ -627,6 +641,7 @@ extension HubConnectionMachine {
             live.link.quickLosses =
                 quick && stateful.latestReceived == live.link.receivedAtResume ? live.link.quickLosses + 1 : 0
             live.link.resumedAt = nil
+            live.link.resumeTries = 0
             if live.link.quickLosses > configuration.resumeRetryDelays.count {
                 health.failedResumes += 1
                 live.link.stateful = nil
@@ -650,6 +665,7 @@ extension HubConnectionMachine {
                 state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
                 return emit(.waitingForNetwork)
             }
+            live.link.resumeTries = 1
             guard losses > 0 else {
                 emit(.reconnecting(attempt: 1, delay: .zero, lastError: error))
                 return openResumedTransport(resuming, linkStorage: live.linkStorage, attempt: 1, now: now)
@@ -657,11 +673,12 @@ extension HubConnectionMachine {
             let delay = configuration.resumeRetryDelays[losses - 1]
             state = .resuming(resuming, .waiting(attempt: losses), live.linkStorage)
             timers.set(.resume, at: now + delay)
-            emit(.reconnecting(attempt: losses + 1, delay: delay, lastError: error))
+            emit(.reconnecting(attempt: 1, delay: delay, lastError: error))
             return
         }
         failPending(live.link)
         if allowReconnect, !error.isFatal, schedule != nil {
+            reconnectAttemptOffset = attemptsAnnounced
             scheduleReconnect(error: error, now: now)
         } else {
             finish(error: error)
@@ -692,16 +709,25 @@ extension HubConnectionMachine {
         emit(.attemptFailed(error))
         guard attempt > configuration.resumeRetryDelays.count else {
             live.session.generation = makeGeneration()
+            let waitsForPath = configuration.network.waitForPath && !device.hasPath
+            if !waitsForPath { live.link.resumeTries += 1 }
             state = .resuming(live.session, .waiting(attempt: attempt), live.linkStorage)
-            if configuration.network.waitForPath && !device.hasPath { return emit(.waitingForNetwork) }
+            if waitsForPath { return emit(.waitingForNetwork) }
             let delay = configuration.resumeRetryDelays[attempt - 1]
             timers.set(.resume, at: now + delay)
-            emit(.reconnecting(attempt: attempt + 1, delay: delay, lastError: error))
+            emit(.reconnecting(attempt: live.link.resumeTries, delay: delay, lastError: error))
             return
         }
         health.failedResumes += 1
         live.link.stateful = nil
-        connectionLost(live, error: error, allowReconnect: true, now: now, announced: true)
+        connectionLost(
+            live,
+            error: error,
+            allowReconnect: true,
+            now: now,
+            announced: true,
+            attemptsAnnounced: live.link.resumeTries
+        )
     }
 
     /// Waits for the policy's next delay, or suspends when it gives up. `error` is why the last
@@ -721,7 +747,7 @@ extension HubConnectionMachine {
         self.schedule = schedule
         if delay != nil { health.reconnecting(reason: error?.message) }
         guard let delay else { return suspend(.gaveUp(lastError: lastError)) }
-        emit(.reconnecting(attempt: schedule.attempts, delay: delay, lastError: error))
+        emit(.reconnecting(attempt: reconnectAttemptOffset + schedule.attempts, delay: delay, lastError: error))
         state = .reconnectWaiting
         timers.set(.reconnect, at: now + delay)
     }

@@ -16,7 +16,9 @@ extension HubConnectionMachine {
     /// The device's network changed (the app's `NWPathMonitor`, the driver's rtnetlink monitor).
     /// With the default `NetworkPolicy`: the path lost while connected probes the link (a ping,
     /// and something must arrive within `probeTimeout`); lost while waiting to reconnect pauses
-    /// the back-off (`waitingForNetwork`: no attempt, none counted). The path back, or another
+    /// the back-off (`waitingForNetwork`: no attempt, none counted); lost while an attempt (or a
+    /// resume) is under way ends it at once (`attemptFailed`, then the wait for the network), so
+    /// that no step of it (the transport after negotiate) goes out without a network. The path back, or another
     /// network: waiting or given up, a new attempt at once with the policy's current tier
     /// started again; a stateful-reconnect resume waiting to retry reopens at once; an attempt
     /// under way on another network starts again; connected, another network drops a link that
@@ -40,8 +42,16 @@ extension HubConnectionMachine {
                 guard policy.waitForPath, timers.isArmed(.resume) else { return }
                 timers.cancel(.resume)
                 emit(.waitingForNetwork)
-            case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .suspended,
-                .resuming(_, .opening, _):
+            case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking:
+                guard policy.waitForPath else { return }
+                if let generation = currentGeneration { enqueue(.closeTransport(generation: generation)) }
+                attemptFailed(Self.networkLostError, now: now)
+            case .resuming(let session, .opening(let attempt), _):
+                guard policy.waitForPath, let live = takeLive() else { return }
+                timers.cancel(.handshake)
+                enqueue(.closeTransport(generation: session.generation))
+                resumeAttemptFailed(live, attempt: attempt, error: Self.networkLostError, now: now)
+            case .disconnected, .suspended:
                 return
             case .modifying:
                 Self.modifyingObserved()
@@ -67,10 +77,12 @@ extension HubConnectionMachine {
                 }
                 timers.cancel(.reconnect)
                 schedule?.pathReturned(at: now)
+                reconnectAttemptOffset = 0
                 beginAttempt(isReconnect: true, now: now)
             case .suspended:
                 guard policy.reconnectWhenPathReturns, !closedForBackground else { return }
                 schedule?.pathReturned(at: now)
+                reconnectAttemptOffset = 0
                 beginAttempt(isReconnect: true, now: now)
             case .resuming(_, .waiting(let attempt), _):
                 guard policy.reconnectWhenPathReturns else {
@@ -83,6 +95,11 @@ extension HubConnectionMachine {
                         )
                     }
                     return
+                }
+                // The network's return starts the count of tries again (as the policy's).
+                if var live = takeLive() {
+                    live.link.resumeTries = 0
+                    restore(live)
                 }
                 reconnectNow(now: now)
             case .fetchingAccessToken(let attempt), .negotiating(let attempt):
@@ -157,6 +174,11 @@ extension HubConnectionMachine {
         closedForBackground = true
         suspend(.background)
     }
+
+    static let networkLostError = HubConnectionError(
+        .connectionFailed,
+        "The device lost its network during the connect attempt."
+    )
 
     /// Checks a connected link now: a ping, and something must arrive within the probe timeout,
     /// or the link is lost (and, with stateful reconnect, reopened).

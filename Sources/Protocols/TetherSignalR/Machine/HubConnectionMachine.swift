@@ -294,6 +294,9 @@ public struct HubConnectionMachine {
         var resumedAt: Instant?
         var receivedAtResume: Int64 = 0
         var quickLosses = 0
+        /// Stateful reconnect: the tries to reopen the WebSocket announced (`reconnecting`) since
+        /// the link was lost (the lifecycle numbers them from 1 in each outage).
+        var resumeTries = 0
         /// Keep-alive pings after send silence and the server timeout after receive silence.
         var heartbeat: Heartbeat
     }
@@ -379,6 +382,9 @@ public struct HubConnectionMachine {
     var handshakeReceived: [UInt8] = []
     var schedule: ReconnectSchedule?
     var nextInvocationId = 0
+    /// Tries of the current outage announced before the reconnect policy took over (stateful
+    /// reconnect's resumes): the policy's attempt numbers continue from them.
+    var reconnectAttemptOffset = 0
     /// The device's network and the app's state, as last reported.
     var device = DeviceState()
     /// Closed because the app went to the background (`closeUntilActive`): started again when it
@@ -608,6 +614,7 @@ public struct HubConnectionMachine {
     public mutating func start(now: Instant) {
         guard case .disconnected = state else { preconditionFailure("start() while \(stateName)") }
         closedForBackground = false
+        reconnectAttemptOffset = 0
         beginAttempt(isReconnect: false, now: now)
     }
 

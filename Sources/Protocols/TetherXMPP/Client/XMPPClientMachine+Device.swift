@@ -6,7 +6,9 @@ extension XMPPClientMachine {
     /// The device's network changed (the app's `NWPathMonitor`, the driver's rtnetlink monitor).
     /// With the default `NetworkPolicy`: the path lost while online probes the link at once (a
     /// ping that must be answered within `probeTimeout`); lost while waiting to reconnect pauses
-    /// the back-off (`waitingForNetwork`: no attempt, none counted). The path back, or another
+    /// the back-off (`waitingForNetwork`: no attempt, none counted); lost while an attempt is under
+    /// way ends it at once (`attemptFailed`, then the wait for the network), so that no step of
+    /// it (the next target of a lookup) goes out without a network. The path back, or another
     /// network, while waiting or given up reconnects at once with the policy's current tier
     /// started again; while online it probes; while an attempt is under way on another network
     /// the attempt starts again on the new one.
@@ -24,8 +26,14 @@ extension XMPPClientMachine {
                 guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
                 timers.cancel(.reconnect)
                 emit(.waitingForNetwork)
-            case .disconnected, .connectingTransport, .negotiating, .closing, .suspended:
-                // An attempt under way ends on its own (its loss then waits for the network).
+            case .connectingTransport, .negotiating:
+                guard policy.waitForPath else { return }
+                lost(
+                    XMPPClientError(.connectionFailed, "The device lost its network during the connect attempt."),
+                    closeTransport: true,
+                    now: now
+                )
+            case .disconnected, .closing, .suspended:
                 return
             }
         case .returned, .moved:

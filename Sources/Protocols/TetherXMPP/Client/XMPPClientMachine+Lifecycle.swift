@@ -287,6 +287,17 @@ extension XMPPClientMachine {
     /// Over WebSocket the attempt goes to `webSocket` (a `see-other-uri`), else to the configured
     /// URL; `endpoint` is not used.
     mutating func beginAttempt(to endpoint: Endpoint?, webSocket: ServerURL? = nil, redirects: Int, now: Instant) {
+        if configuration.network.waitForPath && !device.hasPath {
+            // No attempt without a network: wait for it (or, with no reconnect policy to wait
+            // under, fail at once).
+            guard schedule != nil else {
+                let error = XMPPClientError(.connectionFailed, "The device has no network.")
+                emit(.attemptFailed(error))
+                return finish(error, now: now)
+            }
+            state = .reconnectWaiting(next: endpoint, redirects: redirects)
+            return emit(.waitingForNetwork)
+        }
         lastGeneration = lastGeneration.next
         let generation = lastGeneration
         timers.set(.connectAttempt, at: now + configuration.connectTimeout)
