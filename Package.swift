@@ -255,6 +255,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "FuzzHTTPTransport",
+            dependencies: ["FuzzSupport", "TetherCore", "TetherHTTP"],
+            path: "Tests/Fuzz/FuzzHTTPTransport",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FuzzDNSResolver",
+            dependencies: ["FuzzSupport", "TetherCore", "TetherDNS"],
+            path: "Tests/Fuzz/FuzzDNSResolver",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "FuzzTLSRecords",
             dependencies: ["FuzzSupport", "TetherTLS"],
             path: "Tests/Fuzz/FuzzTLSRecords",
@@ -279,12 +291,12 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherTextTests",
-            dependencies: ["TetherText", "TetherCore"],
+            dependencies: ["TetherTestSupport", "TetherText", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherDNSTests",
-            dependencies: ["TetherDNS", "TetherCore"],
+            dependencies: ["TetherTestSupport", "TetherDNS", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -294,12 +306,13 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherMessagePackTests",
-            dependencies: ["TetherMessagePack", "TetherCore", "TetherText"],
+            dependencies: ["TetherTestSupport", "TetherMessagePack", "TetherCore", "TetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherSignalRTests",
             dependencies: [
+                "TetherTestSupport",
                 "TetherSignalR", "TetherJSON", "TetherMessagePack", "TetherCore", "CTetherText", "TetherSimulation",
                 "TetherText", "TetherHTTP",
             ],
@@ -307,12 +320,15 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherXMLTests",
-            dependencies: ["TetherXML", "TetherCore"],
+            dependencies: ["TetherTestSupport", "TetherXML", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherXMPPTests",
-            dependencies: ["TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation", "TetherDNS"],
+            dependencies: [
+                "TetherTestSupport", "TetherXMPP", "TetherXML", "TetherCore", "TetherTLS", "TetherSimulation",
+                "TetherDNS",
+            ],
             swiftSettings: strictSettings
         ),
         /// The machine contract, one suite run against every machine, and property tests with
@@ -326,9 +342,17 @@ let package = Package(
         /// relay to cut, a TLS relay, a throw-away CA.
         .target(
             name: "TetherTestServers",
-            dependencies: [],
+            dependencies: ["TetherTestSupport"],
             path: "Tests/TetherTestServers",
             exclude: ["Resources"],
+            swiftSettings: strictSettings
+        ),
+        /// What the test targets share that is not a server: `expectThrows` (an error's kind checked,
+        /// not only its type).
+        .target(
+            name: "TetherTestSupport",
+            dependencies: [],
+            path: "Tests/TetherTestSupport",
             swiftSettings: strictSettings
         ),
         /// Deterministic network simulations: the machines against scripted servers on a virtual
@@ -341,17 +365,18 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherHTTPTests",
-            dependencies: ["TetherHTTP", "TetherCore"],
+            dependencies: ["TetherTestSupport", "TetherHTTP", "TetherCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherTLSTests",
-            dependencies: ["TetherTLS", "TetherCore", "COpenSSL", "TetherTestServers"],
+            dependencies: ["TetherTestSupport", "TetherTLS", "TetherCore", "COpenSSL", "TetherTestServers"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TetherDispatchTests",
             dependencies: [
+                "TetherTestSupport",
                 "TetherDispatch", "TetherXMPPClient", "TetherSignalRClient", "TetherTestServers", "TetherXMPP",
                 "TetherXML", "TetherSignalR", "TetherCore", "TetherDNS",
             ],

@@ -8,12 +8,14 @@
 # dnsmasq, the openssl command and python3-venv for the servers the tests start on 127.0.0.1); it makes the
 # Python virtual environment .build/venv-aiosignalr with aiosignalr 0.1.1 (PyPI), the SignalR hub
 # the tests start; then it runs `swift test` and ends with a line saying how many real-server
-# suites ran and how many were skipped.
+# suites ran, failed for want of a program, and were skipped, and with the run's notes (which
+# forms of the text kernels this processor ran).
 #
 # Not root: missing packages are named with the command that installs them, and the suites that
 # need them fail saying the same. A machine without the servers (a laptop without prosody) can
-# skip every real-server suite on purpose with TETHER_SKIP_REAL_SERVERS=1; nothing is skipped
-# otherwise.
+# skip every real-server suite on purpose with TETHER_SKIP_REAL_SERVERS=1; a developer without
+# root skips only the suites that need it (network namespaces) with TETHER_SKIP_ROOT_SUITES=1;
+# nothing is skipped otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,14 +64,25 @@ if command -v python3 >/dev/null 2>&1; then
     fi
 fi
 
-# Each real-server suite writes "ran NAME" or "skipped NAME" here (Tests/TetherTestServers).
-report=$(mktemp "${TMPDIR:-/tmp}/tether-real-servers.XXXXXX")
+if [ "$(id -u)" -ne 0 ] && [ -z "${TETHER_SKIP_ROOT_SUITES:-}" ] && [ -z "${TETHER_SKIP_REAL_SERVERS:-}" ]; then
+    echo "Tests/run.sh: not root: the network-namespace suite will fail; TETHER_SKIP_ROOT_SUITES=1 skips it" >&2
+fi
+
+# The test report (Tests/TetherTestSupport/TestReport.swift): each real-server suite writes "ran
+# NAME", "missing NAME" (a program it needs is not installed: the suite fails), "skipped NAME" or
+# "skipped-root NAME"; tests write "note TEXT" for what the summary should say (which forms of the
+# text kernels this processor ran).
+report=$(mktemp "${TMPDIR:-/tmp}/tether-test-report.XXXXXX")
 trap 'rm -f "$report"' EXIT
 status=0
-TETHER_REAL_SERVER_REPORT="$report" swift test "$@" || status=$?
+TETHER_TEST_REPORT="$report" swift test "$@" || status=$?
 
-ran=$(grep -c '^ran ' "$report" || true)
-skipped=$(grep '^skipped ' "$report" | cut -d' ' -f2- | sort -u | paste -sd, - || true)
-skipped_count=$(grep -c '^skipped ' "$report" || true)
-echo "real-server suites: $ran ran, $skipped_count skipped${skipped:+ ($skipped)}"
+count() { grep -c "^$1 " "$report" || true; }
+names() { grep "^$1 " "$report" | cut -d' ' -f2- | sort -u | paste -sd, - || true; }
+missing=$(names missing)
+skipped=$(names skipped)
+skipped_root=$(names skipped-root)
+echo "real-server suites: $(count ran) ran, $(count missing) missing a program${missing:+ ($missing)}," \
+    "$(count skipped) skipped${skipped:+ ($skipped)}, $(count skipped-root) skipped needing root${skipped_root:+ ($skipped_root)}"
+grep '^note ' "$report" | cut -d' ' -f2- | sort -u || true
 exit "$status"

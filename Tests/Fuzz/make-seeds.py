@@ -224,6 +224,16 @@ def main():
             bytes([1, 3, 7, 79, 6, 7, 11, 8, 5, 15, 0, 50]),
             bytes([2, 3, 7, 11, 8, 7, 11, 10, 11, 5]) + b"<iq/>" + bytes([4, 15, 0, 30, 3])]
     write("FuzzXMPPClient", xmpp)
+    http = [bytes.fromhex("10 00 00 01 05 04 00 00 04 01 00 08 01 06 00 00 06 00 01 08 00"),
+            bytes.fromhex("11 00 00 01 03 02 04 04 00 00 08 00 04 00 00 06 00 06 08 00 09 01 03 00"),
+            bytes.fromhex("13 00 00 01 07 04 00 04"),
+            bytes.fromhex("10 00 00 04 20 00 01 02 06 00 00 03 00")]
+    write("FuzzHTTPTransport", http)
+    resolver = [bytes.fromhex("03 00 05 02 00 00 00 00 0d 08 ff 02 41 00 00"),
+                bytes.fromhex("00 00 00 02 00 02 00 05 00 06 00 00"),
+                bytes.fromhex("02 00 00 02 00 20 00 08 ff 08 ff 08 ff"),
+                bytes.fromhex("01 00 00 00 04 01 00 04 10 07 01 08 ff")]
+    write("FuzzDNSResolver", resolver)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-30}
 [ $# -gt 0 ] && shift
 all="FuzzJSONHubProtocol FuzzMessagePackHubProtocol FuzzJSONValue FuzzMessagePackValue FuzzHandshakeNegotiate
-FuzzXMLStream FuzzSCRAM FuzzWebSocket FuzzHTTPResponse FuzzServerSentEvents FuzzDNSMessage FuzzTLSRecords FuzzHubConnection FuzzXMPPClient"
+FuzzXMLStream FuzzSCRAM FuzzWebSocket FuzzHTTPResponse FuzzServerSentEvents FuzzHTTPTransport FuzzDNSMessage FuzzDNSResolver
+FuzzTLSRecords FuzzHubConnection FuzzXMPPClient"
 targets=${*:-$all}
 
 for target in $targets; do

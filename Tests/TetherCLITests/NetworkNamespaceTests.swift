@@ -84,7 +84,10 @@ struct NetworkNamespaceTests {
             "\(process.lines)"
         )
         #expect(process.lines.contains(Self.network(true, ["v0"])))
-        try await Task.sleep(for: .seconds(0.5))  // stream management enabled
+        _ = try await #require(
+            process.waitForLine(after: connected) { $0 == #"{"event":"stream-management","resumable":true}"# },
+            "\(process.lines)"
+        )
         try client.ip("link", "set", "v0", "down")
         let down = try await #require(
             process.waitForLine(after: connected) { $0 == Self.network(false, []) },
@@ -95,7 +98,7 @@ struct NetworkNamespaceTests {
             "\(process.lines)"
         )
         #expect(process.lines[down...waiting].contains { $0.hasPrefix(#"{"event":"connection-lost""#) })
-        // Longer than the policy's first delay (3 s): no attempt.
+        // Longer than the policy's first delay (3 s): no attempt. (A duration under test.)
         try await Task.sleep(for: .seconds(4))
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) }, "\(process.lines)")
         let restored = ContinuousClock.now
@@ -132,7 +135,8 @@ struct NetworkNamespaceTests {
             process.waitForLine { $0.hasPrefix(#"{"event":"connected""#) },
             "\(process.lines)"
         )
-        try await Task.sleep(for: .seconds(0.3))
+        // The monitor has reported the link (so that its going down is a change it reports).
+        _ = try await #require(process.waitForLine { $0 == Self.network(true, ["v0"]) }, "\(process.lines)")
         try client.ip("link", "set", "v0", "down")
         let down = try await #require(
             process.waitForLine(after: connected) { $0 == Self.network(false, []) },
@@ -142,7 +146,8 @@ struct NetworkNamespaceTests {
             process.waitForLine(after: down, timeout: .seconds(25)) { $0 == #"{"event":"waiting-for-network"}"# },
             "\(process.lines.filter { !$0.contains("health") })"
         )
-        try await Task.sleep(for: .seconds(3))
+        // Longer than the policy's first delay (3 s): no attempt. (A duration under test.)
+        try await Task.sleep(for: .seconds(4))
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"reconnecting""#) })
         let restored = ContinuousClock.now
         try client.ip("link", "set", "v0", "up")

@@ -94,29 +94,17 @@ struct HeartbeatTests {
         #expect(heartbeat.check(now: start + .seconds(50)) == .receiveTimedOut)
     }
 
-    @Test func consecutiveUnansweredProbes() {
-        var heartbeat = Heartbeat(
-            configuration: .init(
-                keepAliveInterval: .seconds(60),
-                probeTimeout: .seconds(10),
-                maximumUnansweredProbes: 3
-            ),
-            now: start
-        )
-        #expect(heartbeat.check(now: start + .seconds(60)) == .keepAlive)
-        heartbeat.probeSent(at: start + .seconds(60))
-        #expect(heartbeat.nextDeadline == start + .seconds(70))
-        #expect(heartbeat.check(now: start + .seconds(70)) == .probeUnanswered(count: 1))
-        heartbeat.probeSent(at: start + .seconds(70))
-        // An answer (even an error) resets the count.
-        heartbeat.probeAnswered(at: start + .seconds(75))
-        #expect(heartbeat.unansweredProbes == 0)
-        heartbeat.probeSent(at: start + .seconds(135))
-        #expect(heartbeat.check(now: start + .seconds(145)) == .probeUnanswered(count: 1))
-        heartbeat.probeSent(at: start + .seconds(145))
-        #expect(heartbeat.check(now: start + .seconds(155)) == .probeUnanswered(count: 2))
-        heartbeat.probeSent(at: start + .seconds(155))
-        #expect(heartbeat.check(now: start + .seconds(165)) == .probesExhausted)
+    @Test func awaitedAnswerWindow() {
+        var heartbeat = Heartbeat(configuration: .init(keepAliveInterval: .seconds(15)), now: start)
+        heartbeat.expectSomething(at: start + .seconds(2), within: .seconds(5))
+        #expect(heartbeat.nextDeadline == start + .seconds(7))
+        #expect(heartbeat.check(now: start + .seconds(7)) == .awaitedNothingReceived)
+        // The window is spent: the next deadline is the keep-alive.
+        #expect(heartbeat.nextDeadline == start + .seconds(15))
+        heartbeat.expectSomething(at: start + .seconds(8), within: .seconds(5))
+        heartbeat.didReceive(at: start + .seconds(9))
+        #expect(heartbeat.check(now: start + .seconds(13)) == nil)
+        #expect(heartbeat.nextDeadline == start + .seconds(15))
     }
 }
 

@@ -1,4 +1,5 @@
 import Testing
+import TetherTestSupport
 
 @testable import TetherCore
 @testable import TetherDNS
@@ -50,7 +51,9 @@ struct DNSMessageTests {
         for invalid in [
             "", ".", "a..b", String(repeating: "x", count: 64) + ".com", String(repeating: "abcdefg.", count: 32),
         ] {
-            #expect(throws: DNSError.self) { try DNSMessage.query(DNSQuestion(name: invalid, type: .a), id: 1) }
+            expectThrows(\DNSError.kind, .invalidName) {
+                try DNSMessage.query(DNSQuestion(name: invalid, type: .a), id: 1)
+            }
         }
     }
 
@@ -72,7 +75,7 @@ struct DNSMessageTests {
 
     @Test func everyStrictPrefixIsMalformedUnlessTruncated() throws {
         for length in 0..<Self.response.count {
-            #expect(throws: DNSError.self, "prefix \(length)") {
+            expectThrows(\DNSError.kind, .malformed, "prefix \(length)") {
                 _ = try DNSMessage.parse(Array(Self.response[..<length]))
             }
         }
@@ -131,13 +134,15 @@ struct DNSMessageTests {
         #expect(throws: DNSError(.tooLarge, "The message holds more than 16 records.")) {
             try DNSMessage.parse(many, limits: DNSMessage.Limits(maximumRecords: 16))
         }
-        #expect(throws: DNSError.self) { try DNSMessage.parse(header + [0x80, 0] + Self.u16(1) + Self.u16(1)) }
+        expectThrows(\DNSError.kind, .malformed) {
+            try DNSMessage.parse(header + [0x80, 0] + Self.u16(1) + Self.u16(1))
+        }
         // A record whose data does not fit its type.
         var bad = Self.response
         let address = try #require(
             (0..<(bad.count - 4)).first { bad[$0..<($0 + 4)].elementsEqual([192, 0, 2, 1]) }
         )
         bad[address - 1] = 3  // the A record's length: 3 bytes
-        #expect(throws: DNSError.self) { try DNSMessage.parse(bad) }
+        expectThrows(\DNSError.kind, .malformed) { try DNSMessage.parse(bad) }
     }
 }

@@ -63,7 +63,7 @@ struct TCPConnectionTests {
         _ addresses: [SocketAddress],
         connectTimeout: Duration = .seconds(10),
         attemptDelay: Duration = TCPConnection.defaultAttemptDelay
-    ) -> (TCPConnection, Recorder, ContinuousClock.Instant) {
+    ) -> (TCPConnection, Recorder, ContinuousClock.Instant, DispatchQueue) {
         let queue = DispatchQueue(label: "tether.test-tcp")
         let recorder = Recorder()
         let connection = TCPConnection(
@@ -75,14 +75,14 @@ struct TCPConnectionTests {
         ) { recorder.record($0) }
         let start = ContinuousClock.now
         queue.async { connection.connect(to: addresses) }
-        return (connection, recorder, start)
+        return (connection, recorder, start, queue)
     }
 
     @Test func anAddressThatSwallowsTheConnectCostsOneAttemptDelay() async throws {
         let swallowing = try SwallowingListener()
         let (listener, port) = try boundLoopbackSocket(listening: true)
         defer { close(listener) }
-        let (connection, recorder, start) = Self.connect([try Self.address(swallowing.port), try Self.address(port)])
+        let (connection, recorder, start, _) = Self.connect([try Self.address(swallowing.port), try Self.address(port)])
         let first = await recorder.first()
         #expect(first?.event == "connected")
         let elapsed = (first?.time ?? start) - start
@@ -95,7 +95,7 @@ struct TCPConnectionTests {
         let (listener, port) = try boundLoopbackSocket(listening: true)
         defer { close(listener) }
         // A long attempt delay: only the refusal can start the second attempt early.
-        let (connection, recorder, start) = Self.connect(
+        let (connection, recorder, start, _) = Self.connect(
             [try Self.address(Self.refusingPort()), try Self.address(port)],
             attemptDelay: .seconds(5)
         )
@@ -108,7 +108,7 @@ struct TCPConnectionTests {
 
     @Test func everyAddressFailingEndsOnceWithTheLastError() async throws {
         let swallowing = try SwallowingListener()
-        let (connection, recorder, start) = Self.connect(
+        let (connection, recorder, start, queue) = Self.connect(
             [try Self.address(swallowing.port), try Self.address(Self.refusingPort())],
             connectTimeout: .milliseconds(600)
         )
@@ -120,7 +120,8 @@ struct TCPConnectionTests {
         )
         let elapsed = (first?.time ?? start) - start
         #expect(elapsed >= .milliseconds(550) && elapsed < .seconds(3), "failed after \(elapsed)")
-        try await Task.sleep(for: .milliseconds(300))
+        // Ended for good: no attempt, timer or socket is left that could report a second time.
+        #expect(queue.sync { connection.hasEndedForGood })
         #expect(recorder.count == 1)
         connection.close()
     }
@@ -287,8 +288,9 @@ struct TCPConnectionTests {
                 if last > 0 { received += buffer[..<last] }
             } while last > 0 && received.count < sent.count - 1_000_000
             if !peerEndsItsSide {
-                // The rest fits the socket buffers: the connection has written everything by now.
-                try await Task.sleep(for: .milliseconds(300))
+                // The rest fits the socket buffers: the connection writes everything, then lingers.
+                let flushed = await eventually { queue.sync { connection.pendingWriteCount == 0 } }
+                #expect(flushed, "the connection never wrote the rest")
                 sendLate()
             }
             while last > 0 {

@@ -111,7 +111,8 @@ struct XMPPRoundTripTests {
         let events = EventRecorder(client)
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
-        try await Task.sleep(for: .milliseconds(200))  // everything of the first session delivered
+        // A round trip: everything of the first session sent before it has been answered.
+        _ = try await client.ping()
         let cut = DispatchTime.now().uptimeNanoseconds
         relay.cutAll()
         #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })

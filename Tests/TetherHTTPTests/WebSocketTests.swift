@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 
 @testable import TetherHTTP
 
@@ -108,12 +109,9 @@ struct FrameTests {
     func rejectsBadFrames(_ bytes: [UInt8], _ code: Int) {
         var decoder = WebSocketFrameDecoder(maximumFrameSize: 65536)
         decoder.append(bytes.backDeployedSpan)
-        #expect(throws: WebSocketError.self) { _ = try decoder.next() }
-        do {
-            _ = try decoder.next()
-        } catch {
-            #expect(Int(error.code) == code, "\(error)")
-        }
+        expectThrows(\WebSocketError.code, UInt16(code)) { _ = try decoder.next() }
+        // The error stays: a second call throws it again.
+        expectThrows(\WebSocketError.code, UInt16(code)) { _ = try decoder.next() }
     }
 }
 
@@ -284,7 +282,7 @@ struct WebSocketClientTests {
         #expect(frames.last?.opcode == 0x8)
         #expect(frames.last.map { UInt16($0.payload[0]) << 8 | UInt16($0.payload[1]) } == code)
         // The error stays: every later call throws it again.
-        #expect(throws: WebSocketError.self) { _ = try client.nextEvent() }
+        expectThrows(\WebSocketError.code, code) { _ = try client.nextEvent() }
     }
 
     @Test(arguments: [
@@ -297,7 +295,7 @@ struct WebSocketClientTests {
         var client = WebSocketClient(host: "h", target: "/")
         _ = client.openingHandshake()
         client.receive(Array(response.utf8))
-        #expect(throws: WebSocketError.self) { _ = try client.nextEvent() }
+        expectThrows(\WebSocketError.code, 0) { _ = try client.nextEvent() }
         #expect(client.state == .closed)
         if response.hasPrefix("HTTP/1.1 404") {
             #expect(client.handshakeResponse?.status == 404)
@@ -370,7 +368,7 @@ struct HTTPResponseParserTests {
     func malformed(_ text: String) {
         var parser = HTTPResponseParser()
         parser.append(Array(text.utf8))
-        #expect(throws: HTTPError.self) { _ = try parser.response() }
+        expectThrows(\HTTPError.kind, .malformed) { _ = try parser.response() }
     }
 
     @Test func limits() {
@@ -379,13 +377,13 @@ struct HTTPResponseParserTests {
         #expect(throws: HTTPError(.tooLarge, "The response head is larger than 64 bytes.")) { _ = try head.response() }
         var body = HTTPResponseParser(configuration: .init(maximumBodySize: 4))
         body.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n".utf8))
-        #expect(throws: HTTPError.self) { _ = try body.response() }
+        expectThrows(\HTTPError.kind, .tooLarge) { _ = try body.response() }
         var chunks = HTTPResponseParser(configuration: .init(maximumBodySize: 4))
         chunks.append(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\nabc\r\n".utf8))
-        #expect(throws: HTTPError.self) { _ = try chunks.response() }
+        expectThrows(\HTTPError.kind, .tooLarge) { _ = try chunks.response() }
         var cut = HTTPResponseParser()
         cut.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab".utf8))
-        #expect(throws: HTTPError.self) { _ = try cut.endOfInput() }
+        expectThrows(\HTTPError.kind, .incomplete) { _ = try cut.endOfInput() }
     }
 
     /// Streaming (an event stream, a long poll): the head once complete, the body handed over as
@@ -422,7 +420,7 @@ struct HTTPResponseParserTests {
         #expect(received == body)
         var whole = HTTPResponseParser(configuration: .init(maximumBodySize: 22))
         whole.append(response)
-        #expect(throws: HTTPError.self) { _ = try whole.response() }
+        expectThrows(\HTTPError.kind, .tooLarge) { _ = try whole.response() }
     }
 
     @Test func requestSerialization() {

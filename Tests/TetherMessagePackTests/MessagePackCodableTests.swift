@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 
 @testable import TetherMessagePack
 
@@ -74,8 +75,12 @@ struct MessagePackCodableTests {
         } catch DecodingError.typeMismatch(_, let context) {
             #expect(context.codingPath.map(\.stringValue) == ["nested", "level"])
         }
-        #expect(throws: DecodingError.self) { try MessagePackDecoder().decode(Int.self, from: [0x01, 0x02]) }
-        #expect(throws: DecodingError.self) { try MessagePackDecoder().decode(Int.self, from: [0xcd, 0x01]) }
+        expectThrows(\DecodingError.kind, .dataCorrupted) {
+            try MessagePackDecoder().decode(Int.self, from: [0x01, 0x02])
+        }
+        expectThrows(\DecodingError.kind, .dataCorrupted) {
+            try MessagePackDecoder().decode(Int.self, from: [0xcd, 0x01])
+        }
     }
 
     /// Invalid UTF-8 never becomes a `String`: string values are validated as they are decoded,
@@ -88,12 +93,14 @@ struct MessagePackCodableTests {
             "81 a4 6e 61 6d 65 a2 ff fe", "82 a4 6e 61 6d 65 a1 61 a1 ff 01", "81 a4 6e 61 6d c3 a1 61",
             "82 a4 6e 61 6d 65 a1 61 d9 01 ff 01",
         ] {
-            #expect(throws: DecodingError.self, "\(hex)") {
+            expectThrows(\DecodingError.kind, .dataCorrupted, "\(hex)") {
                 try MessagePackDecoder().decode(Named.self, from: hexBytes(hex))
             }
         }
-        #expect(throws: DecodingError.self) { try MessagePackDecoder().decode(String.self, from: hexBytes("a1 80")) }
-        #expect(throws: DecodingError.self) {
+        expectThrows(\DecodingError.kind, .dataCorrupted) {
+            try MessagePackDecoder().decode(String.self, from: hexBytes("a1 80"))
+        }
+        expectThrows(\DecodingError.kind, .dataCorrupted) {
             try MessagePackDecoder().decode([String].self, from: hexBytes("91 a1 c0"))
         }
     }

@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 
 @testable import TetherMessagePack
 
@@ -105,7 +106,7 @@ struct MessagePackFormatTests {
         // Every strict prefix is truncated, and the reader stays where it was.
         for length in 0..<writer.bytes.count {
             var truncated = MessagePackReader(Array(writer.bytes[0..<length]))
-            #expect(throws: MessagePackError.self) { try truncated.readValue() }
+            expectThrows(\MessagePackError.kind, .truncated) { try truncated.readValue() }
             #expect(truncated.position == 0)
         }
     }
@@ -195,7 +196,7 @@ struct MessagePackFormatTests {
             // Cut short by the reader's end, with bytes after it in the buffer: an error.
             for cut in 1..<bytes.count {
                 var reader = MessagePackReader(bytes + Array(repeating: 0x01, count: 9), range: 0..<cut)
-                #expect(throws: MessagePackError.self) { try reader.readInteger(Int.self) }
+                expectThrows(\MessagePackError.kind, .truncated) { try reader.readInteger(Int.self) }
             }
         }
     }
@@ -232,7 +233,7 @@ struct MessagePackFormatTests {
             try hostile.skipValue()
         }
         let decoder = MessagePackDecoder()
-        #expect(throws: DecodingError.self) {
+        expectThrows(\DecodingError.kind, .dataCorrupted) {
             try decoder.decode([[Int]].self, from: Array(repeating: UInt8(0x91), count: 1_000_000))
         }
     }
@@ -250,7 +251,7 @@ struct MessagePackFormatTests {
             // Every strict prefix of the value is truncated, and the reader stays where it was.
             for cut in Set((0..<8).map { _ in Int.random(in: 0..<(bytes.count - 1), using: &rng) }) {
                 var truncated = MessagePackReader(bytes, range: 0..<cut)
-                #expect(throws: MessagePackError.self, "cut at \(cut) of \(bytes.count - 1)") {
+                expectThrows(\MessagePackError.kind, .truncated, "cut at \(cut) of \(bytes.count - 1)") {
                     try truncated.skipValue()
                 }
                 #expect(truncated.position == 0)
@@ -275,7 +276,7 @@ struct MessagePackFormatTests {
         #expect(throws: MessagePackError.depthLimitExceeded(limit: 59)) { try limited.skipValue() }
         #expect(limited.position == 0)
         var truncated = MessagePackReader(value, range: 0..<(value.count - 1), maximumDepth: 60)
-        #expect(throws: MessagePackError.self) { try truncated.skipValue() }
+        expectThrows(\MessagePackError.kind, .truncated) { try truncated.skipValue() }
     }
 
     @Test func randomValuesRoundTrip() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TetherCore
 import TetherMessagePack
+import TetherTestSupport
 
 @testable import TetherSignalR
 
@@ -103,7 +104,7 @@ struct JSONVectorTests {
                 #expect(try parser.next() == nil)
                 #expect(parser.hasPartialMessage == !bytes.isEmpty)
             } else {
-                #expect(throws: HubProtocolError.self) { try parser.next() }
+                expectThrows(\HubProtocolError.kind, .invalidMessage) { try parser.next() }
             }
         }
     }

@@ -2,6 +2,7 @@ import Testing
 import TetherJSON
 import TetherMessagePack
 import TetherSignalR
+import TetherTestSupport
 
 /// `EncodedValue.decode` and `EncodedArguments.decode` throw `DecodingError` only, whichever path
 /// (Codable, JSON fast path, MessagePack fast path) and whatever the type's initializer throws.
@@ -61,8 +62,8 @@ struct DecodeErrorTests {
                 }
             }
             let arguments = EncodedArguments(encoding: value.encoding, values: [value])
-            #expect(throws: DecodingError.self) { _ = try arguments.decode(Refusing.self, at: 0) }
-            #expect(throws: DecodingError.self) { _ = try arguments.decode(RefusingCodable.self, at: 0) }
+            expectThrows(\DecodingError.kind, .dataCorrupted) { _ = try arguments.decode(Refusing.self, at: 0) }
+            expectThrows(\DecodingError.kind, .dataCorrupted) { _ = try arguments.decode(RefusingCodable.self, at: 0) }
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TetherCore
 import TetherMessagePack
+import TetherTestSupport
 import TetherText
 
 @testable import TetherJSON
@@ -285,8 +286,8 @@ struct FastPathTests {
         // and as an error for the non-optional type, on both paths.
         let nils = try EncodedValue([FastParamData?](repeating: nil, count: 5000), encoding: encoding)
         #expect(try nils.decode([FastParamData?].self).count == 5000)
-        #expect(throws: DecodingError.self) { try nils.decode([FastParamData].self) }
-        #expect(throws: DecodingError.self) { try nils.decode([ParamData].self) }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try nils.decode([FastParamData].self) }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try nils.decode([ParamData].self) }
         let duplicated: EncodedValue
         switch encoding {
         case .json:

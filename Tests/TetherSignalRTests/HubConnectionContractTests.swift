@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TetherCore
 import TetherMessagePack
+import TetherTestSupport
 
 @testable import TetherSignalR
 
@@ -73,12 +74,8 @@ struct HubConnectionContractTests {
         #expect(try call.arguments.decode([[String: Int]].self, at: 1) == [["PlatUserId": 32323]])
         // A JSON value on this MessagePack connection: an error, not a crash.
         let json = try EncodedArguments(encoding: .json, "x")
-        #expect(throws: HubConnectionError.self) { try machine.invoke("Echo", arguments: json, now: .zero) }
-        do {
-            try machine.send("Echo", arguments: json, now: .zero)
-        } catch {
-            #expect(error.kind == .encoding)
-        }
+        expectThrows(\HubConnectionError.kind, .encoding) { try machine.invoke("Echo", arguments: json, now: .zero) }
+        expectThrows(\HubConnectionError.kind, .encoding) { try machine.send("Echo", arguments: json, now: .zero) }
         #expect(machine.pollAction() == nil)
     }
 

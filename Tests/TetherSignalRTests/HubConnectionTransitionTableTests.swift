@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TetherCore
 import TetherSimulation
+import TetherTestSupport
 
 @testable import TetherSignalR
 
@@ -305,7 +306,9 @@ struct HubConnectionTransitionTableTests {
             return harness.drain()
         case "invoke with MessagePack arguments":
             let values = EncodedArguments(encoding: .messagePack, values: [.null(.messagePack)])
-            #expect(throws: HubConnectionError.self) { try harness.machine.invoke("Echo", arguments: values, now: now) }
+            expectThrows(\HubConnectionError.kind, .encoding) {
+                try harness.machine.invoke("Echo", arguments: values, now: now)
+            }
             return harness.drain()
         case "server call of an unhandled method without a result":
             return harness.server(#"{"type":1,"target":"Other","arguments":[]}"#)

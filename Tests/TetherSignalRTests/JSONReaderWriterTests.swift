@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 import TetherText
 
 @testable import TetherJSON
@@ -122,7 +123,7 @@ struct JSONReaderWriterTests {
         }
         #expect(names == ["ab", "plain"])
         var notAnObject = try reader("[1]")
-        #expect(throws: DecodingError.self) { try notAnObject.readMemberName() }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try notAnObject.readMemberName() }
     }
 
     @Test func wrongTypesAreDecodingErrorsAndTheCursorStays() throws {
@@ -132,11 +133,11 @@ struct JSONReaderWriterTests {
         _ = try reader.readKey(in: Self.keys)
         _ = reader.nextByte()  // (whitespace before the value is skipped by any read)
         let before = reader.position
-        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }
-        #expect(throws: DecodingError.self) { try reader.readBool() }
-        #expect(throws: DecodingError.self) { try reader.readObjectStart() }
-        #expect(throws: DecodingError.self) { try reader.readArrayStart() }
-        #expect(throws: DecodingError.self) { try reader.readKey(in: Self.keys) }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readInteger(Int.self) }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readBool() }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readObjectStart() }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readArrayStart() }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readKey(in: Self.keys) }
         #expect(!step(&reader, { $0.readNilIfPresent() }))
         #expect(reader.position == before)
         #expect(try reader.readString() == "text")
@@ -151,11 +152,11 @@ struct JSONReaderWriterTests {
         #expect(try reader.readInteger(Int16.self) == 300)
         #expect(step(&reader, { $0.nextMember() }))
         _ = try reader.readKey(in: Self.keys)
-        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }  // 1.5 is not integral
+        expectThrows(\DecodingError.kind, .dataCorrupted) { try reader.readInteger(Int.self) }  // 1.5 is not integral
         #expect(try reader.readDouble() == 1.5)
         #expect(!step(&reader, { $0.nextMember() }))
-        #expect(throws: DecodingError.self) { try reader.readString() }  // nothing left
-        #expect(throws: DecodingError.self) { try reader.readInteger(Int.self) }
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readString() }  // nothing left
+        expectThrows(\DecodingError.kind, .typeMismatch) { try reader.readInteger(Int.self) }
     }
 
     @Test func integersOfEverySpellingReadExactly() throws {
@@ -166,13 +167,15 @@ struct JSONReaderWriterTests {
             ("2.0", 2), ("1e2", 100), ("-25E-1", nil), ("0.5", nil), ("\"1\"", nil), ("true", nil),
         ]
         for (text, expected) in cases {
+            // A number that is no Int64 is corrupt data for it; a string or a bool, the wrong type.
+            let failure: DecodingError.Kind = ["\"1\"", "true"].contains(text) ? .typeMismatch : .dataCorrupted
             var reader = try reader("[" + text + ", 1]")
             try reader.readArrayStart()
             _ = reader.nextElement()
             if let expected {
                 #expect(try reader.readInteger(Int64.self) == expected, "\(text)")
             } else {
-                #expect(throws: DecodingError.self, "\(text)") { try reader.readInteger(Int64.self) }
+                expectThrows(\DecodingError.kind, failure, "\(text)") { try reader.readInteger(Int64.self) }
                 reader.skipValue()
             }
             // Codable reads the same numbers the same way.
@@ -180,7 +183,7 @@ struct JSONReaderWriterTests {
             if let expected {
                 #expect(try value.decode(Int64.self) == expected, "\(text)")
             } else {
-                #expect(throws: DecodingError.self, "\(text)") { try value.decode(Int64.self) }
+                expectThrows(\DecodingError.kind, failure, "\(text)") { try value.decode(Int64.self) }
             }
             // The cursor is after the number either way: the next element reads.
             _ = reader.nextElement()
@@ -189,7 +192,7 @@ struct JSONReaderWriterTests {
         var large = try reader("18446744073709551615")
         #expect(try large.readInteger(UInt64.self) == .max)
         var negative = try reader("-1")
-        #expect(throws: DecodingError.self) { try negative.readInteger(UInt32.self) }
+        expectThrows(\DecodingError.kind, .dataCorrupted) { try negative.readInteger(UInt32.self) }
         #expect(try negative.readInteger(Int8.self) == -1)
     }
 
@@ -225,8 +228,8 @@ struct JSONReaderWriterTests {
         )
         var writer = JSONWriter()
         writer.writeArrayStart()
-        #expect(throws: EncodingError.self) { try writer.writeDouble(.nan) }
-        #expect(throws: EncodingError.self) { try writer.writeDouble(-.infinity) }
+        expectThrows(\EncodingError.kind, .invalidValue) { try writer.writeDouble(.nan) }
+        expectThrows(\EncodingError.kind, .invalidValue) { try writer.writeDouble(-.infinity) }
         writer.writeArrayEnd()
         #expect(writer.bytes == Array("[]".utf8))
     }

@@ -1,6 +1,7 @@
 import Testing
 import TetherCore
 import TetherMessagePack
+import TetherTestSupport
 
 @testable import TetherSignalR
 
@@ -171,7 +172,7 @@ struct HubProtocolLimitTests {
         }
         // The parser stays failed and drops what it had buffered.
         parser.append(Array(#"{"type":6}"#.utf8 + [0x1E]).backDeployedSpan)
-        #expect(throws: HubProtocolError.self) { try parser.next() }
+        expectThrows(\HubProtocolError.kind, .messageTooLarge) { try parser.next() }
         #expect(!parser.hasPartialMessage)
     }
 

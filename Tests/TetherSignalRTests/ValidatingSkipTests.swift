@@ -29,7 +29,7 @@ struct ValidatingSkipTests {
         for depth in depths {
             for end in ends ?? [bytes.count] {
                 let expected = swiftSkip(bytes, end: end, depth: depth)
-                for form in [nil] + UTF8Validation.KernelForm.allCases.map(Optional.some) {
+                for form in [nil] + UTF8Validation.runnableForms.map(Optional.some) {
                     let found = cSkip(bytes, end: end, depth: depth, form: form)
                     if expected != found {
                         Issue.record(
@@ -113,7 +113,8 @@ struct ValidatingSkipTests {
                             #expect(token.hasEscapes == reference.hasEscapes && token.isASCII == reference.isASCII)
                             // Both forms of the validated scan from the first backslash.
                             if let backslash = bytes.firstIndex(of: UInt8(ascii: "\\")) {
-                                for wide: Int32 in [0, 1] {
+                                for form in UTF8Validation.runnableForms {
+                                    let wide: Int32 = form == .wide ? 1 : 0
                                     var high: Int32 = 0
                                     let quote = bytes.withUnsafeBufferPointer { buffer in
                                         tether_json_validated_string_end_using(

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TetherCore
 import TetherTestServers
+import TetherTestSupport
 
 @testable import TetherTLS
 
@@ -179,7 +180,7 @@ struct TLSClientTests {
         let established = client.isEstablished
         #expect(!established)
         // After a failure nothing more is accepted.
-        #expect(throws: TLSError.self) { try client.send([1]) }
+        expectThrows(\TLSError.kind, .protocolError) { try client.send([1]) }
     }
 
     @Test func selfSignedIsRejected() throws {
@@ -215,7 +216,7 @@ struct TLSClientTests {
         #expect(error?.message.contains(leaf) == true)  // it names the key the server has
         let mismatchedEstablished = mismatched.isEstablished
         #expect(!mismatchedEstablished)
-        #expect(throws: TLSError.self) { try mismatched.send([1]) }
+        expectThrows(\TLSError.kind, .protocolError) { try mismatched.send([1]) }
         // Pins come on top of the trust store: a pinned key on an untrusted chain is refused.
         let selfPin = try certificates.publicKeyPin(ofCertificate: certificates.selfSignedCertificate)
         var untrusted = try TLSClient(
@@ -277,7 +278,9 @@ struct TLSClientTests {
         var client = try TLSClient(configuration: try Self.configuration())
         try client.start()
         _ = client.takeOutput()
-        #expect(throws: TLSError.self) { _ = try client.receive(Array("<stream:stream xmlns='jabber:client'>".utf8)) }
+        expectThrows(\TLSError.kind, .handshakeFailed) {
+            _ = try client.receive(Array("<stream:stream xmlns='jabber:client'>".utf8))
+        }
     }
 
     /// One context, many sessions at once on several threads, each verifying its own name.
@@ -337,11 +340,11 @@ struct TLSClientTests {
         let server = TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         #expect(Self.handshake(&client, server) == nil)
         try FileManager.default.removeItem(at: file)
-        #expect(throws: TLSError.self) { try OpenSSLTLSSession.sharedContext(trusting: file.path) }
+        expectThrows(\TLSError.kind, .configuration) { try OpenSSLTLSSession.sharedContext(trusting: file.path) }
     }
 
     @Test func aMissingCAFileIsAConfigurationError() {
-        #expect(throws: TLSError.self) {
+        expectThrows(\TLSError.kind, .configuration) {
             _ = try TLSClient(
                 configuration: .init(serverName: "localhost", additionalTrustedCertificates: "/nonexistent.pem")
             )

@@ -1,4 +1,5 @@
 public import Testing
+import TetherTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -48,52 +49,62 @@ public enum RealServer: Sendable, CaseIterable {
                 + "`sudo apt-get install dnsmasq-base`"
         case .networkNamespaces:
             "network namespaces need root and iproute2 (/usr/sbin/ip): run the tests as root, after "
-                + "`sudo apt-get install iproute2`"
+                + "`sudo apt-get install iproute2`, or skip the suites that need root with "
+                + "TETHER_SKIP_ROOT_SUITES=1"
         }
     }
 }
 
 /// The trait of a suite that drives real servers: `@Suite(.realServers(.prosody))`.
 ///
-/// A server that is missing fails the suite with what is missing and how to install it. The
-/// suite is skipped only when asked for with the environment variable `TETHER_SKIP_REAL_SERVERS=1`
-/// (a machine without the servers). Either way the suite's name goes to the file named by
-/// `TETHER_REAL_SERVER_REPORT` (as `ran NAME` or `skipped NAME`), from which `Tests/run.sh` prints
-/// how many real-server suites ran and how many were skipped.
+/// A server that is missing fails the suite with what is missing and how to install it. A suite
+/// is skipped only when asked for: `TETHER_SKIP_REAL_SERVERS=1` skips every real-server suite (a
+/// machine without the servers); `TETHER_SKIP_ROOT_SUITES=1` skips only those that need root
+/// (network namespaces), so that a developer without root still gets a green run with prosody
+/// and aiosignalr. Each suite's outcome goes to the test report (`TestReport`): `ran NAME` once
+/// its programs are all there, `missing NAME` when one is not, `skipped NAME` or
+/// `skipped-root NAME`; `Tests/run.sh` counts them in its summary line.
 public struct RealServersTrait: SuiteTrait {
     /// What the suite needs.
     public let servers: [RealServer]
 
     /// Whether the environment asks to skip the real-server suites.
-    public static var skipRequested: Bool {
-        guard let value = getenv("TETHER_SKIP_REAL_SERVERS").map({ String(cString: $0) }) else { return false }
+    public static var skipRequested: Bool { isSet("TETHER_SKIP_REAL_SERVERS") }
+
+    /// Whether the environment asks to skip the suites that need root.
+    public static var skipRootRequested: Bool { isSet("TETHER_SKIP_ROOT_SUITES") }
+
+    static func isSet(_ name: String) -> Bool {
+        guard let value = getenv(name).map({ String(cString: $0) }) else { return false }
         return !value.isEmpty && value != "0"
     }
+
+    /// Whether the suite needs root.
+    public var needsRoot: Bool { servers.contains(.networkNamespaces) }
 
     public var isRecursive: Bool { false }
 
     public func prepare(for test: Test) async throws {
-        if Self.skipRequested {
-            Self.report("skipped \(test.name)")
+        let skip: (line: String, reason: String)? =
+            if Self.skipRequested {
+                ("skipped \(test.name)", "TETHER_SKIP_REAL_SERVERS is set")
+            } else if needsRoot && Self.skipRootRequested {
+                ("skipped-root \(test.name)", "TETHER_SKIP_ROOT_SUITES is set")
+            } else {
+                nil
+            }
+        if let skip {
+            TestReport.add(skip.line)
             // A condition that is false skips the suite, as `.disabled` does.
-            try await ConditionTrait.disabled("TETHER_SKIP_REAL_SERVERS is set").prepare(for: test)
+            try await ConditionTrait.disabled(Comment(rawValue: skip.reason)).prepare(for: test)
             return
         }
-        Self.report("ran \(test.name)")
         let missing = servers.filter { !$0.isInstalled }
         guard missing.isEmpty else {
+            TestReport.add("missing \(test.name)")
             throw TestServerError(missing.map(\.missingText).joined(separator: "; "))
         }
-    }
-
-    /// Appends `line` to the report file, if there is one.
-    static func report(_ line: String) {
-        guard let path = getenv("TETHER_REAL_SERVER_REPORT") else { return }
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        TestReport.add("ran \(test.name)")
     }
 }
 

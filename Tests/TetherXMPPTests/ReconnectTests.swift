@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 import TetherXML
 
 @testable import TetherXMPP
@@ -223,7 +224,7 @@ struct ReconnectTests {
         #expect(online.transcript.suffix(2) == ["close", "event:closed"])
         #expect(online.state == .disconnected)
         // Sending after stop is refused.
-        #expect(throws: XMPPClientError.self) {
+        expectThrows(\XMPPClientError.kind, .notConnected) {
             try online.machine.send(XMPPMessage(to: nil, body: "x"), now: online.now)
         }
         // Idle: a no-op.

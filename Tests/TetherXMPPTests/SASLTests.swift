@@ -1,6 +1,7 @@
 import Testing
 import TetherCore
 import TetherTLS
+import TetherTestSupport
 import TetherXMPP
 
 /// A provider that implements only `hash` (through OpenSSL): HMAC and PBKDF2 then come from the
@@ -127,7 +128,7 @@ struct SCRAMVectorTests {
             )
         }
         var bare = try client(nonce: "abc")
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .nonceMismatch) {
             try bare.clientFinalMessage(serverFirst: Array("r=abc,s=QSXCR+Q6sek8bf92,i=4096".utf8))
         }
     }
@@ -165,20 +166,22 @@ struct SCRAMVectorTests {
     ])
     func rejectsMalformedServerFirst(_ text: String) throws {
         var scram = try client()
-        #expect(throws: SCRAMError.self) { try scram.clientFinalMessage(serverFirst: Array(text.utf8)) }
+        expectThrows(\SCRAMError.kind, .malformedServerMessage) {
+            try scram.clientFinalMessage(serverFirst: Array(text.utf8))
+        }
         // The exchange is over after a failure: no second try with the same nonce.
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .unexpectedMessage) {
             try scram.clientFinalMessage(serverFirst: Array("r=abcd,s=QSXCR+Q6sek8bf92,i=4096".utf8))
         }
     }
 
     @Test func enforcesIterationBounds() throws {
         var low = try client()
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .iterationCountRejected) {
             try low.clientFinalMessage(serverFirst: Array("r=abcd,s=QSXCR+Q6sek8bf92,i=4095".utf8))
         }
         var high = try client(limits: .init(minimumIterations: 1, maximumIterations: 10_000))
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .iterationCountRejected) {
             try high.clientFinalMessage(serverFirst: Array("r=abcd,s=QSXCR+Q6sek8bf92,i=10001".utf8))
         }
         var fine = try client(limits: .init(minimumIterations: 1, maximumIterations: 10_000))
@@ -187,7 +190,9 @@ struct SCRAMVectorTests {
 
     @Test func serverFinalBeforeClientFinalIsRejected() throws {
         var scram = try client()
-        #expect(throws: SCRAMError.self) { try scram.verifyServerFinal(Array("v=rmF9pqV8S7suAoZWja4dJRkFsKQ=".utf8)) }
+        expectThrows(\SCRAMError.kind, .unexpectedMessage) {
+            try scram.verifyServerFinal(Array("v=rmF9pqV8S7suAoZWja4dJRkFsKQ=".utf8))
+        }
     }
 
     @Test func escapesSASLNames() throws {
@@ -203,7 +208,7 @@ struct SCRAMVectorTests {
     }
 
     @Test func prohibitedCharactersAreRejected() {
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .prohibitedCharacter) {
             _ = try SCRAMClient(
                 mechanism: .sha1,
                 username: "a\u{7}b",
@@ -212,7 +217,7 @@ struct SCRAMVectorTests {
                 hashProvider: OpenSSLHashProvider()
             )
         }
-        #expect(throws: SCRAMError.self) {
+        expectThrows(\SCRAMError.kind, .prohibitedCharacter) {
             _ = try SCRAMClient(
                 mechanism: .sha1,
                 username: "a",

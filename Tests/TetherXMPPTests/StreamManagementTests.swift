@@ -1,5 +1,6 @@
 import Testing
 import TetherCore
+import TetherTestSupport
 import TetherXML
 
 @testable import TetherXMPP
@@ -217,7 +218,9 @@ struct StreamManagementTests {
         let harness = XMPPClientHarness { $0.maximumQueuedStanzas = 3 }
         harness.login()
         for n in 1...3 { try harness.machine.send(Self.message(n), now: harness.now) }
-        #expect(throws: XMPPClientError.self) { try harness.machine.send(Self.message(4), now: harness.now) }
+        expectThrows(\XMPPClientError.kind, .sendQueueFull) {
+            try harness.machine.send(Self.message(4), now: harness.now)
+        }
         harness.drain()
         harness.server("<a xmlns='urn:xmpp:sm:3' h='3'/>")
         try harness.machine.send(Self.message(4), now: harness.now)

@@ -1,6 +1,7 @@
 import Testing
 import TetherCore
 import TetherDNS
+import TetherTestSupport
 
 @testable import TetherXMPP
 
@@ -31,7 +32,10 @@ struct XMPPServiceTargetsTests {
     /// with records its own name does not matter.
     @Test func aDomainThatDoesNotExistHasNoService() throws {
         var random = SeededRandomNumberGenerator(seed: 1)
-        #expect(throws: Targets.NoService.self) {
+        expectThrows(
+            \Targets.NoService.message,
+            "example.com offers no XMPP service: the domain does not exist (NXDOMAIN), and neither _xmpp-client._tcp.example.com nor _xmpps-client._tcp.example.com has SRV records."
+        ) {
             try Targets.targets(
                 domain: "example.com",
                 startTLS: .none,
@@ -77,7 +81,10 @@ struct XMPPServiceTargetsTests {
             (.none, .records([Self.srv(0, 0, 0, ".")])),
             (.records([Self.srv(0, 0, 0, ".")]), .records([Self.srv(0, 0, 0, ".")])),
         ] {
-            #expect(throws: Targets.NoService.self) { try Self.targets(plain, secure) }
+            expectThrows(
+                \Targets.NoService.message,
+                "example.com offers no XMPP service: its SRV records (_xmpp-client._tcp.example.com, _xmpps-client._tcp.example.com) name the target '.'."
+            ) { try Self.targets(plain, secure) }
         }
     }
 

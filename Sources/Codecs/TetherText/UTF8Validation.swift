@@ -55,6 +55,20 @@ internal import CTetherText
     /// Whether the processor can run the `.wide` kernels.
     package static var hasWideKernels: Bool { tether_has_wide_vectors() != 0 }
 
+    /// The forms this processor really runs: both where it has AVX-512BW, else the portable one
+    /// alone (asked for the wide form, the kernels fall back to the portable one, so a test that
+    /// went through `allCases` there would test the portable form twice under two names). Tests
+    /// go through these and say which ran.
+    package static var runnableForms: [KernelForm] { hasWideKernels ? [.portable, .wide] : [.portable] }
+
+    /// Which forms of the text kernels ran, in a sentence (for a test run's summary).
+    package static var runnableFormsText: String {
+        hasWideKernels
+            ? "text kernels tested in both forms: portable and wide (this processor has AVX-512BW)"
+            : "text kernels tested in the portable form only: this processor has no AVX-512BW, so the wide form "
+                + "was not tested here (it is on a processor with AVX-512BW)"
+    }
+
     /// The forms of the C text kernels (`CTetherText`), which must give the same results.
     package enum KernelForm: Sendable, CaseIterable {
         /// 16-byte vectors: SSE2 on x86-64, NEON on ARM64.

@@ -250,6 +250,9 @@ public struct HTTPTransportMachine: Sendable {
         guard id == receiving, !bytes.isEmpty else { return }
         switch kind {
         case .serverSentEvents:
+            // The stream's body counts once its head said 200 text/event-stream (a runner that
+            // reports a body first is ignored rather than believed).
+            guard phase == .open else { return }
             events.append(bytes)
             do {
                 while let event = try events.next() {

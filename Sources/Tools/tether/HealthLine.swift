@@ -42,7 +42,7 @@ enum HealthLine {
             ("resumes", health.resumes), ("failed_resumes", health.failedResumes), ("bytes_sent", health.bytesSent),
             ("bytes_received", health.bytesReceived), ("messages_sent", health.messagesSent),
             ("messages_received", health.messagesReceived), ("awaiting_ack", health.awaitingAcknowledgement),
-            ("unsent_bytes", health.unsentBytes),
+            ("unsent_bytes", health.unsentBytes), ("calls_waiting", health.callsWaitingForRoom),
         ] {
             line += ",\"\(name)\":".utf8
             JSONText.appendInteger(Int64(value), to: &line)

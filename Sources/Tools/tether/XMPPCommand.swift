@@ -51,7 +51,9 @@ struct XMPPCommand: Sendable, Equatable {
         \(HealthLine.help)
 
         \(LifecycleLine.help) SESSION is "jid":JID.
-        Beside them: {"event":"resume-failed"}, {"event":"message","from":…,"id":…,"body":…},
+        Beside them: {"event":"stream-management","resumable":BOOL} (XEP-0198 enabled: with
+        resumable true, a drop can be resumed), {"event":"resume-failed"},
+        {"event":"message","from":…,"id":…,"body":…},
         {"event":"pong","rtt_ms":…} (an error reply is an answer too),
         {"event":"roster","items":[{"jid":…,"name":…,"subscription":…},…]}.
         Exit status: 0 done; 1 an error (on standard error), for example no connection; 2 wrong
@@ -421,7 +423,9 @@ final class Listener: @unchecked Sendable {
             line += #","body":"#.utf8
             XMPPCommand.appendOptional(message.body, to: &line)
             line.append(UInt8(ascii: "}"))
-        case .streamManagementEnabled, .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster,
+        case .streamManagementEnabled(let resumable):
+            line = Array(#"{"event":"stream-management","resumable":\#(resumable)}"#.utf8)
+        case .presence, .subscriptionRequest, .iqRequest, .iqResponse, .roster,
             .rosterPush, .unacknowledgedStanzas:
             return
         }

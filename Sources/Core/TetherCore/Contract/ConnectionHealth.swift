@@ -34,6 +34,9 @@ public struct ConnectionHealth: Sendable, Equatable {
     /// socket buffer was full, or queued behind an HTTP `POST`); past the driver's
     /// `maximumUnsentBytes` the app's sends wait.
     public var unsentBytes: Int
+    /// App calls waiting for room (`BackPressure.wait`: the queue or the network was full), in
+    /// order; they go out as the network takes bytes or the server acknowledges.
+    public var callsWaitingForRoom: Int
     /// The transport in use (`tcp`, `tls`, `websocket`, `websocket-tls`; `websockets`, `sse`,
     /// `long-polling`), nil when not connected.
     public var transport: String?
@@ -57,6 +60,7 @@ public struct ConnectionHealth: Sendable, Equatable {
         messagesReceived: Int = 0,
         awaitingAcknowledgement: Int = 0,
         unsentBytes: Int = 0,
+        callsWaitingForRoom: Int = 0,
         transport: String? = nil,
         tlsVersion: String? = nil
     ) {
@@ -77,6 +81,7 @@ public struct ConnectionHealth: Sendable, Equatable {
         self.messagesReceived = messagesReceived
         self.awaitingAcknowledgement = awaitingAcknowledgement
         self.unsentBytes = unsentBytes
+        self.callsWaitingForRoom = callsWaitingForRoom
         self.transport = transport
     }
 }

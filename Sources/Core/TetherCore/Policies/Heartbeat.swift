@@ -1,16 +1,20 @@
 /// Liveness for a long-lived connection, as deadlines rather than threads: when to send a
-/// keep-alive, when the peer counts as dead, and how many probes may go unanswered.
+/// keep-alive and when the peer counts as dead.
 ///
-/// The three building blocks both protocols use:
+/// Its building blocks, as the SignalR hub protocol defines them:
 /// - **keep-alive**: send something after `keepAliveInterval` of silence on the send side
-///   (SignalR pings after 15 s, XMPP whitespace or XEP-0199 pings);
+///   (SignalR pings after 15 s);
 /// - **receive timeout**: the peer is dead after `receiveTimeout` without receiving anything
 ///   (SignalR's 30 s server timeout);
-/// - **probes**: a probe (an XEP-0199 ping) must be answered within `probeTimeout`; after
-///   `maximumUnansweredProbes` consecutive unanswered probes the peer is dead.
+/// - **an awaited answer**: after the network changed under the link, something must arrive
+///   within a window (`expectSomething(at:within:)`) or the link counts as dead.
 ///
-/// Feed it what happens (`didSend`, `didReceive`, `probeSent`) and ask `nextDeadline` for the timer
-/// to arm; at the deadline, `check(now:)` says what is due.
+/// The hub machine uses it. XMPP's liveness follows other rules (XEP-0199 practice pings after
+/// *receive* silence and counts misses in a row), so the XMPP machine keeps its own `AutoPing`
+/// rather than bending this one.
+///
+/// Feed it what happens (`didSend`, `didReceive`) and ask `nextDeadline` for the timer to arm; at
+/// the deadline, `check(now:)` says what is due.
 public struct Heartbeat: Sendable {
     /// The intervals; nil switches a block off.
     public struct Configuration: Sendable, Equatable {
@@ -18,37 +22,20 @@ public struct Heartbeat: Sendable {
         public var keepAliveInterval: Duration?
         /// The peer is dead after this long without receiving.
         public var receiveTimeout: Duration?
-        /// A probe must be answered within this long.
-        public var probeTimeout: Duration?
-        /// Give up after this many consecutive unanswered probes (at least 1).
-        public var maximumUnansweredProbes: Int
 
         /// Creates a configuration.
-        public init(
-            keepAliveInterval: Duration? = nil,
-            receiveTimeout: Duration? = nil,
-            probeTimeout: Duration? = nil,
-            maximumUnansweredProbes: Int = 1
-        ) {
-            precondition(maximumUnansweredProbes >= 1, "maximumUnansweredProbes must be at least 1")
+        public init(keepAliveInterval: Duration? = nil, receiveTimeout: Duration? = nil) {
             self.keepAliveInterval = keepAliveInterval
             self.receiveTimeout = receiveTimeout
-            self.probeTimeout = probeTimeout
-            self.maximumUnansweredProbes = maximumUnansweredProbes
         }
     }
 
     /// What is due at a deadline.
     public enum Due: Sendable, Equatable {
-        /// Nothing was sent for the keep-alive interval: send a keep-alive (or probe).
+        /// Nothing was sent for the keep-alive interval: send a keep-alive.
         case keepAlive
         /// Nothing was received for the receive timeout: the peer is dead.
         case receiveTimedOut
-        /// The outstanding probe was not answered in time (`count` consecutive so far); send the
-        /// next one.
-        case probeUnanswered(count: Int)
-        /// `maximumUnansweredProbes` probes in a row went unanswered: the peer is dead.
-        case probesExhausted
         /// Nothing arrived within the window `expectSomething(at:within:)` opened.
         case awaitedNothingReceived
     }
@@ -58,9 +45,6 @@ public struct Heartbeat: Sendable {
     private var lastSent: Instant
     /// When something was last received.
     public private(set) var lastReceived: Instant
-    private var probeSentAt: Instant?
-    /// Consecutive probes that went unanswered.
-    public private(set) var unansweredProbes = 0
     /// Something must arrive after `since` and before `until` (a check after the network changed).
     private var awaited: (since: Instant, until: Instant)?
 
@@ -88,52 +72,25 @@ public struct Heartbeat: Sendable {
         awaited = (now, now + timeout)
     }
 
-    /// A probe was sent at `now`.
-    public mutating func probeSent(at now: Instant) {
-        probeSentAt = now
-        lastSent = now
-    }
-
-    /// The outstanding probe was answered (a result or an error both prove liveness).
-    public mutating func probeAnswered(at now: Instant) {
-        probeSentAt = nil
-        unansweredProbes = 0
-        lastReceived = now
-    }
-
-    /// Whether a probe is outstanding.
-    public var isProbeOutstanding: Bool { probeSentAt != nil }
-
     /// The earliest moment something can be due.
     public var nextDeadline: Instant? {
-        var earliest: Instant?
-        func consider(_ deadline: Instant) {
-            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
-        }
-        if let interval = configuration.keepAliveInterval, probeSentAt == nil { consider(lastSent + interval) }
-        if let timeout = configuration.receiveTimeout { consider(lastReceived + timeout) }
-        if let timeout = configuration.probeTimeout, let sent = probeSentAt { consider(sent + timeout) }
-        if let awaited { consider(awaited.until) }
-        return earliest
+        [
+            configuration.keepAliveInterval.map { lastSent + $0 },
+            configuration.receiveTimeout.map { lastReceived + $0 },
+            awaited?.until,
+        ]
+        .compactMap { $0 }.min()
     }
 
     /// What is due at `now` (most severe first); nil if nothing is. A due keep-alive is reported
-    /// once: the caller sends something and calls `didSend` or `probeSent`.
+    /// once: the caller sends something and calls `didSend`.
     public mutating func check(now: Instant) -> Due? {
         if let timeout = configuration.receiveTimeout, now - lastReceived >= timeout { return .receiveTimedOut }
         if let window = awaited, now >= window.until {
             awaited = nil
             if lastReceived <= window.since { return .awaitedNothingReceived }
         }
-        if let timeout = configuration.probeTimeout, let sent = probeSentAt, now - sent >= timeout {
-            unansweredProbes += 1
-            probeSentAt = nil
-            if unansweredProbes >= configuration.maximumUnansweredProbes { return .probesExhausted }
-            return .probeUnanswered(count: unansweredProbes)
-        }
-        if let interval = configuration.keepAliveInterval, probeSentAt == nil, now - lastSent >= interval {
-            return .keepAlive
-        }
+        if let interval = configuration.keepAliveInterval, now - lastSent >= interval { return .keepAlive }
         return nil
     }
 }

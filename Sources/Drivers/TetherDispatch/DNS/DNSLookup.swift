@@ -12,7 +12,7 @@ public import TetherDNS
 
 /// The driver's DNS: `DNSResolverMachine` over real sockets on a queue of its own: a non-blocking
 /// UDP socket per query (its datagrams read by a Dispatch source, each reported with the address
-/// it came from, which the machine checks), a TCP connection (`ByteTransport`) when an answer is
+/// it came from, which the machine checks), a TCP connection (the driver's `TCPConnection`) when an answer is
 /// truncated, and one timer at the machine's earliest deadline (`Specs/dns.md`).
 ///
 /// `@unchecked Sendable`: every member is read and written only on `queue`.

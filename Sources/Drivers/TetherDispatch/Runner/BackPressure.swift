@@ -7,7 +7,7 @@ public enum BackPressure: Sendable, Equatable {
     /// The call waits (cancelably) until there is room, in order with the calls after it. The
     /// default: a plain loop of sends loses nothing.
     case wait
-    /// The call throws the protocol's "full" error at once (`sendQueueFull`, `sendBufferFull`):
+    /// The call throws the protocol's "full" error (kind `sendQueueFull` on both clients) at once:
     /// the app decides.
     case fail
 }
@@ -38,6 +38,9 @@ package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
     package init() {}
 
     package var isEmpty: Bool { commands.isEmpty }
+
+    /// How many commands wait.
+    package var count: Int { commands.count }
 
     package mutating func append(_ command: Command) {
         commands.append(command)

@@ -13,7 +13,7 @@ public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
     case trace
     /// The connection's steps.
     case debug
-    /// Connected, reconnected, stopped.
+    /// Connected, resumed, connection lost, stopped.
     case information
     /// Something the app may want to know of (a lost connection, an unhandled call).
     case warning

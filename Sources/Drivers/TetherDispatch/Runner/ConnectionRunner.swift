@@ -432,6 +432,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         var health = machine.health(now: now())
         health.tlsVersion = currentTransport?.tlsVersion
         health.unsentBytes = unsentByteCount
+        health.callsWaitingForRoom = blocked.count
         return health
     }
 

@@ -108,6 +108,12 @@ package final class TCPConnection: @unchecked Sendable {
     /// The socket's input is waited for by a `ReadThread` (not a Dispatch source).
     var readsOnThread: Bool { readThread != nil }
 
+    /// The connection has ended and holds nothing that could report again: no attempt, no timer,
+    /// no socket (read on `queue`; for tests).
+    var hasEndedForGood: Bool {
+        isClosed && onEvent == nil && attempts.isEmpty && attemptDelayTimer == nil && socket < 0
+    }
+
     /// A connection to `endpoint`; `onEvent` runs on `queue`. Call `start()` to connect.
     package init(
         endpoint: Endpoint,

@@ -547,7 +547,7 @@ extension HubConnectionMachine {
             case .liveness:
                 guard case .connected = state, var live = takeLive() else { continue }
                 switch live.link.heartbeat.check(now: now) {
-                case .receiveTimedOut, .probesExhausted:
+                case .receiveTimedOut:
                     health.lastDeadLinkDetection = now - live.link.heartbeat.lastReceived
                     enqueue(.closeTransport(generation: live.session.generation))
                     connectionLost(live, error: .serverTimeout, allowReconnect: true, now: now)
@@ -565,7 +565,7 @@ extension HubConnectionMachine {
                         now: now
                     )
                     continue
-                case .keepAlive, .probeUnanswered:
+                case .keepAlive:
                     send(.ping, live: &live, now: now)
                 case nil:
                     break

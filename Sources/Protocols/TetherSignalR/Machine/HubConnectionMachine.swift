@@ -20,8 +20,8 @@
 ///       │ timer (or reconnectNow): full restart (token, negotiate, transport, handshake)
 ///       │ the policy gives up ──▶ suspended ──reconnectNow──▶ (full restart)
 ///       ▼
-///  … connected (event reconnected)          resuming (stateful reconnect: same id, no negotiate,
-///                                                     no handshake)
+///  … connected (lifecycle connected)        resuming (stateful reconnect: same id, no negotiate,
+///                                            no handshake; lifecycle resumed)
 /// ```
 ///
 /// States (`StateName`): `disconnected`; `fetchingAccessToken` (the driver asks the app's
