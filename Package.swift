@@ -250,7 +250,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzServerSentEvents",
-            dependencies: ["FuzzSupport", "TetherHTTP"],
+            dependencies: ["TetherCore", "FuzzSupport", "TetherHTTP"],
             path: "Tests/Fuzz/FuzzServerSentEvents",
             swiftSettings: strictSettings
         ),

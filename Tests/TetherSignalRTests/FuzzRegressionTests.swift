@@ -1,4 +1,5 @@
 import Testing
+import TetherCore
 import TetherSignalR
 
 /// Inputs the fuzz targets (Tests/Fuzz) found, kept as tests.

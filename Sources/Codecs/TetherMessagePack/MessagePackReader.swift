@@ -368,36 +368,33 @@ public struct MessagePackReader: Sendable {
 
     /// Reads an array header and returns the number of elements that follow.
     public mutating func readArrayHeader() throws(MessagePackError) -> Int {
-        guard position < end else { throw .truncated(offset: position) }
-        let byte = bytes[position]
-        switch byte {
-        case 0x90...0x9f:
-            position += 1
-            return Int(byte & 0x0f)
-        case 0xdc, 0xdd:
-            let width = byte == 0xdc ? 2 : 4
-            let count = Int(try uint(at: position + 1, width: width))
-            position += 1 + width
-            return count
-        default: throw try mismatch(.array)
-        }
+        try readContainerHeader(fixBase: 0x90, wide16: 0xdc, .array)
     }
 
     /// Reads a map header and returns the number of key/value pairs that follow.
     public mutating func readMapHeader() throws(MessagePackError) -> Int {
+        try readContainerHeader(fixBase: 0x80, wide16: 0xde, .map)
+    }
+
+    /// An array or map header: a fix form (`fixBase` plus a count up to 15) or a 16- or 32-bit
+    /// count (`wide16`, `wide16 + 1`).
+    @inline(__always)
+    private mutating func readContainerHeader(
+        fixBase: UInt8,
+        wide16: UInt8,
+        _ type: MessagePackType
+    ) throws(MessagePackError) -> Int {
         guard position < end else { throw .truncated(offset: position) }
         let byte = bytes[position]
-        switch byte {
-        case 0x80...0x8f:
+        if byte & 0xf0 == fixBase {
             position += 1
             return Int(byte & 0x0f)
-        case 0xde, 0xdf:
-            let width = byte == 0xde ? 2 : 4
-            let count = Int(try uint(at: position + 1, width: width))
-            position += 1 + width
-            return count
-        default: throw try mismatch(.map)
         }
+        guard byte == wide16 || byte == wide16 + 1 else { throw try mismatch(type) }
+        let width = byte == wide16 ? 2 : 4
+        let count = Int(try uint(at: position + 1, width: width))
+        position += 1 + width
+        return count
     }
 
     // MARK: - Extensions

@@ -1,31 +1,29 @@
-/// Why an XML stream cannot go on: the RFC 6120 stream error condition to close it with, and a
-/// human-readable message (never containing the offending bytes).
-public struct XMLStreamError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The stream error conditions the XML layer can detect (RFC 6120 §4.9.3, §11).
-    public enum Condition: String, Hashable, Sendable {
-        /// A comment, processing instruction, DTD, entity declaration or reference to an entity
-        /// other than the five predefined ones (RFC 6120 §11.1).
-        case restrictedXML = "restricted-xml"
-        /// Not well-formed XML or XML namespaces: mismatched tags, unbound prefixes, invalid UTF-8.
-        case notWellFormed = "not-well-formed"
-        /// An encoding other than UTF-8, or a byte-order mark (RFC 6120 §11.6).
-        case unsupportedEncoding = "unsupported-encoding"
-        /// A configured limit was exceeded (element size, depth, attributes, children).
-        case policyViolation = "policy-violation"
-    }
+public import TetherCore
 
-    /// The stream error condition.
-    public let condition: Condition
-    /// What exactly was wrong.
-    public let message: String
+/// Why an XML stream cannot go on: the RFC 6120 stream error condition to close it with (its
+/// `kind`, also named `condition`), and a human-readable message (never containing the offending
+/// bytes).
+public typealias XMLStreamError = TetherError<XMLStreamCondition>
 
-    /// Creates an error.
-    public init(_ condition: Condition, _ message: String) {
-        self.condition = condition
-        self.message = message
-    }
+/// The stream error conditions the XML layer can detect (RFC 6120 §4.9.3, §11).
+public enum XMLStreamCondition: String, ErrorKind {
+    /// A comment, processing instruction, DTD, entity declaration or reference to an entity
+    /// other than the five predefined ones (RFC 6120 §11.1).
+    case restrictedXML = "restricted-xml"
+    /// Not well-formed XML or XML namespaces: mismatched tags, unbound prefixes, invalid UTF-8.
+    case notWellFormed = "not-well-formed"
+    /// An encoding other than UTF-8, or a byte-order mark (RFC 6120 §11.6).
+    case unsupportedEncoding = "unsupported-encoding"
+    /// A configured limit was exceeded (element size, depth, attributes, children).
+    case policyViolation = "policy-violation"
+}
 
-    public var description: String { "\(condition.rawValue): \(message)" }
+extension TetherError where Family == XMLStreamCondition {
+    /// The stream error conditions (`XMLStreamCondition`).
+    public typealias Condition = XMLStreamCondition
+
+    /// The stream error condition (the error's `kind`, in RFC 6120's word).
+    public var condition: XMLStreamCondition { kind }
 }
 
 /// The opening tag of a stream (`<stream:stream …>`).

@@ -1,5 +1,5 @@
 import CExpat
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// An incremental parser for an endless XML stream (an XMPP stream), built on the system Expat.
 ///

@@ -430,11 +430,7 @@ public final class HubConnection: ConnectionClient {
     private func encode<each Argument: Encodable>(
         _ arguments: repeat each Argument
     ) throws(HubConnectionError) -> EncodedArguments {
-        do {
-            return try EncodedArguments(encoding: encoding, repeat each arguments)
-        } catch {
-            throw HubConnectionError(.encoding, "The arguments cannot be encoded: \(error)")
-        }
+        try HubConnectionMachine.encodeArguments(repeat each arguments, as: encoding)
     }
 
     static func decodeResult<Result: Decodable>(

@@ -32,9 +32,7 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Adds HTTP headers to the negotiate request and the WebSocket upgrade.
     public func withHeaders(_ headers: [String: String]) -> Self {
-        with {
-            $0.configuration.headers.merge(headers) { _, new in new }
-        }
+        with { $0.configuration.headers.merge(headers) { _, new in new } }
     }
 
     /// Adds one HTTP header.
@@ -53,9 +51,7 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Sends a fixed access token.
     public func withAccessToken(_ token: String) -> Self {
-        with {
-            $0.configuration.accessToken = token
-        }
+        with { $0.configuration.accessToken = token }
     }
 
     /// Speaks the `json` or `messagepack` hub protocol (default limits).
@@ -68,9 +64,7 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Speaks `hubProtocol` (for custom limits).
     public func withHubProtocol(_ hubProtocol: AnyHubProtocol) -> Self {
-        with {
-            $0.hubProtocol = hubProtocol
-        }
+        with { $0.hubProtocol = hubProtocol }
     }
 
     /// Reconnects automatically after a lost connection, as `policy` says (default: the
@@ -91,25 +85,19 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Sends a Ping after `interval` without sending (default 15 s).
     public func withKeepAliveInterval(_ interval: Duration) -> Self {
-        with {
-            $0.configuration.keepAliveInterval = interval
-        }
+        with { $0.configuration.keepAliveInterval = interval }
     }
 
     /// Closes when nothing was received for `timeout` (default 30 s; keep it at least twice the
     /// server's keep-alive interval).
     public func withServerTimeout(_ timeout: Duration) -> Self {
-        with {
-            $0.configuration.serverTimeout = timeout
-        }
+        with { $0.configuration.serverTimeout = timeout }
     }
 
     /// Abandons a connect attempt (access token, negotiate, WebSocket, handshake) that has not
     /// completed within `timeout` (default 30 s); it fails with `connectTimeout`.
     public func withConnectTimeout(_ timeout: Duration) -> Self {
-        with {
-            $0.configuration.connectTimeout = timeout
-        }
+        with { $0.configuration.connectTimeout = timeout }
     }
 
     /// Asks for stateful reconnect: a dropped WebSocket is reopened for the same connection and
@@ -126,9 +114,7 @@ public struct HubConnectionBuilder: Sendable {
     /// protocol (Server-Sent Events carry text only), is skipped; one that fails to start (a proxy
     /// refusing the WebSocket upgrade) is followed by the next.
     public func withTransports(_ transports: [HubTransport]) -> Self {
-        with {
-            $0.configuration.transports = transports
-        }
+        with { $0.configuration.transports = transports }
     }
 
     /// The transports allowed, in the order they are tried.
@@ -138,9 +124,7 @@ public struct HubConnectionBuilder: Sendable {
 
     /// Opens the WebSocket at once, without the negotiate request (the server must allow it).
     public func withSkipNegotiation() -> Self {
-        with {
-            $0.configuration.skipNegotiation = true
-        }
+        with { $0.configuration.skipNegotiation = true }
     }
 
     /// Accepts a TLS server only if one certificate of its verified chain has one of these
@@ -148,17 +132,13 @@ public struct HubConnectionBuilder: Sendable {
     /// TLS connection (negotiate, WebSocket, Server-Sent Events, long polling). A mismatch fails
     /// with `certificateRefused`, and nothing is retried.
     public func withPinnedPublicKeys(_ hashes: [String]) -> Self {
-        with {
-            $0.options.trust.pinnedPublicKeys = hashes
-        }
+        with { $0.options.trust.pinnedPublicKeys = hashes }
     }
 
     /// Lets `evaluator` decide which TLS servers to accept (for a self-signed server whose key
     /// the app knows, say), from the chain and what the trust store said (`TLSPeer`).
     public func withTrustEvaluator(_ evaluator: @escaping @Sendable (TLSPeer) -> Bool) -> Self {
-        with {
-            $0.options.trust.evaluator = evaluator
-        }
+        with { $0.options.trust.evaluator = evaluator }
     }
 
     /// Logs at `level` and above, to `handler` (default: standard error).
@@ -175,24 +155,18 @@ public struct HubConnectionBuilder: Sendable {
     /// Runs handlers and lifecycle callbacks on `queue` (e.g. `.main`) unless one is given at
     /// registration.
     public func withCallbackQueue(_ queue: DispatchQueue) -> Self {
-        with {
-            $0.options.callbackQueue = queue
-        }
+        with { $0.options.callbackQueue = queue }
     }
 
     /// Trusts the CA certificates in the PEM file `path` for TLS, in addition to the system's.
     public func withCAFile(_ path: String) -> Self {
-        with {
-            $0.options.caFile = path
-        }
+        with { $0.options.caFile = path }
     }
 
     /// Makes TLS sessions for `https://` and `wss://` with `factory` (default: OpenSSL on Linux;
     /// on other platforms an app supplies its own).
     public func withTLSSessionFactory(_ factory: @escaping TLSSessionFactory) -> Self {
-        with {
-            $0.options.tlsSessionFactory = factory
-        }
+        with { $0.options.tlsSessionFactory = factory }
     }
 
     /// The largest message accepted from the hub (each hub message, and each WebSocket message;
@@ -200,9 +174,7 @@ public struct HubConnectionBuilder: Sendable {
     /// larger one ends the connection with an error rather than growing memory without bound.
     public func withMaximumMessageSize(_ bytes: Int) -> Self {
         precondition(bytes > 0, "the maximum message size must be positive")
-        return with {
-            $0.maximumMessageSize = bytes
-        }
+        return with { $0.maximumMessageSize = bytes }
     }
 
     /// The largest message accepted, once set (applied to the hub protocol at `build()`, so that

@@ -11,7 +11,7 @@ import TetherSignalR
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `runner.queue`.
-final class HubRunner: @unchecked Sendable {
+final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
     let runner: ConnectionRunner<HubConnectionMachine, HubConnection.Event>
     let encoding: ValueEncoding
     let transferFormat: TransferFormat
@@ -43,29 +43,32 @@ final class HubRunner: @unchecked Sendable {
             machine: HubConnectionMachine(
                 configuration: configuration,
                 hubProtocol: hubProtocol,
-                randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+                randomSeed: options.machineSeed
             ),
             options: options,
-            part: .init(lifecycleEvent: HubConnection.Event.lifecycle)
-        )
-        var part = ConnectionRunner<HubConnectionMachine, HubConnection.Event>.ProtocolPart(
             lifecycleEvent: HubConnection.Event.lifecycle
         )
-        part.perform = { [unowned self] request in perform(request) }
-        part.handle = { [unowned self] event in handle(event) }
-        part.closeRequests = { [unowned self] generation in negotiations.removeValue(forKey: generation)?.cancel() }
-        part.closed = { [unowned self] failure in closed(failure) }
-        part.queueFull = { [unowned self] in
-            log.debug("The stateful-reconnect buffer is full: a command waits for room.")
-        }
-        let format = transferFormat
-        part.describe = { HubLog.describe($0, format: format) }
-        part.shutDown = { [unowned self] in
-            for request in negotiations.values { request.cancel() }
-            negotiations.removeAll()
-            closed(HubConnectionError(.notConnected, "The connection was released."))
-        }
-        runner.bind(part)
+        runner.bind(self)
+    }
+
+    // MARK: - The runner's calls (ConnectionProtocolPart)
+
+    func closeRequests(of generation: TransportGeneration) {
+        negotiations.removeValue(forKey: generation)?.cancel()
+    }
+
+    func queueFull() {
+        log.debug("The stateful-reconnect buffer is full: a command waits for room.")
+    }
+
+    func describe(_ bytes: [UInt8]) -> String {
+        HubLog.describe(bytes, format: transferFormat)
+    }
+
+    func shutDown() {
+        for request in negotiations.values { request.cancel() }
+        negotiations.removeAll()
+        closed(HubConnectionError(.notConnected, "The connection was released."))
     }
 
     private var now: Instant { runner.now() }
@@ -213,7 +216,7 @@ final class HubRunner: @unchecked Sendable {
 
     // MARK: - The protocol's requests
 
-    private func perform(_ request: HubConnectionMachine.Request) {
+    func perform(_ request: HubConnectionMachine.Request) {
         switch request {
         case .fetchAccessToken(let generation):
             fetchAccessToken(generation: generation)
@@ -309,7 +312,7 @@ final class HubRunner: @unchecked Sendable {
 
     // MARK: - Events
 
-    private func handle(_ event: HubConnectionMachine.Event) {
+    func handle(_ event: HubConnectionMachine.Event) {
         switch event {
         case .lifecycle:
             break  // the runner's
@@ -339,7 +342,7 @@ final class HubRunner: @unchecked Sendable {
 
     /// The connection closed for good: anything still waiting (the machine completed what was
     /// pending) ends with `failure`.
-    private func closed(_ failure: HubConnectionError) {
+    func closed(_ failure: HubConnectionError) {
         for waiter in completionWaiters.values { waiter.resume(returning: .failure(failure)) }
         completionWaiters.removeAll()
         for sink in streamSinks.values { sink.finish(failure) }

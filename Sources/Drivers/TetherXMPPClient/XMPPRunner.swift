@@ -12,7 +12,7 @@ import TetherXMPP
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: every member is read and
 /// written only on `runner.queue`.
-final class XMPPRunner: @unchecked Sendable {
+final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     let runner: ConnectionRunner<XMPPClientMachine, XMPPClient.Event>
     /// The DNS resolver, made at the first lookup.
     private lazy var dns = DNSLookup(nameServers: runner.options.nameServers)
@@ -35,27 +35,25 @@ final class XMPPRunner: @unchecked Sendable {
             machine: XMPPClientMachine(
                 configuration: machineConfiguration,
                 hashProvider: hashProvider,
-                randomSeed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max)
+                randomSeed: options.machineSeed
             ),
             options: options,
-            part: .init(lifecycleEvent: XMPPClient.Event.lifecycle)
-        )
-        var part = ConnectionRunner<XMPPClientMachine, XMPPClient.Event>.ProtocolPart(
             lifecycleEvent: XMPPClient.Event.lifecycle
         )
-        part.perform = { [unowned self] request in perform(request) }
-        part.handle = { [unowned self] event in handle(event) }
-        part.afterDrain = { [unowned self] in resolveFlushWaiters() }
-        part.closed = { [unowned self] failure in
-            let flushing = flushWaiters
-            flushWaiters.removeAll()
-            for waiter in flushing { waiter.handoff.resume(returning: .failure(failure)) }
-        }
-        part.queueFull = { [unowned self] in
-            runner.log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
-            runner.machine.requestAcknowledgement(now: runner.now())
-        }
-        runner.bind(part)
+        runner.bind(self)
+    }
+
+    // MARK: - The runner's calls (ConnectionProtocolPart)
+
+    func closed(_ failure: XMPPClientError) {
+        let flushing = flushWaiters
+        flushWaiters.removeAll()
+        for waiter in flushing { waiter.handoff.resume(returning: .failure(failure)) }
+    }
+
+    func queueFull() {
+        runner.log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
+        runner.machine.requestAcknowledgement(now: runner.now())
     }
 
     private var now: Instant { runner.now() }
@@ -110,7 +108,8 @@ final class XMPPRunner: @unchecked Sendable {
         )
     }
 
-    private func resolveFlushWaiters() {
+    /// After every drain: the flushes whose stanzas are all acknowledged and taken end.
+    func afterDrain() {
         guard !flushWaiters.isEmpty, runner.machine.unacknowledgedCount == 0, runner.unsentByteCount == 0,
             runner.machine.phase == .connected || runner.machine.phase == .disconnected
         else { return }
@@ -120,7 +119,7 @@ final class XMPPRunner: @unchecked Sendable {
 
     // MARK: - The protocol's requests and events
 
-    private func perform(_ request: XMPPClientMachine.Request) {
+    func perform(_ request: XMPPClientMachine.Request) {
         switch request {
         case .startTLS(let serverName, let generation, let buffered):
             runner.transports[generation]?.startTLS(serverName: serverName, bufferedBytes: buffered)
@@ -181,7 +180,7 @@ final class XMPPRunner: @unchecked Sendable {
 
     /// Answers to `request` go to their caller only (or nowhere, when it gave up); every other
     /// event to the app.
-    private func handle(_ event: XMPPClient.Event) {
+    func handle(_ event: XMPPClient.Event) {
         if case .iqResponse(let id, let outcome) = event {
             if let waiter = requestWaiters.removeValue(forKey: id) {
                 return waiter.resume(returning: Self.result(of: outcome))

@@ -1,3 +1,5 @@
+public import TetherCore
+
 /// DNS messages as RFC 1035 writes them, for the lookups a client makes before it connects (XMPP's
 /// RFC 6120 §3.2 SRV records, XEP-0368's direct-TLS records, then A and AAAA): a query writer and
 /// a response reader with name compression, the record types those lookups use (A, AAAA, CNAME,
@@ -76,28 +78,19 @@ public struct DNSRecord: Hashable, Sendable {
 }
 
 /// Why a DNS message cannot be read or used.
-public struct DNSError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: String, Hashable, Sendable {
-        /// Not a well-formed message: cut short, a bad label or pointer, a record whose data does
-        /// not fit its type.
-        case malformed
-        /// A configured limit was exceeded (records, compression jumps, message size).
-        case tooLarge
-        /// The response does not answer the query (another ID, another question, not a response).
-        case mismatched
-        /// A name that cannot be asked (empty label, a label over 63 bytes, a name over 253).
-        case invalidName
-    }
+public typealias DNSError = TetherError<DNSErrorKind>
 
-    public let kind: Kind
-    public let message: String
-
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { "\(kind.rawValue): \(message)" }
+/// What kind of DNS failure (`DNSError`).
+public enum DNSErrorKind: String, ErrorKind {
+    /// Not a well-formed message: cut short, a bad label or pointer, a record whose data does
+    /// not fit its type.
+    case malformed
+    /// A configured limit was exceeded (records, compression jumps, message size).
+    case tooLarge
+    /// The response does not answer the query (another ID, another question, not a response).
+    case mismatched
+    /// A name that cannot be asked (empty label, a label over 63 bytes, a name over 253).
+    case invalidName
 }
 
 /// A response as read.

@@ -1,29 +1,16 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 
 /// Why an HTTP response cannot be read.
-public struct HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What kind of failure.
-    public enum Kind: String, Hashable, Sendable {
-        /// Not HTTP/1.x as RFC 9112 writes it (a bad status line, header line, chunk size).
-        case malformed
-        /// A configured limit was exceeded (head size, header count, body size).
-        case tooLarge
-        /// The input ended inside the response.
-        case incomplete
-    }
+public typealias HTTPError = TetherError<HTTPErrorKind>
 
-    /// What kind of failure.
-    public let kind: Kind
-    /// What exactly.
-    public let message: String
-
-    /// An error.
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { "\(kind.rawValue): \(message)" }
+/// What kind of failure to read an HTTP response (`HTTPError`).
+public enum HTTPErrorKind: String, ErrorKind {
+    /// Not HTTP/1.x as RFC 9112 writes it (a bad status line, header line, chunk size).
+    case malformed
+    /// A configured limit was exceeded (head size, header count, body size).
+    case tooLarge
+    /// The input ended inside the response.
+    case incomplete
 }
 
 /// HTTP header fields in order, names compared case-insensitively (RFC 9110 §5.1).

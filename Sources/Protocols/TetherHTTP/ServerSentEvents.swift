@@ -1,4 +1,4 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 @_spi(TetherInternal) import TetherText
 
 /// One event of a `text/event-stream` (WHATWG HTML, "Server-sent events", the event stream

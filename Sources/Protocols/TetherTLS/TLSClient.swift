@@ -1,36 +1,24 @@
 import COpenSSL
 public import TetherCore
 
-/// Why TLS failed.
-public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What kind of failure.
-    public enum Kind: String, Hashable, Sendable {
-        /// The server's certificate was not accepted: an unknown CA, an expired certificate, a
-        /// host name it is not for.
-        case certificateRejected
-        /// The handshake failed otherwise (no common protocol version or cipher, an alert).
-        case handshakeFailed
-        /// The peer broke the TLS protocol after the handshake (a bad record, a MAC failure).
-        case protocolError
-        /// The configuration cannot work (an unreadable CA file, an invalid server name).
-        case configuration
-        /// The app's `TLSTrust` refused the certificate (no pinned key in the chain, or the
-        /// evaluator said no).
-        case peerRejected
-    }
+/// Why TLS failed: `message` is OpenSSL's explanation (for example "certificate verify failed:
+/// hostname mismatch").
+public typealias TLSError = TetherError<TLSErrorKind>
 
-    /// What kind of failure.
-    public let kind: Kind
-    /// OpenSSL's explanation (for example "certificate verify failed: hostname mismatch").
-    public let message: String
-
-    /// An error.
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { "\(kind.rawValue): \(message)" }
+/// What kind of TLS failure (`TLSError`).
+public enum TLSErrorKind: String, ErrorKind {
+    /// The server's certificate was not accepted: an unknown CA, an expired certificate, a
+    /// host name it is not for.
+    case certificateRejected
+    /// The handshake failed otherwise (no common protocol version or cipher, an alert).
+    case handshakeFailed
+    /// The peer broke the TLS protocol after the handshake (a bad record, a MAC failure).
+    case protocolError
+    /// The configuration cannot work (an unreadable CA file, an invalid server name).
+    case configuration
+    /// The app's `TLSTrust` refused the certificate (no pinned key in the chain, or the
+    /// evaluator said no).
+    case peerRejected
 }
 
 /// The client side of a TLS connection as a sans-IO value: ciphertext in, plaintext out, and

@@ -116,27 +116,9 @@ func runCommandLine(
     case "decode":
         return runDecode(Array(arguments.dropFirst()))
     case "xmpp":
-        switch XMPPCommand.parse(Array(arguments.dropFirst())) {
-        case .help:
-            output(XMPPCommand.usage)
-            return 0
-        case .usageError(let message):
-            errorOutput("tether xmpp: \(message)\n" + XMPPCommand.usage)
-            return 2
-        case .command(let command):
-            return await command.run(environment: environment, output: output, errorOutput: errorOutput)
-        }
+        return await XMPPCommand.main(arguments, environment: environment, output: output, errorOutput: errorOutput)
     case "signalr":
-        switch SignalRCommand.parse(Array(arguments.dropFirst())) {
-        case .help:
-            output(SignalRCommand.usage)
-            return 0
-        case .usageError(let message):
-            errorOutput("tether signalr: \(message)\n" + SignalRCommand.usage)
-            return 2
-        case .command(let command):
-            return await command.run(environment: environment, output: output, errorOutput: errorOutput)
-        }
+        return await SignalRCommand.main(arguments, environment: environment, output: output, errorOutput: errorOutput)
     case "network":
         return await NetworkCommand.run(Array(arguments.dropFirst()), output: output, errorOutput: errorOutput)
     case "--help", "-h", "help":
@@ -158,6 +140,12 @@ struct CommandWords {
     var arguments: [String] = []
     var count: Int?
     var seconds: Double?
+
+    /// A COMMAND and its words (`send TO TEXT --count 3`).
+    static func parseCommand(_ words: [String]) -> Result<(String, CommandWords), UsageError> {
+        guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
+        return parse(words.dropFirst()).map { (command, $0) }
+    }
 
     static func parse(_ words: ArraySlice<String>) -> Result<CommandWords, UsageError> {
         var parsed = CommandWords()

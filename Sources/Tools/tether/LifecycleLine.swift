@@ -1,3 +1,4 @@
+import Dispatch
 import TetherCore
 import TetherJSON
 
@@ -67,6 +68,74 @@ enum LifecycleLine {
             JSONText.appendString(text, to: &line)
         } else {
             line += "null".utf8
+        }
+    }
+}
+
+/// Where a connection command prints its client's events, on one queue (so lines come out in the
+/// order things happened), counting what `listen` waits for (messages, calls) and watching for
+/// the connection's end: closed, or suspended (a command line has no one to tap "retry", nor a
+/// background). The same for `tether xmpp` and `tether signalr`.
+class EventPrinter<Failure: ConnectionError>: @unchecked Sendable {
+    // `received`, `ended` and `failure` are touched only on `queue`.
+    let queue: DispatchQueue
+    let output: @Sendable (String) -> Void
+    private var received = 0
+    private var ended = false
+    private var failure: Failure?
+
+    init(label: String, output: @escaping @Sendable (String) -> Void) {
+        queue = DispatchQueue(label: label)
+        self.output = output
+    }
+
+    /// Prints `line` after everything queued so far.
+    func print(_ line: String) {
+        queue.sync { output(line) }
+    }
+
+    /// Waits until every line queued so far is printed.
+    func flush() {
+        queue.sync {}
+    }
+
+    /// On `queue`: prints a lifecycle change (`session` writes the session's fields) and notes
+    /// the connection's end.
+    func printLifecycle<Session>(
+        _ change: ConnectionLifecycle<Session, Failure>,
+        session: (Session, inout [UInt8]) -> Void
+    ) {
+        switch change {
+        case .suspended(.gaveUp(let error)):
+            ended = true
+            failure = error
+        case .suspended(.background):
+            ended = true
+            failure = Failure(.notConnected, "The connection closed for the background.")
+        case .closed(let error):
+            ended = true
+            failure = error
+        case .connected, .resumed, .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
+            break
+        }
+        output(LifecycleLine.line(change, session: session))
+    }
+
+    /// On `queue`: one more of what `listen` waits for.
+    func countReceived() {
+        received += 1
+    }
+
+    /// Waits until `count` were received or `seconds` passed (forever when both are nil);
+    /// returns the error when the connection ended first.
+    func waitForReceived(count: Int?, seconds: Double?) async -> Failure? {
+        let deadline = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        while true {
+            let (received, ended, failure) = queue.sync { (self.received, self.ended, self.failure) }
+            if let count, received >= count { return nil }
+            if ended { return failure ?? Failure(.notConnected, "The connection closed.") }
+            if let deadline, ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 }

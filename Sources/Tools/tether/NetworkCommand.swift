@@ -98,19 +98,17 @@ final class ClientWatchers {
     /// Starts what was asked; nil (with the reason on standard error) when the monitor cannot
     /// start.
     init?(
-        networkWatch: Bool,
-        healthInterval: Double?,
+        _ arguments: ConnectionArguments,
+        watching client: some ConnectionClient,
         output: @escaping @Sendable (String) -> Void,
-        errorOutput: @escaping @Sendable (String) -> Void,
-        feed: @escaping @Sendable (NetworkPath) -> Void,
-        healthUpdates: (Duration) -> AsyncStream<ConnectionHealth>
+        errorOutput: @escaping @Sendable (String) -> Void
     ) {
-        if networkWatch {
+        if arguments.networkWatch {
             #if os(Linux)
                 do {
                     let monitor = try NetworkMonitor { path in
                         output(NetworkCommand.line(path))
-                        feed(path)
+                        client.networkChanged(path)
                     }
                     monitor.start()
                     self.monitor = monitor
@@ -123,8 +121,8 @@ final class ClientWatchers {
                 return nil
             #endif
         }
-        if let healthInterval {
-            let updates = healthUpdates(.milliseconds(Int64(healthInterval * 1000)))
+        if let healthInterval = arguments.healthInterval {
+            let updates = client.healthUpdates(every: .milliseconds(Int64(healthInterval * 1000)))
             healthTask = Task {
                 for await health in updates { output(HealthLine.line(health)) }
             }

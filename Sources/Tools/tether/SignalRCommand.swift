@@ -11,7 +11,7 @@ import TetherSignalRClient
 ///
 /// Exit status: 0 on success; 1 when the connection cannot be made or is lost for good, or on a
 /// hub error (printed as `{"error":…}`); 2 for a usage error.
-struct SignalRCommand: Sendable, Equatable {
+struct SignalRCommand: ConnectionCommand, Sendable, Equatable {
     static let usage = """
         usage: tether signalr --url URL [--protocol json|messagepack] [--transport LIST] [--stateful]
                               [--header NAME:VALUE]... [--access-token-env VAR | --access-token-command CMD]
@@ -66,11 +66,7 @@ struct SignalRCommand: Sendable, Equatable {
         case listen(targets: [String], count: Int?, seconds: Double?)
     }
 
-    enum Parsed: Equatable {
-        case help
-        case command(SignalRCommand)
-        case usageError(String)
-    }
+    typealias Parsed = ParsedCommand<SignalRCommand>
 
     var url: String
     var encoding = ValueEncoding.json
@@ -79,105 +75,73 @@ struct SignalRCommand: Sendable, Equatable {
     var headers: [String: String] = [:]
     var accessTokenVariable: String?
     var accessTokenCommand: String?
-    var reconnect = ReconnectChoice.default
-    var caFile: String?
-    var pins: [String] = []
-    var verbose = false
-    /// `--network-watch`: feed the Linux network monitor to the connection.
-    var networkWatch = false
-    /// `--health`: print the health every this many seconds.
-    var healthInterval: Double?
+    /// The options both connection commands take.
+    var shared = ConnectionArguments()
     var action: Action
 
     // MARK: - Parsing
 
     static func parse(_ arguments: [String]) -> Parsed {
-        if arguments.contains("--help") || arguments.contains("-h") { return .help }
         var url: String?
-        var options = SignalRCommand(url: "", action: .listen(targets: [], count: nil, seconds: nil))
-        var rest: [String] = []
-        var index = 0
-        func value() -> String? {
-            guard index + 1 < arguments.count else { return nil }
-            index += 1
-            return arguments[index]
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--url":
-                guard let text = value(), Self.hasHubScheme(text) else {
-                    return .usageError("--url needs an http, https, ws or wss URL")
+        return parse(
+            arguments,
+            into: SignalRCommand(url: "", action: .listen(targets: [], count: nil, seconds: nil)),
+            own: { options, argument, value in
+                switch argument {
+                case "--url":
+                    guard let text = value(), Self.hasHubScheme(text) else {
+                        return .usageError("--url needs an http, https, ws or wss URL")
+                    }
+                    url = text
+                case "--protocol":
+                    switch value() {
+                    case "json": options.encoding = .json
+                    case "messagepack": options.encoding = .messagePack
+                    default: return .usageError("--protocol takes json or messagepack")
+                    }
+                case "--transport":
+                    guard let list = value().flatMap(Self.parseTransports) else {
+                        return .usageError(
+                            "--transport takes a comma-separated list of websockets, sse and long-polling"
+                        )
+                    }
+                    options.transports = list
+                case "--stateful":
+                    options.stateful = true
+                case "--header":
+                    guard let text = value(), let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+                        return .usageError("--header needs NAME:VALUE")
+                    }
+                    let name = String(text[..<colon])
+                    let headerValue = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    options.headers[name] = headerValue
+                case "--access-token-env":
+                    guard let name = value(), !name.isEmpty else {
+                        return .usageError("--access-token-env needs a name")
+                    }
+                    options.accessTokenVariable = name
+                case "--access-token-command":
+                    guard let command = value(), !command.isEmpty else {
+                        return .usageError("--access-token-command needs a command")
+                    }
+                    options.accessTokenCommand = command
+                default:
+                    return .notTaken
                 }
-                url = text
-            case "--protocol":
-                switch value() {
-                case "json": options.encoding = .json
-                case "messagepack": options.encoding = .messagePack
-                default: return .usageError("--protocol takes json or messagepack")
+                return .taken
+            },
+            check: { options in
+                guard let url else { return "--url is required" }
+                if options.accessTokenVariable != nil && options.accessTokenCommand != nil {
+                    return "--access-token-env and --access-token-command exclude each other"
                 }
-            case "--transport":
-                guard let list = value().flatMap(Self.parseTransports) else {
-                    return .usageError("--transport takes a comma-separated list of websockets, sse and long-polling")
+                options.url = url
+                if !options.transports.contains(where: { $0.carries(options.encoding == .json ? .text : .binary) }) {
+                    return "Server-Sent Events carry text only: --transport sse cannot carry --protocol messagepack"
                 }
-                options.transports = list
-            case "--stateful":
-                options.stateful = true
-            case "--header":
-                guard let text = value(), let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
-                    return .usageError("--header needs NAME:VALUE")
-                }
-                let name = String(text[..<colon])
-                let headerValue = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-                options.headers[name] = headerValue
-            case "--access-token-env":
-                guard let name = value(), !name.isEmpty else { return .usageError("--access-token-env needs a name") }
-                options.accessTokenVariable = name
-            case "--access-token-command":
-                guard let command = value(), !command.isEmpty else {
-                    return .usageError("--access-token-command needs a command")
-                }
-                options.accessTokenCommand = command
-            case "--reconnect":
-                guard let choice = value().flatMap(ReconnectChoice.init(rawValue:)) else {
-                    return .usageError(ReconnectChoice.usage)
-                }
-                options.reconnect = choice
-            case "--ca-file":
-                guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
-                options.caFile = file
-            case "--pin":
-                guard let pin = value(), PinArgument.isValid(pin) else { return .usageError(PinArgument.usage) }
-                options.pins.append(pin)
-            case "--verbose":
-                options.verbose = true
-            case "--network-watch":
-                options.networkWatch = true
-            case "--health":
-                guard let seconds = value().flatMap(Double.init), seconds > 0 else {
-                    return .usageError("--health needs a positive number of seconds")
-                }
-                options.healthInterval = seconds
-            default:
-                rest.append(argument)
+                return nil
             }
-            index += 1
-        }
-        guard let url else { return .usageError("--url is required") }
-        if options.accessTokenVariable != nil && options.accessTokenCommand != nil {
-            return .usageError("--access-token-env and --access-token-command exclude each other")
-        }
-        options.url = url
-        if !options.transports.contains(where: { $0.carries(options.encoding == .json ? .text : .binary) }) {
-            return .usageError(
-                "Server-Sent Events carry text only: --transport sse cannot carry --protocol messagepack"
-            )
-        }
-        switch parseAction(rest) {
-        case .success(let action): options.action = action
-        case .failure(let error): return .usageError(error.description)
-        }
-        return .command(options)
+        )
     }
 
     /// The command line's name of each transport.
@@ -206,19 +170,11 @@ struct SignalRCommand: Sendable, Equatable {
         return ["http://", "https://", "ws://", "wss://"].contains { lowered.hasPrefix($0) && lowered.count > $0.count }
     }
 
-    private struct UsageError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias UsageError = CommandWords.UsageError
 
-    private static func parseAction(_ words: [String]) -> Result<Action, UsageError> {
-        guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
-        let arguments: [String]
-        let count: Int?
-        let seconds: Double?
-        switch CommandWords.parse(words.dropFirst()) {
-        case .success(let parsed): (arguments, count, seconds) = (parsed.arguments, parsed.count, parsed.seconds)
-        case .failure(let error): return .failure(UsageError(description: error.description))
-        }
+    /// The action `command` names, with its words.
+    static func action(_ command: String, _ words: CommandWords) -> Result<Action, UsageError> {
+        let (arguments, count, seconds) = (words.arguments, words.count, words.seconds)
         switch command {
         case "invoke":
             guard (1...2).contains(arguments.count), seconds == nil else {
@@ -309,15 +265,7 @@ struct SignalRCommand: Sendable, Equatable {
             }
         }
         connection.setEventHandler(queue: printer.queue) { event in printer.handle(event) }
-        guard
-            let watchers = ClientWatchers(
-                networkWatch: networkWatch,
-                healthInterval: healthInterval,
-                output: output,
-                errorOutput: errorOutput,
-                feed: { connection.networkChanged($0) },
-                healthUpdates: { connection.healthUpdates(every: $0) }
-            )
+        guard let watchers = ClientWatchers(shared, watching: connection, output: output, errorOutput: errorOutput)
         else { return 1 }
         defer { watchers.stop() }
         do throws(HubConnectionError) {
@@ -335,7 +283,7 @@ struct SignalRCommand: Sendable, Equatable {
         case .stream(let method, _):
             status = await stream(connection, method: method, arguments: arguments, printer: printer)
         case .listen(_, let count, let seconds):
-            if let error = await printer.waitForCalls(count: count, seconds: seconds) {
+            if let error = await printer.waitForReceived(count: count, seconds: seconds) {
                 errorOutput("tether: \(error.message)")
                 await connection.stop()
                 printer.flush()
@@ -402,53 +350,19 @@ struct SignalRCommand: Sendable, Equatable {
 
 /// Prints lines on one queue (the connection's callback queue), so that lifecycle events, calls
 /// and results come out in the order they happened; counts the calls `listen` waits for.
-final class Printer: @unchecked Sendable {
-    // `calls`, `closed` and `failure` are touched only on `queue`.
-    let queue = DispatchQueue(label: "tether.cli-signalr")
-    private let output: @Sendable (String) -> Void
-    private var calls = 0
-    private var closed = false
-    private var failure: HubConnectionError?
-
+final class Printer: EventPrinter<HubConnectionError>, @unchecked Sendable {
     init(output: @escaping @Sendable (String) -> Void) {
-        self.output = output
-    }
-
-    /// Prints `line` after everything queued so far.
-    func print(_ line: String) {
-        queue.sync { output(line) }
-    }
-
-    /// Waits until every line queued so far is printed.
-    func flush() {
-        queue.sync {}
+        super.init(label: "tether.cli-signalr", output: output)
     }
 
     /// On `queue`: an event.
     func handle(_ event: HubConnection.Event) {
         switch event {
         case .lifecycle(let change):
-            switch change {
-            case .suspended(let reason):
-                // A command line has no one to tap "retry" (nor a background): it ends.
-                closed = true
-                failure =
-                    switch reason {
-                    case .gaveUp(let error): error
-                    case .background: HubConnectionError(.notConnected, "The connection closed for the background.")
-                    }
-            case .closed(let error):
-                closed = true
-                failure = error
-            case .connected, .resumed, .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
-                break
+            printLifecycle(change) { session, line in
+                line += #""transport":"\#(SignalRCommand.name(of: session.transport))","connection_id":"#.utf8
+                LifecycleLine.appendOptional(session.connectionId, to: &line)
             }
-            output(
-                LifecycleLine.line(change) { session, line in
-                    line += #""transport":"\#(SignalRCommand.name(of: session.transport))","connection_id":"#.utf8
-                    LifecycleLine.appendOptional(session.connectionId, to: &line)
-                }
-            )
         case .unhandledInvocation:
             break  // logged with --verbose
         }
@@ -456,7 +370,7 @@ final class Printer: @unchecked Sendable {
 
     /// On `queue`: a server call of a listened-to target.
     func call(target: String, arguments: EncodedArguments) {
-        calls += 1
+        countReceived()
         var line = Array(#"{"target":"#.utf8)
         JSONText.appendString(target, to: &line)
         line += #","arguments":["#.utf8
@@ -466,19 +380,6 @@ final class Printer: @unchecked Sendable {
         }
         line += "]}".utf8
         output(String(decoding: line, as: UTF8.self))
-    }
-
-    /// Waits until `count` calls arrived or `seconds` passed (forever when both are nil); returns
-    /// the error when the connection closed first.
-    func waitForCalls(count: Int?, seconds: Double?) async -> HubConnectionError? {
-        let deadline = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        while true {
-            let (received, closed, failure) = queue.sync { (calls, self.closed, self.failure) }
-            if let count, received >= count { return nil }
-            if closed { return failure ?? HubConnectionError(.notConnected, "The connection closed.") }
-            if let deadline, ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
     }
 }
 

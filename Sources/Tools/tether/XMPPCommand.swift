@@ -12,7 +12,7 @@ import TetherXMPPClient
 ///
 /// Exit status: 0 on success; 1 on any error (printed to standard error); 2 for a usage error or
 /// an authentication failure (at once, whatever the reconnect policy).
-struct XMPPCommand: Sendable, Equatable {
+struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
     static let usage = """
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P] [--nameserver HOST:PORT]...
                            [--tls disabled|optional|required|direct] [--websocket URL]
@@ -73,11 +73,7 @@ struct XMPPCommand: Sendable, Equatable {
         case roster
     }
 
-    enum Parsed: Equatable {
-        case help
-        case command(XMPPCommand)
-        case usageError(String)
-    }
+    typealias Parsed = ParsedCommand<XMPPCommand>
 
     var jid: JID
     var passwordVariable = "TETHER_PASSWORD"
@@ -88,142 +84,102 @@ struct XMPPCommand: Sendable, Equatable {
     /// `--websocket`: XMPP over WebSocket to this URL.
     var webSocket: ServerURL?
     var tls = XMPPClientMachine.TLSPolicy.required
-    var caFile: String?
-    var pins: [String] = []
     var resource: String?
     var allowPlain = false
     var pingInterval: Double = 60
     var pingTimeout: Double = 10
     var maximumMissedPings = 2
-    var reconnect = ReconnectChoice.default
     var streamManagement = true
-    var verbose = false
-    /// `--network-watch`: feed the Linux network monitor to the client.
-    var networkWatch = false
-    /// `--health`: print the health every this many seconds.
-    var healthInterval: Double?
+    /// The options both connection commands take.
+    var shared = ConnectionArguments()
     var action: Action
 
     // MARK: - Parsing
 
     static func parse(_ arguments: [String]) -> Parsed {
-        if arguments.contains("--help") || arguments.contains("-h") { return .help }
         var jid: JID?
-        var options = XMPPCommand(jid: JID("x@example.com")!, action: .roster)
-        var rest: [String] = []
         var explicitTLS = false
-        var index = 0
-        func value() -> String? {
-            guard index + 1 < arguments.count else { return nil }
-            index += 1
-            return arguments[index]
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--jid":
-                guard let text = value(), let parsed = JID(text), parsed.localpart != nil else {
-                    return .usageError("--jid needs a JID of the form user@domain[/resource]")
+        return parse(
+            arguments,
+            into: XMPPCommand(jid: JID("x@example.com")!, action: .roster),
+            own: { options, argument, value in
+                switch argument {
+                case "--jid":
+                    guard let text = value(), let parsed = JID(text), parsed.localpart != nil else {
+                        return .usageError("--jid needs a JID of the form user@domain[/resource]")
+                    }
+                    jid = parsed
+                case "--password-env":
+                    guard let name = value(), !name.isEmpty else { return .usageError("--password-env needs a name") }
+                    options.passwordVariable = name
+                case "--nameserver":
+                    guard let text = value(), let server = Endpoint(parsing: text, defaultPort: 53) else {
+                        return .usageError("--nameserver needs HOST:PORT (an IP address)")
+                    }
+                    options.nameServers.append(server)
+                case "--host":
+                    guard let host = value(), !host.isEmpty else { return .usageError("--host needs a host") }
+                    options.host = host
+                case "--port":
+                    guard let text = value(), let port = Int(text), (1...65535).contains(port) else {
+                        return .usageError("--port needs a port number")
+                    }
+                    options.port = port
+                case "--tls":
+                    guard let text = value(), let tls = XMPPClientMachine.TLSPolicy(rawValue: text) else {
+                        return .usageError("--tls takes disabled, optional, required or direct")
+                    }
+                    options.tls = tls
+                    explicitTLS = true
+                case "--websocket":
+                    guard let text = value(), let url = ServerURL(text), url.isWebSocket else {
+                        return .usageError("--websocket needs a ws:// or wss:// URL")
+                    }
+                    options.webSocket = url
+                case "--resource":
+                    guard let resource = value(), !resource.isEmpty else {
+                        return .usageError("--resource needs a name")
+                    }
+                    options.resource = resource
+                case "--allow-plain":
+                    options.allowPlain = true
+                case "--ping-interval", "--ping-timeout":
+                    guard let text = value(), let seconds = Double(text), seconds > 0, seconds < 1e6 else {
+                        return .usageError("\(argument) needs a positive number of seconds")
+                    }
+                    if argument == "--ping-interval" {
+                        options.pingInterval = seconds
+                    } else {
+                        options.pingTimeout = seconds
+                    }
+                case "--max-missed-pings":
+                    guard let text = value(), let count = Int(text), count >= 1 else {
+                        return .usageError("--max-missed-pings needs a count of at least 1")
+                    }
+                    options.maximumMissedPings = count
+                case "--no-stream-management":
+                    options.streamManagement = false
+                default:
+                    return .notTaken
                 }
-                jid = parsed
-            case "--password-env":
-                guard let name = value(), !name.isEmpty else { return .usageError("--password-env needs a name") }
-                options.passwordVariable = name
-            case "--nameserver":
-                guard let text = value(), let server = Endpoint(parsing: text, defaultPort: 53) else {
-                    return .usageError("--nameserver needs HOST:PORT (an IP address)")
+                return .taken
+            },
+            check: { options in
+                guard let jid else { return "--jid is required" }
+                if options.webSocket != nil, options.host != nil || options.port != nil || explicitTLS {
+                    return "--websocket replaces --host, --port and --tls (TLS comes from the URL's scheme)"
                 }
-                options.nameServers.append(server)
-            case "--host":
-                guard let host = value(), !host.isEmpty else { return .usageError("--host needs a host") }
-                options.host = host
-            case "--port":
-                guard let text = value(), let port = Int(text), (1...65535).contains(port) else {
-                    return .usageError("--port needs a port number")
-                }
-                options.port = port
-            case "--tls":
-                guard let text = value(), let tls = XMPPClientMachine.TLSPolicy(rawValue: text) else {
-                    return .usageError("--tls takes disabled, optional, required or direct")
-                }
-                options.tls = tls
-                explicitTLS = true
-            case "--websocket":
-                guard let text = value(), let url = ServerURL(text), url.isWebSocket else {
-                    return .usageError("--websocket needs a ws:// or wss:// URL")
-                }
-                options.webSocket = url
-            case "--ca-file":
-                guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
-                options.caFile = file
-            case "--pin":
-                guard let pin = value(), PinArgument.isValid(pin) else { return .usageError(PinArgument.usage) }
-                options.pins.append(pin)
-            case "--resource":
-                guard let resource = value(), !resource.isEmpty else { return .usageError("--resource needs a name") }
-                options.resource = resource
-            case "--allow-plain":
-                options.allowPlain = true
-            case "--ping-interval", "--ping-timeout":
-                guard let text = value(), let seconds = Double(text), seconds > 0, seconds < 1e6 else {
-                    return .usageError("\(argument) needs a positive number of seconds")
-                }
-                if argument == "--ping-interval" {
-                    options.pingInterval = seconds
-                } else {
-                    options.pingTimeout = seconds
-                }
-            case "--max-missed-pings":
-                guard let text = value(), let count = Int(text), count >= 1 else {
-                    return .usageError("--max-missed-pings needs a count of at least 1")
-                }
-                options.maximumMissedPings = count
-            case "--reconnect":
-                guard let choice = value().flatMap(ReconnectChoice.init(rawValue:)) else {
-                    return .usageError(ReconnectChoice.usage)
-                }
-                options.reconnect = choice
-            case "--no-stream-management":
-                options.streamManagement = false
-            case "--verbose":
-                options.verbose = true
-            case "--network-watch":
-                options.networkWatch = true
-            case "--health":
-                guard let seconds = value().flatMap(Double.init), seconds > 0 else {
-                    return .usageError("--health needs a positive number of seconds")
-                }
-                options.healthInterval = seconds
-            default:
-                rest.append(argument)
+                options.jid = jid
+                return nil
             }
-            index += 1
-        }
-        guard let jid else { return .usageError("--jid is required") }
-        if options.webSocket != nil, options.host != nil || options.port != nil || explicitTLS {
-            return .usageError("--websocket replaces --host, --port and --tls (TLS comes from the URL's scheme)")
-        }
-        options.jid = jid
-        switch parseAction(rest) {
-        case .success(let action): options.action = action
-        case .failure(let error): return .usageError(error.description)
-        }
-        return .command(options)
+        )
     }
 
-    private struct UsageError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias UsageError = CommandWords.UsageError
 
-    private static func parseAction(_ words: [String]) -> Result<Action, UsageError> {
-        guard let command = words.first else { return .failure(UsageError(description: "a COMMAND is required")) }
-        let arguments: [String]
-        let count: Int?
-        let seconds: Double?
-        switch CommandWords.parse(words.dropFirst()) {
-        case .success(let parsed): (arguments, count, seconds) = (parsed.arguments, parsed.count, parsed.seconds)
-        case .failure(let error): return .failure(UsageError(description: error.description))
-        }
+    /// The action `command` names, with its words.
+    static func action(_ command: String, _ words: CommandWords) -> Result<Action, UsageError> {
+        let (arguments, count, seconds) = (words.arguments, words.count, words.seconds)
         switch command {
         case "send":
             guard arguments.count == 2, let to = JID(arguments[0]), seconds == nil else {
@@ -312,16 +268,9 @@ struct XMPPCommand: Sendable, Equatable {
         }
         let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
         client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
-        guard
-            let watchers = ClientWatchers(
-                networkWatch: networkWatch,
-                healthInterval: healthInterval,
-                output: output,
-                errorOutput: errorOutput,
-                feed: { client.networkChanged($0) },
-                healthUpdates: { client.healthUpdates(every: $0) }
-            )
-        else { return 1 }
+        guard let watchers = ClientWatchers(shared, watching: client, output: output, errorOutput: errorOutput) else {
+            return 1
+        }
         defer { watchers.stop() }
         do throws(XMPPClientError) {
             try await client.connect()
@@ -332,7 +281,7 @@ struct XMPPCommand: Sendable, Equatable {
                 }
                 try await client.flush()
             case .listen(let count, let seconds):
-                if let error = await listener.waitForMessages(count: count, seconds: seconds) { throw error }
+                if let error = await listener.waitForReceived(count: count, seconds: seconds) { throw error }
             case .ping(let target):
                 let rtt = try await client.ping(target)
                 var line = Array(#"{"event":"pong","rtt_ms":"#.utf8)
@@ -375,47 +324,27 @@ struct XMPPCommand: Sendable, Equatable {
 }
 
 /// Prints the client's events as JSON lines (on its own queue) and counts messages.
-final class Listener: @unchecked Sendable {
-    // `messages` and `failure` are touched only on `queue`.
-    let queue = DispatchQueue(label: "tether.cli-events")
-    private let output: @Sendable (String) -> Void
+final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
     private let printsMessages: Bool
-    private var messages = 0
-    private var failure: XMPPClientError?
-    private var ended = false
 
     init(output: @escaping @Sendable (String) -> Void, printsMessages: Bool) {
-        self.output = output
         self.printsMessages = printsMessages
+        super.init(label: "tether.cli-events", output: output)
     }
 
     func handle(_ event: XMPPClient.Event) {
         var line: [UInt8] = []
         switch event {
         case .lifecycle(let change):
-            switch change {
-            case .suspended(.gaveUp(let error)):
-                failure = error
-                ended = true
-            case .suspended(.background):
-                ended = true
-            case .closed(let error):
-                if let error { failure = error }
-                ended = true
-            case .connected, .resumed, .connectionLost, .attemptFailed, .reconnecting, .waitingForNetwork:
-                break
+            return printLifecycle(change) { jid, line in
+                line += #""jid":"#.utf8
+                JSONText.appendString(jid.description, to: &line)
             }
-            line = Array(
-                LifecycleLine.line(change) { jid, line in
-                    line += #""jid":"#.utf8
-                    JSONText.appendString(jid.description, to: &line)
-                }.utf8
-            )
         case .resumeFailed:
             line = Array(#"{"event":"resume-failed"}"#.utf8)
         case .message(let message):
             guard printsMessages, message.body != nil else { return }
-            messages += 1
+            countReceived()
             line = Array(#"{"event":"message","from":"#.utf8)
             XMPPCommand.appendOptional(message.from?.description, to: &line)
             line += #","id":"#.utf8
@@ -430,23 +359,5 @@ final class Listener: @unchecked Sendable {
             return
         }
         output(String(decoding: line, as: UTF8.self))
-    }
-
-    /// Waits until `count` messages arrived or `seconds` passed (forever when both are nil);
-    /// returns the error if the client gave up or stopped first.
-    func waitForMessages(count: Int?, seconds: Double?) async -> XMPPClientError? {
-        let deadline = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        while true {
-            let (received, failure, ended) = queue.sync { (messages, self.failure, self.ended) }
-            if let count, received >= count { return nil }
-            if ended { return failure ?? XMPPClientError(.notConnected, "The connection ended.") }
-            if let deadline, ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
-    /// Waits until every event delivered so far is printed.
-    func flush() {
-        queue.sync {}
     }
 }

@@ -3,6 +3,7 @@
 // events, `retry` and error; the events are those of a plain reading of the whole stream by the
 // standard's steps (below, written for clarity, not speed); no event over the limit.
 import FuzzSupport
+import TetherCore
 import TetherHTTP
 
 struct Outcome: Equatable {

@@ -61,43 +61,29 @@ public protocol ConnectionErrorKind: RawRepresentable, Hashable, Sendable where 
 /// Why a transport ended or could not be opened, as the driver reports it to the machine
 /// (`transportClosed(generation:error:now:)`): a kind each protocol maps to its own error, and a
 /// message without secrets.
-public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Kind: String, Hashable, Sendable {
-        /// It could not be opened: the name did not resolve, the connection was refused, the
-        /// network unreachable, the connect timed out.
-        case connectionFailed
-        /// It was up and ended without an orderly close (a reset, a broken pipe, a cut).
-        case connectionLost
-        /// TLS could not be established (the certificate was not valid for the name or not
-        /// trusted, the handshake failed) or a TLS record was broken, or TLS was asked of a
-        /// transport that cannot have it.
-        case tlsFailed
-        /// The app's trust settings (`TLSTrust`: pins, its evaluator) refused the certificate.
-        case certificateRefused
-        /// The server answered an HTTP request that opens or carries the transport with 401.
-        case unauthorized
-        /// The server answered an HTTP request that opens or carries the transport with another
-        /// status than the one it needs (a refused WebSocket upgrade, a failed poll).
-        case rejected
-        /// The peer broke the transport's protocol (a malformed WebSocket frame or HTTP response,
-        /// a message in the wrong format or over the size limit, a missing subprotocol).
-        case protocolViolation
-        /// A request of the transport got no answer within its deadline.
-        case timedOut
-    }
+public typealias TransportError = TetherError<TransportErrorKind>
 
-    /// What went wrong.
-    public let kind: Kind
-    /// A description for people, without secrets.
-    public let message: String
-
-    /// An error.
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    /// `kind: message`.
-    public var description: String { "\(kind.rawValue): \(message)" }
+/// What went wrong with a transport (`TransportError`).
+public enum TransportErrorKind: String, ErrorKind {
+    /// It could not be opened: the name did not resolve, the connection was refused, the
+    /// network unreachable, the connect timed out.
+    case connectionFailed
+    /// It was up and ended without an orderly close (a reset, a broken pipe, a cut).
+    case connectionLost
+    /// TLS could not be established (the certificate was not valid for the name or not
+    /// trusted, the handshake failed) or a TLS record was broken, or TLS was asked of a
+    /// transport that cannot have it.
+    case tlsFailed
+    /// The app's trust settings (`TLSTrust`: pins, its evaluator) refused the certificate.
+    case certificateRefused
+    /// The server answered an HTTP request that opens or carries the transport with 401.
+    case unauthorized
+    /// The server answered an HTTP request that opens or carries the transport with another
+    /// status than the one it needs (a refused WebSocket upgrade, a failed poll).
+    case rejected
+    /// The peer broke the transport's protocol (a malformed WebSocket frame or HTTP response,
+    /// a message in the wrong format or over the size limit, a missing subprotocol).
+    case protocolViolation
+    /// A request of the transport got no answer within its deadline.
+    case timedOut
 }

@@ -192,29 +192,33 @@ public final class DNSLookup: @unchecked Sendable {
         String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The address and port a datagram came from.
+    /// The address and port a datagram came from (numeric, without an IPv6 scope, as the
+    /// configured nameservers are written).
     static func endpoint(_ storage: sockaddr_storage) -> Endpoint {
         var storage = storage
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let length: Int
         switch Int32(storage.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                    var raw = address.pointee.sin_addr
-                    inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
-                    return Endpoint(host: Self.string(text), port: Int(UInt16(bigEndian: address.pointee.sin_port)))
-                }
-            }
-        case AF_INET6:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    var raw = address.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
-                    return Endpoint(host: Self.string(text), port: Int(UInt16(bigEndian: address.pointee.sin6_port)))
-                }
-            }
-        default:
-            return Endpoint(host: "", port: 0)
+        case AF_INET: length = MemoryLayout<sockaddr_in>.size
+        case AF_INET6: length = MemoryLayout<sockaddr_in6>.size
+        default: return Endpoint(host: "", port: 0)
         }
+        var host = [CChar](repeating: 0, count: 1025)  // NI_MAXHOST
+        var service = [CChar](repeating: 0, count: 32)  // NI_MAXSERV
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo(
+                    $0,
+                    socklen_t(length),
+                    &host,
+                    socklen_t(host.count),
+                    &service,
+                    socklen_t(service.count),
+                    NI_NUMERICHOST | NI_NUMERICSERV
+                )
+            }
+        }
+        guard status == 0 else { return Endpoint(host: "", port: 0) }
+        let address = Self.string(host)
+        return Endpoint(host: String(address.prefix { $0 != "%" }), port: Int(Self.string(service)) ?? 0)
     }
 }

@@ -43,6 +43,9 @@ public struct ConnectionOptions: Sendable {
     public var logHandler: LogHandler
     /// Seeds reconnect jitter and ids (nil: random).
     public var randomSeed: UInt64?
+
+    /// The seed for the machine: `randomSeed`, or a random one.
+    package var machineSeed: UInt64 { randomSeed ?? UInt64.random(in: 0...UInt64.max) }
     /// A PEM file of CA certificates trusted, for TLS, in addition to the system's (a private CA,
     /// a test server).
     public var caFile: String?

@@ -15,8 +15,8 @@ package import Dispatch
 ///   device inputs, and the health (the machine's, with its transport's TLS version and the bytes
 ///   the network has not taken).
 ///
-/// A client adds only what its protocol has and the other lacks (`ProtocolPart`): its own
-/// requests, its events, and the waiters of its own calls (XMPP's iq requests and flushes,
+/// A client adds only what its protocol has and the other lacks (`ConnectionProtocolPart`): its
+/// own requests, its events, and the waiters of its own calls (XMPP's iq requests and flushes,
 /// SignalR's invocations and streams).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
@@ -29,31 +29,30 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     package typealias Lifecycle = ConnectionLifecycle<Session, Failure>
     package typealias Command = BlockedCommands<Machine, Failure>.Command
 
-    /// What a protocol's client adds: each closure runs on the queue. They should hold their owner
-    /// unowned: the owner holds the runner, and only the owner's calls reach the runner (its
-    /// `shutDown()` ends them).
-    package struct ProtocolPart {
+    /// The protocol's part as closures that reach it unowned (it holds the runner; its
+    /// `shutDown()` ends the runner's calls into it).
+    private struct ProtocolPart {
         /// Carries out one of the protocol's own requests (`ConnectionAction.request`).
-        package var perform: (Machine.Request) -> Void = { _ in }
+        var perform: (Machine.Request) -> Void = { _ in }
         /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
-        package var handle: (Machine.Event) -> Void = { _ in }
+        var handle: (Machine.Event) -> Void = { _ in }
         /// The client's event for a lifecycle change.
-        package var lifecycleEvent: (Lifecycle) -> ClientEvent
+        var lifecycleEvent: (Lifecycle) -> ClientEvent
         /// After every drain (flushes waiting for acknowledgements).
-        package var afterDrain: () -> Void = {}
+        var afterDrain: () -> Void = {}
         /// The connection closed for good: end the protocol's own waiting calls with `error`.
-        package var closed: (Failure) -> Void = { _ in }
+        var closed: (Failure) -> Void = { _ in }
         /// A `closeTransport` of this generation: abandon the protocol's request of it still under way.
-        package var closeRequests: (TransportGeneration) -> Void = { _ in }
+        var closeRequests: (TransportGeneration) -> Void = { _ in }
         /// A command waits because the protocol's own queue is full (not the network): say so, and
         /// ask the server to make room (XMPP asks for an acknowledgement).
-        package var queueFull: () -> Void = {}
+        var queueFull: () -> Void = {}
         /// How a message sent or received shows in the trace log.
-        package var describe: ([UInt8]) -> String = { String(decoding: $0, as: UTF8.self) }
+        var describe: ([UInt8]) -> String = { String(decoding: $0, as: UTF8.self) }
         /// The client is gone: release what the protocol holds.
-        package var shutDown: () -> Void = {}
+        var shutDown: () -> Void = {}
 
-        package init(lifecycleEvent: @escaping (Lifecycle) -> ClientEvent) {
+        init(lifecycleEvent: @escaping (Lifecycle) -> ClientEvent) {
             self.lifecycleEvent = lifecycleEvent
         }
     }
@@ -80,14 +79,19 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
     /// concurrent queue (not an overcommitting one of its own), so that many connections share a
     /// pool of threads about as large as the machine has cores.
-    package init(label: String, machine: consuming Machine, options: ConnectionOptions, part: ProtocolPart) {
+    package init(
+        label: String,
+        machine: consuming Machine,
+        options: ConnectionOptions,
+        lifecycleEvent: @escaping (Lifecycle) -> ClientEvent
+    ) {
         let queue = DispatchQueue(label: label, target: DispatchQueue.global())
         self.queue = queue
         queue.setSpecific(key: runnerQueueKey, value: ObjectIdentifier(queue))
         executor = ConnectionExecutor(queue: queue)
         self.machine = machine
         self.options = options
-        self.part = part
+        part = ProtocolPart(lifecycleEvent: lifecycleEvent)
         log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
         delivery = EventDelivery(runnerQueue: queue)
         callbackQueue =
@@ -96,9 +100,17 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         timer.onFire = { [weak self] in self?.timerFired() }
     }
 
-    /// Sets the protocol's part (once the client that owns it exists).
-    package func bind(_ part: ProtocolPart) {
-        self.part = part
+    /// Sets the protocol's part (once the client that owns it exists), reached unowned.
+    package func bind<Part: ConnectionProtocolPart>(_ owner: Part)
+    where Part.Request == Machine.Request, Part.Event == Machine.Event, Part.Failure == Failure {
+        part.perform = { [unowned owner] in owner.perform($0) }
+        part.handle = { [unowned owner] in owner.handle($0) }
+        part.afterDrain = { [unowned owner] in owner.afterDrain() }
+        part.closed = { [unowned owner] in owner.closed($0) }
+        part.closeRequests = { [unowned owner] in owner.closeRequests(of: $0) }
+        part.queueFull = { [unowned owner] in owner.queueFull() }
+        part.describe = { [unowned owner] in owner.describe($0) }
+        part.shutDown = { [unowned owner] in owner.shutDown() }
     }
 
     /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
@@ -542,4 +554,38 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
         queue.async { [self] in delivery.addStream(continuation) }
         return stream
     }
+}
+
+/// What a protocol's client adds to the generic runner (`ConnectionRunner.bind`): what its
+/// protocol has and the other lacks. Every method runs on the runner's queue; the runner reaches
+/// the part unowned (the part holds the runner).
+package protocol ConnectionProtocolPart<Request, Event, Failure>: AnyObject {
+    associatedtype Request
+    associatedtype Event
+    associatedtype Failure
+    /// Carries out one of the protocol's own requests (`ConnectionAction.request`).
+    func perform(_ request: Request)
+    /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
+    func handle(_ event: Event)
+    /// After every drain (flushes waiting for acknowledgements).
+    func afterDrain()
+    /// The connection closed for good: end the protocol's own waiting calls with `failure`.
+    func closed(_ failure: Failure)
+    /// A `closeTransport` of `generation`: abandon the protocol's request of it still under way.
+    func closeRequests(of generation: TransportGeneration)
+    /// A command waits because the protocol's own queue is full (not the network): say so, and
+    /// ask the server to make room (XMPP asks for an acknowledgement).
+    func queueFull()
+    /// How a message sent or received shows in the trace log.
+    func describe(_ bytes: [UInt8]) -> String
+    /// The client is gone: release what the protocol holds.
+    func shutDown()
+}
+
+extension ConnectionProtocolPart {
+    package func afterDrain() {}
+    package func closeRequests(of generation: TransportGeneration) {}
+    package func queueFull() {}
+    package func describe(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+    package func shutDown() {}
 }

@@ -1,4 +1,4 @@
-@_spi(TetherInternal) import TetherCore
+@_spi(TetherInternal) public import TetherCore
 import TetherJSON
 
 /// The first message a client sends: which hub protocol and version it speaks.

@@ -47,8 +47,16 @@ extension HubConnectionMachine {
     func encodeArguments<each Argument: Encodable>(
         _ values: repeat each Argument
     ) throws(HubConnectionError) -> EncodedArguments {
+        try Self.encodeArguments(repeat each values, as: valueEncoding)
+    }
+
+    /// `values` encoded as arguments in `encoding`; an `encoding` error when one cannot be.
+    package static func encodeArguments<each Argument: Encodable>(
+        _ values: repeat each Argument,
+        as encoding: ValueEncoding
+    ) throws(HubConnectionError) -> EncodedArguments {
         do {
-            return try EncodedArguments(encoding: valueEncoding, repeat each values)
+            return try EncodedArguments(encoding: encoding, repeat each values)
         } catch {
             throw HubConnectionError(.encoding, "The arguments cannot be encoded: \(error)")
         }

@@ -1,38 +1,26 @@
 public import TetherCore
 
-/// Why a SCRAM exchange failed on the client's side.
-public struct SCRAMError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Kind: String, Hashable, Sendable {
-        /// The user name or password contains a character SASLprep prohibits (RFC 4013 §2.3).
-        case prohibitedCharacter
-        /// A server message is not in SCRAM's syntax (RFC 5802 §7).
-        case malformedServerMessage
-        /// The server's nonce does not start with the client's (RFC 5802 §5.1).
-        case nonceMismatch
-        /// The iteration count is outside the configured bounds.
-        case iterationCountRejected
-        /// The server's signature (`v=`) is not the expected one: the server does not know the
-        /// password, or someone is in the middle.
-        case serverSignatureMismatch
-        /// The server reported an error (`e=`).
-        case serverError
-        /// A message arrived when the exchange did not expect one.
-        case unexpectedMessage
-    }
+/// Why a SCRAM exchange failed on the client's side (`message` never contains the password or
+/// derived keys).
+public typealias SCRAMError = TetherError<SCRAMErrorKind>
 
-    /// What went wrong.
-    public let kind: Kind
-    /// A description (never containing the password or derived keys).
-    public let message: String
-
-    /// An error of `kind`.
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { message }
+/// What went wrong in a SCRAM exchange (`SCRAMError`).
+public enum SCRAMErrorKind: String, ErrorKind {
+    /// The user name or password contains a character SASLprep prohibits (RFC 4013 §2.3).
+    case prohibitedCharacter
+    /// A server message is not in SCRAM's syntax (RFC 5802 §7).
+    case malformedServerMessage
+    /// The server's nonce does not start with the client's (RFC 5802 §5.1).
+    case nonceMismatch
+    /// The iteration count is outside the configured bounds.
+    case iterationCountRejected
+    /// The server's signature (`v=`) is not the expected one: the server does not know the
+    /// password, or someone is in the middle.
+    case serverSignatureMismatch
+    /// The server reported an error (`e=`).
+    case serverError
+    /// A message arrived when the exchange did not expect one.
+    case unexpectedMessage
 }
 
 /// The client side of SCRAM (RFC 5802; SHA-256 in RFC 7677) as a value: three steps, no IO.
