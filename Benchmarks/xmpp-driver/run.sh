@@ -40,7 +40,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tether-xmpp-driver.XXXXXX")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 prosody_pid=""
 cleanup() {
-    if [ -n "$prosody_pid" ]; then kill "$prosody_pid" 2>/dev/null || true; wait "$prosody_pid" 2>/dev/null || true; fi
+    if [ -n "$prosody_pid" ]; then
+        # prosody busy with thousands of closing connections can outlive a TERM (it went on at
+        # 80 % CPU after the script ended, slowing everything after it): KILL after 5 s.
+        kill "$prosody_pid" 2>/dev/null || true
+        for _ in $(seq 50); do
+            kill -0 "$prosody_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$prosody_pid" 2>/dev/null || true
+        wait "$prosody_pid" 2>/dev/null || true
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -74,12 +74,18 @@ public struct Heartbeat: Sendable {
 
     /// The earliest moment something can be due.
     public var nextDeadline: Instant? {
-        [
-            configuration.keepAliveInterval.map { lastSent + $0 },
-            configuration.receiveTimeout.map { lastReceived + $0 },
-            awaited?.until,
-        ]
-        .compactMap { $0 }.min()
+        // No collection: the hub machine asks after every message it sends or receives.
+        func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
+            guard let a, let b else { return a ?? b }
+            return Swift.min(a, b)
+        }
+        return earlier(
+            earlier(
+                configuration.keepAliveInterval.map { lastSent + $0 },
+                configuration.receiveTimeout.map { lastReceived + $0 }
+            ),
+            awaited?.until
+        )
     }
 
     /// What is due at `now` (most severe first); nil if nothing is. A due keep-alive is reported

@@ -2,11 +2,14 @@
 /// order. Taken actions are moved out (no copy), the queue needs no O(n) removals, and its
 /// storage is kept between inputs unless a burst made it large (so an idle machine stays small).
 @_spi(TetherInternal) public struct ActionQueue<Action: Sendable>: Sendable {
-    @usableFromInline var actions: [Action?] = []
+    // The counters first: polling an empty queue (what a sweep over many idle machines does)
+    // reads only them, at the start of the machine's storage (next to its `TimerTable`'s
+    // earliest deadline when the machine stores the queue first and the timers next).
     @usableFromInline var read = 0
-    /// `actions.count`, kept next to the queue so that polling an empty queue (what a sweep over
-    /// many idle machines does) reads no memory outside the machine.
+    /// `actions.count`, kept next to `read` so that polling an empty queue reads no memory
+    /// outside the machine.
     @usableFromInline var written = 0
+    @usableFromInline var actions: [Action?] = []
 
     /// The capacity kept once the queue is drained (larger storage is released).
     @usableFromInline static var retainedCapacity: Int { 16 }

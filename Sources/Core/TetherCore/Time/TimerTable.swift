@@ -5,10 +5,11 @@
 /// (or until input arrives), and calls the machine's `handleTimeout(now:)`, which asks the table
 /// which timers have `expired(at:)`.
 public struct TimerTable<Key: Hashable & Sendable>: Sendable {
-    @usableFromInline var entries: [(key: Key, deadline: Instant)] = []
-    /// The earliest deadline, kept next to the table so that asking for it (what a sweep over
-    /// many idle machines does) reads no memory outside the machine.
+    /// The earliest deadline, first and kept in the table itself, so that asking for it (what a
+    /// sweep over many idle machines does) reads no memory outside the machine, next to the
+    /// machine's `ActionQueue` counters when the machine stores the queue just before the table.
     @usableFromInline var earliestDeadline: Instant?
+    @usableFromInline var entries: [(key: Key, deadline: Instant)] = []
 
     /// An empty table.
     @inlinable public init() {}

@@ -29,34 +29,6 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     package typealias Lifecycle = ConnectionLifecycle<Session, Failure>
     package typealias Command = BlockedCommands<Machine, Failure>.Command
 
-    /// The protocol's part as closures that reach it unowned (it holds the runner; its
-    /// `shutDown()` ends the runner's calls into it).
-    private struct ProtocolPart {
-        /// Carries out one of the protocol's own requests (`ConnectionAction.request`).
-        var perform: (Machine.Request) -> Void = { _ in }
-        /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
-        var handle: (Machine.Event) -> Void = { _ in }
-        /// The client's event for a lifecycle change.
-        var lifecycleEvent: (Lifecycle) -> ClientEvent
-        /// After every drain (flushes waiting for acknowledgements).
-        var afterDrain: () -> Void = {}
-        /// The connection closed for good: end the protocol's own waiting calls with `error`.
-        var closed: (Failure) -> Void = { _ in }
-        /// A `closeTransport` of this generation: abandon the protocol's request of it still under way.
-        var closeRequests: (TransportGeneration) -> Void = { _ in }
-        /// A command waits because the protocol's own queue is full (not the network): say so, and
-        /// ask the server to make room (XMPP asks for an acknowledgement).
-        var queueFull: () -> Void = {}
-        /// How a message sent or received shows in the trace log.
-        var describe: ([UInt8]) -> String = { String(decoding: $0, as: UTF8.self) }
-        /// The client is gone: release what the protocol holds.
-        var shutDown: () -> Void = {}
-
-        init(lifecycleEvent: @escaping (Lifecycle) -> ClientEvent) {
-            self.lifecycleEvent = lifecycleEvent
-        }
-    }
-
     package let queue: DispatchQueue
     /// The queue as a task executor (`ConnectionExecutor`).
     package let executor: ConnectionExecutor
@@ -68,7 +40,11 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     package let callbackQueue: DispatchQueue
     private let timer: DeadlineTimer
     package private(set) var isShutDown = false
-    private var part: ProtocolPart
+    /// The protocol's part (`bind`), reached unowned: it holds the runner, and its `shutDown()`
+    /// ends the runner's calls into it. Nil before `bind` and after the shutdown.
+    private unowned var part: (any ConnectionProtocolPart<Machine.Request, Machine.Event, Failure>)?
+    /// The client's event for a lifecycle change.
+    private let lifecycleEvent: (Lifecycle) -> ClientEvent
     /// The open transports by generation.
     package private(set) var transports: [TransportGeneration: any Transport] = [:]
     private var startWaiters: [Handoff<Result<Session, Failure>>] = []
@@ -91,7 +67,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         executor = ConnectionExecutor(queue: queue)
         self.machine = machine
         self.options = options
-        part = ProtocolPart(lifecycleEvent: lifecycleEvent)
+        self.lifecycleEvent = lifecycleEvent
         log = ConnectionLog(level: options.logLevel, handler: options.logHandler)
         delivery = EventDelivery(runnerQueue: queue)
         callbackQueue =
@@ -103,14 +79,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// Sets the protocol's part (once the client that owns it exists), reached unowned.
     package func bind<Part: ConnectionProtocolPart>(_ owner: Part)
     where Part.Request == Machine.Request, Part.Event == Machine.Event, Part.Failure == Failure {
-        part.perform = { [unowned owner] in owner.perform($0) }
-        part.handle = { [unowned owner] in owner.handle($0) }
-        part.afterDrain = { [unowned owner] in owner.afterDrain() }
-        part.closed = { [unowned owner] in owner.closed($0) }
-        part.closeRequests = { [unowned owner] in owner.closeRequests(of: $0) }
-        part.queueFull = { [unowned owner] in owner.queueFull() }
-        part.describe = { [unowned owner] in owner.describe($0) }
-        part.shutDown = { [unowned owner] in owner.shutDown() }
+        part = owner
     }
 
     /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
@@ -128,7 +97,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         guard !isShutDown else { return }
         while let action = machine.pollAction() { perform(action) }
         if !blocked.isEmpty { blocked.retry(on: &machine, now: now()) { $0.kind == .sendQueueFull } }
-        part.afterDrain()
+        part?.afterDrain()
         // What the retries and `afterDrain` asked of the machine is carried out now, not at the
         // next input.
         while let action = machine.pollAction() { perform(action) }
@@ -151,20 +120,22 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             transports[generation] = transport
             transport.start()
         case .send(let bytes, let generation, let containsCredentials):
-            log.trace { "Sending " + (containsCredentials ? Self.hidingCredentials(bytes) : part.describe(bytes)) }
+            log.trace {
+                "Sending " + (containsCredentials ? Self.hidingCredentials(bytes) : part?.describe(bytes) ?? "")
+            }
             transports[generation]?.send(bytes)
         case .closeTransport(let generation):
             transports.removeValue(forKey: generation)?.close()
-            part.closeRequests(generation)
+            part?.closeRequests(of: generation)
         case .event(let event):
             if let change = event.lifecycle {
                 lifecycleChanged(change)
             } else {
-                part.handle(event)
+                part?.handle(event)
             }
         case .request(let request):
             log.debug("Request: \(request).")
-            part.perform(request)
+            part?.perform(request)
         }
     }
 
@@ -179,7 +150,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             log.debug("TLS is established (\(transport.tlsVersion ?? "version not told")).")
             machine.tlsEstablished(generation: generation, now: now())
         case .received(let bytes):
-            log.trace { "Received " + self.part.describe(bytes) }
+            log.trace { "Received " + (self.part?.describe(bytes) ?? "") }
             machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now())
         case .drained:
             break  // the drive's retry of commands waiting for room follows
@@ -212,7 +183,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         case .closed(let error):
             if let error { log.error("Stopped: \(error).") } else { log.info("Stopped.") }
         }
-        let event = part.lifecycleEvent(change)
+        let event = lifecycleEvent(change)
         switch change {
         case .connected(let session), .resumed(let session):
             let waiters = takeStartWaiters()
@@ -231,7 +202,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             let stopping = stopWaiters
             stopWaiters.removeAll()
             blocked.failAll(failure)
-            part.closed(failure)
+            part?.closed(failure)
             delivery.deliver(event) {
                 for waiter in starting { waiter.resume(returning: .failure(failure)) }
                 for waiter in stopping { waiter.resume() }
@@ -331,7 +302,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             if let reason = options.networkFullReason(unsent: unsentByteCount) {
                 log.debug("\(reason) A send waits for room.")
             } else {
-                part.queueFull()
+                part?.queueFull()
             }
         }
         drive()
@@ -460,8 +431,8 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             for transport in transports.values { transport.close() }
             transports.removeAll()
             delivery.finish()
-            part.shutDown()
-            part = ProtocolPart(lifecycleEvent: part.lifecycleEvent)
+            part?.shutDown()
+            part = nil
         }
     }
 

@@ -122,17 +122,7 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        try check(arguments.encoding)
-        return try startCall(.invocation, now: now) { id in
-            .invocation(
-                InvocationMessage(
-                    invocationId: id,
-                    target: target,
-                    arguments: arguments,
-                    streamIds: streamIds.isEmpty ? nil : streamIds
-                )
-            )
-        }
+        try startCall(.invocation, target, arguments, streamIds, now: now)
     }
 
     /// Calls `target` without expecting a result (a non-blocking invocation).
@@ -161,32 +151,36 @@ extension HubConnectionMachine {
         streamIds: [String] = [],
         now: Instant
     ) throws(HubConnectionError) -> String {
-        try check(arguments.encoding)
-        return try startCall(.stream, now: now) { id in
-            .streamInvocation(
-                StreamInvocationMessage(
-                    invocationId: id,
-                    target: target,
-                    arguments: arguments,
-                    streamIds: streamIds.isEmpty ? nil : streamIds
-                )
-            )
-        }
+        try startCall(.stream, target, arguments, streamIds, now: now)
     }
 
-    /// Sends a call that the server answers (`kind`), under a new invocation id (used up only
-    /// when the call is sent) that it returns.
+    /// Sends a call that the server answers (`kind`: an invocation or a stream), under a new
+    /// invocation id (used up only when the call is sent) that it returns.
     private mutating func startCall(
         _ kind: Pending,
-        now: Instant,
-        _ message: (String) -> HubMessage
+        _ target: String,
+        _ arguments: EncodedArguments,
+        _ streamIds: [String],
+        now: Instant
     ) throws(HubConnectionError) -> String {
+        try check(arguments.encoding)
         var live = try takeLiveForCommand()
         defer { restore(live) }
         let id = makeInvocationId()
         live.link.pending[id] = kind
-        if kind == .invocation { live.link.invocationSentAt[id] = now }
-        send(message(id), live: &live, now: now)
+        let uploads = streamIds.isEmpty ? nil : streamIds
+        let message: HubMessage
+        if kind == .invocation {
+            live.link.invocationSentAt[id] = now
+            message = .invocation(
+                InvocationMessage(invocationId: id, target: target, arguments: arguments, streamIds: uploads)
+            )
+        } else {
+            message = .streamInvocation(
+                StreamInvocationMessage(invocationId: id, target: target, arguments: arguments, streamIds: uploads)
+            )
+        }
+        send(message, live: &live, now: now)
         return id
     }
 

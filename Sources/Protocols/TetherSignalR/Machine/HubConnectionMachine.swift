@@ -371,9 +371,10 @@ public struct HubConnectionMachine {
         var generation: TransportGeneration? { resumeStep == nil ? session.generation : nil }
     }
 
-    // The timers and the action queue first: a sweep over many machines reads only these.
-    var timers = TimerTable<Timer>()
+    // The action queue and the timers first, their counters and earliest deadline next to each
+    // other (`ActionQueue`, `TimerTable`): a sweep over many machines reads only these.
     var actions = ActionQueue<Action>()
+    var timers = TimerTable<Timer>()
     /// The configuration.
     public let configuration: Configuration
     let hubProtocol: AnyHubProtocol
