@@ -170,3 +170,59 @@ struct TimerTableTests {
         }
     }
 }
+
+/// The network rules both machines carry out, written once in `NetworkPolicy.response(to:in:)`.
+struct NetworkPolicyTests {
+    typealias Standing = NetworkPolicy.Standing
+
+    static let standings: [Standing] = [
+        .connected, .attempting, .waitingToRetry(timerArmed: true), .waitingToRetry(timerArmed: false),
+        .suspended(forBackground: false), .suspended(forBackground: true), .idle,
+    ]
+
+    @Test func theDefaults() {
+        let policy = NetworkPolicy()
+        let lost = Self.standings.map { policy.response(to: .lost, in: $0) }
+        #expect(lost == [.probe, .endAttempt, .pauseRetries, .nothing, .nothing, .nothing, .nothing])
+        let returned = Self.standings.map { policy.response(to: .returned, in: $0) }
+        #expect(returned == [.probe, .nothing, .retryNow, .retryNow, .retryNow, .nothing, .nothing])
+        let moved = Self.standings.map { policy.response(to: .moved, in: $0) }
+        #expect(moved == [.probe, .restartAttempt, .retryNow, .retryNow, .retryNow, .nothing, .nothing])
+        #expect(Self.standings.allSatisfy { policy.response(to: .none, in: $0) == .nothing })
+    }
+
+    @Test func eachSwitchOff() {
+        let noWaiting = NetworkPolicy(waitForPath: false)
+        #expect(Self.standings.map { noWaiting.response(to: .lost, in: $0) }.filter { $0 != .nothing } == [.probe])
+        let noReconnect = NetworkPolicy(reconnectWhenPathReturns: false)
+        let returned = Self.standings.map { noReconnect.response(to: .returned, in: $0) }
+        // The paused wait (no timer) goes on where it was; one still counting down is left alone.
+        #expect(returned == [.probe, .nothing, .nothing, .continueRetries, .nothing, .nothing, .nothing])
+        #expect(noReconnect.response(to: .moved, in: .attempting) == .nothing)
+        let noProbe = NetworkPolicy(probeOnPathChange: false)
+        #expect(noProbe.response(to: .lost, in: .connected) == .nothing)
+        #expect(noProbe.response(to: .moved, in: .connected) == .nothing)
+    }
+
+    @Test func standingFromThePhase() {
+        #expect(Standing(.connected, retryTimerArmed: false) == .connected)
+        #expect(Standing(.connecting, retryTimerArmed: false) == .attempting)
+        #expect(Standing(.resuming, retryTimerArmed: true) == .attempting)
+        #expect(Standing(.resuming, retryTimerArmed: true, waitingToResume: true) == .waitingToRetry(timerArmed: true))
+        #expect(Standing(.reconnectWaiting, retryTimerArmed: false) == .waitingToRetry(timerArmed: false))
+        #expect(
+            Standing(.suspended, retryTimerArmed: false, closedForBackground: true) == .suspended(forBackground: true)
+        )
+        #expect(Standing(.disconnected, retryTimerArmed: false) == .idle)
+        #expect(Standing(.closing, retryTimerArmed: false) == .idle)
+    }
+
+    @Test func applicationChanges() {
+        var device = DeviceState()
+        #expect(device.applicationChanged(to: .inactive) == nil)  // still the foreground
+        #expect(device.applicationChanged(to: .background) == true)
+        #expect(device.applicationChanged(to: .background) == nil)
+        #expect(device.applicationChanged(to: .inactive) == false)
+        #expect(device.applicationChanged(to: .active) == nil)
+    }
+}

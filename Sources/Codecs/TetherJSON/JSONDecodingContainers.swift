@@ -132,10 +132,8 @@
 }
 
 /// An object seen as a keyed container (a thin generic shell around `JSONObjectIndex`).
-struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+struct JSONKeyedContainer<Key: CodingKey>: ValueKeyedDecoding {
     let index: JSONObjectIndex
-
-    var codingPath: [any CodingKey] { [] }
 
     init(bytes: [UInt8], position: Int) {
         index = JSONObjectIndex(bytes: bytes, position: position)
@@ -145,124 +143,38 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     var allKeys: [Key] { index.names.compactMap(Key.init(stringValue:)) }
 
-    func contains(_ key: Key) -> Bool { valueStart(key) != nil }
-
-    func valueDecoder(_ key: Key) throws -> JSONValueDecoder {
-        guard let start = valueStart(key) else {
-            throw DecodingError.keyNotFound(
-                key,
-                .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
-            )
-        }
-        return JSONValueDecoder(bytes: index.bytes, position: start)
-    }
+    func valueDecoder(at start: Int) -> JSONValueDecoder { JSONValueDecoder(bytes: index.bytes, position: start) }
 
     /// Reads the value for `key` with `read` straight from the bytes (no decoder value in between).
     @inline(__always)
     func read<T>(_ key: Key, _ read: ([UInt8], Int) throws -> T) throws -> T {
         do {
-            guard let start = valueStart(key) else {
-                throw DecodingError.keyNotFound(
-                    key,
-                    .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
-                )
-            }
+            let start = try valueOffset(key)
             return try read(index.bytes, start)
         } catch {
             throw CodingPathPrefix.prefixing(error, with: key)
         }
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { try valueDecoder(key).decodeNil() }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         try read(key) { bytes, start in try JSONValueDecoder.string(in: bytes, at: start) }
     }
 
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
+    @inline(__always)
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
+        try read(key) { bytes, start in try JSONValueDecoder.integer(type, in: bytes, at: start) }
     }
 
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(Int.self, in: bytes, at: start) }
-    }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(Int8.self, in: bytes, at: start) }
-    }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(Int16.self, in: bytes, at: start) }
-    }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(Int32.self, in: bytes, at: start) }
-    }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(Int64.self, in: bytes, at: start) }
-    }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt.self, in: bytes, at: start) }
-    }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt8.self, in: bytes, at: start) }
-    }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt16.self, in: bytes, at: start) }
-    }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt32.self, in: bytes, at: start) }
-    }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
-        try read(key) { bytes, start in try JSONValueDecoder.integer(UInt64.self, in: bytes, at: start) }
-    }
-
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type,
-        forKey key: Key
-    ) throws -> KeyedDecodingContainer<NestedKey> {
-        do { return try valueDecoder(key).container(keyedBy: type) } catch {
-            throw CodingPathPrefix.prefixing(error, with: key)
-        }
-    }
-
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        do { return try valueDecoder(key).unkeyedContainer() } catch {
-            throw CodingPathPrefix.prefixing(error, with: key)
-        }
-    }
-
-    func superDecoder() throws -> any Decoder {
-        guard let key = Key(stringValue: "super") else {
-            throw DecodingError.keyNotFound(
-                CodingIndexKey(0),
-                .init(codingPath: [], debugDescription: "No 'super' key.")
-            )
-        }
-        return try valueDecoder(key)
-    }
-
-    func superDecoder(forKey key: Key) throws -> any Decoder { try valueDecoder(key) }
 }
 
 /// An array seen as an unkeyed container.
-struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
+struct JSONUnkeyedContainer: ElementUnkeyedDecoding {
     let bytes: [UInt8]
     /// Offset of the next element (or of the closing bracket).
     var position: Int
     var currentIndex = 0
     var isAtEnd: Bool
 
-    var codingPath: [any CodingKey] { [] }
     var count: Int? {
         var scanner = JSONScanner(validated: bytes, range: position..<bytes.count)
         var remaining = 0
@@ -280,61 +192,20 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
         self.position = scanner.position
     }
 
-    mutating func next<T>(_ type: T.Type, _ body: (JSONValueDecoder) throws -> T) throws -> T {
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(
-                type,
-                .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
-            )
-        }
-        let value: T
-        do {
-            value = try body(JSONValueDecoder(bytes: bytes, position: position))
-        } catch {
-            throw CodingPathPrefix.prefixing(error, with: CodingIndexKey(currentIndex))
-        }
+    var element: JSONValueDecoder { JSONValueDecoder(bytes: bytes, position: position) }
+
+    mutating func skipElement() {
         var scanner = JSONScanner(validated: bytes, range: position..<bytes.count)
         try? scanner.skipValue()
         _ = scanner.consume(UInt8(ascii: ","))
         isAtEnd = scanner.peek() == UInt8(ascii: "]")
         position = scanner.position
         currentIndex += 1
-        return value
     }
 
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd, bytes[position] == UInt8(ascii: "n") else { return false }
         _ = try next(Bool.self) { _ in true }
         return true
-    }
-
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type
-    ) throws -> KeyedDecodingContainer<NestedKey> {
-        try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
-    }
-
-    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try next((any UnkeyedDecodingContainer).self) { try $0.unkeyedContainer() }
-    }
-
-    mutating func superDecoder() throws -> any Decoder {
-        try next((any Decoder).self) { $0 }
     }
 }

@@ -1,4 +1,5 @@
 import TetherCore
+@_spi(TetherInternal) import TetherText
 
 /// Decodes `Decodable` values from validated JSON values (syntax, UTF-8 and depth checked when
 /// their message was parsed).
@@ -16,13 +17,10 @@ package enum JSONValueDecoding {
 /// The value was validated (syntax, UTF-8, depth) when its message was parsed, so scanning here
 /// only fails on type mismatches. As in `MessagePackDecoder`, `codingPath` is empty inside
 /// `init(from:)` and the path is rebuilt into the `DecodingError` on its way out.
-struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
+struct JSONValueDecoder: Decoder, IntegerValueDecoding {
     let bytes: [UInt8]
     /// Offset of the value's first byte (no leading whitespace).
     let position: Int
-
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
         Self.mismatch(in: bytes, at: position, type, expected)
@@ -139,17 +137,6 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
         }
         return result
     }
-
-    func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try decodeInteger(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try decodeInteger(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try decodeInteger(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decodeInteger(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try decodeInteger(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeInteger(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeInteger(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeInteger(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try T(from: self)

@@ -1,5 +1,5 @@
 import TetherCore
-import TetherText
+@_spi(TetherInternal) import TetherText
 
 /// Encodes `Encodable` values as compact JSON, streaming straight into the output bytes (no
 /// intermediate tree). Non-finite floating-point values are an `EncodingError.invalidValue`, as
@@ -49,24 +49,16 @@ struct JSONEncodingState {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    mutating func writeDouble(_ value: Double) throws {
+    /// Writes `value` with `append`, or throws `invalidValue` for infinities and NaN (which
+    /// JSON cannot represent), as JSONEncoder does by default.
+    mutating func writeFinite<F: BinaryFloatingPoint>(_ value: F, _ append: (F, inout [UInt8]) -> Void) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(
                 value,
                 .init(codingPath: [], debugDescription: "JSON cannot represent \(value).")
             )
         }
-        JSONText.appendDouble(value, to: &bytes)
-    }
-
-    mutating func writeFloat(_ value: Float) throws {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(
-                value,
-                .init(codingPath: [], debugDescription: "JSON cannot represent \(value).")
-            )
-        }
-        JSONText.appendFloat(value, to: &bytes)
+        append(value, &bytes)
     }
 }
 
@@ -95,20 +87,12 @@ struct JSONEncodingState {
     }
 }
 
-struct JSONValueEncoder: Encoder, SingleValueEncodingContainer {
+struct JSONValueEncoder: Encoder, IntegerValueEncoding {
     let sink: JSONEncodingSink
     let level: Int
 
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if sink.state.open.count == level + 1, sink.state.open[level].isKeyed {
-            return KeyedEncodingContainer(
-                JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: sink.state.open[level].offset)
-            )
-        }
-        let offset = sink.state.openContainer(level: level, isObject: true)
+        let offset = sink.state.open.keyedOffset(at: level) ?? sink.state.openContainer(level: level, isObject: true)
         return KeyedEncodingContainer(JSONKeyedEncodingContainer(sink: sink, level: level, openOffset: offset))
     }
 
@@ -128,27 +112,22 @@ struct JSONValueEncoder: Encoder, SingleValueEncodingContainer {
         }
     }
     func encode(_ value: String) { JSONText.appendString(value, to: &sink.state.bytes) }
-    func encode(_ value: Double) throws { try sink.state.writeDouble(value) }
-    func encode(_ value: Float) throws { try sink.state.writeFloat(value) }
-    func encode(_ value: Int) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
-    func encode(_ value: Int8) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
-    func encode(_ value: Int16) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
-    func encode(_ value: Int32) { JSONText.appendInteger(Int64(value), to: &sink.state.bytes) }
-    func encode(_ value: Int64) { JSONText.appendInteger(value, to: &sink.state.bytes) }
-    func encode(_ value: UInt) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
-    func encode(_ value: UInt8) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
-    func encode(_ value: UInt16) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
-    func encode(_ value: UInt32) { JSONText.appendInteger(UInt64(value), to: &sink.state.bytes) }
-    func encode(_ value: UInt64) { JSONText.appendInteger(value, to: &sink.state.bytes) }
+    func encode(_ value: Double) throws { try sink.state.writeFinite(value) { JSONText.appendDouble($0, to: &$1) } }
+    func encode(_ value: Float) throws { try sink.state.writeFinite(value) { JSONText.appendFloat($0, to: &$1) } }
+    func encodeInteger<T: FixedWidthInteger>(_ value: T) {
+        if T.isSigned {
+            JSONText.appendInteger(Int64(value), to: &sink.state.bytes)
+        } else {
+            JSONText.appendInteger(UInt64(value), to: &sink.state.bytes)
+        }
+    }
     func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, level: level) }
 }
 
-struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+struct JSONKeyedEncodingContainer<Key: CodingKey>: EntryKeyedEncoding {
     let sink: JSONEncodingSink
     let level: Int
     let openOffset: Int
-
-    var codingPath: [any CodingKey] { [] }
 
     func entry(_ key: Key) -> JSONValueEncoder {
         let name = key.stringValue  // the (app-defined) key first: no call out during the access
@@ -156,83 +135,21 @@ struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
 
-    mutating func encodeNil(forKey key: Key) { entry(key).encodeNil() }
-    mutating func encode(_ value: Bool, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: String, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try entry(key).encode(value) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try entry(key).encode(value) }
-    mutating func encode(_ value: Int, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try entry(key).encode(value) }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy keyType: NestedKey.Type,
-        forKey key: Key
-    ) -> KeyedEncodingContainer<NestedKey> {
-        entry(key).container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        entry(key).unkeyedContainer()
-    }
-
     mutating func superEncoder() -> any Encoder {
         sink.state.beginMember(level: level, openOffset: openOffset, key: "super")
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
-
-    mutating func superEncoder(forKey key: Key) -> any Encoder { entry(key) }
 }
 
-struct JSONUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+struct JSONUnkeyedEncodingContainer: ElementUnkeyedEncoding {
     let sink: JSONEncodingSink
     let level: Int
     let openOffset: Int
 
-    var codingPath: [any CodingKey] { [] }
-    var count: Int {
-        sink.state.open.count > level && sink.state.open[level].offset == openOffset ? sink.state.open[level].count : 0
-    }
+    var count: Int { sink.state.open.elementCount(at: level, offset: openOffset) }
 
     func element() -> JSONValueEncoder {
         sink.state.beginElement(level: level, openOffset: openOffset)
         return JSONValueEncoder(sink: sink, level: level + 1)
     }
-
-    mutating func encodeNil() { element().encodeNil() }
-    mutating func encode(_ value: Bool) { element().encode(value) }
-    mutating func encode(_ value: String) { element().encode(value) }
-    mutating func encode(_ value: Double) throws { try element().encode(value) }
-    mutating func encode(_ value: Float) throws { try element().encode(value) }
-    mutating func encode(_ value: Int) { element().encode(value) }
-    mutating func encode(_ value: Int8) { element().encode(value) }
-    mutating func encode(_ value: Int16) { element().encode(value) }
-    mutating func encode(_ value: Int32) { element().encode(value) }
-    mutating func encode(_ value: Int64) { element().encode(value) }
-    mutating func encode(_ value: UInt) { element().encode(value) }
-    mutating func encode(_ value: UInt8) { element().encode(value) }
-    mutating func encode(_ value: UInt16) { element().encode(value) }
-    mutating func encode(_ value: UInt32) { element().encode(value) }
-    mutating func encode(_ value: UInt64) { element().encode(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy keyType: NestedKey.Type
-    ) -> KeyedEncodingContainer<NestedKey> {
-        element().container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        element().unkeyedContainer()
-    }
-
-    mutating func superEncoder() -> any Encoder { element() }
 }

@@ -1,4 +1,5 @@
 import TetherCore
+@_spi(TetherInternal) import TetherText
 
 /// Decodes `Decodable` values from MessagePack bytes.
 ///
@@ -97,12 +98,9 @@ public struct MessagePackDecoder: Sendable {
 }
 
 /// The `Decoder` for one value: two words, so it fits an existential's inline buffer.
-struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
+struct MessagePackValueDecoder: Decoder, IntegerValueDecoding {
     let bytes: [UInt8]
     let position: Int
-
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     var reader: MessagePackReader { MessagePackReader(bytes, range: position..<bytes.count) }
 
@@ -124,64 +122,54 @@ struct MessagePackValueDecoder: Decoder, SingleValueDecodingContainer {
 
     func decode(_ type: Bool.Type) throws -> Bool {
         var reader = reader
-        return try convert(type) { () throws(MessagePackError) in try reader.readBool() }
+        return try convertingErrors(type) { () throws(MessagePackError) in try reader.readBool() }
     }
 
     func decode(_ type: String.Type) throws -> String {
-        try convert(type) { () throws(MessagePackError) in
+        try convertingErrors(type) { () throws(MessagePackError) in
             try MessagePackReader.string(bytes.backDeployedSpan, position, bytes.count).0
         }
     }
 
     func decode(_ type: Double.Type) throws -> Double {
         var reader = reader
-        return try convert(type) { () throws(MessagePackError) in try reader.readDouble() }
+        return try convertingErrors(type) { () throws(MessagePackError) in try reader.readDouble() }
     }
 
     func decode(_ type: Float.Type) throws -> Float {
         var reader = reader
-        return try convert(type) { () throws(MessagePackError) in try reader.readFloat() }
+        return try convertingErrors(type) { () throws(MessagePackError) in try reader.readFloat() }
     }
 
     func decodeInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        try convert(type) { () throws(MessagePackError) in
+        try convertingErrors(type) { () throws(MessagePackError) in
             try MessagePackReader.integer(T.self, bytes.backDeployedSpan, position, bytes.count).0
         }
     }
 
-    func decode(_ type: Int.Type) throws -> Int { try decodeInteger(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try decodeInteger(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try decodeInteger(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try decodeInteger(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decodeInteger(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try decodeInteger(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeInteger(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeInteger(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeInteger(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeInteger(type) }
-
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         if T.self == [UInt8].self, bytes[position] >= 0xc4 && bytes[position] <= 0xc6 {
             var reader = reader
-            let binary = try convert([UInt8].self) { () throws(MessagePackError) in try reader.readBinary() }
+            let binary = try convertingErrors([UInt8].self) { () throws(MessagePackError) in try reader.readBinary() }
             return unsafe unsafeBitCast(binary, to: T.self)
         }
         if T.self == MessagePackTimestamp.self {
             var reader = reader
-            let timestamp = try convert(MessagePackTimestamp.self) { () throws(MessagePackError) in
+            let timestamp = try convertingErrors(MessagePackTimestamp.self) { () throws(MessagePackError) in
                 try reader.readTimestamp()
             }
             return unsafe unsafeBitCast(timestamp, to: T.self)
         }
         return try T(from: self)
     }
+}
 
-    func convert<T>(_ type: T.Type, _ read: () throws(MessagePackError) -> T) throws -> T {
-        do {
-            return try read()
-        } catch {
-            throw decodingError(error, for: type)
-        }
+/// The result of `read`, a reader error turned into the `DecodingError` for `type`.
+func convertingErrors<T>(_ type: Any.Type, _ read: () throws(MessagePackError) -> T) throws -> T {
+    do {
+        return try read()
+    } catch {
+        throw decodingError(error, for: type)
     }
 }
 

@@ -20,11 +20,7 @@ struct MessagePackMapIndex {
     init(bytes: [UInt8], position: Int) throws {
         self.bytes = bytes
         var reader = MessagePackReader(bytes, range: position..<bytes.count)
-        do {
-            count = try reader.readMapHeader()
-        } catch {
-            throw decodingError(error, for: [String: Any].self)
-        }
+        count = try convertingErrors([String: Any].self) { () throws(MessagePackError) in try reader.readMapHeader() }
         index = MemberIndex(base: position)
         overflowStart = reader.position
         // Fast path for the common shape (short string keys, scalar values), straight on the
@@ -203,10 +199,8 @@ struct MessagePackMapIndex {
 }
 
 /// A map seen as a keyed container (a thin generic shell around `MessagePackMapIndex`).
-struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+struct MessagePackKeyedContainer<Key: CodingKey>: ValueKeyedDecoding {
     let index: MessagePackMapIndex
-
-    var codingPath: [any CodingKey] { [] }
 
     init(bytes: [UInt8], position: Int) throws {
         index = try MessagePackMapIndex(bytes: bytes, position: position)
@@ -222,16 +216,8 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         }
     }
 
-    func contains(_ key: Key) -> Bool { valueStart(key) != nil }
-
-    func valueDecoder(_ key: Key) throws -> MessagePackValueDecoder {
-        guard let start = valueStart(key) else {
-            throw DecodingError.keyNotFound(
-                key,
-                .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
-            )
-        }
-        return MessagePackValueDecoder(bytes: index.bytes, position: start)
+    func valueDecoder(at start: Int) -> MessagePackValueDecoder {
+        MessagePackValueDecoder(bytes: index.bytes, position: start)
     }
 
     /// Reads the value for `key` with `read` straight from the bytes (no decoder value in between).
@@ -239,12 +225,7 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
     func read<T>(_ type: T.Type, _ key: Key, _ read: (Span<UInt8>, Int, Int) throws(MessagePackError) -> T) throws -> T
     {
         do {
-            guard let start = valueStart(key) else {
-                throw DecodingError.keyNotFound(
-                    key,
-                    .init(codingPath: [], debugDescription: "No value for key '\(key.stringValue)'.")
-                )
-            }
+            let start = try valueOffset(key)
             do {
                 return try read(index.bytes.backDeployedSpan, start, index.bytes.count)
             } catch {
@@ -255,154 +236,45 @@ struct MessagePackKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol
         }
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool {
-        try valueDecoder(key).decodeNil()
-    }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         try read(type, key) { (span, start, end) throws(MessagePackError) in
             try MessagePackReader.string(span, start, end).0
         }
     }
 
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+    @inline(__always)
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, forKey key: Key) throws -> T {
         try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(Int.self, span, start, end).0
-        }
-    }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(Int8.self, span, start, end).0
-        }
-    }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(Int16.self, span, start, end).0
-        }
-    }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(Int32.self, span, start, end).0
-        }
-    }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(Int64.self, span, start, end).0
-        }
-    }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(UInt.self, span, start, end).0
-        }
-    }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(UInt8.self, span, start, end).0
-        }
-    }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(UInt16.self, span, start, end).0
-        }
-    }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(UInt32.self, span, start, end).0
-        }
-    }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
-        try read(type, key) { (span, start, end) throws(MessagePackError) in
-            try MessagePackReader.integer(UInt64.self, span, start, end).0
+            try MessagePackReader.integer(T.self, span, start, end).0
         }
     }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        do { return try valueDecoder(key).decode(type) } catch { throw CodingPathPrefix.prefixing(error, with: key) }
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type,
-        forKey key: Key
-    ) throws -> KeyedDecodingContainer<NestedKey> {
-        do { return try valueDecoder(key).container(keyedBy: type) } catch {
-            throw CodingPathPrefix.prefixing(error, with: key)
-        }
-    }
-
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        do { return try valueDecoder(key).unkeyedContainer() } catch {
-            throw CodingPathPrefix.prefixing(error, with: key)
-        }
-    }
-
-    func superDecoder() throws -> any Decoder {
-        guard let key = Key(stringValue: "super") else {
-            throw DecodingError.keyNotFound(
-                CodingIndexKey(0),
-                .init(codingPath: [], debugDescription: "No 'super' key.")
-            )
-        }
-        return try valueDecoder(key)
-    }
-
-    func superDecoder(forKey key: Key) throws -> any Decoder {
-        try valueDecoder(key)
-    }
 }
 
 /// An array seen as an unkeyed container.
-struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
+struct MessagePackUnkeyedContainer: ElementUnkeyedDecoding {
     let bytes: [UInt8]
     var position: Int
     let total: Int
     var currentIndex: Int = 0
 
-    var codingPath: [any CodingKey] { [] }
     var count: Int? { total }
     var isAtEnd: Bool { currentIndex >= total }
 
     init(bytes: [UInt8], position: Int) throws {
         self.bytes = bytes
         var reader = MessagePackReader(bytes, range: position..<bytes.count)
-        do {
-            total = try reader.readArrayHeader()
-        } catch {
-            throw decodingError(error, for: [Any].self)
-        }
+        total = try convertingErrors([Any].self) { () throws(MessagePackError) in try reader.readArrayHeader() }
         self.position = reader.position
     }
 
-    /// Decodes the next element with `body` and advances past it.
-    mutating func next<T>(_ type: T.Type, _ body: (MessagePackValueDecoder) throws -> T) throws -> T {
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(
-                type,
-                .init(codingPath: [CodingIndexKey(currentIndex)], debugDescription: "Unkeyed container is at end.")
-            )
-        }
-        let value: T
-        do {
-            value = try body(MessagePackValueDecoder(bytes: bytes, position: position))
-        } catch {
-            throw CodingPathPrefix.prefixing(error, with: CodingIndexKey(currentIndex))
-        }
+    var element: MessagePackValueDecoder { MessagePackValueDecoder(bytes: bytes, position: position) }
+
+    mutating func skipElement() {
         var reader = MessagePackReader(bytes, range: position..<bytes.count)
         try? reader.skipValue()
         position = reader.position
         currentIndex += 1
-        return value
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -410,35 +282,5 @@ struct MessagePackUnkeyedContainer: UnkeyedDecodingContainer {
         position += 1
         currentIndex += 1
         return true
-    }
-
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type) { try $0.decode(type) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type) { try $0.decode(type) } }
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type) { try $0.decode(type) } }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type
-    ) throws -> KeyedDecodingContainer<NestedKey> {
-        try next(KeyedDecodingContainer<NestedKey>.self) { try $0.container(keyedBy: type) }
-    }
-
-    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try next((any UnkeyedDecodingContainer).self) { try $0.unkeyedContainer() }
-    }
-
-    mutating func superDecoder() throws -> any Decoder {
-        try next((any Decoder).self) { $0 }
     }
 }

@@ -1,5 +1,5 @@
 import TetherCore
-import TetherText
+@_spi(TetherInternal) import TetherText
 
 /// Encodes `Encodable` values as MessagePack, streaming straight into the output bytes.
 ///
@@ -131,20 +131,12 @@ struct MessagePackEncodingState {
     }
 }
 
-struct MessagePackValueEncoder: Encoder, SingleValueEncodingContainer {
+struct MessagePackValueEncoder: Encoder, IntegerValueEncoding {
     let sink: MessagePackEncodingSink
     let level: Int
 
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if sink.state.open.count == level + 1, sink.state.open[level].isKeyed {
-            return KeyedEncodingContainer(
-                MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: sink.state.open[level].offset)
-            )
-        }
-        let offset = sink.state.openContainer(level: level, isMap: true)
+        let offset = sink.state.open.keyedOffset(at: level) ?? sink.state.openContainer(level: level, isMap: true)
         return KeyedEncodingContainer(MessagePackKeyedEncodingContainer(sink: sink, level: level, headerOffset: offset))
     }
 
@@ -160,25 +152,20 @@ struct MessagePackValueEncoder: Encoder, SingleValueEncodingContainer {
     func encode(_ value: String) { sink.state.writer.writeString(value) }
     func encode(_ value: Double) { sink.state.writer.writeDouble(value) }
     func encode(_ value: Float) { sink.state.writer.writeFloat(value) }
-    func encode(_ value: Int) { sink.state.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int8) { sink.state.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int16) { sink.state.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int32) { sink.state.writer.writeInt(Int64(value)) }
-    func encode(_ value: Int64) { sink.state.writer.writeInt(value) }
-    func encode(_ value: UInt) { sink.state.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt8) { sink.state.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt16) { sink.state.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt32) { sink.state.writer.writeUInt(UInt64(value)) }
-    func encode(_ value: UInt64) { sink.state.writer.writeUInt(value) }
+    func encodeInteger<T: FixedWidthInteger>(_ value: T) {
+        if T.isSigned {
+            sink.state.writer.writeInt(Int64(value))
+        } else {
+            sink.state.writer.writeUInt(UInt64(value))
+        }
+    }
     func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, level: level) }
 }
 
-struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+struct MessagePackKeyedEncodingContainer<Key: CodingKey>: EntryKeyedEncoding {
     let sink: MessagePackEncodingSink
     let level: Int
     let headerOffset: Int
-
-    var codingPath: [any CodingKey] { [] }
 
     /// Starts the entry for `key` and returns the writer-level encoder for its value.
     func entry(_ key: Key) -> MessagePackValueEncoder {
@@ -189,85 +176,22 @@ struct MessagePackKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainer
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
 
-    mutating func encodeNil(forKey key: Key) { entry(key).encodeNil() }
-    mutating func encode(_ value: Bool, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: String, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Double, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Float, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) { entry(key).encode(value) }
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try entry(key).encode(value) }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy keyType: NestedKey.Type,
-        forKey key: Key
-    ) -> KeyedEncodingContainer<NestedKey> {
-        entry(key).container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        entry(key).unkeyedContainer()
-    }
-
     mutating func superEncoder() -> any Encoder {
         sink.state.beginElement(level: level, headerOffset: headerOffset)
         sink.state.writer.writeString("super")
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
-
-    mutating func superEncoder(forKey key: Key) -> any Encoder { entry(key) }
 }
 
-struct MessagePackUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+struct MessagePackUnkeyedEncodingContainer: ElementUnkeyedEncoding {
     let sink: MessagePackEncodingSink
     let level: Int
     let headerOffset: Int
 
-    var codingPath: [any CodingKey] { [] }
-    var count: Int {
-        sink.state.open.count > level && sink.state.open[level].offset == headerOffset
-            ? sink.state.open[level].count : 0
-    }
+    var count: Int { sink.state.open.elementCount(at: level, offset: headerOffset) }
 
     func element() -> MessagePackValueEncoder {
         sink.state.beginElement(level: level, headerOffset: headerOffset)
         return MessagePackValueEncoder(sink: sink, level: level + 1)
     }
-
-    mutating func encodeNil() { element().encodeNil() }
-    mutating func encode(_ value: Bool) { element().encode(value) }
-    mutating func encode(_ value: String) { element().encode(value) }
-    mutating func encode(_ value: Double) { element().encode(value) }
-    mutating func encode(_ value: Float) { element().encode(value) }
-    mutating func encode(_ value: Int) { element().encode(value) }
-    mutating func encode(_ value: Int8) { element().encode(value) }
-    mutating func encode(_ value: Int16) { element().encode(value) }
-    mutating func encode(_ value: Int32) { element().encode(value) }
-    mutating func encode(_ value: Int64) { element().encode(value) }
-    mutating func encode(_ value: UInt) { element().encode(value) }
-    mutating func encode(_ value: UInt8) { element().encode(value) }
-    mutating func encode(_ value: UInt16) { element().encode(value) }
-    mutating func encode(_ value: UInt32) { element().encode(value) }
-    mutating func encode(_ value: UInt64) { element().encode(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(
-        keyedBy keyType: NestedKey.Type
-    ) -> KeyedEncodingContainer<NestedKey> {
-        element().container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        element().unkeyedContainer()
-    }
-
-    mutating func superEncoder() -> any Encoder { element() }
 }

@@ -1,16 +1,16 @@
 /// A coding key for array positions, used in the coding paths of decoding errors.
-package struct CodingIndexKey: CodingKey, Sendable {
+@usableFromInline package struct CodingIndexKey: CodingKey, Sendable {
     /// The position in the array.
-    package var intValue: Int?
+    @usableFromInline package var intValue: Int?
     /// "Index N", as Foundation's decoders spell it.
-    package var stringValue: String { "Index \(intValue ?? 0)" }
+    @usableFromInline package var stringValue: String { "Index \(intValue ?? 0)" }
 
     /// The key for position `index`.
-    package init(_ index: Int) { intValue = index }
+    @usableFromInline package init(_ index: Int) { intValue = index }
     /// Index keys have no string form to parse.
-    package init?(stringValue: String) { nil }
+    @usableFromInline package init?(stringValue: String) { nil }
     /// The key for position `intValue`.
-    package init?(intValue: Int) { self.intValue = intValue }
+    @usableFromInline package init?(intValue: Int) { self.intValue = intValue }
 }
 
 /// Rebuilding coding paths on the way out of nested decoders.
@@ -18,9 +18,9 @@ package struct CodingIndexKey: CodingKey, Sendable {
 /// Tether's decoders do not keep a coding path while decoding (that would cost an allocation per
 /// nested value); instead each container prepends its key to a `DecodingError` that passes
 /// through it, so the error that reaches the caller carries the full path.
-package enum CodingPathPrefix {
+@usableFromInline package enum CodingPathPrefix {
     /// `error` with `key` prepended to its coding path (errors other than `DecodingError` pass through).
-    package static func prefixing(_ error: any Error, with key: any CodingKey) -> any Error {
+    @usableFromInline package static func prefixing(_ error: any Error, with key: any CodingKey) -> any Error {
         guard let error = error as? DecodingError else { return error }
         func prefixed(_ context: DecodingError.Context) -> DecodingError.Context {
             .init(

@@ -54,6 +54,21 @@ package struct EncodingContainerStack: Sendable {
         )
     }
 
+    /// The offset of the keyed container open at `level`, when it is the innermost one (a value
+    /// that asks for its keyed container twice gets the same container, as Foundation's do).
+    @inlinable
+    package func keyedOffset(at level: Int) -> Int? {
+        guard count == level + 1, self[level].isKeyed else { return nil }
+        return self[level].offset
+    }
+
+    /// The elements written so far into the container at `level` that starts at `offset`; 0 once
+    /// it is closed.
+    @inlinable
+    package func elementCount(at level: Int, offset: Int) -> Int {
+        count > level && self[level].offset == offset ? self[level].count : 0
+    }
+
     /// Counts one more element in the innermost container, which must be at `level` and start at
     /// `offset` (a container used after a sibling value was encoded is a programming error);
     /// returns the count before. One mutating call: reading an entry through the subscript

@@ -64,6 +64,93 @@ public struct NetworkPolicy: Hashable, Sendable {
     }
 }
 
+extension NetworkPolicy {
+    /// Where a connection stands when the device's network changes, as far as the policy cares.
+    public enum Standing: Hashable, Sendable {
+        /// Connected: the link can be probed.
+        case connected
+        /// A connect attempt (or a resume) is under way.
+        case attempting
+        /// Waiting to retry; `timerArmed` false when the wait is paused for the network already.
+        case waitingToRetry(timerArmed: Bool)
+        /// The reconnect policy gave up, or the connection was closed for the background
+        /// (`forBackground`: only the foreground opens it again).
+        case suspended(forBackground: Bool)
+        /// Not connecting: never started, stopped or closing.
+        case idle
+    }
+}
+
+extension NetworkPolicy.Standing {
+    /// Where a machine in `phase` stands. `retryTimerArmed`: the timer of its wait to retry (a
+    /// reconnect, or a resume's next try) is set; `waitingToResume`: resuming, between tries;
+    /// `closedForBackground`: suspended because the app went to the background.
+    public init(
+        _ phase: ConnectionPhase,
+        retryTimerArmed: Bool,
+        waitingToResume: Bool = false,
+        closedForBackground: Bool = false
+    ) {
+        switch phase {
+        case .connected: self = .connected
+        case .connecting: self = .attempting
+        case .resuming: self = waitingToResume ? .waitingToRetry(timerArmed: retryTimerArmed) : .attempting
+        case .reconnectWaiting: self = .waitingToRetry(timerArmed: retryTimerArmed)
+        case .suspended: self = .suspended(forBackground: closedForBackground)
+        case .disconnected, .closing: self = .idle
+        }
+    }
+}
+
+extension NetworkPolicy {
+    /// What a network change calls for. Both machines carry it out in their own terms, so the
+    /// rules are these, written once.
+    public enum Response: Hashable, Sendable {
+        /// Nothing.
+        case nothing
+        /// Probe the link: a ping, and something must arrive within `probeTimeout`.
+        case probe
+        /// Pause the wait: the retry timer stops and `waitingForNetwork` is reported (no attempt
+        /// is made, none is counted).
+        case pauseRetries
+        /// End the attempt at once as failed (the network was lost); the wait for the network
+        /// follows.
+        case endAttempt
+        /// The path is back but the policy does not reconnect at once: the paused wait goes on
+        /// where it was.
+        case continueRetries
+        /// Try again at once, the policy's current tier started again.
+        case retryNow
+        /// Start the attempt under way again, on the new network.
+        case restartAttempt
+    }
+
+    /// What `change` calls for while the connection stands as `standing`.
+    public func response(to change: DeviceState.PathChange, in standing: Standing) -> Response {
+        switch (change, standing) {
+        case (.none, _), (_, .idle):
+            return .nothing
+        case (_, .connected):
+            return probeOnPathChange ? .probe : .nothing
+        case (.lost, .waitingToRetry(let timerArmed)):
+            return waitForPath && timerArmed ? .pauseRetries : .nothing
+        case (.lost, .attempting):
+            return waitForPath ? .endAttempt : .nothing
+        case (.lost, .suspended):
+            return .nothing
+        case (.returned, .waitingToRetry(let timerArmed)), (.moved, .waitingToRetry(let timerArmed)):
+            if reconnectWhenPathReturns { return .retryNow }
+            return timerArmed ? .nothing : .continueRetries
+        case (.returned, .suspended(let forBackground)), (.moved, .suspended(let forBackground)):
+            return reconnectWhenPathReturns && !forBackground ? .retryNow : .nothing
+        case (.moved, .attempting):
+            return reconnectWhenPathReturns ? .restartAttempt : .nothing
+        case (.returned, .attempting):
+            return .nothing
+        }
+    }
+}
+
 /// The device as a machine knows it: the last path and application state it was told, and what a
 /// new path means. Until told otherwise a machine assumes a path and an active app.
 public struct DeviceState: Hashable, Sendable {
@@ -102,5 +189,14 @@ public struct DeviceState: Hashable, Sendable {
             guard let old, !old.interfaces.isEmpty || !new.interfaces.isEmpty else { return .none }
             return old.interfaces == new.interfaces ? .none : .moved
         }
+    }
+
+    /// Records `new` and says whether the app went to the background (`true`) or came back to
+    /// the foreground (`false`); nil when neither (`inactive` counts as the foreground).
+    public mutating func applicationChanged(to new: ApplicationState) -> Bool? {
+        let wasBackground = application == .background
+        application = new
+        let isBackground = new == .background
+        return wasBackground == isBackground ? nil : isBackground
     }
 }

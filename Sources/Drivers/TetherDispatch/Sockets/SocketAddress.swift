@@ -106,41 +106,20 @@ package struct SocketAddress: Sendable {
     }
 }
 
-// The system calls by module, because `TCPConnection` has methods of the same names.
-#if canImport(Darwin)
-    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-        Darwin.connect(fd, address, length)
-    }
-    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        Darwin.read(fd, buffer, count)
-    }
-    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-        Darwin.write(fd, buffer, count)  // SO_NOSIGPIPE is set on the socket
-    }
-    func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
-#elseif canImport(Glibc)
-    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-        Glibc.connect(fd, address, length)
-    }
-    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        Glibc.read(fd, buffer, count)
-    }
-    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-        Glibc.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
-    }
-    func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
-#elseif canImport(Musl)
-    func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-        Musl.connect(fd, address, length)
-    }
-    func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        Musl.read(fd, buffer, count)
-    }
-    func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-        Musl.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
-    }
-    func systemClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
-#endif
+// The system calls under names of their own, because `TCPConnection` has methods named
+// `connect`, `read`, `send` and `close` (at file scope the plain names are the C library's).
+func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
+}
+func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    #if canImport(Darwin)
+        write(fd, buffer, count)  // SO_NOSIGPIPE is set on the socket
+    #else
+        send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    #endif
+}
+func systemClose(_ fd: Int32) -> Int32 { close(fd) }
 
 extension SocketAddress {
     /// The address of an A or AAAA record, on `port` (nil for other records).

@@ -26,98 +26,82 @@ extension HubConnectionMachine {
     /// that cannot.
     public mutating func networkChanged(_ path: NetworkPath, now: Instant) {
         let change = device.pathChanged(to: path)
-        let policy = configuration.network
-        switch change {
-        case .none:
+        switch configuration.network.response(to: change, in: networkStanding) {
+        case .nothing:
             return
-        case .lost:
-            switch state {
-            case .connected:
-                if policy.probeOnPathChange { probe(now: now) }
-            case .reconnectWaiting:
-                guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
-                timers.cancel(.reconnect)
-                emit(.waitingForNetwork)
-            case .resuming(_, .waiting, _):
-                guard policy.waitForPath, timers.isArmed(.resume) else { return }
-                timers.cancel(.resume)
-                emit(.waitingForNetwork)
-            case .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking:
-                guard policy.waitForPath else { return }
-                if let generation = currentGeneration { enqueue(.closeTransport(generation: generation)) }
-                attemptFailed(Self.networkLostError, now: now)
-            case .resuming(let session, .opening(let attempt), _):
-                guard policy.waitForPath, let live = takeLive() else { return }
+        case .probe:
+            if change == .moved, case .connected(_, let storage) = state, storage.link.stateful != nil,
+                let live = takeLive()
+            {
+                // The old socket belongs to the old network: reopen on the new one now.
+                enqueue(.closeTransport(generation: live.session.generation))
+                let error = HubConnectionError(
+                    .connectionLost,
+                    "The device moved to another network; the connection is reopened on it."
+                )
+                return connectionLost(live, error: error, allowReconnect: true, now: now)
+            }
+            probe(now: now)
+        case .pauseRetries:
+            if case .resuming = state { timers.cancel(.resume) } else { timers.cancel(.reconnect) }
+            emit(.waitingForNetwork)
+        case .endAttempt:
+            if case .resuming(let session, .opening(let attempt), _) = state {
+                guard let live = takeLive() else { return }
                 timers.cancel(.handshake)
                 enqueue(.closeTransport(generation: session.generation))
-                resumeAttemptFailed(live, attempt: attempt, error: Self.networkLostError, now: now)
-            case .disconnected, .suspended:
-                return
-            case .modifying:
-                Self.modifyingObserved()
+                return resumeAttemptFailed(live, attempt: attempt, error: Self.networkLostError, now: now)
             }
-        case .returned, .moved:
-            switch state {
-            case .connected(_, let storage):
-                guard policy.probeOnPathChange else { return }
-                if change == .moved, storage.link.stateful != nil, let live = takeLive() {
-                    // The old socket belongs to the old network: reopen on the new one now.
-                    enqueue(.closeTransport(generation: live.session.generation))
-                    let error = HubConnectionError(
-                        .connectionLost,
-                        "The device moved to another network; the connection is reopened on it."
-                    )
-                    return connectionLost(live, error: error, allowReconnect: true, now: now)
-                }
-                probe(now: now)
-            case .reconnectWaiting:
-                guard policy.reconnectWhenPathReturns else {
-                    if !timers.isArmed(.reconnect) { scheduleReconnect(error: nil, now: now) }
-                    return
-                }
+            if let generation = currentGeneration { enqueue(.closeTransport(generation: generation)) }
+            attemptFailed(Self.networkLostError, now: now)
+        case .continueRetries:
+            guard case .resuming(_, .waiting(let attempt), _) = state else {
+                return scheduleReconnect(error: nil, now: now)
+            }
+            let delays = configuration.resumeRetryDelays
+            timers.set(
+                .resume,
+                at: now + (attempt > 0 && !delays.isEmpty ? delays[min(attempt, delays.count) - 1] : .zero)
+            )
+        case .retryNow:
+            guard case .resuming = state else {
                 timers.cancel(.reconnect)
                 schedule?.pathReturned(at: now)
                 reconnectAttemptOffset = 0
-                beginAttempt(isReconnect: true, now: now)
-            case .suspended:
-                guard policy.reconnectWhenPathReturns, !closedForBackground else { return }
-                schedule?.pathReturned(at: now)
-                reconnectAttemptOffset = 0
-                beginAttempt(isReconnect: true, now: now)
-            case .resuming(_, .waiting(let attempt), _):
-                guard policy.reconnectWhenPathReturns else {
-                    // Waiting without a timer (the path was gone): the retries go on.
-                    if !timers.isArmed(.resume) {
-                        let delays = configuration.resumeRetryDelays
-                        timers.set(
-                            .resume,
-                            at: now + (attempt > 0 && !delays.isEmpty ? delays[min(attempt, delays.count) - 1] : .zero)
-                        )
-                    }
-                    return
-                }
-                // The network's return starts the count of tries again (as the policy's).
-                if var live = takeLive() {
-                    live.link.resumeTries = 0
-                    restore(live)
-                }
-                reconnectNow(now: now)
+                return beginAttempt(isReconnect: true, now: now)
+            }
+            // The network's return starts the count of tries again (as the policy's).
+            if var live = takeLive() {
+                live.link.resumeTries = 0
+                restore(live)
+            }
+            reconnectNow(now: now)
+        case .restartAttempt:
+            switch state {
             case .fetchingAccessToken(let attempt), .negotiating(let attempt):
-                guard change == .moved, policy.reconnectWhenPathReturns else { return }
                 timers.cancel(.handshake)
                 beginAttempt(isReconnect: attempt.isReconnect, now: now)
             case .connectingTransport(let attempt), .handshaking(let attempt):
-                guard change == .moved, policy.reconnectWhenPathReturns else { return }
                 timers.cancel(.handshake)
                 handshakeReceived = []
                 enqueue(.closeTransport(generation: attempt.generation))
                 beginAttempt(isReconnect: attempt.isReconnect, now: now)
-            case .disconnected, .resuming(_, .opening, _):
-                return
-            case .modifying:
-                Self.modifyingObserved()
+            default:
+                return  // a resume under way goes on: it reopens the same connection on any network
             }
         }
+    }
+
+    /// Where the connection stands, as the network policy sees it.
+    private var networkStanding: NetworkPolicy.Standing {
+        var waitingToResume = false
+        if case .resuming(_, .waiting, _) = state { waitingToResume = true }
+        return NetworkPolicy.Standing(
+            phase,
+            retryTimerArmed: timers.isArmed(waitingToResume ? .resume : .reconnect),
+            waitingToResume: waitingToResume,
+            closedForBackground: closedForBackground
+        )
     }
 
     /// The app moved between foreground and background (`inactive`, a passing interruption,
@@ -126,10 +110,7 @@ extension HubConnectionMachine {
     /// policy, back in the foreground while waiting to reconnect or given up (and with a network),
     /// a new attempt starts at once.
     public mutating func applicationStateChanged(_ application: ApplicationState, now: Instant) {
-        let wasBackground = device.application == .background
-        device.application = application
-        let isBackground = application == .background
-        guard wasBackground != isBackground else { return }
+        guard let isBackground = device.applicationChanged(to: application) else { return }
         if isBackground {
             guard configuration.backgroundPolicy == .closeUntilActive else { return }
             switch state {

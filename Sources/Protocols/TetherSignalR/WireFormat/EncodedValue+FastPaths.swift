@@ -41,7 +41,7 @@ extension EncodedValue {
     @inlinable
     public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
-        case .json: try Self.decodeJSON(type, storage, range)
+        case .json: try Self.decodeCodable(type, .json, storage, range)
         case .messagePack: try Self.decodeMessagePack(type, storage, range)
         }
     }
@@ -52,7 +52,7 @@ extension EncodedValue {
     public func decode<T: JSONDecodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
         switch encoding {
         case .json: try Self.decodeJSON(type, storage, range)
-        case .messagePack: try Self.decodeMessagePack(type, storage, range)
+        case .messagePack: try Self.decodeCodable(type, .messagePack, storage, range)
         }
     }
 
@@ -107,7 +107,7 @@ extension EncodedArguments {
     public func decode<T: MessagePackDecodable>(_ type: T.Type = T.self, at index: Int) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
-        case .json: return try EncodedValue.decodeJSON(type, storage, argument)
+        case .json: return try EncodedValue.decodeCodable(type, .json, storage, argument)
         case .messagePack: return try EncodedValue.decodeMessagePack(type, storage, argument)
         }
     }
@@ -119,7 +119,7 @@ extension EncodedArguments {
         let argument = start(of: index)..<range.upperBound
         switch encoding {
         case .json: return try EncodedValue.decodeJSON(type, storage, argument)
-        case .messagePack: return try EncodedValue.decodeMessagePack(type, storage, argument)
+        case .messagePack: return try EncodedValue.decodeCodable(type, .messagePack, storage, argument)
         }
     }
 

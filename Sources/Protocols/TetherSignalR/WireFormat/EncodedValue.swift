@@ -94,10 +94,7 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// `MessagePackDecodable` takes the overloads in EncodedValue+FastPaths.swift instead, which
     /// read it with its own `init` for that encoding.)
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws(DecodingError) -> T {
-        switch encoding {
-        case .json: try Self.decodeJSON(type, storage, range)
-        case .messagePack: try Self.decodeMessagePack(type, storage, range)
-        }
+        try Self.decodeCodable(type, encoding, storage, range)
     }
 
     /// What `decode` throws for an error from decoding: a `DecodingError` as it is, any other
@@ -116,29 +113,20 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
         return .dataCorrupted(context)
     }
 
-    /// The JSON value at `range.lowerBound` of `storage` decoded through `Codable`.
+    /// The value in `encoding` at `range.lowerBound` of `storage` decoded through `Codable`
+    /// (also the other encoding's path for a type with a fast path for one).
     @usableFromInline @inline(__always)
-    static func decodeJSON<T: Decodable>(
+    static func decodeCodable<T: Decodable>(
         _ type: T.Type,
+        _ encoding: ValueEncoding,
         _ storage: [UInt8],
         _ range: Range<Int>
     ) throws(DecodingError) -> T {
         do {
-            return try JSONValueDecoding.decode(type, from: storage, at: range.lowerBound)
-        } catch {
-            throw decodingError(error, decoding: type)
-        }
-    }
-
-    /// The MessagePack value at `range.lowerBound` of `storage` decoded through `Codable`.
-    @usableFromInline @inline(__always)
-    static func decodeMessagePack<T: Decodable>(
-        _ type: T.Type,
-        _ storage: [UInt8],
-        _ range: Range<Int>
-    ) throws(DecodingError) -> T {
-        do {
-            return try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+            switch encoding {
+            case .json: return try JSONValueDecoding.decode(type, from: storage, at: range.lowerBound)
+            case .messagePack: return try MessagePackDecoder.decodeValidated(type, from: storage, at: range.lowerBound)
+            }
         } catch {
             throw decodingError(error, decoding: type)
         }
@@ -342,10 +330,7 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// for the fast-path overloads). Precondition: `index < count`.
     public func decode<T: Decodable>(_ type: T.Type = T.self, at index: Int) throws(DecodingError) -> T {
         let argument = start(of: index)..<range.upperBound
-        switch encoding {
-        case .json: return try EncodedValue.decodeJSON(type, storage, argument)
-        case .messagePack: return try EncodedValue.decodeMessagePack(type, storage, argument)
-        }
+        return try EncodedValue.decodeCodable(type, encoding, storage, argument)
     }
 
     /// The offset where the argument at `index` starts. Only the start is needed: this skips

@@ -13,66 +13,45 @@ extension XMPPClientMachine {
     /// started again; while online it probes; while an attempt is under way on another network
     /// the attempt starts again on the new one.
     public mutating func networkChanged(_ path: NetworkPath, now: Instant) {
-        let change = device.pathChanged(to: path)
-        let policy = configuration.network
-        switch change {
-        case .none:
+        let standing = NetworkPolicy.Standing(phase, retryTimerArmed: timers.isArmed(.reconnect))
+        switch configuration.network.response(to: device.pathChanged(to: path), in: standing) {
+        case .nothing:
             return
-        case .lost:
-            switch state {
-            case .connected:
-                if policy.probeOnPathChange { probe(now: now) }
-            case .reconnectWaiting:
-                guard policy.waitForPath, timers.isArmed(.reconnect) else { return }
-                timers.cancel(.reconnect)
-                emit(.waitingForNetwork)
-            case .connectingTransport, .negotiating:
-                guard policy.waitForPath else { return }
-                lost(
-                    XMPPClientError(.connectionFailed, "The device lost its network during the connect attempt."),
-                    closeTransport: true,
-                    now: now
-                )
-            case .disconnected, .closing, .suspended:
-                return
-            }
-        case .returned, .moved:
-            switch state {
-            case .connected:
-                if policy.probeOnPathChange { probe(now: now) }
-            case .reconnectWaiting(let next, let redirects):
-                guard policy.reconnectWhenPathReturns else {
-                    // Waiting without a timer (the path was gone): the back-off goes on.
-                    if !timers.isArmed(.reconnect) { resumeBackOff(next: next, now: now) }
-                    return
-                }
-                timers.cancel(.reconnect)
-                schedule?.pathReturned(at: now)
+        case .probe:
+            probe(now: now)
+        case .pauseRetries:
+            timers.cancel(.reconnect)
+            emit(.waitingForNetwork)
+        case .endAttempt:
+            lost(
+                XMPPClientError(.connectionFailed, "The device lost its network during the connect attempt."),
+                closeTransport: true,
+                now: now
+            )
+        case .continueRetries:
+            guard case .reconnectWaiting(let next, _) = state else { return }
+            resumeBackOff(next: next, now: now)
+        case .retryNow:
+            timers.cancel(.reconnect)
+            schedule?.pathReturned(at: now)
+            if case .reconnectWaiting(let next, let redirects) = state {
                 beginAttempt(to: next, redirects: redirects, now: now)
-            case .suspended:
-                guard policy.reconnectWhenPathReturns else { return }
-                schedule?.pathReturned(at: now)
+            } else {
                 beginAttempt(to: resumptionEndpoint, redirects: 0, now: now)
-            case .connectingTransport(let attempt):
-                guard change == .moved, policy.reconnectWhenPathReturns else { return }
-                enqueue(.closeTransport(generation: attempt.generation))
-                beginAttempt(
-                    to: attempt.toConfiguredServer ? nil : attempt.endpoint,
-                    redirects: attempt.redirects,
-                    now: now
-                )
-            case .negotiating(let negotiation):
-                guard change == .moved, policy.reconnectWhenPathReturns else { return }
-                let attempt = negotiation.attempt
-                enqueue(.closeTransport(generation: attempt.generation))
-                beginAttempt(
-                    to: attempt.toConfiguredServer ? nil : attempt.endpoint,
-                    redirects: attempt.redirects,
-                    now: now
-                )
-            case .disconnected, .closing:
-                return
             }
+        case .restartAttempt:
+            let attempt: Attempt
+            switch state {
+            case .connectingTransport(let transport): attempt = transport
+            case .negotiating(let negotiation): attempt = negotiation.attempt
+            default: return
+            }
+            enqueue(.closeTransport(generation: attempt.generation))
+            beginAttempt(
+                to: attempt.toConfiguredServer ? nil : attempt.endpoint,
+                redirects: attempt.redirects,
+                now: now
+            )
         }
     }
 
@@ -82,10 +61,7 @@ extension XMPPClientMachine {
     /// the connection was lost (waiting to reconnect or given up) and the device has a network,
     /// a reconnect at once. `inactive` (a passing interruption) counts as the foreground.
     public mutating func applicationStateChanged(_ application: ApplicationState, now: Instant) {
-        let wasBackground = device.application == .background
-        device.application = application
-        let isBackground = application == .background
-        guard wasBackground != isBackground else { return }
+        guard let isBackground = device.applicationChanged(to: application) else { return }
         switch state {
         case .connected:
             applicationStateApplies(background: isBackground)
