@@ -148,11 +148,14 @@ def main():
     kept = [open(os.path.join(old, n), "rb").read() for n in sorted(os.listdir(old))] if os.path.isdir(old) else []
     write("FuzzXMLStream", kept + [bytes([i * 37 % 256]) + s for i, s in enumerate(xml)])
 
-    # SCRAM: [mechanism] + server-first + 0 + server-final (RFC 5802 / 7677 exchanges).
-    scram = [bytes([1]) + b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096\x00v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
-             bytes([2]) + b"r=rOprNGfwEbeRWgbNEkqOfyDjhQ7Y,s=QSXCR+Q6sek8bf92,i=4096\x00v=rmF9pqV8S7suAoZWja4dJRkFsKQ=",
-             bytes([0]) + b"r=rOprNGfwEbeRWgbNEkqOabc,s=c2FsdA==,i=16,e=other\x00e=invalid-proof",
-             bytes([1]) + b"m=ext,r=rOprNGfwEbeRWgbNEkqOx,s=AAAA,i=1\x00v="]
+    # SCRAM: [mechanism, options] + server-first + 0 + server-final (RFC 5802 / 7677 exchanges;
+    # options: channel binding none / y / tls-exporter, and whether XEP-0474's h= is checked).
+    scram = [bytes([1, 0]) + b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096\x00v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+             bytes([2, 0]) + b"r=rOprNGfwEbeRWgbNEkqOfyDjhQ7Y,s=QSXCR+Q6sek8bf92,i=4096\x00v=rmF9pqV8S7suAoZWja4dJRkFsKQ=",
+             bytes([0, 0]) + b"r=rOprNGfwEbeRWgbNEkqOabc,s=c2FsdA==,i=16,e=other\x00e=invalid-proof",
+             bytes([1, 0]) + b"m=ext,r=rOprNGfwEbeRWgbNEkqOx,s=AAAA,i=1\x00v=",
+             bytes([1, 2]) + b"r=rOprNGfwEbeRWgbNEkqOcb,s=c2FsdA==,i=16\x00v=AAAA",
+             bytes([1, 13]) + b"r=rOprNGfwEbeRWgbNEkqOh,s=c2FsdA==,i=16,h=AAAA\x00v=AAAA"]
     write("FuzzSCRAM", scram)
 
     # WebSocket: [selector] + frames (after a valid 101 when the selector's high bit is clear).

@@ -88,6 +88,58 @@ struct XMPPClientTLSTests {
         await client.disconnect()
     }
 
+    /// Channel binding (SCRAM-*-PLUS) against prosody 0.12, which offers it with tls-unique on
+    /// TLS 1.2 only: the login is bound there, over STARTTLS and over direct TLS, and prosody
+    /// checks the binding data against its own view of the connection.
+    @Test(arguments: [XMPPClientMachine.TLSPolicy.required, .direct])
+    func scramPlusWithTLSUniqueOnTLS12(_ tls: XMPPClientMachine.TLSPolicy) async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(
+            certificates: certificates,
+            extraConfiguration: #"ssl = { protocol = "tlsv1_2" }"#
+        )
+        try await server.start()
+        var configuration = Self.configuration(server, tls: tls)
+        configuration.mechanisms = SASLMechanism.allCases
+        configuration.channelBinding = .required
+        let client = try XMPPClient(configuration: configuration, options: .init(caFile: certificates.caCertificate))
+        try await client.connect()
+        let authentication = await client.authentication()
+        #expect(authentication?.mechanism.hasSuffix("-PLUS") == true, "\(String(describing: authentication))")
+        #expect(authentication?.channelBinding == .tlsUnique)
+        let health = await client.health()
+        #expect(health.tlsVersion == "TLSv1.2")
+        #expect(try await client.ping() > .zero)
+        await client.disconnect()
+    }
+
+    /// On TLS 1.3 prosody 0.12 offers no -PLUS mechanism: the default logs in without binding
+    /// (the GS2 flag `y`, which prosody accepts since it does not support binding there), and a
+    /// client that requires binding fails at once, typed, without retrying.
+    @Test func withoutPLUSTheDefaultLogsInAndRequiredFails() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates)
+        try await server.start()
+        var configuration = Self.configuration(server, tls: .required)
+        configuration.mechanisms = SASLMechanism.allCases
+        let log = TrafficLog()
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
+        )
+        try await client.connect()
+        let authentication = await client.authentication()
+        #expect(authentication?.channelBinding == nil && authentication?.mechanism.hasPrefix("SCRAM-") == true)
+        // (The machine's tests check that the flag sent is `y`; the log never shows SASL payloads.)
+        #expect(!log.entries.contains { $0.text.contains("<auth ") && $0.text.contains("eSws") })
+        await client.disconnect()
+
+        configuration.channelBinding = .required
+        let strict = try XMPPClient(configuration: configuration, options: .init(caFile: certificates.caCertificate))
+        await expectThrows(\XMPPClientError.kind, .channelBindingUnavailable) { try await strict.connect() }
+        #expect(await strict.state() == .disconnected)
+    }
+
     @Test func unknownCAIsRejectedWithoutRetrying() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates)

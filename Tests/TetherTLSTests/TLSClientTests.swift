@@ -157,6 +157,57 @@ struct TLSClientTests {
         #expect(version == "TLSv1.2")
     }
 
+    /// The channel-binding data agrees with the server's own view of the connection: the same
+    /// exported keying material on TLS 1.3 (RFC 9266), the client's Finished message on TLS 1.2
+    /// (RFC 5929 tls-unique), and the certificate's SHA-256 as `openssl x509 -fingerprint` gives
+    /// it (tls-server-end-point, the test CA signs with SHA-256).
+    @Test(arguments: [nil, TLS1_2_VERSION])
+    func channelBindingsMatchTheServersView(_ maximumVersion: Int32?) throws {
+        let certificates = try TestCertificates.shared()
+        var client = try TLSClient(configuration: try Self.configuration())
+        #expect(client.channelBindings == .none)  // nothing before the handshake
+        let server = TLSTestServer(
+            certificate: certificates.serverCertificate,
+            key: certificates.serverKey,
+            maximumVersion: maximumVersion
+        )
+        #expect(Self.handshake(&client, server) == nil)
+        let bindings = client.channelBindings
+        if maximumVersion == nil {
+            #expect(bindings.protocolVersion == "TLSv1.3")
+            #expect(bindings.types == [.tlsExporter, .tlsServerEndPoint])
+            var exported = [UInt8](repeating: 0, count: 32)
+            let label = "EXPORTER-Channel-Binding"
+            #expect(SSL_export_keying_material(server.ssl, &exported, 32, label, label.utf8.count, nil, 0, 0) == 1)
+            #expect(bindings.data[.tlsExporter] == exported)
+        } else {
+            #expect(bindings.protocolVersion == "TLSv1.2")
+            #expect(bindings.types == [.tlsUnique, .tlsServerEndPoint])
+            var finished = [UInt8](repeating: 0, count: 64)
+            let length = SSL_get_peer_finished(server.ssl, &finished, 64)
+            #expect(length == 12 && bindings.data[.tlsUnique] == Array(finished[..<length]))
+        }
+        let fingerprint = try runOpenSSL([
+            "x509", "-in", certificates.serverCertificate, "-noout", "-fingerprint", "-sha256",
+        ])
+        let hexDigits = fingerprint.split(separator: "=").last.map { $0.filter(\.isHexDigit) } ?? ""
+        #expect(bindings.data[.tlsServerEndPoint].map(hex) == hexDigits.lowercased())
+    }
+
+    func runOpenSSL(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
     @Test func anIPAddressIsVerifiedAgainstTheCertificatesAddresses() throws {
         let certificates = try TestCertificates.shared()
         var client = try TLSClient(configuration: try Self.configuration("127.0.0.1"))

@@ -37,7 +37,8 @@ struct NegotiationTests {
         harness.server("<enabled xmlns='urn:xmpp:sm:3' id='abc' resume='true' max='600'/>")
         #expect(
             harness.transcript == [
-                "open", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
+                "open", "send:header", "send:auth", "event:authenticated", "send:header", "send:iq", "send:enable",
+                "event:connected",
                 "event:smenabled",
             ]
         )
@@ -61,7 +62,7 @@ struct NegotiationTests {
             "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(Base64.encode(Array(serverFinal.utf8)))</success>"
         )
         #expect(harness.state == .openingStream)
-        #expect(harness.transcript.suffix(2) == ["send:response", "send:header"])
+        #expect(harness.transcript.suffix(3) == ["send:response", "event:authenticated", "send:header"])
     }
 
     @Test func scramServerFinalAsAChallenge() {
@@ -193,7 +194,8 @@ struct NegotiationTests {
         #expect(harness.state == .connected)
         #expect(
             harness.transcript == [
-                "open", "send:header", "send:auth", "send:header", "send:iq", "send:enable", "event:connected",
+                "open", "send:header", "send:auth", "event:authenticated", "send:header", "send:iq", "send:enable",
+                "event:connected",
             ]
         )
     }
@@ -394,5 +396,88 @@ struct NegotiationTests {
         #expect(!"\(configuration)".contains("secret-password"))
         #expect(!String(reflecting: configuration).contains("secret-password"))
         #expect("\(configuration.password)" == "<redacted>")
+    }
+
+    // MARK: - Channel binding
+
+    /// TLS 1.2 bindings as the driver reports them after STARTTLS.
+    static let tls12 = TLSChannelBindings(
+        protocolVersion: "TLSv1.2",
+        data: [.tlsUnique: Array(1...12), .tlsServerEndPoint: Array(repeating: 7, count: 32)]
+    )
+
+    /// Connects with STARTTLS; TLS is established with `tls`; the server then offers `features`.
+    func secured(_ harness: XMPPClientHarness, tls: TLSChannelBindings, features: String) {
+        harness.start()
+        harness.connected()
+        harness.server(
+            XMPPClientHarness.serverHeader
+                + "<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls></stream:features>"
+        )
+        harness.server("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+        harness.machine.tlsEstablished(generation: harness.generation!, tls: tls, now: harness.now)
+        harness.drain()
+        harness.server(XMPPClientHarness.serverHeader + features)
+    }
+
+    @Test func scramPlusBindsTheLoginToTheTLSConnection() throws {
+        let harness = XMPPClientHarness {
+            $0.tls = .required
+            $0.channelBinding = .required
+        }
+        secured(harness, tls: Self.tls12, features: XMPPClientHarness.mechanisms(["SCRAM-SHA-1", "SCRAM-SHA-1-PLUS"]))
+        #expect(harness.lastSent.contains("mechanism='SCRAM-SHA-1-PLUS'"))
+        let clientFirst = String(decoding: Base64.decode(saslPayload(harness.lastSent))!, as: UTF8.self)
+        #expect(clientFirst == "p=tls-unique,,n=alice,r=clientnonce")
+        harness.scramServer.bindingData = Array(1...12)  // the server's view of the same connection
+        let challenge = harness.scramServer.challenge(forAuth: saslPayload(harness.lastSent))
+        harness.server("<challenge xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(challenge)</challenge>")
+        let (clientFinal, serverFinal) = harness.scramServer.final()
+        #expect(saslPayload(harness.lastSent) == Base64.encode(Array(clientFinal.utf8)))
+        harness.server(
+            "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\(Base64.encode(Array(serverFinal.utf8)))</success>"
+        )
+        harness.server(XMPPClientHarness.serverHeader + XMPPClientHarness.boundFeatures)
+        harness.server(
+            "<iq type='result' id='\(harness.lastSentID)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/phone</jid></bind></iq>"
+        )
+        harness.server("<enabled xmlns='urn:xmpp:sm:3' id='sm-1' resume='true' max='600'/>")
+        #expect(harness.state == .connected)
+        #expect(
+            harness.machine.authentication
+                == XMPPAuthentication(mechanism: "SCRAM-SHA-1-PLUS", channelBinding: .tlsUnique)
+        )
+        // The binding data never reaches the transcript's text in clear form other than inside
+        // the SCRAM messages, and no event carries it.
+        #expect(!harness.events.contains { "\($0)".contains("tlsUnique:") })
+    }
+
+    @Test func aServerThatListsNoPLUSGetsTheYFlag() {
+        let harness = XMPPClientHarness { $0.tls = .required }
+        secured(harness, tls: Self.tls12, features: XMPPClientHarness.mechanisms(["SCRAM-SHA-1", "PLAIN"]))
+        #expect(harness.lastSent.contains("mechanism='SCRAM-SHA-1'"))
+        let clientFirst = String(decoding: Base64.decode(saslPayload(harness.lastSent))!, as: UTF8.self)
+        #expect(clientFirst == "y,,n=alice,r=clientnonce")
+    }
+
+    @Test func requiredChannelBindingFailsWithoutPLUS() throws {
+        let harness = XMPPClientHarness {
+            $0.tls = .required
+            $0.channelBinding = .required
+        }
+        secured(harness, tls: Self.tls12, features: XMPPClientHarness.mechanisms(["SCRAM-SHA-1", "PLAIN"]))
+        let error = try closedError(harness.events)
+        #expect(error.kind == .channelBindingUnavailable && error.isFatal)
+        #expect(error.message.contains("offers no -PLUS mechanism"))
+        #expect(!harness.sent.contains { $0.text.contains("<auth") })
+    }
+
+    @Test func theServersChannelBindingListIsRead() {
+        let harness = XMPPClientHarness { $0.tls = .required }
+        let features =
+            "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>SCRAM-SHA-1-PLUS</mechanism><mechanism>SCRAM-SHA-1</mechanism></mechanisms><sasl-channel-binding xmlns='urn:xmpp:sasl-cb:0'><channel-binding type='tls-server-end-point'/></sasl-channel-binding></stream:features>"
+        secured(harness, tls: Self.tls12, features: features)
+        let clientFirst = String(decoding: Base64.decode(saslPayload(harness.lastSent))!, as: UTF8.self)
+        #expect(clientFirst == "p=tls-server-end-point,,n=alice,r=clientnonce")
     }
 }

@@ -132,6 +132,7 @@ final class XMPPClientHarness {
         switch event {
         case .lifecycle(let change): lifecycleName(change)
         case .resumeFailed: "resumefailed"
+        case .authenticated: "authenticated"
         case .streamManagementEnabled: "smenabled"
         case .message: "message"
         case .presence: "presence"
@@ -246,11 +247,17 @@ struct ScriptedSCRAMServer {
     var iterations = 4096
     var clientFirstBare = ""
     var serverFirst = ""
+    /// The client's GS2 header (`n,,`, `y,,`, `p=TYPE,,`).
+    var gs2Header = ""
+    /// The channel-binding data of the server's side of the connection (for `p=`).
+    var bindingData: [UInt8] = []
 
     /// The server-first-message for the base64 client-first-message of an `<auth>`.
     mutating func challenge(forAuth base64: String) -> String {
         let clientFirst = String(decoding: Base64.decode(base64)!, as: UTF8.self)
-        clientFirstBare = String(clientFirst.dropFirst(3))
+        let parts = clientFirst.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false)
+        gs2Header = parts[0] + "," + parts[1] + ","
+        clientFirstBare = String(parts[2])
         let nonce = clientFirstBare.components(separatedBy: ",r=")[1]
         serverFirst = "r=\(nonce)SERVERNONCE,s=\(Base64.encode(salt)),i=\(iterations)"
         return Base64.encode(Array(serverFirst.utf8))
@@ -264,7 +271,8 @@ struct ScriptedSCRAMServer {
         let storedKey = provider.hash(algorithm, clientKey)
         let serverKey = provider.hmac(algorithm, key: salted, data: Array("Server Key".utf8))
         let nonce = serverFirst.components(separatedBy: ",")[0].dropFirst(2)
-        let withoutProof = "c=biws,r=\(nonce)"
+        let cbind = Array(gs2Header.utf8) + (gs2Header.hasPrefix("p=") ? bindingData : [])
+        let withoutProof = "c=\(Base64.encode(cbind)),r=\(nonce)"
         let authMessage = Array("\(clientFirstBare),\(serverFirst),\(withoutProof)".utf8)
         let signature = provider.hmac(algorithm, key: storedKey, data: authMessage)
         let proof = zip(clientKey, signature).map { $0 ^ $1 }

@@ -118,6 +118,13 @@ public final class XMPPClient: ConnectionClient {
         await core.runner.disconnect()
     }
 
+    /// How the online stream logged in: the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the
+    /// channel binding it used; nil while offline.
+    public func authentication() async -> XMPPAuthentication? {
+        let runner = core.runner
+        return await runner.call { handoff in handoff.resume(returning: runner.machine.authentication) }
+    }
+
     // MARK: - Sending
 
     /// Sends a message: queued while offline, kept until acknowledged with stream management.

@@ -60,4 +60,38 @@ static inline int tether_x509_der(X509 *certificate, unsigned char *out) {
     return i2d_X509(certificate, &cursor);
 }
 
+/// RFC 9266 tls-exporter: 32 bytes exported with the label "EXPORTER-Channel-Binding" and no
+/// context into out[32]. Returns 1 on success.
+static inline int tether_ssl_export_channel_binding(SSL *ssl, unsigned char *out) {
+    static const char label[] = "EXPORTER-Channel-Binding";
+    return SSL_export_keying_material(ssl, out, 32, label, sizeof label - 1, NULL, 0, 0);
+}
+
+/// RFC 5929 tls-unique: the first Finished message of the latest handshake (the client's in a
+/// full handshake, the server's in a resumed one) into out (up to 64 bytes). Returns its length,
+/// 0 when there is none.
+static inline int tether_ssl_tls_unique(const SSL *ssl, unsigned char *out) {
+    size_t length = SSL_session_reused((SSL *)ssl) ? SSL_get_peer_finished(ssl, out, 64) : SSL_get_finished(ssl, out, 64);
+    return length > 64 ? 0 : (int)length;
+}
+
+/// RFC 5929 tls-server-end-point: the hash of the server's certificate (DER) with the hash of
+/// its signature algorithm, SHA-256 for MD5 and SHA-1, into out (up to EVP_MAX_MD_SIZE bytes).
+/// Returns its length, 0 when the peer sent no certificate or its signature algorithm names no
+/// single hash (Ed25519: RFC 5929 does not define the binding then).
+static inline int tether_ssl_server_end_point(const SSL *ssl, unsigned char *out) {
+    X509 *certificate = SSL_get1_peer_certificate(ssl);
+    if (certificate == NULL) return 0;
+    int digest_nid = NID_undef, key_nid = NID_undef;
+    int length = 0;
+    if (OBJ_find_sigid_algs(X509_get_signature_nid(certificate), &digest_nid, &key_nid) == 1 && digest_nid != NID_undef) {
+        if (digest_nid == NID_md5 || digest_nid == NID_sha1) digest_nid = NID_sha256;
+        const EVP_MD *digest = EVP_get_digestbynid(digest_nid);
+        unsigned int written = 0;
+        if (digest != NULL && X509_digest(certificate, digest, out, &written) == 1) length = (int)written;
+    }
+    X509_free(certificate);
+    return length;
+}
+
 #endif

@@ -71,6 +71,7 @@ public final class OpenSSLTLSSession: TLSSession {
     public var isEstablished: Bool { client.isEstablished }
     public var protocolVersion: String? { client.isEstablished ? client.protocolVersion : nil }
     public var peerClosed: Bool { client.peerClosed }
+    public var channelBindings: TLSChannelBindings { client.channelBindings }
     public func start() throws {
         do throws(TLSError) { try client.start() } catch { throw Self.translated(error) }
     }

@@ -204,6 +204,28 @@ public struct TLSClient: ~Copyable {
         String(cString: SSL_get_version(ssl))
     }
 
+    /// The channel-binding data of the connection (RFC 5929, RFC 9266), once established:
+    /// tls-exporter on TLS 1.3, tls-unique before it, tls-server-end-point on both.
+    public var channelBindings: TLSChannelBindings {
+        guard isEstablished else { return .none }
+        var data: [ChannelBindingType: [UInt8]] = [:]
+        var buffer = [UInt8](repeating: 0, count: 64)
+        if unsafe buffer.withUnsafeMutableBufferPointer({
+            unsafe tether_ssl_export_channel_binding(ssl, $0.baseAddress)
+        }) == 1 {
+            data[.tlsExporter] = Array(buffer[..<32])
+        }
+        let unique = Int(
+            unsafe buffer.withUnsafeMutableBufferPointer { unsafe tether_ssl_tls_unique(ssl, $0.baseAddress) }
+        )
+        if unique > 0 { data[.tlsUnique] = Array(buffer[..<unique]) }
+        let endPoint = Int(
+            unsafe buffer.withUnsafeMutableBufferPointer { unsafe tether_ssl_server_end_point(ssl, $0.baseAddress) }
+        )
+        if endPoint > 0 { data[.tlsServerEndPoint] = Array(buffer[..<endPoint]) }
+        return TLSChannelBindings(protocolVersion: protocolVersion, data: data)
+    }
+
     // MARK: - Internals
 
     private mutating func advanceHandshake() throws(TLSError) {

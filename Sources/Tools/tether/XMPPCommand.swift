@@ -17,7 +17,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P] [--nameserver HOST:PORT]...
                            [--tls disabled|optional|required|direct] [--websocket URL]
                            [--ca-file F] [--pin SHA256_BASE64]...
-                           [--resource R] [--allow-plain]
+                           [--resource R] [--allow-plain] [--channel-binding when-possible|required|disabled]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--network-watch]
                            [--health S] [--verbose] COMMAND
@@ -35,7 +35,10 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
 
         The password comes from the environment variable VAR (default TETHER_PASSWORD), never
         from the command line. --verbose logs the XML traffic to standard error, SASL credentials
-        hidden. TLS: required (STARTTLS, refused when not offered; the
+        hidden. SCRAM logins are bound to the TLS connection (SCRAM-*-PLUS: tls-exporter on TLS
+        1.3, tls-unique on 1.2, tls-server-end-point where that is what the server has) whenever the
+        server offers it; --channel-binding required refuses to log in otherwise (status 1),
+        disabled never binds. TLS: required (STARTTLS, refused when not offered; the
         default), optional (STARTTLS when offered), direct (TLS from the first byte, port 5223),
         disabled; the certificate must be valid for the JID's domain, against the system's CAs
         and F (--ca-file, a PEM file); with --pin, one certificate of the chain must also have
@@ -50,7 +53,9 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         "interfaces":[…]} (as `tether network`).
         \(HealthLine.help)
 
-        \(LifecycleLine.help) SESSION is "jid":JID.
+        \(LifecycleLine.help) SESSION is "jid":JID,"mechanism":M,"channel_binding":T (the SASL
+        mechanism the stream logged in with, e.g. "SCRAM-SHA-256-PLUS", and the channel-binding
+        type of a -PLUS mechanism, e.g. "tls-exporter", or null).
         Beside them: {"event":"stream-management","resumable":BOOL} (XEP-0198 enabled: with
         resumable true, a drop can be resumed), {"event":"resume-failed"},
         {"event":"message","from":…,"id":…,"body":…},
@@ -61,7 +66,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
 
         Example:
           TETHER_PASSWORD=alicepass tether xmpp --jid alice@localhost --host 127.0.0.1 --ca-file ca.pem ping
-          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma"}
+          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma","mechanism":"SCRAM-SHA-256","channel_binding":null}
           {"event":"pong","rtt_ms":1.581888}
           {"event":"closed","reason":null}
         """
@@ -86,6 +91,8 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
     var tls = XMPPClientMachine.TLSPolicy.required
     var resource: String?
     var allowPlain = false
+    /// `--channel-binding`: whether SCRAM logins are bound to the TLS connection.
+    var channelBinding = ChannelBindingPolicy.whenPossible
     var pingInterval: Double = 60
     var pingTimeout: Double = 10
     var maximumMissedPings = 2
@@ -143,6 +150,14 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     options.resource = resource
                 case "--allow-plain":
                     options.allowPlain = true
+                case "--channel-binding":
+                    let names: [String: ChannelBindingPolicy] = [
+                        "when-possible": .whenPossible, "required": .required, "disabled": .disabled,
+                    ]
+                    guard let policy = value().flatMap({ names[$0] }) else {
+                        return .usageError("--channel-binding takes when-possible, required or disabled")
+                    }
+                    options.channelBinding = policy
                 case "--ping-interval", "--ping-timeout":
                     guard let text = value(), let seconds = Double(text), seconds > 0, seconds < 1e6 else {
                         return .usageError("\(argument) needs a positive number of seconds")
@@ -225,6 +240,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         configuration.webSocket = webSocket
         configuration.resource = resource
         configuration.allowPlainOnCleartext = allowPlain
+        configuration.channelBinding = channelBinding
         configuration.autoPing = .init(
             interval: .milliseconds(Int64(pingInterval * 1000)),
             timeout: .milliseconds(Int64(pingTimeout * 1000)),
@@ -332,14 +348,26 @@ final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
         super.init(label: "tether.cli-events", output: output)
     }
 
+    /// How the latest stream logged in (the `authenticated` event before `connected`).
+    private var authentication: XMPPAuthentication?
+
     func handle(_ event: XMPPClient.Event) {
         var line: [UInt8] = []
         switch event {
         case .lifecycle(let change):
+            let authentication = authentication
             return printLifecycle(change) { jid, line in
                 line += #""jid":"#.utf8
                 JSONText.appendString(jid.description, to: &line)
+                guard let authentication else { return }
+                line += #","mechanism":"#.utf8
+                JSONText.appendString(authentication.mechanism, to: &line)
+                line += #","channel_binding":"#.utf8
+                XMPPCommand.appendOptional(authentication.channelBinding?.rawValue, to: &line)
             }
+        case .authenticated(let login):
+            authentication = login
+            return
         case .resumeFailed:
             line = Array(#"{"event":"resume-failed"}"#.utf8)
         case .message(let message):

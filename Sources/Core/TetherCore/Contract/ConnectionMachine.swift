@@ -45,15 +45,16 @@ public protocol ConnectionMachine: ~Copyable {
     /// traffic, what awaits acknowledgement, the transport.
     func health(now: Instant) -> ConnectionHealth
 
-    /// The transport of `generation` is open (it carries messages now).
-    mutating func transportConnected(generation: TransportGeneration, now: Instant)
+    /// The transport of `generation` is open (it carries messages now); `tls`: the channel-binding
+    /// data of TLS from its first byte (`.none` without TLS, or when the transport does not tell).
+    mutating func transportConnected(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant)
     /// Input arrived on the transport of `generation`: bytes of a stream, or one whole message.
     mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant)
     /// The transport of `generation` closed, or could not be opened (`error` nil: an orderly end).
     mutating func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant)
     /// TLS that the machine asked to insert into the transport of `generation` (XMPP's STARTTLS)
-    /// is established. Machines that never ask ignore it.
-    mutating func tlsEstablished(generation: TransportGeneration, now: Instant)
+    /// is established, with its channel-binding data. Machines that never ask ignore it.
+    mutating func tlsEstablished(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant)
     /// Runs the timers due at `now`; extra calls are harmless.
     mutating func handleTimeout(now: Instant)
 
@@ -91,4 +92,16 @@ public enum ConnectionPhase: String, Hashable, Sendable, CaseIterable {
     case suspended
     /// Closing on purpose: the closing handshake is under way.
     case closing
+}
+
+extension ConnectionMachine where Self: ~Copyable {
+    /// The transport of `generation` is open, with no channel-binding data told.
+    public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
+        transportConnected(generation: generation, tls: .none, now: now)
+    }
+
+    /// The TLS asked for is established, with no channel-binding data told.
+    public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {
+        tlsEstablished(generation: generation, tls: .none, now: now)
+    }
 }

@@ -24,11 +24,72 @@ public protocol TLSSession: AnyObject {
     func close()
     /// The protocol version negotiated (`TLSv1.3`), once established; nil when unknown.
     var protocolVersion: String? { get }
+    /// What ties an authentication to this connection (RFC 5056), once established: the data of
+    /// each channel-binding type the session can give. SASL's SCRAM-*-PLUS mechanisms send it to
+    /// the server, which compares it with its own view of the connection, so that a login relayed
+    /// by someone in the middle (holding a certificate the device trusts) fails.
+    var channelBindings: TLSChannelBindings { get }
 }
 
 extension TLSSession {
     /// Unknown unless the session says.
     public var protocolVersion: String? { nil }
+    /// None unless the session gives them.
+    public var channelBindings: TLSChannelBindings { .none }
+}
+
+/// A TLS channel-binding type: which value of the TLS connection an authentication is bound to.
+public enum ChannelBindingType: String, Hashable, Sendable, CaseIterable {
+    /// RFC 9266: 32 bytes of keying material exported with the label `EXPORTER-Channel-Binding`
+    /// and no context. Defined for TLS 1.3 (the one to use there).
+    case tlsExporter = "tls-exporter"
+    /// RFC 5929: the hash of the server's certificate (DER), with the hash function of the
+    /// certificate's signature algorithm, SHA-256 when that is MD5 or SHA-1. Any TLS version;
+    /// it binds to the server's certificate, not to the connection.
+    case tlsServerEndPoint = "tls-server-end-point"
+    /// RFC 5929: the first Finished message of the latest handshake. TLS 1.2 and older only: TLS
+    /// 1.3 does not define it (RFC 9266 §1).
+    case tlsUnique = "tls-unique"
+}
+
+/// The channel-binding data a TLS connection gives (`TLSSession.channelBindings`), read after its
+/// handshake: an app's own TLS (Network.framework: `sec_protocol_metadata_create_secret` for
+/// tls-exporter, the server's certificate for tls-server-end-point) supplies it as
+/// `TetherTLS`'s OpenSSL session does.
+public struct TLSChannelBindings: Hashable, Sendable, CustomStringConvertible {
+    /// The protocol version (`TLSv1.3`, `TLSv1.2`), nil when unknown.
+    public var protocolVersion: String?
+    /// The data of each type the session can give.
+    public var data: [ChannelBindingType: [UInt8]]
+
+    /// The bindings of a session; data of a type its version does not define is left out
+    /// (tls-unique on TLS 1.3, tls-exporter before it).
+    public init(protocolVersion: String?, data: [ChannelBindingType: [UInt8]]) {
+        self.protocolVersion = protocolVersion
+        let isTLS13 = protocolVersion == "TLSv1.3"
+        self.data = data.filter { type, bytes in
+            guard !bytes.isEmpty else { return false }
+            switch type {
+            case .tlsExporter: return isTLS13
+            case .tlsUnique: return protocolVersion != nil && !isTLS13
+            case .tlsServerEndPoint: return true
+            }
+        }
+    }
+
+    /// No TLS, or a session that gives no channel binding.
+    public static let none = TLSChannelBindings(protocolVersion: nil, data: [:])
+
+    /// The types with data, best first: tls-exporter, tls-unique, then tls-server-end-point
+    /// (which binds to the certificate only).
+    public var types: [ChannelBindingType] {
+        [.tlsExporter, .tlsUnique, .tlsServerEndPoint].filter { data[$0] != nil }
+    }
+
+    /// The version and the types; never the data.
+    public var description: String {
+        "\(protocolVersion ?? "TLS") (\(types.isEmpty ? "no channel binding" : types.map(\.rawValue).joined(separator: ", ")))"
+    }
 }
 
 /// What a TLS session is made for.

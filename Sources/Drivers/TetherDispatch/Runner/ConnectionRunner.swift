@@ -145,10 +145,11 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         switch event {
         case .connected:
             log.debug("The transport of \(generation) is open.")
-            machine.transportConnected(generation: generation, now: now())
+            machine.transportConnected(generation: generation, tls: transport.channelBindings, now: now())
         case .tlsEstablished:
-            log.debug("TLS is established (\(transport.tlsVersion ?? "version not told")).")
-            machine.tlsEstablished(generation: generation, now: now())
+            let tls = transport.channelBindings
+            log.debug("TLS is established (\(transport.tlsVersion ?? "version not told"), channel binding: \(tls)).")
+            machine.tlsEstablished(generation: generation, tls: tls, now: now())
         case .received(let bytes):
             log.trace { "Received " + (self.part?.describe(bytes) ?? "") }
             machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now())

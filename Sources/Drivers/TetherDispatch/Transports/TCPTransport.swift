@@ -77,6 +77,9 @@ final class TCPTransport: Transport, @unchecked Sendable {
     var unsentByteCount: Int { tcp?.pendingWriteCount ?? 0 }
 
     var tlsVersion: String? { session?.isEstablished == true ? session?.protocolVersion : nil }
+    var channelBindings: TLSChannelBindings {
+        session?.isEstablished == true ? session?.channelBindings ?? .none : .none
+    }
 
     func start() {
         tcp?.start()

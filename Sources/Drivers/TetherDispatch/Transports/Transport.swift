@@ -51,11 +51,17 @@ public protocol Transport: AnyObject {
     var unsentByteCount: Int { get }
     /// The TLS version in use (`TLSv1.3`), nil without TLS or when the transport does not tell.
     var tlsVersion: String? { get }
+    /// The channel-binding data of the TLS under the transport (`TLSSession.channelBindings`),
+    /// `.none` without TLS or when the transport does not tell. Read by the runner when the
+    /// transport reports `connected` or `tlsEstablished`.
+    var channelBindings: TLSChannelBindings { get }
 }
 
 extension Transport {
     /// Not told.
     public var tlsVersion: String? { nil }
+    /// Not told.
+    public var channelBindings: TLSChannelBindings { .none }
 }
 
 /// Makes the transports of a client, one per transport generation: the request, the client's

@@ -92,6 +92,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     var unsentByteCount: Int { connection?.unsentByteCount ?? 0 }
 
     var tlsVersion: String? { connection?.tlsVersion }
+    var channelBindings: TLSChannelBindings { connection?.channelBindings ?? .none }
 
     private func flush() {
         let output = socket.takeOutput()

@@ -266,7 +266,7 @@ extension HubConnectionMachine {
     }
 
     /// The WebSocket of `generation` is open.
-    public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
+    public mutating func transportConnected(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant) {
         switch state {
         case .connectingTransport(let attempt):
             guard attempt.generation == generation else { return }

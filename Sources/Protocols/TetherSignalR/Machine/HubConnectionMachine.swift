@@ -521,7 +521,7 @@ public struct HubConnectionMachine {
     }
 
     /// SignalR never inserts TLS into an open transport: nothing to do.
-    public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {}
+    public mutating func tlsEstablished(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant) {}
 
     /// The connection id of the current connection.
     public var connectionId: String? {

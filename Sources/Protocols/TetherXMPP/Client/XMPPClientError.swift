@@ -29,9 +29,17 @@ public struct XMPPClientError: ConnectionError {
         /// The server failed SCRAM's proof that it knows the password (`v=` mismatch, foreign
         /// nonce, malformed server messages): maybe someone is in the middle.
         case serverAuthenticationFailed
+        /// The server's signed hash of the SASL mechanisms and channel-binding types it offered
+        /// (XEP-0474) does not match what the client saw: someone in the middle removed options
+        /// to force a weaker login. The login is abandoned.
+        case downgradeDetected
         /// None of the offered SASL mechanisms is acceptable (PLAIN on a cleartext stream needs
         /// `allowPlainOnCleartext`).
         case noAcceptableMechanism
+        /// The configuration requires channel binding (`ChannelBindingPolicy.required`) and none
+        /// is possible: no TLS, a TLS layer that gives no binding data, no -PLUS mechanism offered,
+        /// or no channel-binding type both sides have.
+        case channelBindingUnavailable
         /// TLS is required by the configuration but not possible (not offered, or no TLS layer),
         /// or the server requires TLS the configuration disables, or STARTTLS failed.
         case tlsUnavailable
@@ -111,7 +119,8 @@ public struct XMPPClientError: ConnectionError {
             !(streamError?.allowsReconnect ?? true)
         case .authenticationFailed:
             saslCondition != "temporary-auth-failure"
-        case .serverAuthenticationFailed, .noAcceptableMechanism, .tlsUnavailable, .tlsFailed, .certificateRefused,
+        case .serverAuthenticationFailed, .downgradeDetected, .noAcceptableMechanism, .channelBindingUnavailable,
+            .tlsUnavailable, .tlsFailed, .certificateRefused,
             .serviceUnavailable,
             .unsupportedRequiredFeature,
             .bindFailed, .sessionFailed, .invalidConfiguration:

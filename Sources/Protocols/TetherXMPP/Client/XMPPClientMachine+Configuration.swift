@@ -100,6 +100,9 @@ extension XMPPClientMachine {
         public var mechanisms: [SASLMechanism]
         /// Allow PLAIN on a stream without TLS (default off: it sends the password in clear).
         public var allowPlainOnCleartext: Bool
+        /// Whether SCRAM logins are bound to the TLS connection (default `whenPossible`: a -PLUS
+        /// mechanism whenever the server offers one and both sides have a channel-binding type).
+        public var channelBinding: ChannelBindingPolicy
         /// Bounds on the SCRAM iteration count the server may ask for.
         public var scramLimits: SCRAMClient.Limits
         /// XEP-0199 auto-ping (nil: off).
@@ -157,6 +160,7 @@ extension XMPPClientMachine {
             resource: String? = nil,
             mechanisms: [SASLMechanism] = SASLMechanism.allCases,
             allowPlainOnCleartext: Bool = false,
+            channelBinding: ChannelBindingPolicy = .whenPossible,
             scramLimits: SCRAMClient.Limits = .init(),
             autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
             streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
@@ -188,6 +192,7 @@ extension XMPPClientMachine {
             self.resource = resource
             self.mechanisms = mechanisms
             self.allowPlainOnCleartext = allowPlainOnCleartext
+            self.channelBinding = channelBinding
             self.scramLimits = scramLimits
             self.autoPing = autoPing
             self.streamManagement = streamManagement

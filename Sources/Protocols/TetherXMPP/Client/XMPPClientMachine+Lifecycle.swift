@@ -91,22 +91,25 @@ extension XMPPClientMachine {
 
     // MARK: - Transport inputs
 
-    /// The TCP connection of `generation` is open (with direct TLS: and TLS is established).
-    public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
+    /// The TCP connection of `generation` is open (with direct TLS: and TLS is established, with
+    /// the channel-binding data `tls`).
+    public mutating func transportConnected(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant) {
         guard case .connectingTransport(let attempt) = state, attempt.generation == generation, !attempt.lookingUp
         else { return }
         _ = restartParser()
         let secured = attempt.directTLS
-        state = .negotiating(Negotiation(attempt: attempt, secured: secured))
+        state = .negotiating(Negotiation(attempt: attempt, secured: secured, tls: secured ? tls : .none))
         sendStreamHeader(generation: generation, secured: secured)
     }
 
-    /// TLS is established on the transport of `generation` (after a `startTLS` action).
-    public mutating func tlsEstablished(generation: TransportGeneration, now: Instant) {
+    /// TLS is established on the transport of `generation` (after a `startTLS` action), with the
+    /// channel-binding data `tls`.
+    public mutating func tlsEstablished(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant) {
         guard case .negotiating(var negotiation) = state, negotiation.attempt.generation == generation,
             case .awaitingTLS = negotiation.step
         else { return }
         negotiation.secured = true
+        negotiation.tls = tls
         negotiation.step = .awaitingHeader
         negotiation.features = nil
         state = .negotiating(negotiation)

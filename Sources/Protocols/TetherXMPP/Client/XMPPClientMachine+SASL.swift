@@ -7,13 +7,17 @@ extension XMPPClientMachine {
     mutating func startAuthentication(_ features: StreamFeatures, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
         let chosen: SASLMechanism
+        let binding: SCRAMClient.ChannelBinding
         switch SASLMechanism.choose(
             offered: features.mechanisms,
             preferred: configuration.mechanisms,
             secured: negotiation.secured,
-            allowPlainOnCleartext: configuration.allowPlainOnCleartext
+            allowPlainOnCleartext: configuration.allowPlainOnCleartext,
+            tls: negotiation.tls,
+            serverBindingTypes: features.channelBindingTypes,
+            policy: configuration.channelBinding
         ) {
-        case .success(let mechanism): chosen = mechanism
+        case .success(let choice): (chosen, binding) = choice
         case .failure(let error): return failNegotiation(error, generation: generation, now: now)
         }
         guard let username = configuration.jid.localpart else {
@@ -33,7 +37,9 @@ extension XMPPClientMachine {
                     password: configuration.password,
                     nonce: makeNonce(),
                     hashProvider: hashProvider,
-                    limits: configuration.scramLimits
+                    limits: configuration.scramLimits,
+                    channelBinding: binding,
+                    offered: (features.mechanisms, features.channelBindingTypes)
                 )
                 initialResponse = Base64.encode(scram.clientFirstMessage)
                 exchange = .scram(scram)
@@ -58,13 +64,17 @@ extension XMPPClientMachine {
             initialResponse = message
             exchange = .plain
         }
+        var boundType: ChannelBindingType?
+        if case .bound(let type, _) = binding { boundType = type }
+        let mechanismName = boundType == nil ? chosen.rawValue : chosen.rawValue + "-PLUS"
         send(
-            SASLElement.auth(mechanism: chosen.rawValue, initialResponse: initialResponse).element,
+            SASLElement.auth(mechanism: mechanismName, initialResponse: initialResponse).element,
             generation: generation,
             containsCredentials: true
         )
         var negotiation = negotiation
         negotiation.step = .authenticating(exchange)
+        negotiation.authentication = XMPPAuthentication(mechanism: mechanismName, channelBinding: boundType)
         state = .negotiating(negotiation)
     }
 
@@ -135,6 +145,7 @@ extension XMPPClientMachine {
                     )
                 }
             }
+            if let authentication = negotiation.authentication { emit(.authenticated(authentication)) }
             // Restart the stream at the exact byte where <success/> ended (RFC 6120 §6.4.6).
             negotiation.authenticated = true
             negotiation.step = .awaitingHeader
@@ -168,7 +179,9 @@ extension XMPPClientMachine {
         now: Instant
     ) {
         send(SASLElement.abort.element, generation: generation)
-        failNegotiation(XMPPClientError(.serverAuthenticationFailed, error.message), generation: generation, now: now)
+        let kind: XMPPClientError.Kind =
+            error.kind == .downgradeDetected ? .downgradeDetected : .serverAuthenticationFailed
+        failNegotiation(XMPPClientError(kind, error.message), generation: generation, now: now)
     }
 
 }

@@ -172,6 +172,7 @@ extension XMPPClientMachine {
             endpoint: negotiation.attempt.endpoint,
             jid: jid,
             secured: negotiation.secured,
+            authentication: negotiation.authentication,
             autoPing: autoPing,
             clientStateIndication: negotiation.features?.clientStateIndication ?? false
         )

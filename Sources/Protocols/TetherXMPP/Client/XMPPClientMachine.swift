@@ -81,6 +81,9 @@ public struct XMPPClientMachine: ~Copyable {
         /// The server refused to resume (its condition, if it gave one); a new session follows,
         /// and the stanzas it never acknowledged come in `unacknowledgedStanzas`.
         case resumeFailed(StanzaError.Condition?)
+        /// The stream logged in, before its session is online (`connected` or `resumed` follows):
+        /// the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the channel binding it used.
+        case authenticated(XMPPAuthentication)
         /// Stream management is on for this session (`resumable`: the server allows resumption).
         case streamManagementEnabled(resumable: Bool)
         /// A message arrived.
@@ -163,6 +166,10 @@ public struct XMPPClientMachine: ~Copyable {
     struct Negotiation: Sendable {
         var attempt: Attempt
         var secured = false
+        /// The channel-binding data of the stream's TLS (`.none` without TLS).
+        var tls = TLSChannelBindings.none
+        /// How this stream logged in, once it has.
+        var authentication: XMPPAuthentication?
         var authenticated = false
         var step = NegotiationStep.awaitingHeader
         /// The latest features (the post-authentication ones decide bind, session and SM).
@@ -175,6 +182,8 @@ public struct XMPPClientMachine: ~Copyable {
         var endpoint: Endpoint
         var jid: JID
         var secured: Bool
+        /// How the stream logged in.
+        var authentication: XMPPAuthentication?
         var autoPing: AutoPing?
         /// The server offers XEP-0352 client state indication.
         var clientStateIndication = false
@@ -307,6 +316,12 @@ public struct XMPPClientMachine: ~Copyable {
     /// The full JID of the online session.
     public var jid: JID? {
         if case .connected(let session) = state { return session.jid }
+        return nil
+    }
+
+    /// How the online stream logged in: the SASL mechanism and its channel binding.
+    public var authentication: XMPPAuthentication? {
+        if case .connected(let session) = state { return session.authentication }
         return nil
     }
 

@@ -1,4 +1,4 @@
-import TetherCore
+public import TetherCore
 
 /// The SASL mechanisms the client can use, strongest first (the default preference).
 public enum SASLMechanism: String, Hashable, Sendable, CaseIterable {
@@ -55,5 +55,106 @@ public enum SASLMechanism: String, Hashable, Sendable, CaseIterable {
         bytes += secret.utf8
         defer { for index in bytes.indices { bytes[index] = 0 } }
         return Base64.encode(bytes)
+    }
+
+    /// What a login chooses: the mechanism and what it says about channel binding (XEP-0440,
+    /// RFC 5802 §6; `Specs/xmpp/channel-binding.md`). With a binding possible (`tls` has the
+    /// data of a type the server supports) and a -PLUS variant of a preferred SCRAM mechanism
+    /// offered, that variant, before any mechanism without -PLUS; otherwise as `choose` says,
+    /// with the GS2 flag `y` when the client could have bound but the server offered no -PLUS
+    /// mechanism at all.
+    static func choose(
+        offered: [String],
+        preferred: [SASLMechanism],
+        secured: Bool,
+        allowPlainOnCleartext: Bool,
+        tls: TLSChannelBindings,
+        serverBindingTypes: [String]?,
+        policy: ChannelBindingPolicy
+    ) -> Result<(SASLMechanism, SCRAMClient.ChannelBinding), XMPPClientError> {
+        let offeredSet = Set(offered.map { $0.uppercased() })
+        let plusOffered = offeredSet.contains { $0.hasSuffix("-PLUS") }
+        let binding = policy == .disabled ? nil : Self.binding(tls, serverTypes: serverBindingTypes)
+        if let binding {
+            for mechanism in preferred where mechanism.scram != nil && offeredSet.contains(mechanism.rawValue + "-PLUS")
+            {
+                return .success((mechanism, .bound(binding.type, data: binding.data)))
+            }
+        }
+        if policy == .required {
+            let why =
+                if tls.data.isEmpty {
+                    secured ? "the TLS layer gives no channel-binding data" : "the stream has no TLS"
+                } else if !plusOffered {
+                    "the server offers no -PLUS mechanism (\(offered.joined(separator: ", ")))"
+                } else {
+                    Self.noCommonType(tls, serverBindingTypes)
+                }
+            return .failure(
+                XMPPClientError(.channelBindingUnavailable, "Channel binding is required but not possible: \(why).")
+            )
+        }
+        // Could have bound, but the server offered no -PLUS mechanism: `y` (a server that does
+        // support binding then knows the list was cut on the way).
+        let couldBind = policy != .disabled && !plusOffered && !tls.data.isEmpty
+        return choose(
+            offered: offered,
+            preferred: preferred,
+            secured: secured,
+            allowPlainOnCleartext: allowPlainOnCleartext
+        ).map { ($0, couldBind ? .serverOfferedNone : .none) }
+    }
+
+    private static func noCommonType(_ tls: TLSChannelBindings, _ serverTypes: [String]?) -> String {
+        let ours = tls.types.map(\.rawValue).joined(separator: ", ")
+        let theirs = serverTypes?.joined(separator: ", ") ?? "not said"
+        return "no channel-binding type is on both sides (this connection: \(ours); the server: \(theirs))"
+    }
+
+    /// The channel binding to use on `tls` with a server that supports `serverTypes`: the best
+    /// type both have (tls-exporter, tls-unique, tls-server-end-point). A server that does not
+    /// say is taken to support the default of its TLS version: tls-exporter on TLS 1.3
+    /// (RFC 9266 §3), tls-unique before it (RFC 5802 §6).
+    static func binding(
+        _ tls: TLSChannelBindings,
+        serverTypes: [String]?
+    ) -> (type: ChannelBindingType, data: [UInt8])? {
+        let assumed: ChannelBindingType = tls.protocolVersion == "TLSv1.3" ? .tlsExporter : .tlsUnique
+        for type in tls.types where serverTypes?.contains(type.rawValue) ?? (type == assumed) {
+            if let data = tls.data[type] { return (type, data) }
+        }
+        return nil
+    }
+}
+
+/// Whether SCRAM logins are bound to the TLS connection under them (the -PLUS mechanisms,
+/// XEP-0440). A bound login fails when someone in the middle relays it, even with a certificate
+/// the device trusts.
+public enum ChannelBindingPolicy: String, Hashable, Sendable, CaseIterable {
+    /// Bind whenever the server offers a -PLUS mechanism and both sides have a channel-binding
+    /// type; otherwise log in without, saying whether the client could have bound (default).
+    case whenPossible
+    /// Only bound logins: fail with `channelBindingUnavailable` when none is possible.
+    case required
+    /// Never bind (the GS2 flag `n`), for a server that mishandles channel binding.
+    case disabled
+}
+
+/// How a stream logged in: the SASL mechanism as sent (`SCRAM-SHA-256-PLUS`) and the
+/// channel-binding type it was bound with (nil: not bound).
+public struct XMPPAuthentication: Hashable, Sendable, CustomStringConvertible {
+    /// The mechanism's name as sent to the server.
+    public var mechanism: String
+    /// The channel-binding type of a -PLUS mechanism.
+    public var channelBinding: ChannelBindingType?
+
+    /// A login's description.
+    public init(mechanism: String, channelBinding: ChannelBindingType?) {
+        self.mechanism = mechanism
+        self.channelBinding = channelBinding
+    }
+
+    public var description: String {
+        mechanism + (channelBinding.map { " (\($0.rawValue))" } ?? "")
     }
 }

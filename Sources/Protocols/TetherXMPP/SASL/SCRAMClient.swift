@@ -21,6 +21,9 @@ public enum SCRAMErrorKind: String, ErrorKind {
     case serverError
     /// A message arrived when the exchange did not expect one.
     case unexpectedMessage
+    /// The server's hash of the mechanisms and channel-binding types it offered (XEP-0474 `h=`)
+    /// does not match the lists the client saw: someone removed options on the way.
+    case downgradeDetected
 }
 
 /// The client side of SCRAM (RFC 5802; SHA-256 in RFC 7677) as a value: three steps, no IO.
@@ -34,8 +37,14 @@ public enum SCRAMErrorKind: String, ErrorKind {
 /// ```
 ///
 /// The password is turned into the salted password as soon as the server's salt arrives and is
-/// then dropped; the keys derived from it are dropped once the exchange ends. Channel binding is
-/// not used (the GS2 header is `n,,`); TLS channel binding comes with the TLS layer.
+/// then dropped; the keys derived from it are dropped once the exchange ends.
+///
+/// Channel binding (RFC 5802 §6, the -PLUS mechanisms) is chosen with `channelBinding`: the GS2
+/// header says `p=TYPE` and the client-final-message's `c=` carries the header and the TLS
+/// connection's binding data, which the server compares with its own (`mechanismName` then ends
+/// in `-PLUS`); `y` when the client could bind but the server offered no -PLUS mechanism (a
+/// server that does support it then knows the list was cut on the way and fails the exchange);
+/// `n` when the client cannot bind (no TLS, or no type both sides have).
 public struct SCRAMClient: Sendable {
     /// The SCRAM mechanisms, strongest first.
     public enum Mechanism: String, Hashable, Sendable, CaseIterable {
@@ -68,6 +77,31 @@ public struct SCRAMClient: Sendable {
         }
     }
 
+    /// What the client says about channel binding: the GS2 header's flag (RFC 5802 §7).
+    public enum ChannelBinding: Hashable, Sendable {
+        /// `n`: the client does not bind (no TLS under it, or no type both sides have).
+        case none
+        /// `y`: the client could bind but the server offered no -PLUS mechanism.
+        case serverOfferedNone
+        /// `p=TYPE`: bound to the TLS connection's `data` of `type` (the -PLUS mechanisms).
+        case bound(ChannelBindingType, data: [UInt8])
+
+        /// The GS2 header: the flag, then no authorization identity.
+        var gs2Header: String {
+            switch self {
+            case .none: "n,,"
+            case .serverOfferedNone: "y,,"
+            case .bound(let type, _): "p=\(type.rawValue),,"
+            }
+        }
+
+        /// What `c=` carries, base64: the GS2 header, then the binding data when bound.
+        var cbindInput: [UInt8] {
+            if case .bound(_, let data) = self { return Array(gs2Header.utf8) + data }
+            return Array(gs2Header.utf8)
+        }
+    }
+
     private enum Step: Sendable {
         case initial(password: Secret)
         case sentFinal(serverSignature: [UInt8])
@@ -82,9 +116,17 @@ public struct SCRAMClient: Sendable {
     private let clientFirstBare: String
     private let nonce: String
     private var step: Step
+    /// What the exchange says about channel binding.
+    public let channelBinding: ChannelBinding
+    /// The SASL mechanisms and channel-binding types (nil: not advertised) the client saw, for
+    /// XEP-0474's check of the server's `h=` (nil: not checked).
+    public let offered: (mechanisms: [String], channelBindingTypes: [String]?)?
 
-    /// The GS2 header: no channel binding, no authorization identity.
-    private static let gs2Header = "n,,"
+    /// The mechanism's name as SASL lists it: `SCRAM-SHA-256`, or `SCRAM-SHA-256-PLUS` when bound.
+    public var mechanismName: String {
+        if case .bound = channelBinding { return mechanism.rawValue + "-PLUS" }
+        return mechanism.rawValue
+    }
 
     /// Starts an exchange for `username` (SASLprep'd and escaped as a saslname) with a fresh
     /// `nonce` (printable ASCII without commas; at least 16 random bytes' worth).
@@ -94,7 +136,9 @@ public struct SCRAMClient: Sendable {
         password: Secret,
         nonce: String,
         hashProvider: any SCRAMHashProvider,
-        limits: Limits = Limits()
+        limits: Limits = Limits(),
+        channelBinding: ChannelBinding = .none,
+        offered: (mechanisms: [String], channelBindingTypes: [String]?)? = nil
     ) throws(SCRAMError) {
         precondition(
             !nonce.isEmpty && nonce.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") },
@@ -110,6 +154,8 @@ public struct SCRAMClient: Sendable {
         self.hashProvider = hashProvider
         self.limits = limits
         self.nonce = nonce
+        self.channelBinding = channelBinding
+        self.offered = offered
         clientFirstBare = "n=" + Self.saslname(preparedName) + ",r=" + nonce
         step = .initial(password: password)
     }
@@ -128,8 +174,8 @@ public struct SCRAMClient: Sendable {
         return result
     }
 
-    /// `n,,n=USER,r=NONCE`.
-    public var clientFirstMessage: [UInt8] { Array((Self.gs2Header + clientFirstBare).utf8) }
+    /// `n,,n=USER,r=NONCE` (`y,,…` or `p=TYPE,,…` as `channelBinding` says).
+    public var clientFirstMessage: [UInt8] { Array((channelBinding.gs2Header + clientFirstBare).utf8) }
 
     /// The client-final-message answering the server-first-message `serverFirst`
     /// (`r=…,s=…,i=…`).
@@ -169,6 +215,18 @@ public struct SCRAMClient: Sendable {
         }
         let algorithm = mechanism.algorithm
         let provider = hashProvider
+        if let offered, let hash = attributes.dropFirst(3).first(where: { $0.key == "h" }) {
+            let expected = Base64.encode(
+                provider.hash(algorithm, Self.downgradeProtectionInput(offered.mechanisms, offered.channelBindingTypes))
+            )
+            guard hash.value == expected else {
+                throw SCRAMError(
+                    .downgradeDetected,
+                    "The server's hash of what it offers does not match the mechanisms and channel-binding types "
+                        + "this client saw: someone changed them on the way (XEP-0474)."
+                )
+            }
+        }
         let passwordBytes = password.withUnsafeText { Array((SASLPrep.prepare($0) ?? "").utf8) }
         var saltedPassword = provider.pbkdf2(algorithm, password: passwordBytes, salt: salt, iterations: iterations)
         defer { Self.wipe(&saltedPassword) }
@@ -177,13 +235,26 @@ public struct SCRAMClient: Sendable {
         let storedKey = provider.hash(algorithm, clientKey)
         var serverKey = provider.hmac(algorithm, key: saltedPassword, data: Array("Server Key".utf8))
         defer { Self.wipe(&serverKey) }
-        let withoutProof = "c=" + Base64.encode(Array(Self.gs2Header.utf8)) + ",r=" + combinedNonce
+        let withoutProof = "c=" + Base64.encode(channelBinding.cbindInput) + ",r=" + combinedNonce
         let authMessage = Array((clientFirstBare + "," + text + "," + withoutProof).utf8)
         let clientSignature = provider.hmac(algorithm, key: storedKey, data: authMessage)
         var proof = clientKey
         for index in proof.indices { proof[index] ^= clientSignature[index] }
         step = .sentFinal(serverSignature: provider.hmac(algorithm, key: serverKey, data: authMessage))
         return Array((withoutProof + ",p=" + Base64.encode(proof)).utf8)
+    }
+
+    /// What XEP-0474 hashes: the mechanisms sorted (octet order) and joined by 0x1E, then, when
+    /// the server advertised channel-binding types (XEP-0440), 0x1F and the types sorted and joined
+    /// the same way.
+    static func downgradeProtectionInput(_ mechanisms: [String], _ channelBindingTypes: [String]?) -> [UInt8] {
+        func joined(_ names: [String]) -> [UInt8] {
+            let sorted = names.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+            return Array(sorted.joined(separator: [0x1E]))
+        }
+        var input = joined(mechanisms)
+        if let channelBindingTypes { input += [0x1F] + joined(channelBindingTypes) }
+        return input
     }
 
     /// Checks the server-final-message (`v=…`); throws unless it carries the expected signature.

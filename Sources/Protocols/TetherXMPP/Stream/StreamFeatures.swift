@@ -18,6 +18,12 @@ public struct StreamFeatures: Hashable, Sendable {
     public var mechanisms: [String] {
         element.firstChild("mechanisms", namespace: XMPPNamespace.sasl)?.children("mechanism").map(\.text) ?? []
     }
+    /// The channel-binding types the server supports (XEP-0440 `<sasl-channel-binding>`), in its
+    /// order; nil when it does not say.
+    public var channelBindingTypes: [String]? {
+        element.firstChild("sasl-channel-binding", namespace: XMPPNamespace.saslChannelBinding)?
+            .children("channel-binding").compactMap { $0.attribute("type") }
+    }
     /// Whether resource binding is offered.
     /// XEP-0352 client state indication (`<csi xmlns='urn:xmpp:csi:0'/>`).
     public var clientStateIndication: Bool {

@@ -8,6 +8,8 @@ public enum XMPPNamespace {
     public static let tls = "urn:ietf:params:xml:ns:xmpp-tls"
     /// SASL.
     public static let sasl = "urn:ietf:params:xml:ns:xmpp-sasl"
+    /// XEP-0440: the channel-binding types a server supports.
+    public static let saslChannelBinding = "urn:xmpp:sasl-cb:0"
     /// Resource binding.
     public static let bind = "urn:ietf:params:xml:ns:xmpp-bind"
     /// The legacy session establishment (RFC 3921).
