@@ -20,11 +20,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # pkg-config, libexpat1-dev, libssl-dev: the build (Expat for XML, OpenSSL 3 for SCRAM and TLS).
-# prosody (+ lua-unbound, which silences its DNS warning): the real XMPP server. openssl: the
+# prosody 13 and prosody-modules from bookworm-backports (below; + lua-unbound, which silences its
+# DNS warning): the real XMPP server, with SASL2, Bind 2, FAST, channel binding. openssl: the
 # throw-away CA and certificates of the TLS tests. dnsmasq-base: the DNS server of the DNS tests.
 # iproute2: the network namespaces of the network-monitor tests (which also need root).
 # python3, python3-venv: aiosignalr's environment.
-packages=(pkg-config libexpat1-dev libssl-dev openssl prosody lua-unbound dnsmasq-base iproute2 python3 python3-venv)
+packages=(pkg-config libexpat1-dev libssl-dev openssl lua-unbound dnsmasq-base iproute2 python3 python3-venv)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
@@ -47,8 +48,33 @@ if command -v dpkg-query >/dev/null 2>&1; then
             echo "  (or run this script as root; TETHER_SKIP_REAL_SERVERS=1 skips the real-server suites)" >&2
         fi
     fi
+
+    # prosody 13 with the community modules, from Debian's bookworm-backports (Debian 12 itself
+    # ships 0.12, which has no SASL2, Bind 2 or FAST): the source is added next to the one the
+    # machine uses (backports have priority 100, so nothing else comes from it without -t).
+    prosody_version=$(dpkg-query -W -f='${Version}' prosody 2>/dev/null || true)
+    modules_installed=$(dpkg-query -W -f='${Status}' prosody-modules 2>/dev/null || true)
+    if [[ "$prosody_version" != 13.* ]] || [[ "$modules_installed" != *"install ok installed"* ]]; then
+        if [ "$(id -u)" -eq 0 ]; then
+            echo "Tests/run.sh: installing prosody 13 and prosody-modules from bookworm-backports"
+            if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+                mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
+                printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: %s\n' \
+                    "${mirror:-http://deb.debian.org/debian}" /usr/share/keyrings/debian-archive-keyring.gpg \
+                    > /etc/apt/sources.list.d/tether-backports.sources
+            fi
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -q
+            apt-get install -y -q --no-install-recommends -t bookworm-backports prosody prosody-modules
+            if command -v systemctl >/dev/null 2>&1; then systemctl stop prosody >/dev/null 2>&1 || true; fi
+        else
+            echo "Tests/run.sh: prosody 13 and prosody-modules from bookworm-backports are missing (found: ${prosody_version:-none})" >&2
+            echo "  install them with: add bookworm-backports to the apt sources, then" >&2
+            echo "  sudo apt-get install -t bookworm-backports prosody prosody-modules" >&2
+        fi
+    fi
 else
-    echo "Tests/run.sh: not a Debian system; install Expat, OpenSSL 3, prosody and python3 yourself" >&2
+    echo "Tests/run.sh: not a Debian system; install Expat, OpenSSL 3, prosody 13 (+ community modules) and python3 yourself" >&2
 fi
 
 # aiosignalr 0.1.1 in the virtual environment the SignalR tests look for.

@@ -10,7 +10,8 @@ import TetherXMPPClient
 /// TLS against a real prosody with a certificate from a throw-away CA: STARTTLS (required by
 /// the server and by the client) and direct TLS, verified against the CA file; a wrong host name
 /// and an unknown CA fail with a typed error and no retry; a server without STARTTLS is refused
-/// when TLS is required (no downgrade).
+/// when TLS is required (no downgrade); logins bound to the TLS connection (SCRAM-*-PLUS) and
+/// XEP-0474's downgrade protection.
 @Suite(
     .serialized,
     .timeLimit(.minutes(2)),
@@ -88,15 +89,17 @@ struct XMPPClientTLSTests {
         await client.disconnect()
     }
 
-    /// Channel binding (SCRAM-*-PLUS) against prosody 0.12, which offers it with tls-unique on
-    /// TLS 1.2 only: the login is bound there, over STARTTLS and over direct TLS, and prosody
-    /// checks the binding data against its own view of the connection.
-    @Test(arguments: [XMPPClientMachine.TLSPolicy.required, .direct])
-    func scramPlusWithTLSUniqueOnTLS12(_ tls: XMPPClientMachine.TLSPolicy) async throws {
+    /// A login bound to the TLS connection (SCRAM-*-PLUS): prosody checks the binding data
+    /// against its own view of the connection. TLS 1.3 binds with tls-exporter, TLS 1.2 (prosody
+    /// capped there) with tls-unique; over STARTTLS and over direct TLS.
+    @Test(arguments: [
+        (XMPPClientMachine.TLSPolicy.required, false), (.direct, false), (.required, true), (.direct, true),
+    ])
+    func scramPlusBindsTheLogin(_ tls: XMPPClientMachine.TLSPolicy, tls12: Bool) async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(
             certificates: certificates,
-            extraConfiguration: #"ssl = { protocol = "tlsv1_2" }"#
+            extraConfiguration: tls12 ? #"ssl = { protocol = "tlsv1_2" }"# : ""
         )
         try await server.start()
         var configuration = Self.configuration(server, tls: tls)
@@ -105,20 +108,49 @@ struct XMPPClientTLSTests {
         let client = try XMPPClient(configuration: configuration, options: .init(caFile: certificates.caCertificate))
         try await client.connect()
         let authentication = await client.authentication()
-        #expect(authentication?.mechanism.hasSuffix("-PLUS") == true, "\(String(describing: authentication))")
-        #expect(authentication?.channelBinding == .tlsUnique)
+        #expect(authentication?.mechanism == "SCRAM-SHA-256-PLUS", "\(String(describing: authentication))")
+        #expect(authentication?.channelBinding == (tls12 ? .tlsUnique : .tlsExporter))
         let health = await client.health()
-        #expect(health.tlsVersion == "TLSv1.2")
+        #expect(health.tlsVersion == (tls12 ? "TLSv1.2" : "TLSv1.3"))
         #expect(try await client.ping() > .zero)
         await client.disconnect()
     }
 
-    /// On TLS 1.3 prosody 0.12 offers no -PLUS mechanism: the default logs in without binding
-    /// (the GS2 flag `y`, which prosody accepts since it does not support binding there), and a
-    /// client that requires binding fails at once, typed, without retrying.
-    @Test func withoutPLUSTheDefaultLogsInAndRequiredFails() async throws {
+    /// A server whose -PLUS mechanisms do not reach the client (prosody told not to list them,
+    /// as someone in the middle would strip them) while it supports channel binding: the client
+    /// says it could have bound (`y`), and prosody refuses the login (RFC 5802 §6) instead of
+    /// being downgraded; with `required` the client refuses first; `disabled` logs in unbound.
+    @Test func aListWithoutPLUSIsADowngradeTheServerCatches() async throws {
         let certificates = try TestCertificates.shared()
-        let server = try ProsodyServer(certificates: certificates)
+        let server = try ProsodyServer(
+            certificates: certificates,
+            extraConfiguration: #"disable_sasl_mechanisms = { "DIGEST-MD5"; "SCRAM-SHA-1-PLUS"; "SCRAM-SHA-256-PLUS" }"#
+        )
+        try await server.start()
+        var configuration = Self.configuration(server, tls: .required)
+        configuration.mechanisms = [.scramSHA256, .scramSHA1]
+        let options = XMPPClient.Options(caFile: certificates.caCertificate)
+        let refused = try XMPPClient(configuration: configuration, options: options)
+        await expectThrows(\XMPPClientError.kind, .authenticationFailed) { try await refused.connect() }
+
+        configuration.channelBinding = .required
+        let strict = try XMPPClient(configuration: configuration, options: options)
+        await expectThrows(\XMPPClientError.kind, .channelBindingUnavailable) { try await strict.connect() }
+        #expect(await strict.state() == .disconnected)
+
+        configuration.channelBinding = .disabled
+        let unbound = try XMPPClient(configuration: configuration, options: options)
+        try await unbound.connect()
+        let authentication = await unbound.authentication()
+        #expect(authentication == XMPPAuthentication(mechanism: "SCRAM-SHA-256", channelBinding: nil))
+        await unbound.disconnect()
+    }
+
+    /// XEP-0474 against prosody's `sasl_ssdp`: the server-first-message carries `h=` over the
+    /// mechanisms and channel-binding types it listed; the client checks it and logs in.
+    @Test func downgradeProtectionHashIsChecked() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates, extraModules: ["sasl_ssdp"])
         try await server.start()
         var configuration = Self.configuration(server, tls: .required)
         configuration.mechanisms = SASLMechanism.allCases
@@ -128,16 +160,17 @@ struct XMPPClientTLSTests {
             options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
         )
         try await client.connect()
-        let authentication = await client.authentication()
-        #expect(authentication?.channelBinding == nil && authentication?.mechanism.hasPrefix("SCRAM-") == true)
-        // (The machine's tests check that the flag sent is `y`; the log never shows SASL payloads.)
-        #expect(!log.entries.contains { $0.text.contains("<auth ") && $0.text.contains("eSws") })
+        #expect(await client.authentication()?.channelBinding == .tlsExporter)
+        let challenges = log.entries.filter { $0.direction == .received && $0.text.contains("<challenge") }
+        let serverFirst = challenges.first.flatMap { entry -> String? in
+            guard let start = entry.text.range(of: ">"), let end = entry.text.range(of: "</challenge>") else {
+                return nil
+            }
+            return Base64.decode(String(entry.text[start.upperBound..<end.lowerBound]))
+                .map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(serverFirst?.contains(",h=") == true, "\(String(describing: serverFirst))")
         await client.disconnect()
-
-        configuration.channelBinding = .required
-        let strict = try XMPPClient(configuration: configuration, options: .init(caFile: certificates.caCertificate))
-        await expectThrows(\XMPPClientError.kind, .channelBindingUnavailable) { try await strict.connect() }
-        #expect(await strict.state() == .disconnected)
     }
 
     @Test func unknownCAIsRejectedWithoutRetrying() async throws {

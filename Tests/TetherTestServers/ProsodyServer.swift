@@ -15,7 +15,7 @@ public struct TestServerError: Error, CustomStringConvertible {
     }
 }
 
-/// A throw-away prosody (Debian 12's 0.12) on 127.0.0.1 for one test: its own data directory,
+/// A throw-away prosody (13, from Debian's bookworm-backports) on 127.0.0.1 for one test: its own data directory,
 /// a free port, the given accounts; started by `start()`, stopped by `stop()` (or when released).
 /// The recipe (`Specs/testing.md`): loopback only, no s2s, no HTTP, plain
 /// authentication allowed on the cleartext stream (for the PLAIN tests), stream management and
@@ -35,10 +35,19 @@ public final class ProsodyServer: @unchecked Sendable {
     /// Where it runs and listens (nil: this machine's 127.0.0.1).
     private let namespace: (NetworkNamespace, address: String)?
 
-    /// Whether prosody is installed (`.ci/run` installs it; a developer machine may not have it).
+    /// Whether prosody 13 and the community modules are installed (`Tests/run.sh` installs them
+    /// from bookworm-backports; a developer machine may not have them, or have Debian 12's 0.12).
     public static var isInstalled: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/prosody")
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/prosodyctl")
+            && installedVersion?.hasPrefix("13.") == true
+            && FileManager.default.fileExists(atPath: "/usr/lib/prosody/modules/mod_sasl2")
+    }
+
+    /// The installed prosody's version (`/usr/lib/prosody/prosody.version`), nil without one.
+    public static var installedVersion: String? {
+        (try? String(contentsOfFile: "/usr/lib/prosody/prosody.version", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// A server (not started) whose accounts are `accounts` (name, password).
@@ -47,6 +56,7 @@ public final class ProsodyServer: @unchecked Sendable {
     /// STARTTLS (required with `requireEncryption`) and direct TLS on `directTLSPort`, with the
     /// certificate for `localhost` that the test CA signed. With `webSocket` it also serves XMPP
     /// over WebSocket (RFC 7395) at `webSocketURL` (and, with certificates, `secureWebSocketURL`).
+    /// `extraModules` are enabled besides the usual ones (community modules such as `sasl_ssdp`).
     public init(
         authentication: String = "internal_plain",
         accounts: [(String, String)] = [("alice", "alicepass"), ("bob", "bobpass")],
@@ -55,6 +65,7 @@ public final class ProsodyServer: @unchecked Sendable {
         webSocket: Bool = false,
         in namespace: (NetworkNamespace, address: String)? = nil,
         port fixedPort: Int? = nil,
+        extraModules: [String] = [],
         extraConfiguration: String = ""
     ) throws {
         self.namespace = namespace
@@ -96,6 +107,7 @@ public final class ProsodyServer: @unchecked Sendable {
         }
         var http = "http_ports = {}\nhttps_ports = {}"
         var modules = #""roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; "tls";"#
+        for module in extraModules { modules += " \"\(module)\";" }
         if let webSocketPort {
             modules += #" "websocket";"#
             http = "http_ports = { \(webSocketPort) }\nhttp_interfaces = { \"127.0.0.1\" }"

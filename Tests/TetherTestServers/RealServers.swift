@@ -9,7 +9,8 @@ import TetherTestSupport
 
 /// A real program a suite runs (a server, or a tool that makes what the servers need).
 public enum RealServer: Sendable, CaseIterable {
-    /// prosody, the XMPP server (Debian: `prosody`, with `lua-unbound`).
+    /// prosody 13, the XMPP server, with the community modules (Debian bookworm-backports:
+    /// `prosody`, `prosody-modules`, with `lua-unbound`).
     case prosody
     /// aiosignalr 0.1.1, the SignalR hub, in the virtual environment `.build/venv-aiosignalr`.
     case aiosignalr
@@ -35,8 +36,9 @@ public enum RealServer: Sendable, CaseIterable {
     public var missingText: String {
         switch self {
         case .prosody:
-            "prosody is not installed (/usr/bin/prosody): run Tests/run.sh as root, or "
-                + "`sudo apt-get install prosody lua-unbound`"
+            "prosody 13 with the community modules is not installed (found: \(ProsodyServer.installedVersion ?? "none")): "
+                + "run Tests/run.sh as root, or add bookworm-backports to the apt sources and "
+                + "`sudo apt-get install -t bookworm-backports prosody prosody-modules lua-unbound`"
         case .aiosignalr:
             "aiosignalr is not installed (\(SignalRHubServer.python)): run Tests/run.sh, which makes "
                 + "the virtual environment .build/venv-aiosignalr (needs `sudo apt-get install python3-venv`), "
