@@ -352,6 +352,18 @@ struct XMPPCommandServerTests {
             "\(refused.errors)"
         )
         #expect(await tether(base + ["--channel-binding", "maybe", "ping"], environment: environment).status == 2)
+        stripped.stop()
+
+        // With SASL2 on the server the line says so; --no-sasl2 logs in the RFC 6120 way.
+        let sasl2 = try ProsodyServer(certificates: certificates, extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm"])
+        try await sasl2.start()
+        let modern = await tether(base + ["--port", "\(sasl2.port)", "ping"], environment: environment)
+        #expect(
+            modern.output.contains { $0.contains(#""channel_binding":"tls-exporter","sasl2":true"#) },
+            "\(modern.output)"
+        )
+        let old = await tether(base + ["--port", "\(sasl2.port)", "--no-sasl2", "ping"], environment: environment)
+        #expect(old.output.contains { $0.contains(#""sasl2":false"#) }, "\(old.output)")
     }
 
     @Test func authenticationFailureExitsTwoAtOnce() async throws {

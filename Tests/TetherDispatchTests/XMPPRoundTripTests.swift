@@ -120,4 +120,39 @@ struct XMPPRoundTripTests {
         #expect(relay.serverFlights(from: cut, before: resumed.time) == 5)
         await client.disconnect()
     }
+
+    /// SASL2 (XEP-0388) with Bind 2 and stream management inside the login, against prosody 13
+    /// with the `sasl2` modules: header, authenticate, response; the session is online with the
+    /// success (no restart, no bind, no enable). A resumption takes the same three, direct TLS
+    /// one more (its handshake).
+    @Test func sasl2() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates, extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm"])
+        try await server.start()
+        let relay = try TCPRelay(upstreamPort: server.port, delay: Self.delay)
+        var configuration = Self.configuration(port: relay.port, mechanism: .scramSHA256)
+        configuration.reconnectPolicy = .fixed(.milliseconds(1), maximumAttempts: 5)
+        let client = try XMPPClient(configuration: configuration)
+        let events = EventRecorder(client)
+        try await client.connect()
+        let connected = try #require(events.timedEvents.first { $0.event.isConnected })
+        #expect(relay.serverFlights(before: connected.time) == 3)
+        #expect(await client.authentication()?.sasl2 == true)
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        _ = try await client.ping()
+        let cut = DispatchTime.now().uptimeNanoseconds
+        relay.cutAll()
+        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+        let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
+        #expect(relay.serverFlights(from: cut, before: resumed.time) == 3)
+        await client.disconnect()
+
+        let directRelay = try TCPRelay(upstreamPort: server.directTLSPort!, delay: Self.delay)
+        let direct = try await Self.flightsToConnected(
+            Self.configuration(port: directRelay.port, mechanism: .scramSHA256, tls: .direct),
+            relay: directRelay,
+            options: XMPPClient.Options(caFile: certificates.caCertificate)
+        )
+        #expect(direct == 4)
+    }
 }

@@ -17,7 +17,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         usage: tether xmpp --jid JID [--password-env VAR] [--host H] [--port P] [--nameserver HOST:PORT]...
                            [--tls disabled|optional|required|direct] [--websocket URL]
                            [--ca-file F] [--pin SHA256_BASE64]...
-                           [--resource R] [--allow-plain] [--channel-binding when-possible|required|disabled]
+                           [--resource R] [--allow-plain] [--channel-binding when-possible|required|disabled] [--no-sasl2]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--network-watch]
                            [--health S] [--verbose] COMMAND
@@ -53,9 +53,11 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         "interfaces":[…]} (as `tether network`).
         \(HealthLine.help)
 
-        \(LifecycleLine.help) SESSION is "jid":JID,"mechanism":M,"channel_binding":T (the SASL
-        mechanism the stream logged in with, e.g. "SCRAM-SHA-256-PLUS", and the channel-binding
-        type of a -PLUS mechanism, e.g. "tls-exporter", or null).
+        \(LifecycleLine.help) SESSION is "jid":JID,"mechanism":M,"channel_binding":T,"sasl2":BOOL
+        (the SASL mechanism the stream logged in with, e.g. "SCRAM-SHA-256-PLUS", the
+        channel-binding type of a -PLUS mechanism, e.g. "tls-exporter", or null, and whether the
+        login was XEP-0388 SASL2, which also binds and resumes inside the login; --no-sasl2 logs in
+        the RFC 6120 way even where SASL2 is offered).
         Beside them: {"event":"stream-management","resumable":BOOL} (XEP-0198 enabled: with
         resumable true, a drop can be resumed), {"event":"resume-failed"},
         {"event":"message","from":…,"id":…,"body":…},
@@ -66,7 +68,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
 
         Example:
           TETHER_PASSWORD=alicepass tether xmpp --jid alice@localhost --host 127.0.0.1 --ca-file ca.pem ping
-          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma","mechanism":"SCRAM-SHA-256","channel_binding":null}
+          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma","mechanism":"SCRAM-SHA-256-PLUS","channel_binding":"tls-exporter","sasl2":false}
           {"event":"pong","rtt_ms":1.581888}
           {"event":"closed","reason":null}
         """
@@ -93,6 +95,8 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
     var allowPlain = false
     /// `--channel-binding`: whether SCRAM logins are bound to the TLS connection.
     var channelBinding = ChannelBindingPolicy.whenPossible
+    /// `--no-sasl2`: RFC 6120 SASL even where SASL2 is offered.
+    var sasl2 = true
     var pingInterval: Double = 60
     var pingTimeout: Double = 10
     var maximumMissedPings = 2
@@ -150,6 +154,8 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     options.resource = resource
                 case "--allow-plain":
                     options.allowPlain = true
+                case "--no-sasl2":
+                    options.sasl2 = false
                 case "--channel-binding":
                     let names: [String: ChannelBindingPolicy] = [
                         "when-possible": .whenPossible, "required": .required, "disabled": .disabled,
@@ -241,6 +247,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         configuration.resource = resource
         configuration.allowPlainOnCleartext = allowPlain
         configuration.channelBinding = channelBinding
+        configuration.sasl2 = sasl2
         configuration.autoPing = .init(
             interval: .milliseconds(Int64(pingInterval * 1000)),
             timeout: .milliseconds(Int64(pingTimeout * 1000)),
@@ -364,6 +371,7 @@ final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
                 JSONText.appendString(authentication.mechanism, to: &line)
                 line += #","channel_binding":"#.utf8
                 XMPPCommand.appendOptional(authentication.channelBinding?.rawValue, to: &line)
+                line += #","sasl2":\#(authentication.sasl2)"#.utf8
             }
         case .authenticated(let login):
             authentication = login

@@ -100,6 +100,13 @@ extension XMPPClientMachine {
         public var mechanisms: [SASLMechanism]
         /// Allow PLAIN on a stream without TLS (default off: it sends the password in clear).
         public var allowPlainOnCleartext: Bool
+        /// Log in with XEP-0388 SASL2 where the server offers it (default on): the resource
+        /// (XEP-0386 Bind 2), stream management and resumption then come inside the login, one
+        /// exchange instead of four. Off: RFC 6120 SASL always.
+        public var sasl2: Bool
+        /// Who the client is, for SASL2's `<user-agent>` (the id lets the server tell this
+        /// installation's sessions from others').
+        public var userAgent: XMPPUserAgent
         /// Whether SCRAM logins are bound to the TLS connection (default `whenPossible`: a -PLUS
         /// mechanism whenever the server offers one and both sides have a channel-binding type).
         public var channelBinding: ChannelBindingPolicy
@@ -161,6 +168,8 @@ extension XMPPClientMachine {
             mechanisms: [SASLMechanism] = SASLMechanism.allCases,
             allowPlainOnCleartext: Bool = false,
             channelBinding: ChannelBindingPolicy = .whenPossible,
+            sasl2: Bool = true,
+            userAgent: XMPPUserAgent = XMPPUserAgent(),
             scramLimits: SCRAMClient.Limits = .init(),
             autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
             streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
@@ -193,6 +202,8 @@ extension XMPPClientMachine {
             self.mechanisms = mechanisms
             self.allowPlainOnCleartext = allowPlainOnCleartext
             self.channelBinding = channelBinding
+            self.sasl2 = sasl2
+            self.userAgent = userAgent
             self.scramLimits = scramLimits
             self.autoPing = autoPing
             self.streamManagement = streamManagement
@@ -216,5 +227,23 @@ extension XMPPClientMachine {
 
         /// Where a first attempt connects.
         var defaultEndpoint: Endpoint { endpoint ?? Endpoint(host: jid.domainpart, port: tls == .direct ? 5223 : 5222) }
+    }
+}
+
+/// Who the client is, as SASL2 tells the server (XEP-0388 `<user-agent>`).
+public struct XMPPUserAgent: Hashable, Sendable, Codable {
+    /// A stable identifier of this installation (a UUID the app creates once and keeps); nil:
+    /// one made for each machine, so the server sees every launch as a new installation.
+    public var id: String?
+    /// The software (default "Tether").
+    public var software: String?
+    /// The device, as the user would name it ("Alice's phone"), if the app knows it.
+    public var device: String?
+
+    /// A user agent.
+    public init(id: String? = nil, software: String? = "Tether", device: String? = nil) {
+        self.id = id
+        self.software = software
+        self.device = device
     }
 }

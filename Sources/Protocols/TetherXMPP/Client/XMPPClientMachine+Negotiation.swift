@@ -81,7 +81,34 @@ extension XMPPClientMachine {
             case .awaitingProceed:
                 proceedReceived(element, negotiation, now: now)
             case .authenticating(let exchange):
-                saslReceived(element, exchange, negotiation, now: now)
+                if negotiation.sasl2 != nil {
+                    sasl2Received(element, exchange, negotiation, now: now)
+                } else {
+                    saslReceived(element, exchange, negotiation, now: now)
+                }
+            case .awaitingSASL2Features(var outcome):
+                guard let features = StreamFeatures(element) else {
+                    // The session exists already (resumed or bound): keep its elements for when it
+                    // is online.
+                    guard outcome.resumedH != nil || outcome.boundJID != nil,
+                        outcome.early.count < SASL2Outcome.maximumEarly
+                    else {
+                        return unexpected(
+                            element,
+                            while: "waiting for the features after SASL2",
+                            generation: generation,
+                            now: now
+                        )
+                    }
+                    outcome.early.append(element)
+                    var negotiation = negotiation
+                    negotiation.step = .awaitingSASL2Features(outcome)
+                    state = .negotiating(negotiation)
+                    return
+                }
+                var negotiation = negotiation
+                negotiation.features = features
+                sasl2Completed(outcome, negotiation, now: now)
             case .resuming:
                 resumptionAnswer(element, negotiation, now: now)
             case .binding(let id):

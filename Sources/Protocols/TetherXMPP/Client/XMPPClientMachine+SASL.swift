@@ -6,10 +6,12 @@ extension XMPPClientMachine {
 
     mutating func startAuthentication(_ features: StreamFeatures, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
+        let sasl2Mechanisms = configuration.sasl2 ? features.sasl2Mechanisms : nil
+        let offered = sasl2Mechanisms ?? features.mechanisms
         let chosen: SASLMechanism
         let binding: SCRAMClient.ChannelBinding
         switch SASLMechanism.choose(
-            offered: features.mechanisms,
+            offered: offered,
             preferred: configuration.mechanisms,
             secured: negotiation.secured,
             allowPlainOnCleartext: configuration.allowPlainOnCleartext,
@@ -39,7 +41,7 @@ extension XMPPClientMachine {
                     hashProvider: hashProvider,
                     limits: configuration.scramLimits,
                     channelBinding: binding,
-                    offered: (features.mechanisms, features.channelBindingTypes)
+                    offered: (offered, features.channelBindingTypes)
                 )
                 initialResponse = Base64.encode(scram.clientFirstMessage)
                 exchange = .scram(scram)
@@ -67,14 +69,28 @@ extension XMPPClientMachine {
         var boundType: ChannelBindingType?
         if case .bound(let type, _) = binding { boundType = type }
         let mechanismName = boundType == nil ? chosen.rawValue : chosen.rawValue + "-PLUS"
-        send(
-            SASLElement.auth(mechanism: mechanismName, initialResponse: initialResponse).element,
-            generation: generation,
-            containsCredentials: true
-        )
         var negotiation = negotiation
+        if sasl2Mechanisms != nil {
+            let request = sasl2Request(features)
+            send(
+                sasl2Authenticate(mechanism: mechanismName, initialResponse: initialResponse, request),
+                generation: generation,
+                containsCredentials: true
+            )
+            negotiation.sasl2 = request
+        } else {
+            send(
+                SASLElement.auth(mechanism: mechanismName, initialResponse: initialResponse).element,
+                generation: generation,
+                containsCredentials: true
+            )
+        }
         negotiation.step = .authenticating(exchange)
-        negotiation.authentication = XMPPAuthentication(mechanism: mechanismName, channelBinding: boundType)
+        negotiation.authentication = XMPPAuthentication(
+            mechanism: mechanismName,
+            channelBinding: boundType,
+            sasl2: sasl2Mechanisms != nil
+        )
         state = .negotiating(negotiation)
     }
 
@@ -107,11 +123,11 @@ extension XMPPClientMachine {
                     // Some servers send the server-final-message as a challenge; the response
                     // is then empty and <success/> follows.
                     try scram.verifyServerFinal(data)
-                    send(SASLElement.response("").element, generation: generation)
+                    send(Self.saslResponse("", sasl2: negotiation.sasl2 != nil), generation: generation)
                 } else {
                     let final = try scram.clientFinalMessage(serverFirst: data)
                     send(
-                        SASLElement.response(Base64.encode(final)).element,
+                        Self.saslResponse(Base64.encode(final), sasl2: negotiation.sasl2 != nil),
                         generation: generation,
                         containsCredentials: true
                     )
@@ -122,29 +138,7 @@ extension XMPPClientMachine {
             negotiation.step = .authenticating(.scram(scram))
             state = .negotiating(negotiation)
         case .success(let text):
-            if case .scram(var scram) = exchange {
-                if scram.awaitsServerFinal {
-                    guard let data = text.flatMap(Self.saslData), !data.isEmpty else {
-                        return serverAuthenticationFailed(
-                            SCRAMError(.malformedServerMessage, "SASL success came without the server's signature."),
-                            generation: generation,
-                            now: now
-                        )
-                    }
-                    do throws(SCRAMError) {
-                        try scram.verifyServerFinal(data)
-                    } catch {
-                        return serverAuthenticationFailed(error, generation: generation, now: now)
-                    }
-                }
-                guard scram.isVerified else {
-                    return serverAuthenticationFailed(
-                        SCRAMError(.unexpectedMessage, "SASL success came before the SCRAM exchange ended."),
-                        generation: generation,
-                        now: now
-                    )
-                }
-            }
+            guard verifiedSuccess(exchange, additionalData: text, generation: generation, now: now) else { return }
             if let authentication = negotiation.authentication { emit(.authenticated(authentication)) }
             // Restart the stream at the exact byte where <success/> ended (RFC 6120 §6.4.6).
             negotiation.authenticated = true
@@ -168,6 +162,52 @@ extension XMPPClientMachine {
         }
     }
 
+    /// Whether a SASL success (RFC 6120's or SASL2's, its additional data `text`) ends the
+    /// exchange: for SCRAM only with the server's signature, verified (else the attempt ends with
+    /// `serverAuthenticationFailed` and false).
+    mutating func verifiedSuccess(
+        _ exchange: SASLExchange,
+        additionalData text: String?,
+        generation: TransportGeneration,
+        now: Instant
+    ) -> Bool {
+        guard case .scram(var scram) = exchange else { return true }
+        if scram.awaitsServerFinal {
+            guard let data = text.flatMap(Self.saslData), !data.isEmpty else {
+                serverAuthenticationFailed(
+                    SCRAMError(.malformedServerMessage, "SASL success came without the server's signature."),
+                    generation: generation,
+                    now: now
+                )
+                return false
+            }
+            do throws(SCRAMError) {
+                try scram.verifyServerFinal(data)
+            } catch {
+                serverAuthenticationFailed(error, generation: generation, now: now)
+                return false
+            }
+        }
+        guard scram.isVerified else {
+            serverAuthenticationFailed(
+                SCRAMError(.unexpectedMessage, "SASL success came before the SCRAM exchange ended."),
+                generation: generation,
+                now: now
+            )
+            return false
+        }
+        return true
+    }
+
+    /// `<response>` with `text`, in SASL2's namespace or RFC 6120's.
+    static func saslResponse(_ text: String, sasl2: Bool) -> XElement {
+        guard sasl2 else { return SASLElement.response(text).element }
+        return XElement(
+            XMLName("response", namespace: XMPPNamespace.sasl2),
+            children: text.isEmpty ? [] : [.text(text)]
+        )
+    }
+
     /// SASL payload text: `=` (or nothing) is empty, anything else base64.
     static func saslData(_ text: String) -> [UInt8]? {
         text.isEmpty || text == "=" ? [] : Base64.decode(text)
@@ -178,10 +218,14 @@ extension XMPPClientMachine {
         generation: TransportGeneration,
         now: Instant
     ) {
-        send(SASLElement.abort.element, generation: generation)
+        var sasl2 = false
+        if case .negotiating(let negotiation) = state { sasl2 = negotiation.sasl2 != nil }
+        send(
+            sasl2 ? XElement(XMLName("abort", namespace: XMPPNamespace.sasl2)) : SASLElement.abort.element,
+            generation: generation
+        )
         let kind: XMPPClientError.Kind =
             error.kind == .downgradeDetected ? .downgradeDetected : .serverAuthenticationFailed
         failNegotiation(XMPPClientError(kind, error.message), generation: generation, now: now)
     }
-
 }

@@ -154,12 +154,44 @@ public struct XMPPClientMachine: ~Copyable {
         /// `startTLS` was asked of the driver.
         case awaitingTLS
         case authenticating(SASLExchange)
+        /// A SASL2 login succeeded: the features follow at once, without a restart; then what
+        /// the login brought (a resumed or bound session) goes online.
+        case awaitingSASL2Features(SASL2Outcome)
         /// `<resume/>` is out.
         case resuming
         /// The bind request (id) is out.
         case binding(id: String)
         /// The legacy session request (id) is out; bound to `jid`.
         case startingSession(id: String, jid: JID)
+    }
+
+    /// What a SASL2 login asked for inside itself (XEP-0388's inline features).
+    struct SASL2Request: Sendable {
+        /// XEP-0198 `<resume/>` of the previous session.
+        var resume = false
+        /// XEP-0386 Bind 2.
+        var bind = false
+        /// XEP-0198 `<enable/>` inside the bind.
+        var enable = false
+    }
+
+    /// What a SASL2 `<success>` brought besides the login.
+    struct SASL2Outcome: Sendable {
+        /// The previous session resumed: the server's `h`.
+        var resumedH: UInt32?
+        /// Resumption refused (`<failed/>`): its condition, if it gave one.
+        var resumeFailed: StanzaError.Condition??
+        /// The full JID Bind 2 bound.
+        var boundJID: JID?
+        /// The answer to the inline `<enable/>` (`<enabled/>` or `<failed/>`).
+        var streamManagementAnswer: XElement?
+        /// What the server sent for the session before the features (prosody asks for an
+        /// acknowledgement at once after resuming), handled once it is online.
+        var early: [XElement] = []
+
+        /// The most elements kept before the features (a server that never sends them ends the
+        /// attempt rather than filling memory).
+        static let maximumEarly = 100
     }
 
     /// A stream being negotiated.
@@ -170,6 +202,18 @@ public struct XMPPClientMachine: ~Copyable {
         var tls = TLSChannelBindings.none
         /// How this stream logged in, once it has.
         var authentication: XMPPAuthentication?
+        /// The SASL2 login's inline requests (nil: RFC 6120 SASL).
+        var sasl2: SASL2Request?
+
+        /// Whether the previous session is being taken up again: `<resume/>` is out, on its own or
+        /// inside a SASL2 login.
+        var isResuming: Bool {
+            switch step {
+            case .resuming: true
+            case .authenticating, .awaitingSASL2Features: sasl2?.resume == true
+            default: false
+            }
+        }
         var authenticated = false
         var step = NegotiationStep.awaitingHeader
         /// The latest features (the post-authentication ones decide bind, session and SM).
@@ -232,6 +276,9 @@ public struct XMPPClientMachine: ~Copyable {
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?
+    /// The SASL2 user-agent id: the configuration's, or one made on the first SASL2 login and
+    /// kept for this machine's life.
+    var userAgentID: String?
     /// The device's network and the app's state, as last reported.
     var device = DeviceState()
     /// What `health(now:)` reports.
@@ -302,7 +349,7 @@ public struct XMPPClientMachine: ~Copyable {
             switch negotiation.step {
             case .awaitingHeader, .awaitingFeatures: .openingStream
             case .awaitingProceed, .awaitingTLS: .securing
-            case .authenticating: .authenticating
+            case .authenticating, .awaitingSASL2Features: .authenticating
             case .resuming: .resuming
             case .binding, .startingSession: .binding
             }
@@ -330,7 +377,7 @@ public struct XMPPClientMachine: ~Copyable {
         switch state {
         case .connected(let session): session.jid
         case .negotiating(let negotiation):
-            if case .resuming = negotiation.step { boundJID } else { nil }
+            negotiation.isResuming ? boundJID : nil
         case .disconnected, .connectingTransport, .closing, .reconnectWaiting, .suspended: nil
         }
     }
@@ -396,7 +443,7 @@ extension XMPPClientMachine: ConnectionMachine {
         case .disconnected: .disconnected
         case .connectingTransport: .connecting
         case .negotiating(let negotiation):
-            if case .resuming = negotiation.step { .resuming } else { .connecting }
+            negotiation.isResuming ? .resuming : .connecting
         case .connected: .connected
         case .closing: .closing
         case .reconnectWaiting: .reconnectWaiting
@@ -410,5 +457,19 @@ extension XMPPClientMachine.Event: ConnectionEvent {
     public var lifecycle: XMPPClientMachine.Lifecycle? {
         if case .lifecycle(let change) = self { return change }
         return nil
+    }
+}
+
+extension XMPPClientMachine {
+    /// A random UUID (version 4, RFC 9562) from the machine's generator, for a user agent the app
+    /// gave no id.
+    mutating func makeUserAgentID() -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(
+            separator: "-"
+        )
     }
 }

@@ -147,14 +147,17 @@ public struct XMPPAuthentication: Hashable, Sendable, CustomStringConvertible {
     public var mechanism: String
     /// The channel-binding type of a -PLUS mechanism.
     public var channelBinding: ChannelBindingType?
+    /// Whether the login was XEP-0388 SASL2 (else RFC 6120 SASL).
+    public var sasl2: Bool
 
     /// A login's description.
-    public init(mechanism: String, channelBinding: ChannelBindingType?) {
+    public init(mechanism: String, channelBinding: ChannelBindingType?, sasl2: Bool = false) {
         self.mechanism = mechanism
         self.channelBinding = channelBinding
+        self.sasl2 = sasl2
     }
 
     public var description: String {
-        mechanism + (channelBinding.map { " (\($0.rawValue))" } ?? "")
+        mechanism + (channelBinding.map { " (\($0.rawValue))" } ?? "") + (sasl2 ? " over SASL2" : "")
     }
 }

@@ -18,6 +18,27 @@ public struct StreamFeatures: Hashable, Sendable {
     public var mechanisms: [String] {
         element.firstChild("mechanisms", namespace: XMPPNamespace.sasl)?.children("mechanism").map(\.text) ?? []
     }
+    /// XEP-0388 SASL2: the mechanisms offered in `<authentication xmlns='urn:xmpp:sasl:2'>`, in
+    /// the server's order; nil when SASL2 is not offered.
+    public var sasl2Mechanisms: [String]? {
+        element.firstChild("authentication", namespace: XMPPNamespace.sasl2)?.children("mechanism").map(\.text)
+    }
+    /// What SASL2 can do inside the login (`<inline>`): XEP-0386 Bind 2, XEP-0198 resumption.
+    var sasl2Inline: XElement? {
+        element.firstChild("authentication", namespace: XMPPNamespace.sasl2)?.firstChild("inline")
+    }
+    /// XEP-0386 Bind 2 offered inside the SASL2 login.
+    public var sasl2Bind: Bool { sasl2Inline?.firstChild("bind", namespace: XMPPNamespace.bind2) != nil }
+    /// The features Bind 2 can enable inside the login (`<inline><feature var='…'/>`), such as
+    /// `urn:xmpp:sm:3`.
+    public var sasl2BindInlineFeatures: [String] {
+        sasl2Inline?.firstChild("bind", namespace: XMPPNamespace.bind2)?.firstChild("inline")?
+            .children("feature").compactMap { $0.attribute("var") } ?? []
+    }
+    /// XEP-0198 resumption offered inside the SASL2 login.
+    public var sasl2StreamManagement: Bool {
+        sasl2Inline?.firstChild("sm", namespace: XMPPNamespace.streamManagement3) != nil
+    }
     /// The channel-binding types the server supports (XEP-0440 `<sasl-channel-binding>`), in its
     /// order; nil when it does not say.
     public var channelBindingTypes: [String]? {
