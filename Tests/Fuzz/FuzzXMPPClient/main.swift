@@ -39,6 +39,13 @@ let menu: [String] = [
     "<stream:error><see-other-host xmlns='urn:ietf:params:xml:ns:xmpp-streams'>other.example.com:5222</see-other-host></stream:error>",
     "</stream:stream>",
     "<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>",
+    // SASL2 (XEP-0388) with Bind 2 and stream management inside the login.
+    "<stream:features><authentication xmlns='urn:xmpp:sasl:2'><mechanism>PLAIN</mechanism><inline><bind xmlns='urn:xmpp:bind:0'><inline><feature var='urn:xmpp:sm:3'/></inline></bind><sm xmlns='urn:xmpp:sm:3'/></inline></authentication></stream:features>",
+    "<success xmlns='urn:xmpp:sasl:2'><bound xmlns='urn:xmpp:bind:0'><enabled xmlns='urn:xmpp:sm:3' id='sm-2' resume='1'/></bound><authorization-identifier>alice@example.com/x~1</authorization-identifier></success>",
+    "<success xmlns='urn:xmpp:sasl:2'><resumed xmlns='urn:xmpp:sm:3' h='0' previd='sm-2'/><authorization-identifier>alice@example.com/x~1</authorization-identifier></success>",
+    "<success xmlns='urn:xmpp:sasl:2'><failed xmlns='urn:xmpp:sm:3'/><authorization-identifier>alice@example.com</authorization-identifier></success>",
+    "<failure xmlns='urn:xmpp:sasl:2'><not-authorized xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/></failure>",
+    "<continue xmlns='urn:xmpp:sasl:2'><tasks><task>TOTP</task></tasks></continue>",
 ].map { $0 }
 
 /// The id of the last `<iq` the client sent, taken from its bytes.
