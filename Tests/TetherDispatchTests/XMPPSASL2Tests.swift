@@ -84,3 +84,46 @@ struct XMPPSASL2Tests {
         await client.disconnect()
     }
 }
+
+/// XEP-0352 client state indication reaching a real server (prosody 13's `csi_simple`): in the
+/// background the client says `<inactive/>` and prosody holds a contact's presence back; in the
+/// foreground `<active/>` makes it deliver what it held.
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .realServers(.prosody)
+)
+struct XMPPClientStateIndicationTests {
+    /// Whether prosody's debug log shows `<NAME xmlns='urn:xmpp:csi:0'>` received (its attribute
+    /// order varies between runs).
+    static func received(_ name: String, by server: ProsodyServer) -> Bool {
+        server.log.split(separator: "\n").contains {
+            $0.contains("Received[c2s]: <\(name) ") && $0.contains("urn:xmpp:csi:0")
+        }
+    }
+
+    @Test func theServerHoldsPresenceWhileInactive() async throws {
+        let server = try ProsodyServer(extraModules: ["csi_simple"])
+        try await server.start()
+        let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
+        let aliceEvents = EventRecorder(alice)
+        try await alice.connect()
+        try await bob.connect()
+        alice.applicationStateChanged(.background)
+        // prosody has it (its debug log shows what it received) before anything is sent to alice.
+        #expect(await eventually { Self.received("inactive", by: server) })
+        try await bob.send(XMPPPresence(to: JID("alice@localhost/a")!, show: .away))
+        // prosody decides to hold it (its debug log says so); alice has not seen it then.
+        #expect(await eventually { server.log.contains("Holding buffer") }, "\(server.logTail)")
+        let isPresenceFromBob: (XMPPClient.Event) -> Bool = {
+            if case .presence(let presence) = $0 { presence.from?.bare == JID("bob@localhost") } else { false }
+        }
+        #expect(!aliceEvents.events.contains(where: isPresenceFromBob))
+        alice.applicationStateChanged(.active)
+        #expect(await eventually { Self.received("active", by: server) })
+        #expect(await aliceEvents.wait { $0.contains(where: isPresenceFromBob) })
+        await bob.disconnect()
+        await alice.disconnect()
+    }
+}

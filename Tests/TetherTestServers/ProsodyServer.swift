@@ -198,6 +198,11 @@ public final class ProsodyServer: @unchecked Sendable {
         process = nil
     }
 
+    /// prosody's whole log (debug level), for tests that check what the server did.
+    public var log: String {
+        (try? String(contentsOf: directory.appendingPathComponent("prosody.log"), encoding: .utf8)) ?? ""
+    }
+
     /// The end of prosody's log, for failure messages.
     public var logTail: String {
         let log = (try? String(contentsOf: directory.appendingPathComponent("prosody.log"), encoding: .utf8)) ?? ""
