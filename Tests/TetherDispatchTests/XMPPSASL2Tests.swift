@@ -67,6 +67,20 @@ struct XMPPSASL2Tests {
         await client.disconnect()
     }
 
+    /// prosody 13 announces XEP-0478 limits (256 KiB per stanza after login): a larger stanza is a
+    /// typed error and never reaches the server, whose stream error would end the connection.
+    @Test func theServersStanzaLimitIsKept() async throws {
+        let server = try await startedProsody()
+        let client = try XMPPClient(configuration: testConfiguration("alice", port: server.port))
+        try await client.connect()
+        let big = XMPPMessage(to: JID("bob@localhost"), body: String(repeating: "x", count: 300_000))
+        await expectThrows(\XMPPClientError.kind, .stanzaTooLarge) { try await client.send(big) }
+        try await client.send(XMPPMessage(to: JID("bob@localhost"), body: "small"))
+        #expect(try await client.ping() > .zero)
+        #expect(await client.state() == .connected)
+        await client.disconnect()
+    }
+
     @Test func withoutSASL2TheClientLogsInTheRFC6120Way() async throws {
         let certificates = try TestCertificates.shared()
         let server = try ProsodyServer(certificates: certificates, extraModules: Self.modules)

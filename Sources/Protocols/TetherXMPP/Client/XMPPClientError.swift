@@ -65,6 +65,8 @@ public struct XMPPClientError: ConnectionError {
         /// The queue of stanzas not yet acknowledged is full (`maximumQueuedStanzas`), or the
         /// network has not taken what was sent already (the driver's `maximumUnsentBytes`).
         case sendQueueFull
+        /// The stanza is larger than the server accepts (XEP-0478 `max-bytes`); it was not sent.
+        case stanzaTooLarge
         /// An iq request was answered with an error (`stanzaError`).
         case iqError
         /// An iq request was not answered in time.
@@ -113,7 +115,7 @@ public struct XMPPClientError: ConnectionError {
     public var isFatal: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .connectTimeout, .serverTimeout, .protocolViolation, .notConnected,
-            .sendQueueFull, .iqError, .iqTimeout, .canceled:
+            .sendQueueFull, .stanzaTooLarge, .iqError, .iqTimeout, .canceled:
             false
         case .streamError:
             !(streamError?.allowsReconnect ?? true)

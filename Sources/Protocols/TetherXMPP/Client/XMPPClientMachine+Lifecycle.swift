@@ -232,6 +232,8 @@ extension XMPPClientMachine {
                 }
             case .ping:
                 autoPingDue(now: now)
+            case .keepAlive:
+                keepAliveDue(now: now)
             case .ackRequest:
                 if case .connected(let session) = state, let sm = streamManagement, !sm.unacknowledged.isEmpty {
                     requestAck(generation: session.generation)

@@ -77,6 +77,7 @@ extension XMPPClientMachine {
                 guard let features = StreamFeatures(element) else {
                     return unexpected(element, while: "waiting for stream features", generation: generation, now: now)
                 }
+                serverLimits = features.limits
                 featuresReceived(features, negotiation, now: now)
             case .awaitingProceed:
                 proceedReceived(element, negotiation, now: now)
@@ -106,6 +107,7 @@ extension XMPPClientMachine {
                     state = .negotiating(negotiation)
                     return
                 }
+                serverLimits = features.limits
                 var negotiation = negotiation
                 negotiation.features = features
                 sasl2Completed(outcome, negotiation, now: now)

@@ -69,17 +69,48 @@ extension XMPPClientMachine {
                 "\(configuration.maximumQueuedStanzas) stanzas are waiting to be sent or acknowledged."
             )
         }
+        var bytes: [UInt8] = []
+        if let limit = serverLimits?.maximumBytes {
+            XMLSerializer.write(element, in: elementScope, into: &bytes)
+            guard bytes.count <= limit else {
+                throw XMPPClientError(
+                    .stanzaTooLarge,
+                    "The stanza is \(bytes.count) bytes; the server accepts at most \(limit) (XEP-0478)."
+                )
+            }
+        }
         if case .connected(let session) = state {
-            sendStanza(element, session: session, now: now)
+            sendStanza(element, serialized: bytes, session: session, now: now)
         } else {
             outbox.append(element)
         }
     }
 
+    /// The server's idle time passed a third with nothing sent: a whitespace keep-alive (RFC
+    /// 6120 §4.6.1; over WebSocket, where whitespace is not a message, an unwatched ping), so that
+    /// the stream is never silent for the server's whole `idle-seconds` (XEP-0478), whatever the
+    /// auto-ping configuration.
+    mutating func keepAliveDue(now: Instant) {
+        guard case .connected(let session) = state, let idle = serverLimits?.idleSeconds else { return }
+        if health.bytesSent == bytesSentAtKeepAliveCheck {
+            if overWebSocket {
+                sendPing(id: makeID("ping"), session: session)
+            } else {
+                sendRaw(" ", generation: session.generation)
+            }
+        }
+        bytesSentAtKeepAliveCheck = health.bytesSent
+        timers.set(.keepAlive, at: now + .seconds(max(1, idle / 3)))
+    }
+
     /// Writes a stanza of the app's on the online stream, counting it for XEP-0198.
-    mutating func sendStanza(_ element: XElement, session: Session, now: Instant) {
+    mutating func sendStanza(_ element: XElement, serialized: [UInt8] = [], session: Session, now: Instant) {
         health.messagesSent += 1
-        send(element, generation: session.generation)
+        if serialized.isEmpty {
+            send(element, generation: session.generation)
+        } else {
+            enqueue(.send(serialized, generation: session.generation, containsCredentials: false))
+        }
         track(.app(element), session: session, now: now)
     }
 

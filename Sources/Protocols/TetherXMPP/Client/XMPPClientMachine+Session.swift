@@ -178,6 +178,12 @@ extension XMPPClientMachine {
         )
         state = .connected(session)
         if let autoPing { timers.set(.ping, at: autoPing.deadline) }
+        if let idle = serverLimits?.idleSeconds {
+            bytesSentAtKeepAliveCheck = health.bytesSent
+            timers.set(.keepAlive, at: now + .seconds(max(1, idle / 3)))
+        } else {
+            timers.cancel(.keepAlive)
+        }
         if device.application == .background { applicationStateApplies(background: true) }
         if resumed {
             emit(.resumed(jid))

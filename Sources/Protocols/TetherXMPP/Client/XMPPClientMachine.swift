@@ -116,7 +116,7 @@ public struct XMPPClientMachine: ~Copyable {
     // MARK: - State
 
     enum Timer: Hashable, Sendable {
-        case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close, releaseBuffers
+        case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close, releaseBuffers, keepAlive
     }
 
     /// One connect attempt, from the connect action until the stream is online.
@@ -276,6 +276,10 @@ public struct XMPPClientMachine: ~Copyable {
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?
+    /// The limits the server announced in its latest features (XEP-0478).
+    var serverLimits: StreamLimits?
+    /// `health.bytesSent` at the last keep-alive check: nothing sent since means silence.
+    var bytesSentAtKeepAliveCheck = 0
     /// The SASL2 user-agent id: the configuration's, or one made on the first SASL2 login and
     /// kept for this machine's life.
     var userAgentID: String?

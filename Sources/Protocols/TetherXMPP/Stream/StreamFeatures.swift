@@ -18,6 +18,16 @@ public struct StreamFeatures: Hashable, Sendable {
     public var mechanisms: [String] {
         element.firstChild("mechanisms", namespace: XMPPNamespace.sasl)?.children("mechanism").map(\.text) ?? []
     }
+    /// XEP-0478 stream limits the server announces, nil when it announces none.
+    public var limits: StreamLimits? {
+        guard let limits = element.firstChild("limits", namespace: XMPPNamespace.streamLimits) else { return nil }
+        func integer(_ name: String) -> Int? {
+            limits.firstChild(name).flatMap { Int(String($0.text.filter { !$0.isWhitespace })) }.flatMap {
+                $0 > 0 ? $0 : nil
+            }
+        }
+        return StreamLimits(maximumBytes: integer("max-bytes"), idleSeconds: integer("idle-seconds"))
+    }
     /// XEP-0388 SASL2: the mechanisms offered in `<authentication xmlns='urn:xmpp:sasl:2'>`, in
     /// the server's order; nil when SASL2 is not offered.
     public var sasl2Mechanisms: [String]? {
@@ -71,5 +81,20 @@ public struct StreamFeatures: Hashable, Sendable {
     public init?(_ element: XElement) {
         guard element.localName == "features", element.namespace == XMPPNamespace.streams else { return nil }
         self.element = element
+    }
+}
+
+/// What a server announces it accepts (XEP-0478): the largest top-level element, in bytes, and
+/// how long it lets a client stay silent before it checks or drops the stream.
+public struct StreamLimits: Hashable, Sendable {
+    /// The largest first-level element (stanza) the server accepts, in bytes.
+    public var maximumBytes: Int?
+    /// Seconds of silence from the client after which the server may check or end the stream.
+    public var idleSeconds: Int?
+
+    /// Limits.
+    public init(maximumBytes: Int?, idleSeconds: Int?) {
+        self.maximumBytes = maximumBytes
+        self.idleSeconds = idleSeconds
     }
 }

@@ -39,3 +39,8 @@ extension XMPPNamespace {
     /// XEP-0352 client state indication.
     public static let clientStateIndication = "urn:xmpp:csi:0"
 }
+
+extension XMPPNamespace {
+    /// XEP-0478 stream limits.
+    public static let streamLimits = "urn:xmpp:stream-limits:0"
+}
