@@ -18,7 +18,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 133
+    static let expectedRowCount = 139
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -54,6 +54,9 @@ struct ClientTransitionTableTests {
 
     static let header = XMPPClientHarness.serverHeader
     static let plainFeatures = XMPPClientHarness.mechanisms(["PLAIN"])
+    /// SASL2 with PLAIN, Bind 2 taking `<enable/>` and stream management inline.
+    static let sasl2Features =
+        "<stream:features><authentication xmlns='urn:xmpp:sasl:2'><mechanism>PLAIN</mechanism><inline><bind xmlns='urn:xmpp:bind:0'><inline><feature var='urn:xmpp:sm:3'/></inline></bind><sm xmlns='urn:xmpp:sm:3'/></inline></authentication></stream:features>"
 
     /// An online session: XEP-0198 enabled and resumable, one iq request pending (its id is
     /// "pending"), nothing unacknowledged.
@@ -147,6 +150,14 @@ struct ClientTransitionTableTests {
         case "authenticating with PLAIN":
             let harness = afterHeader()
             harness.server(plainFeatures)
+            return harness
+        case "authenticating with SASL2":
+            let harness = afterHeader()
+            harness.server(sasl2Features)
+            return harness
+        case "authenticating with SASL2 after success":
+            let harness = setUp("authenticating with SASL2")!
+            _ = apply("SASL2 success with a bound session", to: harness)
             return harness
         case "authenticating with SCRAM":
             return scramAuthenticating()
@@ -380,6 +391,20 @@ struct ClientTransitionTableTests {
             )
         case "bytes": harness.server("\u{16}\u{03}\u{03}")
         case "success": harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>")
+        case "features with SASL2": harness.server(sasl2Features)
+        case "SASL2 success with a bound session":
+            harness.server(
+                "<success xmlns='urn:xmpp:sasl:2'><bound xmlns='urn:xmpp:bind:0'><enabled xmlns='urn:xmpp:sm:3' id='sm-2' resume='1'/></bound><authorization-identifier>alice@example.com/x~1</authorization-identifier></success>"
+            )
+        case "SASL2 failure not-authorized":
+            harness.server(
+                "<failure xmlns='urn:xmpp:sasl:2'><not-authorized xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/></failure>"
+            )
+        case "SASL2 continue":
+            harness.server("<continue xmlns='urn:xmpp:sasl:2'><tasks><task>TOTP</task></tasks></continue>")
+        case "sm request": harness.server("<r xmlns='urn:xmpp:sm:3'/>")
+        case "features after SASL2":
+            harness.server("<stream:features><ver xmlns='urn:xmpp:features:rosterver'/></stream:features>")
         case "failure not-authorized":
             harness.server("<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>")
         case "failure temporary-auth-failure":
