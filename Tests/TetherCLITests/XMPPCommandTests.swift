@@ -355,13 +355,21 @@ struct XMPPCommandServerTests {
         stripped.stop()
 
         // With SASL2 on the server the line says so; --no-sasl2 logs in the RFC 6120 way.
-        let sasl2 = try ProsodyServer(certificates: certificates, extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm"])
+        let sasl2 = try ProsodyServer(
+            certificates: certificates,
+            extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm", "sasl2_fast"]
+        )
         try await sasl2.start()
         let modern = await tether(base + ["--port", "\(sasl2.port)", "ping"], environment: environment)
         #expect(
             modern.output.contains { $0.contains(#""channel_binding":"tls-exporter","sasl2":true"#) },
             "\(modern.output)"
         )
+        // The FAST token is announced, never printed.
+        #expect(
+            modern.output.contains { $0.hasPrefix(#"{"event":"fast-token","mechanism":"HT-SHA-256-EXPR","expiry":"#) }
+        )
+        #expect(!modern.output.contains { $0.contains("secret-token") })
         let old = await tether(base + ["--port", "\(sasl2.port)", "--no-sasl2", "ping"], environment: environment)
         #expect(old.output.contains { $0.contains(#""sasl2":false"#) }, "\(old.output)")
     }

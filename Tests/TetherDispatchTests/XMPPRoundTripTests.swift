@@ -155,4 +155,32 @@ struct XMPPRoundTripTests {
         )
         #expect(direct == 4)
     }
+
+    /// FAST (XEP-0484) over direct TLS: the TLS 1.3 handshake, the header, then one exchange that
+    /// logs in with the token and resumes (or binds): 3, one fewer than a SCRAM login (its second
+    /// message), so 2 on top of the handshake.
+    @Test func fast() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(
+            certificates: certificates,
+            extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm", "sasl2_fast"]
+        )
+        try await server.start()
+        let relay = try TCPRelay(upstreamPort: server.directTLSPort!, delay: Self.delay)
+        var configuration = Self.configuration(port: relay.port, mechanism: .scramSHA256, tls: .direct)
+        configuration.reconnectPolicy = .fixed(.milliseconds(1), maximumAttempts: 5)
+        let client = try XMPPClient(configuration: configuration, options: .init(caFile: certificates.caCertificate))
+        let events = EventRecorder(client)
+        try await client.connect()
+        #expect(await events.wait { $0.contains { if case .fastToken = $0 { true } else { false } } })
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        _ = try await client.ping()
+        let cut = DispatchTime.now().uptimeNanoseconds
+        relay.cutAll()
+        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
+        let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
+        #expect(relay.serverFlights(from: cut, before: resumed.time) == 3)
+        #expect(await client.authentication()?.fast == true)
+        await client.disconnect()
+    }
 }

@@ -67,6 +67,59 @@ struct XMPPSASL2Tests {
         await client.disconnect()
     }
 
+    /// FAST (XEP-0484) against prosody's `sasl2_fast`: a password login asks for a token and gets
+    /// one (HT-SHA-256-EXPR on TLS 1.3); a later client logs in with the token alone (its password
+    /// is wrong on purpose); a token the server does not know is refused, said, and the same stream
+    /// logs in with the password.
+    @Test func aFASTTokenReplacesThePassword() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(certificates: certificates, extraModules: Self.modules + ["sasl2_fast"])
+        try await server.start()
+        let options = XMPPClient.Options(caFile: certificates.caCertificate)
+        let userAgent = XMPPUserAgent(id: "2f5c8a3e-1111-4222-8333-444455556666", software: "Tether tests")
+        var configuration = Self.configuration(port: server.directTLSPort!)
+        configuration.userAgent = userAgent
+        let first = try XMPPClient(configuration: configuration, options: options)
+        let firstEvents = EventRecorder(first)
+        try await first.connect()
+        #expect(await firstEvents.wait { $0.contains { if case .fastToken = $0 { true } else { false } } })
+        let token = try #require(
+            firstEvents.events.lazy.compactMap { if case .fastToken(let token) = $0 { token } else { nil } }.first
+        )
+        #expect(token.mechanism == "HT-SHA-256-EXPR" && !token.expiry.isEmpty)
+        #expect(!"\(token)".contains(token.secret.withUnsafeText { $0 }))
+        await first.disconnect()
+
+        var withToken = configuration
+        withToken.password = "not-the-password"
+        withToken.fastToken = token
+        let second = try XMPPClient(configuration: withToken, options: options)
+        try await second.connect()
+        let authentication = await second.authentication()
+        #expect(
+            authentication?.fast == true && authentication?.mechanism == "HT-SHA-256-EXPR",
+            "\(String(describing: authentication))"
+        )
+        #expect(try await second.ping() > .zero)
+        await second.disconnect()
+
+        var stale = configuration
+        // A token as an app would store it (Codable), with a secret the server never gave.
+        stale.fastToken = try JSONDecoder().decode(
+            XMPPFASTToken.self,
+            from: Data(
+                #"{"mechanism":"HT-SHA-256-EXPR","secret":"secret-token:nonsense","expiry":"2099-01-01T00:00:00Z"}"#
+                    .utf8
+            )
+        )
+        let third = try XMPPClient(configuration: stale, options: options)
+        let thirdEvents = EventRecorder(third)
+        try await third.connect()
+        #expect(thirdEvents.events.contains { if case .fastTokenRefused = $0 { true } else { false } })
+        #expect(await third.authentication()?.fast == false)
+        await third.disconnect()
+    }
+
     /// prosody 13 announces XEP-0478 limits (256 KiB per stanza after login): a larger stanza is a
     /// typed error and never reaches the server, whose stream error would end the connection.
     @Test func theServersStanzaLimitIsKept() async throws {

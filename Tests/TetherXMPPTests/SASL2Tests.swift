@@ -204,4 +204,98 @@ struct SASL2Tests {
         let id = text[start.upperBound...].prefix { $0 != "'" }
         #expect(id.count == 36 && id.split(separator: "-").map(\.count) == [8, 4, 4, 4, 12], "\(id)")
     }
+
+    // MARK: - FAST (XEP-0484)
+
+    static let exporter = Array(repeating: UInt8(0x5A), count: 32)
+    static let tls13 = TLSChannelBindings(protocolVersion: "TLSv1.3", data: [.tlsExporter: exporter])
+    static let fastFeatures =
+        "<stream:features><authentication xmlns='urn:xmpp:sasl:2'><mechanism>SCRAM-SHA-1</mechanism><inline><bind xmlns='urn:xmpp:bind:0'/><fast xmlns='urn:xmpp:fast:0'><mechanism>HT-SHA-256-EXPR</mechanism><mechanism>HT-SHA-256-NONE</mechanism></fast></inline></authentication></stream:features>"
+
+    /// Starts, connects with direct TLS (its bindings `tls`) and sends the header with `features`.
+    func openSecured(_ harness: XMPPClientHarness, features: String = fastFeatures, starting: Bool = true) {
+        if starting { harness.start() }
+        harness.machine.transportConnected(generation: harness.generation!, tls: Self.tls13, now: harness.now)
+        harness.drain()
+        harness.server(XMPPClientHarness.serverHeader + features)
+    }
+
+    func hmac(_ token: String, _ label: String) -> [UInt8] {
+        OpenSSLHashProvider().hmac(.sha256, key: Array(token.utf8), data: Array(label.utf8) + Self.exporter)
+    }
+
+    @Test func aPasswordLoginAsksForATokenAndTheNextLoginUsesIt() throws {
+        let harness = harness { $0.tls = .direct }
+        openSecured(harness)
+        #expect(harness.lastSent.contains("<request-token xmlns='urn:xmpp:fast:0' mechanism='HT-SHA-256-EXPR'/>"))
+        harness.server(
+            "<success xmlns='urn:xmpp:sasl:2'><additional-data>\(scram(harness))</additional-data><bound xmlns='urn:xmpp:bind:0'/><authorization-identifier>alice@example.com/phone~1</authorization-identifier><token xmlns='urn:xmpp:fast:0' token='secret-token:abc' expiry='2026-12-24T12:00:00Z'/></success>"
+                + Self.postFeatures
+        )
+        let token = XMPPFASTToken(
+            mechanism: "HT-SHA-256-EXPR",
+            secret: "secret-token:abc",
+            expiry: "2026-12-24T12:00:00Z"
+        )
+        #expect(harness.events.contains(.fastToken(token)))
+        #expect(!"\(harness.events)".contains("secret-token:abc"))
+        // The reconnect logs in with the token: user NUL HMAC(token, "Initiator" + tls-exporter data).
+        harness.transportClosed("reset")
+        harness.advance(by: .seconds(1))
+        openSecured(harness, starting: false)
+        let authenticate = harness.lastSent
+        #expect(authenticate.hasPrefix("<authenticate xmlns='urn:xmpp:sasl:2' mechanism='HT-SHA-256-EXPR'>"))
+        #expect(authenticate.contains("<fast xmlns='urn:xmpp:fast:0'/>") && !authenticate.contains("request-token"))
+        #expect(
+            authenticateInitialResponse(authenticate)
+                == Base64.encode(Array("alice".utf8) + [0] + hmac("secret-token:abc", "Initiator"))
+        )
+        harness.server(
+            "<success xmlns='urn:xmpp:sasl:2'><additional-data>\(Base64.encode(hmac("secret-token:abc", "Responder")))</additional-data><bound xmlns='urn:xmpp:bind:0'/><authorization-identifier>alice@example.com/phone~2</authorization-identifier></success>"
+                + Self.postFeatures
+        )
+        #expect(harness.state == .connected)
+        #expect(harness.machine.authentication?.fast == true)
+    }
+
+    @Test func aRefusedTokenFallsBackToThePasswordOnTheSameStream() throws {
+        let token = XMPPFASTToken(
+            mechanism: "HT-SHA-256-EXPR",
+            secret: "secret-token:old",
+            expiry: "2026-12-24T12:00:00Z"
+        )
+        let harness = harness {
+            $0.tls = .direct
+            $0.fastToken = token
+        }
+        openSecured(harness)
+        #expect(harness.lastSent.contains("mechanism='HT-SHA-256-EXPR'"))
+        let generation = harness.generation
+        harness.server(
+            "<failure xmlns='urn:xmpp:sasl:2'><credentials-expired xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/></failure>"
+        )
+        #expect(harness.events.contains(.fastTokenRefused(condition: "credentials-expired")))
+        #expect(harness.lastSent.hasPrefix("<authenticate xmlns='urn:xmpp:sasl:2' mechanism='SCRAM-SHA-1'>"))
+        #expect(harness.generation == generation && harness.state == .authenticating)
+    }
+
+    @Test func aWrongAnswerToTheTokenIsFatal() throws {
+        let token = XMPPFASTToken(mechanism: "HT-SHA-256-EXPR", secret: "secret-token:abc", expiry: "x")
+        let harness = harness {
+            $0.tls = .direct
+            $0.fastToken = token
+        }
+        openSecured(harness)
+        harness.server(
+            "<success xmlns='urn:xmpp:sasl:2'><additional-data>\(Base64.encode(hmac("secret-token:other", "Responder")))</additional-data><authorization-identifier>alice@example.com</authorization-identifier></success>"
+        )
+        let error = try closedError(harness.events)
+        #expect(error.kind == .serverAuthenticationFailed && error.isFatal)
+    }
+
+    @Test func noTokenWithoutTLS() {
+        let harness = harness { $0.fastToken = XMPPFASTToken(mechanism: "HT-SHA-256-NONE", secret: "t", expiry: "x") }
+        harness.open(Self.fastFeatures)
+        #expect(harness.lastSent.contains("mechanism='SCRAM-SHA-1'") && !harness.lastSent.contains("request-token"))
+    }
 }

@@ -133,6 +133,8 @@ final class XMPPClientHarness {
         case .lifecycle(let change): lifecycleName(change)
         case .resumeFailed: "resumefailed"
         case .authenticated: "authenticated"
+        case .fastToken: "fasttoken"
+        case .fastTokenRefused: "fasttokenrefused"
         case .streamManagementEnabled: "smenabled"
         case .message: "message"
         case .presence: "presence"

@@ -31,7 +31,7 @@ struct ConnectionArguments: Sendable, Equatable {
             }
             reconnect = choice
         case "--ca-file":
-            guard let file = value(), !file.isEmpty else { return .usageError("--ca-file needs a file") }
+            guard let file = nonEmpty(value()) else { return .usageError("--ca-file needs a file") }
             caFile = file
         case "--pin":
             guard let pin = value(), PinArgument.isValid(pin) else { return .usageError(PinArgument.usage) }
@@ -50,6 +50,12 @@ struct ConnectionArguments: Sendable, Equatable {
         }
         return .taken
     }
+}
+
+/// `text` when it is there and not empty (an option's value that names something).
+func nonEmpty(_ text: String?) -> String? {
+    guard let text, !text.isEmpty else { return nil }
+    return text
 }
 
 /// What parsing a connection command's arguments gave.

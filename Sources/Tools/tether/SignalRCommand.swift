@@ -116,12 +116,10 @@ struct SignalRCommand: ConnectionCommand, Sendable, Equatable {
                     let headerValue = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
                     options.headers[name] = headerValue
                 case "--access-token-env":
-                    guard let name = value(), !name.isEmpty else {
-                        return .usageError("--access-token-env needs a name")
-                    }
+                    guard let name = nonEmpty(value()) else { return .usageError("--access-token-env needs a name") }
                     options.accessTokenVariable = name
                 case "--access-token-command":
-                    guard let command = value(), !command.isEmpty else {
+                    guard let command = nonEmpty(value()) else {
                         return .usageError("--access-token-command needs a command")
                     }
                     options.accessTokenCommand = command

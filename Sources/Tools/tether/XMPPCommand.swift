@@ -53,11 +53,13 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         "interfaces":[…]} (as `tether network`).
         \(HealthLine.help)
 
-        \(LifecycleLine.help) SESSION is "jid":JID,"mechanism":M,"channel_binding":T,"sasl2":BOOL
+        \(LifecycleLine.help) SESSION is "jid":JID,"mechanism":M,"channel_binding":T,"sasl2":BOOL,"fast":BOOL
         (the SASL mechanism the stream logged in with, e.g. "SCRAM-SHA-256-PLUS", the
         channel-binding type of a -PLUS mechanism, e.g. "tls-exporter", or null, and whether the
-        login was XEP-0388 SASL2, which also binds and resumes inside the login; --no-sasl2 logs in
-        the RFC 6120 way even where SASL2 is offered).
+        login was XEP-0388 SASL2, which also binds and resumes inside the login, and whether it used
+        a FAST token; --no-sasl2 logs in the RFC 6120 way even where SASL2 is offered). A FAST token
+        the server gives prints {"event":"fast-token","mechanism":…,"expiry":…} (never the secret);
+        a refused one {"event":"fast-token-refused","condition":…}.
         Beside them: {"event":"stream-management","resumable":BOOL} (XEP-0198 enabled: with
         resumable true, a drop can be resumed), {"event":"resume-failed"},
         {"event":"message","from":…,"id":…,"body":…},
@@ -68,7 +70,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
 
         Example:
           TETHER_PASSWORD=alicepass tether xmpp --jid alice@localhost --host 127.0.0.1 --ca-file ca.pem ping
-          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma","mechanism":"SCRAM-SHA-256-PLUS","channel_binding":"tls-exporter","sasl2":false}
+          {"event":"connected","jid":"alice@localhost/hBjXi7P1i0ma","mechanism":"SCRAM-SHA-256-PLUS","channel_binding":"tls-exporter","sasl2":false,"fast":false}
           {"event":"pong","rtt_ms":1.581888}
           {"event":"closed","reason":null}
         """
@@ -121,7 +123,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     }
                     jid = parsed
                 case "--password-env":
-                    guard let name = value(), !name.isEmpty else { return .usageError("--password-env needs a name") }
+                    guard let name = nonEmpty(value()) else { return .usageError("--password-env needs a name") }
                     options.passwordVariable = name
                 case "--nameserver":
                     guard let text = value(), let server = Endpoint(parsing: text, defaultPort: 53) else {
@@ -129,7 +131,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     }
                     options.nameServers.append(server)
                 case "--host":
-                    guard let host = value(), !host.isEmpty else { return .usageError("--host needs a host") }
+                    guard let host = nonEmpty(value()) else { return .usageError("--host needs a host") }
                     options.host = host
                 case "--port":
                     guard let text = value(), let port = Int(text), (1...65535).contains(port) else {
@@ -148,9 +150,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     }
                     options.webSocket = url
                 case "--resource":
-                    guard let resource = value(), !resource.isEmpty else {
-                        return .usageError("--resource needs a name")
-                    }
+                    guard let resource = nonEmpty(value()) else { return .usageError("--resource needs a name") }
                     options.resource = resource
                 case "--allow-plain":
                     options.allowPlain = true
@@ -371,11 +371,22 @@ final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
                 JSONText.appendString(authentication.mechanism, to: &line)
                 line += #","channel_binding":"#.utf8
                 XMPPCommand.appendOptional(authentication.channelBinding?.rawValue, to: &line)
-                line += #","sasl2":\#(authentication.sasl2)"#.utf8
+                line += #","sasl2":\#(authentication.sasl2),"fast":\#(authentication.fast)"#.utf8
             }
         case .authenticated(let login):
             authentication = login
             return
+        case .fastToken(let token):
+            // The secret is never printed.
+            line = Array(#"{"event":"fast-token","mechanism":"#.utf8)
+            JSONText.appendString(token.mechanism, to: &line)
+            line += #","expiry":"#.utf8
+            JSONText.appendString(token.expiry, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .fastTokenRefused(let condition):
+            line = Array(#"{"event":"fast-token-refused","condition":"#.utf8)
+            JSONText.appendString(condition, to: &line)
+            line.append(UInt8(ascii: "}"))
         case .resumeFailed:
             line = Array(#"{"event":"resume-failed"}"#.utf8)
         case .message(let message):

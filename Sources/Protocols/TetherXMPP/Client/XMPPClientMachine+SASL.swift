@@ -7,6 +7,7 @@ extension XMPPClientMachine {
     mutating func startAuthentication(_ features: StreamFeatures, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
         let sasl2Mechanisms = configuration.sasl2 ? features.sasl2Mechanisms : nil
+        if sasl2Mechanisms != nil, startFASTLogin(features, negotiation) { return }
         let offered = sasl2Mechanisms ?? features.mechanisms
         let chosen: SASLMechanism
         let binding: SCRAMClient.ChannelBinding
@@ -72,8 +73,14 @@ extension XMPPClientMachine {
         var negotiation = negotiation
         if sasl2Mechanisms != nil {
             let request = sasl2Request(features)
+            requestedFASTMechanism = fastMechanismToRequest(features, negotiation)
             send(
-                sasl2Authenticate(mechanism: mechanismName, initialResponse: initialResponse, request),
+                sasl2Authenticate(
+                    mechanism: mechanismName,
+                    initialResponse: initialResponse,
+                    request,
+                    requestToken: requestedFASTMechanism
+                ),
                 generation: generation,
                 containsCredentials: true
             )
@@ -171,6 +178,24 @@ extension XMPPClientMachine {
         generation: TransportGeneration,
         now: Instant
     ) -> Bool {
+        if case .fast(let expected) = exchange {
+            let answer = text.flatMap(Self.saslData) ?? []
+            var difference: UInt8 = answer.count == expected.count ? 0 : 1
+            for (a, b) in zip(answer, expected) { difference |= a ^ b }
+            guard difference == 0 else {
+                serverAuthenticationFailed(
+                    SCRAMError(
+                        .serverSignatureMismatch,
+                        "The server's answer to the FAST token login is not the token's: it does not know the token, "
+                            + "or someone is in the middle."
+                    ),
+                    generation: generation,
+                    now: now
+                )
+                return false
+            }
+            return true
+        }
         guard case .scram(var scram) = exchange else { return true }
         if scram.awaitsServerFinal {
             guard let data = text.flatMap(Self.saslData), !data.isEmpty else {

@@ -6,6 +6,8 @@ extension XMPPNamespace {
     public static let sasl2 = "urn:xmpp:sasl:2"
     /// XEP-0386 Bind 2, inside SASL2.
     public static let bind2 = "urn:xmpp:bind:0"
+    /// XEP-0484 FAST tokens, inside SASL2.
+    public static let fast = "urn:xmpp:fast:0"
 }
 
 extension XMPPClientMachine {
@@ -29,7 +31,13 @@ extension XMPPClientMachine {
 
     /// `<authenticate xmlns='urn:xmpp:sasl:2'>` with the initial response, the user agent and the
     /// inline requests.
-    mutating func sasl2Authenticate(mechanism: String, initialResponse: String, _ request: SASL2Request) -> XElement {
+    mutating func sasl2Authenticate(
+        mechanism: String,
+        initialResponse: String,
+        _ request: SASL2Request,
+        requestToken: String? = nil,
+        withToken: Bool = false
+    ) -> XElement {
         func element(
             _ local: String,
             _ namespace: String,
@@ -78,6 +86,11 @@ extension XMPPClientMachine {
                 bind.append(element("inactive", XMPPNamespace.clientStateIndication))
             }
             children.append(element("bind", XMPPNamespace.bind2, [], bind))
+        }
+        if withToken {
+            children.append(element("fast", XMPPNamespace.fast))
+        } else if let requestToken {
+            children.append(element("request-token", XMPPNamespace.fast, [("mechanism", requestToken)]))
         }
         return XElement(
             XMLName("authenticate", namespace: XMPPNamespace.sasl2),
@@ -138,6 +151,20 @@ extension XMPPClientMachine {
                 }
             }
             if let authentication = negotiation.authentication { emit(.authenticated(authentication)) }
+            if let issued = element.firstChild("token", namespace: XMPPNamespace.fast),
+                let secret = issued.attribute("token"), !secret.isEmpty,
+                let mechanism = requestedFASTMechanism
+                    ?? (negotiation.authentication?.fast == true ? fastToken?.mechanism : nil)
+            {
+                let token = XMPPFASTToken(
+                    mechanism: mechanism,
+                    secret: Secret(secret),
+                    expiry: issued.attribute("expiry") ?? ""
+                )
+                fastToken = token
+                emit(.fastToken(token))
+            }
+            requestedFASTMechanism = nil
             var negotiation = negotiation
             negotiation.authenticated = true
             negotiation.features = nil
@@ -145,6 +172,16 @@ extension XMPPClientMachine {
             state = .negotiating(negotiation)
         case "failure":
             let condition = element.children.first { $0.namespace == XMPPNamespace.sasl }?.localName ?? "not-authorized"
+            if case .fast = exchange, let features = negotiation.features {
+                // The token is no good any more: drop it, say so, and log in with the password on
+                // the same stream (a SASL2 failure leaves the stream as it was).
+                fastToken = nil
+                emit(.fastTokenRefused(condition: condition))
+                var negotiation = negotiation
+                negotiation.sasl2 = nil
+                negotiation.authentication = nil
+                return startAuthentication(features, negotiation, now: now)
+            }
             var message = "Authentication failed (\(condition))"
             if let text = element.firstChild("text")?.text, !text.isEmpty { message += ": \(text)" }
             if !message.hasSuffix(".") { message += "." }
@@ -210,5 +247,65 @@ extension XMPPClientMachine {
             guard currentGeneration == generation, case .connected(let session) = state else { return }
             onlineEvent(.element(element), session, now: now)
         }
+    }
+
+    // MARK: - FAST (XEP-0484)
+
+    /// Logs in with the FAST token when the server offers its mechanism on this protected stream
+    /// and the channel binding it needs is there: `authcid NUL HMAC-SHA-256(token, "Initiator" +
+    /// binding data)`, with `<fast/>`; the server's answer must be the HMAC of "Responder". False
+    /// when the token cannot be used here (the password login follows).
+    mutating func startFASTLogin(_ features: StreamFeatures, _ negotiation: Negotiation) -> Bool {
+        guard negotiation.secured, let token = fastToken, features.sasl2FASTMechanisms.contains(token.mechanism),
+            let binding = XMPPFASTToken.channelBinding(of: token.mechanism),
+            let username = configuration.jid.localpart.flatMap(SASLPrep.prepare)
+        else { return false }
+        let bindingData: [UInt8]
+        if let binding {
+            guard let data = negotiation.tls.data[binding] else { return false }
+            bindingData = data
+        } else {
+            bindingData = []
+        }
+        let key = token.secret.utf8
+        let initiator = hashProvider.hmac(.sha256, key: key, data: Array("Initiator".utf8) + bindingData)
+        let responder = hashProvider.hmac(.sha256, key: key, data: Array("Responder".utf8) + bindingData)
+        let request = sasl2Request(features)
+        send(
+            sasl2Authenticate(
+                mechanism: token.mechanism,
+                initialResponse: Base64.encode(Array(username.utf8) + [0] + initiator),
+                request,
+                withToken: true
+            ),
+            generation: negotiation.attempt.generation,
+            containsCredentials: true
+        )
+        var negotiation = negotiation
+        negotiation.sasl2 = request
+        negotiation.step = .authenticating(.fast(expected: responder))
+        negotiation.authentication = XMPPAuthentication(
+            mechanism: token.mechanism,
+            channelBinding: binding,
+            sasl2: true,
+            fast: true
+        )
+        state = .negotiating(negotiation)
+        return true
+    }
+
+    /// The token mechanism to ask for at a password login: the strongest the server offers that
+    /// this connection can bind (tls-exporter, tls-unique, the certificate, none); nil without TLS,
+    /// FAST or `requestsFASTToken`.
+    func fastMechanismToRequest(_ features: StreamFeatures, _ negotiation: Negotiation) -> String? {
+        guard configuration.requestsFASTToken, negotiation.secured else { return nil }
+        let offered = features.sasl2FASTMechanisms
+        let candidates: [(String, ChannelBindingType?)] = [
+            ("HT-SHA-256-EXPR", .tlsExporter), ("HT-SHA-256-UNIQ", .tlsUnique), ("HT-SHA-256-ENDP", .tlsServerEndPoint),
+            ("HT-SHA-256-NONE", nil),
+        ]
+        return candidates.first { name, binding in
+            offered.contains(name) && (binding.map { negotiation.tls.data[$0] != nil } ?? true)
+        }?.0
     }
 }

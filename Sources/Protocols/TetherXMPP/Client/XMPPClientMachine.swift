@@ -84,6 +84,13 @@ public struct XMPPClientMachine: ~Copyable {
         /// The stream logged in, before its session is online (`connected` or `resumed` follows):
         /// the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the channel binding it used.
         case authenticated(XMPPAuthentication)
+        /// The server gave a FAST token (at a password login that asked for one, or a rotation):
+        /// keep it for the next launch (`Configuration.fastToken`); this machine uses it on its
+        /// own reconnects.
+        case fastToken(XMPPFASTToken)
+        /// The server refused the FAST token (`condition`): it is dropped and the login goes on
+        /// with the password, on the same stream.
+        case fastTokenRefused(condition: String)
         /// Stream management is on for this session (`resumable`: the server allows resumption).
         case streamManagementEnabled(resumable: Bool)
         /// A message arrived.
@@ -141,6 +148,8 @@ public struct XMPPClientMachine: ~Copyable {
     enum SASLExchange: Sendable {
         case plain
         case scram(SCRAMClient)
+        /// A FAST token login: the server's answer must be this (HMAC of "Responder").
+        case fast(expected: [UInt8])
     }
 
     /// Where the negotiation of a stream stands.
@@ -276,6 +285,11 @@ public struct XMPPClientMachine: ~Copyable {
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
     var boundJID: JID?
+    /// The FAST token in use: the configuration's, then each one the server gives; nil once
+    /// refused.
+    var fastToken: XMPPFASTToken?
+    /// The token mechanism asked for at the current login (`<request-token>`).
+    var requestedFASTMechanism: String?
     /// The limits the server announced in its latest features (XEP-0478).
     var serverLimits: StreamLimits?
     /// `health.bytesSent` at the last keep-alive check: nothing sent since means silence.
@@ -307,6 +321,7 @@ public struct XMPPClientMachine: ~Copyable {
         self.configuration = configuration
         self.hashProvider = hashProvider
         self.makeNonce = makeNonce
+        fastToken = configuration.fastToken
         parser = XMLStreamParser(configuration: configuration.parserLimits)
         var random = SeededRandomNumberGenerator(seed: randomSeed)
         idPrefix = String(random.next() & 0xFFFFF, radix: 36)

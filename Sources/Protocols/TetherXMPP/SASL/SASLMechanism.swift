@@ -149,15 +149,66 @@ public struct XMPPAuthentication: Hashable, Sendable, CustomStringConvertible {
     public var channelBinding: ChannelBindingType?
     /// Whether the login was XEP-0388 SASL2 (else RFC 6120 SASL).
     public var sasl2: Bool
+    /// Whether it used a FAST token (XEP-0484) instead of the password.
+    public var fast: Bool
 
     /// A login's description.
-    public init(mechanism: String, channelBinding: ChannelBindingType?, sasl2: Bool = false) {
+    public init(mechanism: String, channelBinding: ChannelBindingType?, sasl2: Bool = false, fast: Bool = false) {
         self.mechanism = mechanism
         self.channelBinding = channelBinding
         self.sasl2 = sasl2
+        self.fast = fast
     }
 
     public var description: String {
         mechanism + (channelBinding.map { " (\($0.rawValue))" } ?? "") + (sasl2 ? " over SASL2" : "")
+            + (fast ? " with a FAST token" : "")
+    }
+}
+
+/// A FAST token (XEP-0484): what the server gave for logging in without the password next time,
+/// with the mechanism it is bound to and its expiry. The app keeps it as it keeps a password (the
+/// keychain) and hands it back in `Configuration.fastToken`. Its description never shows the
+/// secret.
+public struct XMPPFASTToken: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The HT mechanism the token is for (`HT-SHA-256-EXPR`, `-UNIQ`, `-ENDP`, `-NONE`).
+    public var mechanism: String
+    /// The secret.
+    public var secret: Secret
+    /// When it expires (XEP-0082 DateTime, as the server wrote it).
+    public var expiry: String
+
+    public var description: String { "FAST token for \(mechanism) until \(expiry)" }
+}
+
+// Only the machine makes tokens (from the server's <token/>); an app gets them from the
+// `fastToken` event and back from its own storage, through Codable.
+extension XMPPFASTToken {
+    enum CodingKeys: String, CodingKey { case mechanism, secret, expiry }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        mechanism = try container.decode(String.self, forKey: .mechanism)
+        secret = Secret(try container.decode(String.self, forKey: .secret))
+        expiry = try container.decode(String.self, forKey: .expiry)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mechanism, forKey: .mechanism)
+        try secret.withUnsafeText { try container.encode($0, forKey: .secret) }
+        try container.encode(expiry, forKey: .expiry)
+    }
+
+    /// The channel binding an HT mechanism uses (nil: `-NONE`), or nil for a name that is not
+    /// an HT-SHA-256 mechanism.
+    static func channelBinding(of mechanism: String) -> ChannelBindingType?? {
+        switch mechanism {
+        case "HT-SHA-256-EXPR": .some(.tlsExporter)
+        case "HT-SHA-256-UNIQ": .some(.tlsUnique)
+        case "HT-SHA-256-ENDP": .some(.tlsServerEndPoint)
+        case "HT-SHA-256-NONE": .some(nil)
+        default: nil
+        }
     }
 }

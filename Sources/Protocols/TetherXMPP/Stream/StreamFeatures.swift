@@ -45,6 +45,11 @@ public struct StreamFeatures: Hashable, Sendable {
         sasl2Inline?.firstChild("bind", namespace: XMPPNamespace.bind2)?.firstChild("inline")?
             .children("feature").compactMap { $0.attribute("var") } ?? []
     }
+    /// XEP-0484 FAST: the token mechanisms offered inside the SASL2 login, in the server's order
+    /// (empty: no FAST; prosody lists it only when the stream header names the account).
+    public var sasl2FASTMechanisms: [String] {
+        sasl2Inline?.firstChild("fast", namespace: "urn:xmpp:fast:0")?.children("mechanism").map(\.text) ?? []
+    }
     /// XEP-0198 resumption offered inside the SASL2 login.
     public var sasl2StreamManagement: Bool {
         sasl2Inline?.firstChild("sm", namespace: XMPPNamespace.streamManagement3) != nil
