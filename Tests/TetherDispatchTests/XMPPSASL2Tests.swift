@@ -79,7 +79,11 @@ struct XMPPSASL2Tests {
         let userAgent = XMPPUserAgent(id: "2f5c8a3e-1111-4222-8333-444455556666", software: "Tether tests")
         var configuration = Self.configuration(port: server.directTLSPort!)
         configuration.userAgent = userAgent
-        let first = try XMPPClient(configuration: configuration, options: options)
+        let log = TrafficLog()
+        let first = try XMPPClient(
+            configuration: configuration,
+            options: .init(logLevel: .trace, logHandler: log.handler, caFile: certificates.caCertificate)
+        )
         let firstEvents = EventRecorder(first)
         try await first.connect()
         #expect(await firstEvents.wait { $0.contains { if case .fastToken = $0 { true } else { false } } })
@@ -87,7 +91,11 @@ struct XMPPSASL2Tests {
             firstEvents.events.lazy.compactMap { if case .fastToken(let token) = $0 { token } else { nil } }.first
         )
         #expect(token.mechanism == "HT-SHA-256-EXPR" && !token.expiry.isEmpty)
-        #expect(!"\(token)".contains(token.secret.withUnsafeText { $0 }))
+        let secret = token.secret.withUnsafeText { $0 }
+        #expect(!"\(token)".contains(secret))
+        // The trace log shows the server's <token/>, its secret hidden.
+        #expect(log.entries.contains { $0.direction == .received && $0.text.contains("token='[hidden]'") })
+        #expect(!log.entries.contains { $0.text.contains(secret) })
         await first.disconnect()
 
         var withToken = configuration

@@ -180,6 +180,42 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
 
     /// Answers to `request` go to their caller only (or nowhere, when it gave up); every other
     /// event to the app.
+    /// The trace log's text of what went or came, with FAST tokens (XEP-0484 `<token token='…'/>`
+    /// in the server's SASL2 success) hidden: they log in like passwords.
+    func describe(_ bytes: [UInt8]) -> String {
+        Self.hidingFASTTokens(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// `text` with the value of every `token` attribute hidden, when it holds FAST's namespace.
+    static func hidingFASTTokens(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        let namespace = Array(XMPPNamespace.fast.utf8)
+        guard bytes.count >= namespace.count,
+            (0...(bytes.count - namespace.count)).contains(where: {
+                bytes[$0..<($0 + namespace.count)].elementsEqual(namespace)
+            })
+        else { return text }
+        let marker = Array(" token=".utf8)
+        var result: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            guard index + marker.count < bytes.count, bytes[index..<(index + marker.count)].elementsEqual(marker),
+                bytes[index + marker.count] == UInt8(ascii: "'") || bytes[index + marker.count] == UInt8(ascii: "\"")
+            else {
+                result.append(bytes[index])
+                index += 1
+                continue
+            }
+            let quote = bytes[index + marker.count]
+            result += bytes[index...(index + marker.count)]
+            var end = index + marker.count + 1
+            while end < bytes.count && bytes[end] != quote { end += 1 }
+            result += Array("[hidden]".utf8)
+            index = end  // the closing quote (if any) is copied next
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
     func handle(_ event: XMPPClient.Event) {
         if case .iqResponse(let id, let outcome) = event {
             if let waiter = requestWaiters.removeValue(forKey: id) {
