@@ -187,6 +187,13 @@ struct SASL2Tests {
         #expect(harness.sent.contains { $0.text == "<abort xmlns='urn:xmpp:sasl:2'/>" })
     }
 
+    @Test func theBackgroundIsSaidInsideTheBind() {
+        let harness = harness()
+        harness.machine.applicationStateChanged(.background, now: harness.now)
+        harness.open(Self.features())
+        #expect(harness.lastSent.contains("<inactive xmlns='urn:xmpp:csi:0'/></bind>"), "\(harness.lastSent)")
+    }
+
     @Test func sasl2CanBeTurnedOff() {
         let harness = harness { $0.sasl2 = false }
         harness.open(Self.features())

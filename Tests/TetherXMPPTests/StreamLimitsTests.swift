@@ -52,4 +52,18 @@ struct StreamLimitsTests {
         harness.advance(by: .seconds(10))
         #expect(harness.sent.count == afterMessage + 1 && harness.lastSent == " ")
     }
+
+    /// The limits before the login (prosody's 10,000 bytes) are not the session's: a stanza queued
+    /// meanwhile waits for the logged-in stream's limits.
+    @Test func theLimitsBeforeTheLoginDoNotApplyToStanzas() throws {
+        let harness = XMPPClientHarness()
+        harness.open(
+            "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms><limits xmlns='urn:xmpp:stream-limits:0'><max-bytes>100</max-bytes></limits></stream:features>"
+        )
+        try harness.machine.send(
+            XMPPMessage(to: JID("bob@example.com"), body: String(repeating: "x", count: 300)),
+            now: harness.now
+        )
+        #expect(harness.unacknowledged == 1)
+    }
 }

@@ -14,6 +14,8 @@ import TetherXMPP
 /// written only on `runner.queue`.
 final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     let runner: ConnectionRunner<XMPPClientMachine, XMPPClient.Event>
+    /// Hides token values in the trace log, across reads that split them.
+    private var tokenRedaction = TokenRedaction()
     /// The DNS resolver, made at the first lookup.
     private lazy var dns = DNSLookup(nameServers: runner.options.nameServers)
 
@@ -180,40 +182,11 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
 
     /// Answers to `request` go to their caller only (or nowhere, when it gave up); every other
     /// event to the app.
-    /// The trace log's text of what went or came, with FAST tokens (XEP-0484 `<token token='…'/>`
-    /// in the server's SASL2 success) hidden: they log in like passwords.
+    /// The trace log's text of what went or came, with the values of `token` attributes hidden:
+    /// FAST tokens (XEP-0484 `<token token='…'/>` in the server's SASL2 success) log in like
+    /// passwords. Only called while tracing, in order on the runner's queue.
     func describe(_ bytes: [UInt8]) -> String {
-        Self.hidingFASTTokens(String(decoding: bytes, as: UTF8.self))
-    }
-
-    /// `text` with the value of every `token` attribute hidden, when it holds FAST's namespace.
-    static func hidingFASTTokens(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        let namespace = Array(XMPPNamespace.fast.utf8)
-        guard bytes.count >= namespace.count,
-            (0...(bytes.count - namespace.count)).contains(where: {
-                bytes[$0..<($0 + namespace.count)].elementsEqual(namespace)
-            })
-        else { return text }
-        let marker = Array(" token=".utf8)
-        var result: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            guard index + marker.count < bytes.count, bytes[index..<(index + marker.count)].elementsEqual(marker),
-                bytes[index + marker.count] == UInt8(ascii: "'") || bytes[index + marker.count] == UInt8(ascii: "\"")
-            else {
-                result.append(bytes[index])
-                index += 1
-                continue
-            }
-            let quote = bytes[index + marker.count]
-            result += bytes[index...(index + marker.count)]
-            var end = index + marker.count + 1
-            while end < bytes.count && bytes[end] != quote { end += 1 }
-            result += Array("[hidden]".utf8)
-            index = end  // the closing quote (if any) is copied next
-        }
-        return String(decoding: result, as: UTF8.self)
+        String(decoding: tokenRedaction.redact(bytes), as: UTF8.self)
     }
 
     func handle(_ event: XMPPClient.Event) {
@@ -240,5 +213,54 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         case .notDelivered(let error):
             return .failure(error)
         }
+    }
+}
+
+/// Hides the value of every `token` attribute (` token='…'` or ` token="…"`) in a stream of
+/// chunks, carrying its place across chunks: a read may end inside the attribute's name or value,
+/// and the rest of the secret must not show in the next one.
+struct TokenRedaction {
+    private static let marker = Array(" token=".utf8)
+    /// How many bytes of `marker` the last chunk ended with.
+    private var matched = 0
+    /// Inside a value: its quote; nil outside.
+    private var quote: UInt8?
+    /// Right after `marker`: the next byte opens the value (or not).
+    private var expectingQuote = false
+
+    /// `chunk` with the token values (or their parts in it) replaced by `[hidden]`.
+    mutating func redact(_ chunk: [UInt8]) -> [UInt8] {
+        let hidden = Array("[hidden]".utf8)
+        // A chunk that starts inside a value shows where its hidden part was.
+        var result: [UInt8] = quote == nil ? [] : hidden
+        result.reserveCapacity(chunk.count)
+        for byte in chunk {
+            if let open = quote {
+                if byte == open {
+                    quote = nil
+                    result.append(byte)
+                }
+                continue
+            }
+            result.append(byte)
+            if expectingQuote {
+                expectingQuote = false
+                if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
+                    quote = byte
+                    result += hidden
+                    continue
+                }
+            }
+            if byte == Self.marker[matched] {
+                matched += 1
+                if matched == Self.marker.count {
+                    matched = 0
+                    expectingQuote = true
+                }
+            } else {
+                matched = byte == Self.marker[0] ? 1 : 0
+            }
+        }
+        return result
     }
 }

@@ -77,7 +77,9 @@ extension XMPPClientMachine {
                 guard let features = StreamFeatures(element) else {
                     return unexpected(element, while: "waiting for stream features", generation: generation, now: now)
                 }
-                serverLimits = features.limits
+                // The limits app stanzas meet are those of the logged-in stream (prosody's are 10,000
+                // bytes before the login, 262,144 after); a queued stanza waits for those.
+                if negotiation.authenticated { serverLimits = features.limits }
                 featuresReceived(features, negotiation, now: now)
             case .awaitingProceed:
                 proceedReceived(element, negotiation, now: now)

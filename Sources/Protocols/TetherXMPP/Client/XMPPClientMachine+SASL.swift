@@ -72,15 +72,10 @@ extension XMPPClientMachine {
         let mechanismName = boundType == nil ? chosen.rawValue : chosen.rawValue + "-PLUS"
         var negotiation = negotiation
         if sasl2Mechanisms != nil {
-            let request = sasl2Request(features)
-            requestedFASTMechanism = fastMechanismToRequest(features, negotiation)
+            var request = sasl2Request(features)
+            request.requestedTokenMechanism = fastMechanismToRequest(features, negotiation)
             send(
-                sasl2Authenticate(
-                    mechanism: mechanismName,
-                    initialResponse: initialResponse,
-                    request,
-                    requestToken: requestedFASTMechanism
-                ),
+                sasl2Authenticate(mechanism: mechanismName, initialResponse: initialResponse, request),
                 generation: generation,
                 containsCredentials: true
             )

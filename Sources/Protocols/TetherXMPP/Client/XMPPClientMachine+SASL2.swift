@@ -35,7 +35,6 @@ extension XMPPClientMachine {
         mechanism: String,
         initialResponse: String,
         _ request: SASL2Request,
-        requestToken: String? = nil,
         withToken: Bool = false
     ) -> XElement {
         func element(
@@ -89,7 +88,7 @@ extension XMPPClientMachine {
         }
         if withToken {
             children.append(element("fast", XMPPNamespace.fast))
-        } else if let requestToken {
+        } else if let requestToken = request.requestedTokenMechanism {
             children.append(element("request-token", XMPPNamespace.fast, [("mechanism", requestToken)]))
         }
         return XElement(
@@ -153,7 +152,7 @@ extension XMPPClientMachine {
             if let authentication = negotiation.authentication { emit(.authenticated(authentication)) }
             if let issued = element.firstChild("token", namespace: XMPPNamespace.fast),
                 let secret = issued.attribute("token"), !secret.isEmpty,
-                let mechanism = requestedFASTMechanism
+                let mechanism = negotiation.sasl2?.requestedTokenMechanism
                     ?? (negotiation.authentication?.fast == true ? fastToken?.mechanism : nil)
             {
                 let token = XMPPFASTToken(
@@ -164,7 +163,6 @@ extension XMPPClientMachine {
                 fastToken = token
                 emit(.fastToken(token))
             }
-            requestedFASTMechanism = nil
             var negotiation = negotiation
             negotiation.authenticated = true
             negotiation.features = nil

@@ -182,6 +182,8 @@ public struct XMPPClientMachine: ~Copyable {
         var bind = false
         /// XEP-0198 `<enable/>` inside the bind.
         var enable = false
+        /// The FAST token mechanism asked for (`<request-token>`), at a password login.
+        var requestedTokenMechanism: String?
     }
 
     /// What a SASL2 `<success>` brought besides the login.
@@ -288,8 +290,6 @@ public struct XMPPClientMachine: ~Copyable {
     /// The FAST token in use: the configuration's, then each one the server gives; nil once
     /// refused.
     var fastToken: XMPPFASTToken?
-    /// The token mechanism asked for at the current login (`<request-token>`).
-    var requestedFASTMechanism: String?
     /// The limits the server announced in its latest features (XEP-0478).
     var serverLimits: StreamLimits?
     /// `health.bytesSent` at the last keep-alive check: nothing sent since means silence.
