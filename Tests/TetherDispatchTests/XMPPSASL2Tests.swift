@@ -76,9 +76,9 @@ struct XMPPSASL2Tests {
         let server = try ProsodyServer(certificates: certificates, extraModules: Self.modules + ["sasl2_fast"])
         try await server.start()
         let options = XMPPClient.Options(caFile: certificates.caCertificate)
-        let userAgent = XMPPUserAgent(id: "2f5c8a3e-1111-4222-8333-444455556666", software: "Tether tests")
         var configuration = Self.configuration(port: server.directTLSPort!)
-        configuration.userAgent = userAgent
+        configuration.userAgent = XMPPUserAgent(software: "Tether tests")
+        configuration.state.userAgentID = "2f5c8a3e-1111-4222-8333-444455556666"
         let log = TrafficLog()
         let first = try XMPPClient(
             configuration: configuration,
@@ -100,7 +100,7 @@ struct XMPPSASL2Tests {
 
         var withToken = configuration
         withToken.password = "not-the-password"
-        withToken.fastToken = token
+        withToken.state.fastToken = token
         let second = try XMPPClient(configuration: withToken, options: options)
         try await second.connect()
         let authentication = await second.authentication()
@@ -113,7 +113,7 @@ struct XMPPSASL2Tests {
 
         var stale = configuration
         // A token as an app would store it (Codable), with a secret the server never gave.
-        stale.fastToken = try JSONDecoder().decode(
+        stale.state.fastToken = try JSONDecoder().decode(
             XMPPFASTToken.self,
             from: Data(
                 #"{"mechanism":"HT-SHA-256-EXPR","secret":"secret-token:nonsense","expiry":"2099-01-01T00:00:00Z"}"#

@@ -79,7 +79,9 @@ public final class ProsodyServer: @unchecked Sendable {
             at: directory.appendingPathComponent("data"),
             withIntermediateDirectories: true
         )
-        var tls = #"modules_disabled = { "s2s"; "offline"; "tls"; }"# + "\nc2s_direct_tls_ports = {}"
+        // The offline store is off unless a test asks for it (`extraModules: ["offline"]`).
+        let offline = extraModules.contains("offline") ? "" : #" "offline";"#
+        var tls = #"modules_disabled = { "s2s";"# + offline + #" "tls"; }"# + "\nc2s_direct_tls_ports = {}"
         if let certificates {
             let certs = directory.appendingPathComponent("certs")
             try FileManager.default.createDirectory(at: certs, withIntermediateDirectories: true)
@@ -102,12 +104,12 @@ public final class ProsodyServer: @unchecked Sendable {
                 toPath: certs.appendingPathComponent("misnamed.test.key").path
             )
             tls =
-                #"modules_disabled = { "s2s"; "offline"; }"# + "\ncertificates = \"\(certs.path)\""
+                #"modules_disabled = { "s2s";"# + offline + " }\ncertificates = \"\(certs.path)\""
                 + "\nc2s_direct_tls_ports = { \(directTLSPort!) }"
         }
         var http = "http_ports = {}\nhttps_ports = {}"
         var modules = #""roster"; "saslauth"; "disco"; "ping"; "smacks"; "posix"; "tls";"#
-        for module in extraModules { modules += " \"\(module)\";" }
+        for module in extraModules where module != "offline" { modules += " \"\(module)\";" }
         if let webSocketPort {
             modules += #" "websocket";"#
             http = "http_ports = { \(webSocketPort) }\nhttp_interfaces = { \"127.0.0.1\" }"

@@ -44,7 +44,8 @@ struct SASL2Tests {
     func harness(_ configure: @escaping (inout Machine.Configuration) -> Void = { _ in }) -> XMPPClientHarness {
         XMPPClientHarness {
             $0.mechanisms = [.scramSHA1]
-            $0.userAgent = XMPPUserAgent(id: "d4b3f2a1-0000-4000-8000-000000000001", software: "Tether", device: "Test")
+            $0.userAgent = XMPPUserAgent(software: "Tether", device: "Test")
+            $0.state.userAgentID = "d4b3f2a1-0000-4000-8000-000000000001"
             $0.resource = "phone"
             configure(&$0)
         }
@@ -273,7 +274,7 @@ struct SASL2Tests {
         )
         let harness = harness {
             $0.tls = .direct
-            $0.fastToken = token
+            $0.state.fastToken = token
         }
         openSecured(harness)
         #expect(harness.lastSent.contains("mechanism='HT-SHA-256-EXPR'"))
@@ -290,7 +291,7 @@ struct SASL2Tests {
         let token = XMPPFASTToken(mechanism: "HT-SHA-256-EXPR", secret: "secret-token:abc", expiry: "x")
         let harness = harness {
             $0.tls = .direct
-            $0.fastToken = token
+            $0.state.fastToken = token
         }
         openSecured(harness)
         harness.server(
@@ -301,7 +302,9 @@ struct SASL2Tests {
     }
 
     @Test func noTokenWithoutTLS() {
-        let harness = harness { $0.fastToken = XMPPFASTToken(mechanism: "HT-SHA-256-NONE", secret: "t", expiry: "x") }
+        let harness = harness {
+            $0.state.fastToken = XMPPFASTToken(mechanism: "HT-SHA-256-NONE", secret: "t", expiry: "x")
+        }
         harness.open(Self.fastFeatures)
         #expect(harness.lastSent.contains("mechanism='SCRAM-SHA-1'") && !harness.lastSent.contains("request-token"))
     }

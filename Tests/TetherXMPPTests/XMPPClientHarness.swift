@@ -58,6 +58,7 @@ final class XMPPClientHarness {
             fetchRosterOnConnect: false,
             initialPresence: nil
         )
+        configuration.archiveCatchUp = nil  // the catch-up's own tests turn it on
         configure(&configuration)
         machine = Machine(
             configuration: configuration,
@@ -135,6 +136,11 @@ final class XMPPClientHarness {
         case .authenticated: "authenticated"
         case .fastToken: "fasttoken"
         case .fastTokenRefused: "fasttokenrefused"
+        case .stateChanged: "state"
+        case .caughtUp: "caughtup"
+        case .pushEnabled: "pushenabled"
+        case .pushDisabled: "pushdisabled"
+        case .pushRefused: "pushrefused"
         case .streamManagementEnabled: "smenabled"
         case .message: "message"
         case .presence: "presence"

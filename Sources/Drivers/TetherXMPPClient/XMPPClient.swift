@@ -125,6 +125,25 @@ public final class XMPPClient: ConnectionClient {
         return await runner.call { handoff in handoff.resume(returning: runner.machine.authentication) }
     }
 
+    /// What the app keeps between launches, as it stands (each change also comes as a
+    /// `stateChanged` event): give it back in `Configuration.state` at the next launch.
+    public func clientState() async -> XMPPClientState {
+        let runner = core.runner
+        return await runner.call { handoff in handoff.resume(returning: runner.machine.clientState) }
+    }
+
+    /// Registers this device for push notifications (XEP-0357) through `registration`'s app
+    /// server, or removes the registration (nil): at once when online, else at the next session,
+    /// and again at every new session. `pushEnabled`, `pushDisabled` or `pushRefused` follows.
+    public func setPush(_ registration: XMPPPushRegistration?) async {
+        let runner = core.runner
+        await runner.call { handoff in
+            runner.machine.setPush(registration, now: runner.now())
+            runner.drive()
+            handoff.resume(returning: ())
+        }
+    }
+
     // MARK: - Sending
 
     /// Sends a message: queued while offline, kept until acknowledged with stream management.

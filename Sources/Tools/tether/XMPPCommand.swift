@@ -18,6 +18,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                            [--tls disabled|optional|required|direct] [--websocket URL]
                            [--ca-file F] [--pin SHA256_BASE64]...
                            [--resource R] [--allow-plain] [--channel-binding when-possible|required|disabled] [--no-sasl2]
+                           [--state-file PATH] [--carbons] [--push-service JID --push-node NODE]
                            [--ping-interval S] [--ping-timeout S] [--max-missed-pings N]
                            [--reconnect none|default|tiered] [--no-stream-management] [--network-watch]
                            [--health S] [--verbose] COMMAND
@@ -60,9 +61,19 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         a FAST token; --no-sasl2 logs in the RFC 6120 way even where SASL2 is offered). A FAST token
         the server gives prints {"event":"fast-token","mechanism":…,"expiry":…} (never the secret);
         a refused one {"event":"fast-token-refused","condition":…}.
+
+        --state-file PATH keeps what the next run needs in PATH (JSON, created with mode 0600,
+        never printed): the FAST token, this installation's SASL2 user-agent id, the position in
+        the account's message archive (XEP-0313). A run with the file logs in with the token and,
+        at a new session, catches up from the archive: those messages print with "archived":true,
+        then {"event":"caught-up","count":N,"complete":BOOL}. --carbons asks for copies of what the
+        account's other clients send and receive (XEP-0280; "carbon":"sent" or "received").
+        --push-service JID --push-node NODE registers for push notifications (XEP-0357) through
+        that app server at every new session: {"event":"push-enabled",…} or
+        {"event":"push-refused","condition":…}.
         Beside them: {"event":"stream-management","resumable":BOOL} (XEP-0198 enabled: with
         resumable true, a drop can be resumed), {"event":"resume-failed"},
-        {"event":"message","from":…,"id":…,"body":…},
+        {"event":"message","from":…,"id":…,"body":…} (with "archived":true or "carbon":… as above),
         {"event":"pong","rtt_ms":…} (an error reply is an answer too),
         {"event":"roster","items":[{"jid":…,"name":…,"subscription":…},…]}.
         Exit status: 0 done; 1 an error (on standard error), for example no connection; 2 wrong
@@ -99,6 +110,13 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
     var channelBinding = ChannelBindingPolicy.whenPossible
     /// `--no-sasl2`: RFC 6120 SASL even where SASL2 is offered.
     var sasl2 = true
+    /// `--state-file`: where the state the next run needs is kept.
+    var stateFile: String?
+    /// `--carbons`: ask for carbon copies (XEP-0280).
+    var carbons = false
+    /// `--push-service` and `--push-node`: the push registration (XEP-0357).
+    var pushService: JID?
+    var pushNode: String?
     var pingInterval: Double = 60
     var pingTimeout: Double = 10
     var maximumMissedPings = 2
@@ -156,6 +174,19 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                     options.allowPlain = true
                 case "--no-sasl2":
                     options.sasl2 = false
+                case "--state-file":
+                    guard let path = nonEmpty(value()) else { return .usageError("--state-file needs a path") }
+                    options.stateFile = path
+                case "--carbons":
+                    options.carbons = true
+                case "--push-service":
+                    guard let text = value(), let service = JID(text) else {
+                        return .usageError("--push-service needs the app server's JID")
+                    }
+                    options.pushService = service
+                case "--push-node":
+                    guard let node = nonEmpty(value()) else { return .usageError("--push-node needs a node") }
+                    options.pushNode = node
                 case "--channel-binding":
                     let names: [String: ChannelBindingPolicy] = [
                         "when-possible": .whenPossible, "required": .required, "disabled": .disabled,
@@ -189,6 +220,9 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
                 guard let jid else { return "--jid is required" }
                 if options.webSocket != nil, options.host != nil || options.port != nil || explicitTLS {
                     return "--websocket replaces --host, --port and --tls (TLS comes from the URL's scheme)"
+                }
+                if (options.pushService == nil) != (options.pushNode == nil) {
+                    return "--push-service and --push-node go together"
                 }
                 options.jid = jid
                 return nil
@@ -234,8 +268,12 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
     // MARK: - Running
 
     /// The client configuration for these options.
-    func configuration(password: Secret) -> XMPPClient.Configuration {
-        var configuration = XMPPClient.Configuration(jid: jid, password: password)
+    func configuration(password: Secret, state: XMPPClientState = XMPPClientState()) -> XMPPClient.Configuration {
+        var configuration = XMPPClient.Configuration(jid: jid, password: password, state: state)
+        configuration.carbons = carbons
+        if let pushService, let pushNode {
+            configuration.push = XMPPPushRegistration(service: pushService, node: pushNode)
+        }
         if host != nil || port != nil {
             configuration.endpoint = Endpoint(
                 host: host ?? jid.domainpart,
@@ -282,14 +320,31 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
             options.logLevel = .trace
             options.logHandler = { level, text in errorOutput("tether: \(level): \(text)") }
         }
+        var state = XMPPClientState()
+        if let stateFile {
+            switch StateFile.read(stateFile) {
+            case .success(let saved): state = saved ?? state
+            case .failure(let problem):
+                errorOutput("tether: \(problem)")
+                return 1
+            }
+        }
         let client: XMPPClient
         do throws(XMPPClientError) {
-            client = try XMPPClient(configuration: configuration(password: Secret(password)), options: options)
+            client = try XMPPClient(
+                configuration: configuration(password: Secret(password), state: state),
+                options: options
+            )
         } catch {
             errorOutput("tether: \(error.message)")
             return 2
         }
-        let listener = Listener(output: output, printsMessages: { if case .listen = action { true } else { false } }())
+        let listener = Listener(
+            output: output,
+            errorOutput: errorOutput,
+            printsMessages: { if case .listen = action { true } else { false } }(),
+            stateFile: stateFile
+        )
         client.setEventHandler(queue: listener.queue) { event in listener.handle(event) }
         guard let watchers = ClientWatchers(shared, watching: client, output: output, errorOutput: errorOutput) else {
             return 1
@@ -349,9 +404,18 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
 /// Prints the client's events as JSON lines (on its own queue) and counts messages.
 final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
     private let printsMessages: Bool
+    private let stateFile: String?
+    private let errorOutput: @Sendable (String) -> Void
 
-    init(output: @escaping @Sendable (String) -> Void, printsMessages: Bool) {
+    init(
+        output: @escaping @Sendable (String) -> Void,
+        errorOutput: @escaping @Sendable (String) -> Void,
+        printsMessages: Bool,
+        stateFile: String?
+    ) {
         self.printsMessages = printsMessages
+        self.stateFile = stateFile
+        self.errorOutput = errorOutput
         super.init(label: "tether.cli-events", output: output)
     }
 
@@ -398,6 +462,30 @@ final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
             XMPPCommand.appendOptional(message.id, to: &line)
             line += #","body":"#.utf8
             XMPPCommand.appendOptional(message.body, to: &line)
+            switch message.origin {
+            case .live: break
+            case .archive: line += #","archived":true"#.utf8
+            case .carbon(let sent): line += (sent ? #","carbon":"sent""# : #","carbon":"received""#).utf8
+            }
+            line.append(UInt8(ascii: "}"))
+        case .stateChanged(let state):
+            // Written, never printed: it holds the FAST token.
+            if let stateFile, let problem = StateFile.save(state, to: stateFile) { errorOutput("tether: \(problem)") }
+            return
+        case .caughtUp(let count, let complete):
+            line = Array(#"{"event":"caught-up","count":\#(count),"complete":\#(complete)}"#.utf8)
+        case .pushEnabled(let registration), .pushDisabled(let registration):
+            let enabled = if case .pushEnabled = event { true } else { false }
+            line = Array(
+                (enabled ? #"{"event":"push-enabled","service":"# : #"{"event":"push-disabled","service":"#).utf8
+            )
+            JSONText.appendString(registration.service.description, to: &line)
+            line += #","node":"#.utf8
+            JSONText.appendString(registration.node, to: &line)
+            line.append(UInt8(ascii: "}"))
+        case .pushRefused(let error):
+            line = Array(#"{"event":"push-refused","condition":"#.utf8)
+            JSONText.appendString(error.condition.rawValue, to: &line)
             line.append(UInt8(ascii: "}"))
         case .streamManagementEnabled(let resumable):
             line = Array(#"{"event":"stream-management","resumable":\#(resumable)}"#.utf8)
@@ -407,4 +495,46 @@ final class Listener: EventPrinter<XMPPClientError>, @unchecked Sendable {
         }
         output(String(decoding: line, as: UTF8.self))
     }
+}
+
+/// `--state-file`: the client's state as JSON in a file only its owner can read.
+enum StateFile {
+    /// The saved state; nil when the file does not exist yet.
+    static func read(_ path: String) -> Result<XMPPClientState?, StateFileProblem> {
+        guard FileManager.default.fileExists(atPath: path) else { return .success(nil) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(StateFileProblem(description: "cannot read the state file \(path)"))
+        }
+        do {
+            return .success(try JSONDecoder().decode(XMPPClientState.self, from: data))
+        } catch {
+            return .failure(StateFileProblem(description: "the state file \(path) is not a saved state"))
+        }
+    }
+
+    /// Writes `state` to `path` through a new file of mode 0600 renamed over it (a reader never
+    /// sees half a file, and the file is never readable by others, even for a moment); the
+    /// problem, if any.
+    static func save(_ state: XMPPClientState, to path: String) -> StateFileProblem? {
+        guard let data = try? JSONEncoder().encode(state) else {
+            return StateFileProblem(description: "cannot encode the state")
+        }
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return StateFileProblem(description: "cannot create \(temporary)") }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return StateFileProblem(description: "cannot write the state file \(path)")
+        }
+        return nil
+    }
+}
+
+/// Why the state file could not be used.
+struct StateFileProblem: Error, CustomStringConvertible {
+    let description: String
 }

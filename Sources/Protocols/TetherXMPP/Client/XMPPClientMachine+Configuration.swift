@@ -73,6 +73,28 @@ extension XMPPClientMachine {
         }
     }
 
+    /// The catch-up from the account's archive (XEP-0313) at a new session.
+    public struct ArchiveCatchUpConfiguration: Sendable, Hashable {
+        /// Messages asked for per page (default 50).
+        public var pageSize: Int
+        /// The most messages one catch-up delivers (default 5,000; checked between pages): an
+        /// account that was away longer continues at the next new session, from where this one
+        /// stopped (`caughtUp(complete: false)`).
+        public var maximumMessages: Int
+        /// The most messages that arrive during the catch-up and wait for it to end, to come after
+        /// the archive's (default 1,000); beyond it they are delivered at once.
+        public var maximumHeldMessages: Int
+
+        /// A configuration.
+        public init(pageSize: Int = 50, maximumMessages: Int = 5000, maximumHeldMessages: Int = 1000) {
+            precondition(pageSize >= 1 && maximumMessages >= 1, "pageSize and maximumMessages must be positive")
+            precondition(maximumHeldMessages >= 0, "maximumHeldMessages must not be negative")
+            self.pageSize = pageSize
+            self.maximumMessages = maximumMessages
+            self.maximumHeldMessages = maximumHeldMessages
+        }
+    }
+
     /// What the app configures. Every limit has a conservative default.
     public struct Configuration: Sendable {
         /// The account (`user@domain`); a resourcepart, if any, is the resource to request.
@@ -107,13 +129,27 @@ extension XMPPClientMachine {
         /// Ask for a FAST token (XEP-0484) at a password login where the server offers FAST
         /// (default on); the `fastToken` event hands it to the app.
         public var requestsFASTToken: Bool
-        /// A FAST token from an earlier login: the next login uses it instead of the password
-        /// (one round trip fewer, no password on the wire) where the server offers its mechanism
-        /// on a TLS stream; refused, the login falls back to the password once (`fastTokenRefused`).
-        public var fastToken: XMPPFASTToken?
-        /// Who the client is, for SASL2's `<user-agent>` (the id lets the server tell this
-        /// installation's sessions from others').
+        /// What the app kept from earlier launches (`stateChanged` hands it out): its FAST token
+        /// logs in instead of the password (one round trip fewer, no password on the wire) where
+        /// the server offers the token's mechanism on a TLS stream (refused, the login falls back
+        /// to the password once: `fastTokenRefused`); its user-agent id names this installation;
+        /// the catch-up of a new session starts at its archive position.
+        public var state: XMPPClientState
+        /// Who the client is, for SASL2's `<user-agent>` (its id is in `state`).
         public var userAgent: XMPPUserAgent
+        /// Catch up from the account's archive (XEP-0313) when a new session starts (default on;
+        /// nil: off): what arrived since the state's archive position, in order, before the
+        /// messages that arrive meanwhile.
+        public var archiveCatchUp: ArchiveCatchUpConfiguration?
+        /// Ask the server for carbon copies (XEP-0280) of the messages the account's other
+        /// clients send and receive (default off): inside a Bind 2 login where the server takes
+        /// it there, else an iq once the session starts. They arrive as `message` events whose
+        /// `origin` is `.carbon`.
+        public var carbons: Bool
+        /// Register this device for push notifications (XEP-0357) at every new session (nil, the
+        /// default: none): the server then tells the app server about messages while the app's
+        /// socket is suspended or gone. `XMPPClientMachine.setPush` changes it at run time.
+        public var push: XMPPPushRegistration?
         /// Whether SCRAM logins are bound to the TLS connection (default `whenPossible`: a -PLUS
         /// mechanism whenever the server offers one and both sides have a channel-binding type).
         public var channelBinding: ChannelBindingPolicy
@@ -177,8 +213,11 @@ extension XMPPClientMachine {
             channelBinding: ChannelBindingPolicy = .whenPossible,
             sasl2: Bool = true,
             requestsFASTToken: Bool = true,
-            fastToken: XMPPFASTToken? = nil,
+            state: XMPPClientState = XMPPClientState(),
             userAgent: XMPPUserAgent = XMPPUserAgent(),
+            archiveCatchUp: ArchiveCatchUpConfiguration? = ArchiveCatchUpConfiguration(),
+            carbons: Bool = false,
+            push: XMPPPushRegistration? = nil,
             scramLimits: SCRAMClient.Limits = .init(),
             autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
             streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
@@ -213,8 +252,11 @@ extension XMPPClientMachine {
             self.channelBinding = channelBinding
             self.sasl2 = sasl2
             self.requestsFASTToken = requestsFASTToken
-            self.fastToken = fastToken
+            self.state = state
             self.userAgent = userAgent
+            self.archiveCatchUp = archiveCatchUp
+            self.carbons = carbons
+            self.push = push
             self.scramLimits = scramLimits
             self.autoPing = autoPing
             self.streamManagement = streamManagement
@@ -241,20 +283,36 @@ extension XMPPClientMachine {
     }
 }
 
-/// Who the client is, as SASL2 tells the server (XEP-0388 `<user-agent>`).
+/// Who the client is, as SASL2 tells the server (XEP-0388 `<user-agent>`); the installation's id
+/// is part of the state the app keeps (`XMPPClientState.userAgentID`).
 public struct XMPPUserAgent: Hashable, Sendable, Codable {
-    /// A stable identifier of this installation (a UUID the app creates once and keeps); nil:
-    /// one made for each machine, so the server sees every launch as a new installation.
-    public var id: String?
     /// The software (default "Tether").
     public var software: String?
     /// The device, as the user would name it ("Alice's phone"), if the app knows it.
     public var device: String?
 
     /// A user agent.
-    public init(id: String? = nil, software: String? = "Tether", device: String? = nil) {
-        self.id = id
+    public init(software: String? = "Tether", device: String? = nil) {
         self.software = software
         self.device = device
+    }
+}
+
+/// Where the account's server sends push notifications (XEP-0357): the app server's XMPP address
+/// and the node that names this device there, with the publish options the app server wants back
+/// (such as a `secret`; their values are never logged).
+public struct XMPPPushRegistration: Hashable, Sendable {
+    /// The app server (push service) JID.
+    public var service: JID
+    /// The node on the app server for this device.
+    public var node: String
+    /// `publish-options` fields (XEP-0357 §5): name and value.
+    public var publishOptions: [String: Secret]
+
+    /// A registration.
+    public init(service: JID, node: String, publishOptions: [String: Secret] = [:]) {
+        self.service = service
+        self.node = node
+        self.publishOptions = publishOptions
     }
 }

@@ -493,6 +493,7 @@ extension XMPPClientMachine {
         pendingIQs.removeAll()
         timers.cancel(.iqTimeout)
         for id in ids { emit(.iqResponse(id: id, .notDelivered(error))) }
+        finishCatchUp(complete: false)
     }
 
     mutating func cancelSessionTimers() {

@@ -116,17 +116,18 @@ extension XMPPClientMachine {
 
     /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
     /// presence), counting it for XEP-0198.
-    mutating func sendOwnStanza(_ element: XElement, session: Session, now: Instant) {
+    mutating func sendOwnStanza(_ element: XElement, secret: Bool = false, session: Session, now: Instant) {
         var bytes: [UInt8] = []
         XMLSerializer.write(element, in: elementScope, into: &bytes)
-        sendOwnStanza(bytes: bytes, session: session, now: now)
+        sendOwnStanza(bytes: bytes, secret: secret, session: session, now: now)
     }
 
-    /// Writes the bytes of a stanza the machine sends on its own.
-    mutating func sendOwnStanza(bytes: [UInt8], session: Session, now: Instant) {
+    /// Writes the bytes of a stanza the machine sends on its own (`secret`: logs must not show
+    /// them).
+    mutating func sendOwnStanza(bytes: [UInt8], secret: Bool = false, session: Session, now: Instant) {
         health.messagesSent += 1
-        enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
-        track(.own(bytes), session: session, now: now)
+        enqueue(.send(bytes, generation: session.generation, containsCredentials: secret))
+        track(.own(bytes, secret: secret), session: session, now: now)
     }
 
     /// Keeps a sent stanza until acknowledged and asks for an acknowledgement when due.
@@ -308,7 +309,11 @@ extension XMPPClientMachine {
         }
         for (id, pending) in expired {
             pendingIQs[id] = nil
-            if pending.purpose == .app { emit(.iqResponse(id: id, .timedOut)) }
+            switch pending.purpose {
+            case .app: emit(.iqResponse(id: id, .timedOut))
+            case .archive: finishCatchUp(complete: false)
+            case .rosterFetch, .push, .carbons: break
+            }
         }
         armIQTimer()
     }

@@ -26,6 +26,8 @@ extension XMPPClientMachine {
         request.enable =
             request.bind && wantsStreamManagement
             && features.sasl2BindInlineFeatures.contains(XMPPNamespace.streamManagement3)
+        request.carbons =
+            request.bind && configuration.carbons && features.sasl2BindInlineFeatures.contains(XMPPNamespace.carbons)
         return request
     }
 
@@ -53,7 +55,10 @@ extension XMPPClientMachine {
                 )
             )
         }
-        if userAgentID == nil { userAgentID = configuration.userAgent.id ?? makeUserAgentID() }
+        if userAgentID == nil {
+            userAgentID = makeUserAgentID()
+            clientStateChanged()
+        }
         var agent: [XNode] = []
         if let software = configuration.userAgent.software {
             agent.append(element("software", XMPPNamespace.sasl2, [], [.text(software)]))
@@ -80,6 +85,9 @@ extension XMPPClientMachine {
                     attributes.append(("max", String(max(1, time.components.seconds))))
                 }
                 bind.append(element("enable", XMPPNamespace.streamManagement3, attributes))
+            }
+            if request.carbons {
+                bind.append(element("enable", XMPPNamespace.carbons))
             }
             if device.application == .background && configuration.clientStateIndication {
                 bind.append(element("inactive", XMPPNamespace.clientStateIndication))
@@ -162,6 +170,7 @@ extension XMPPClientMachine {
                 )
                 fastToken = token
                 emit(.fastToken(token))
+                clientStateChanged()
             }
             var negotiation = negotiation
             negotiation.authenticated = true
@@ -175,6 +184,7 @@ extension XMPPClientMachine {
                 // the same stream (a SASL2 failure leaves the stream as it was).
                 fastToken = nil
                 emit(.fastTokenRefused(condition: condition))
+                clientStateChanged()
                 var negotiation = negotiation
                 negotiation.sasl2 = nil
                 negotiation.authentication = nil

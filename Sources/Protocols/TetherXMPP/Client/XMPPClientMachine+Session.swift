@@ -192,7 +192,8 @@ extension XMPPClientMachine {
             for stanza in resend {
                 switch stanza {
                 case .app(let element): send(element, generation: session.generation)
-                case .own(let bytes): enqueue(.send(bytes, generation: session.generation, containsCredentials: false))
+                case .own(let bytes, let secret):
+                    enqueue(.send(bytes, generation: session.generation, containsCredentials: secret))
                 }
             }
             flushOutbox(session, now: now)
@@ -200,6 +201,9 @@ extension XMPPClientMachine {
             return
         }
         emit(.connected(jid))
+        // The catch-up first: what arrives from here on (the offline store's messages, sent when
+        // the initial presence is) waits for it.
+        startCatchUp(session, now: now)
         if configuration.fetchRosterOnConnect {
             let id = makeID("roster")
             pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .rosterFetch)
@@ -209,6 +213,8 @@ extension XMPPClientMachine {
         if let presence = configuration.initialPresence {
             sendOwnStanza(presence.element, session: session, now: now)
         }
+        let sasl2 = negotiation.sasl2
+        startSessionServices(session, carbonsEnabled: sasl2?.bind == true && sasl2?.carbons == true, now: now)
         flushOutbox(session, now: now)
     }
 

@@ -20,7 +20,7 @@ extension XMPPClientMachine {
         switch element.localName {
         case "message":
             streamManagement?.handledInbound()
-            emit(.message(XMPPMessage(element)!))
+            messageReceived(element, session, now: now)
         case "presence":
             streamManagement?.handledInbound()
             presenceReceived(XMPPPresence(element)!, session, now: now)
@@ -143,6 +143,16 @@ extension XMPPClientMachine {
             rosterContacts.removeAll()
             updateContacts(with: query.items)
             emit(.roster(query))
+        case .archive:
+            archivePageAnswered(iq, session, now: now)
+        case .push(let registration, let enable):
+            if iq.type == .result {
+                emit(enable ? .pushEnabled(registration) : .pushDisabled(registration))
+            } else {
+                emit(.pushRefused(iq.error ?? StanzaError(type: nil, condition: .undefinedCondition)))
+            }
+        case .carbons:
+            break  // a server that refuses carbons leaves the app without copies, nothing more
         }
     }
 

@@ -85,9 +85,24 @@ public struct XMPPClientMachine: ~Copyable {
         /// the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the channel binding it used.
         case authenticated(XMPPAuthentication)
         /// The server gave a FAST token (at a password login that asked for one, or a rotation):
-        /// keep it for the next launch (`Configuration.fastToken`); this machine uses it on its
-        /// own reconnects.
+        /// this machine uses it on its own reconnects, and `stateChanged` follows with it for the
+        /// next launch.
         case fastToken(XMPPFASTToken)
+        /// What the app keeps between launches changed (a FAST token came or went, the user-agent
+        /// id was made, the archive position moved): store it (`Configuration.state` takes it
+        /// back).
+        case stateChanged(XMPPClientState)
+        /// The catch-up from the archive at the start of a new session ended: `count` messages
+        /// came (`origin` `.archive`), then the ones held back meanwhile; `complete` false when
+        /// the archive refused or did not answer, or `maximumMessages` stopped it (the next new
+        /// session goes on from there).
+        case caughtUp(count: Int, complete: Bool)
+        /// The server registered this device for push notifications (XEP-0357).
+        case pushEnabled(XMPPPushRegistration)
+        /// The server removed the registration (`setPush(nil)`).
+        case pushDisabled(XMPPPushRegistration)
+        /// The server refused to register or remove it.
+        case pushRefused(StanzaError)
         /// The server refused the FAST token (`condition`): it is dropped and the login goes on
         /// with the password, on the same stream.
         case fastTokenRefused(condition: String)
@@ -182,6 +197,8 @@ public struct XMPPClientMachine: ~Copyable {
         var bind = false
         /// XEP-0198 `<enable/>` inside the bind.
         var enable = false
+        /// XEP-0280 carbons enabled inside the bind.
+        var carbons = false
         /// The FAST token mechanism asked for (`<request-token>`), at a password login.
         var requestedTokenMechanism: String?
     }
@@ -257,9 +274,15 @@ public struct XMPPClientMachine: ~Copyable {
 
     /// An iq request awaiting its answer.
     struct PendingIQ: Sendable {
-        enum Purpose: Sendable {
+        enum Purpose: Sendable, Equatable {
             case app
             case rosterFetch
+            /// A page of the archive catch-up.
+            case archive
+            /// Enabling (or, with `enable` false, disabling) push.
+            case push(XMPPPushRegistration, enable: Bool)
+            /// Enabling carbons.
+            case carbons
         }
 
         var deadline: Instant
@@ -292,10 +315,18 @@ public struct XMPPClientMachine: ~Copyable {
     var fastToken: XMPPFASTToken?
     /// The limits the server announced in its latest features (XEP-0478).
     var serverLimits: StreamLimits?
+    /// The archive position (XEP-0313) of the last archived message delivered.
+    var archivePosition: XMPPArchivePosition?
+    /// The archive catch-up of the session, while it runs.
+    var catchUp: ArchiveCatchUp?
+    /// The archive ids the session's catch-up delivered: a later copy (the offline store's) is
+    /// not delivered again.
+    var caughtUpIDs: Set<String> = []
+    /// The push registration, enabled at every new session.
+    var push: XMPPPushRegistration?
     /// `health.bytesSent` at the last keep-alive check: nothing sent since means silence.
     var bytesSentAtKeepAliveCheck = 0
-    /// The SASL2 user-agent id: the configuration's, or one made on the first SASL2 login and
-    /// kept for this machine's life.
+    /// The SASL2 user-agent id: the state's, or one made on the first SASL2 login.
     var userAgentID: String?
     /// The device's network and the app's state, as last reported.
     var device = DeviceState()
@@ -321,7 +352,10 @@ public struct XMPPClientMachine: ~Copyable {
         self.configuration = configuration
         self.hashProvider = hashProvider
         self.makeNonce = makeNonce
-        fastToken = configuration.fastToken
+        fastToken = configuration.state.fastToken
+        userAgentID = configuration.state.userAgentID
+        archivePosition = configuration.state.archivePosition
+        push = configuration.push
         parser = XMLStreamParser(configuration: configuration.parserLimits)
         var random = SeededRandomNumberGenerator(seed: randomSeed)
         idPrefix = String(random.next() & 0xFFFFF, radix: 36)
@@ -431,6 +465,16 @@ public struct XMPPClientMachine: ~Copyable {
             awaitingAcknowledgement: unacknowledgedCount,
             transport: transport
         )
+    }
+
+    /// What the app keeps between launches, as it stands (`stateChanged` reports each change).
+    public var clientState: XMPPClientState {
+        XMPPClientState(fastToken: fastToken, userAgentID: userAgentID, archivePosition: archivePosition)
+    }
+
+    /// Reports the state the app keeps.
+    mutating func clientStateChanged() {
+        emit(.stateChanged(clientState))
     }
 
     /// Whether XEP-0198 is enabled on the current (or resumable) session.

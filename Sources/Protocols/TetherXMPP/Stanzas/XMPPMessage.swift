@@ -14,13 +14,28 @@ public struct XMPPMessage: Hashable, Sendable {
         case chat, error, groupchat, headline, normal
     }
 
+    /// How a received message came to this client.
+    public enum Origin: Hashable, Sendable {
+        /// Routed to this session (or built here to send).
+        case live
+        /// Delivered by the catch-up from the account's archive (XEP-0313): it arrived while no
+        /// session was online. `id` is the archive's id, `timestamp` when it was archived.
+        case archive(id: String, timestamp: String?)
+        /// A carbon copy (XEP-0280) of a message one of the account's other clients received
+        /// (`sent` false) or sent (`sent` true).
+        case carbon(sent: Bool)
+    }
+
     /// The stanza.
     public let element: XElement
+    /// How it came (`live` for messages built to send).
+    public var origin: Origin
 
     /// The view of `element`; nil unless it is a `<message/>` in the client namespace.
-    public init?(_ element: XElement) {
+    public init?(_ element: XElement, origin: Origin = .live) {
         guard element.localName == "message", element.namespace == XMPPNamespace.client else { return nil }
         self.element = element
+        self.origin = origin
     }
 
     /// A message to send. `extensions` are added after the standard children (for example a
@@ -46,6 +61,7 @@ public struct XMPPMessage: Hashable, Sendable {
         if let thread = textChild("thread", thread) { children.append(thread) }
         children += extensions.map(XNode.element)
         element = XElement(.client("message"), attributes: attributes.attributes, children: children)
+        origin = .live
     }
 
     private var view: Stanza { Stanza(element)! }
@@ -66,6 +82,19 @@ public struct XMPPMessage: Hashable, Sendable {
     public var thread: String? { view.thread }
     /// The delayed-delivery information (XEP-0203), present on stored or redelivered messages.
     public var delay: Delay? { Delay(in: element) }
+    /// Whether it came from the archive catch-up.
+    public var isArchived: Bool {
+        if case .archive = origin { return true }
+        return false
+    }
+    /// The id that `archive` (the account's bare JID for its own archive, a room's for a
+    /// groupchat) gave the message (XEP-0359 `<stanza-id>`), if it carries one.
+    public func stanzaID(by archive: JID) -> String? {
+        let by = archive.description
+        return element.children.first {
+            $0.localName == "stanza-id" && $0.namespace == XMPPNamespace.stanzaID && $0.attribute("by") == by
+        }?.attribute("id")
+    }
     /// The stanza error, for `type='error'`.
     public var error: StanzaError? { view.error }
     /// The children outside the client namespace (chat states, receipts, …).

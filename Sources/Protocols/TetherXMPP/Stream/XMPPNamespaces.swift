@@ -43,4 +43,18 @@ extension XMPPNamespace {
 extension XMPPNamespace {
     /// XEP-0478 stream limits.
     public static let streamLimits = "urn:xmpp:stream-limits:0"
+    /// XEP-0313 Message Archive Management.
+    public static let archive = "urn:xmpp:mam:2"
+    /// XEP-0059 Result Set Management.
+    public static let resultSet = "http://jabber.org/protocol/rsm"
+    /// XEP-0004 data forms.
+    public static let dataForms = "jabber:x:data"
+    /// XEP-0297 stanza forwarding.
+    public static let forward = "urn:xmpp:forward:0"
+    /// XEP-0359 unique and stable stanza ids.
+    public static let stanzaID = "urn:xmpp:sid:0"
+    /// XEP-0280 message carbons.
+    public static let carbons = "urn:xmpp:carbons:2"
+    /// XEP-0357 push notifications.
+    public static let push = "urn:xmpp:push:0"
 }
