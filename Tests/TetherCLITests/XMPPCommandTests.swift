@@ -77,6 +77,9 @@ struct CommandLineTests {
         ["xmpp", "--jid", "alice@localhost", "--websocket", "http://localhost/ws", "roster"],
         ["xmpp", "--jid", "alice@localhost", "--websocket", "ws://localhost/ws", "--host", "localhost", "roster"],
         ["xmpp", "--jid", "alice@localhost", "--websocket", "wss://localhost/ws", "--tls", "direct", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--push-service", "push.example", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--push-node", "n", "roster"],
+        ["xmpp", "--jid", "alice@localhost", "--state-file", "", "roster"],
     ])
     func usageErrorsExitTwo(_ arguments: [String]) async {
         let result = await tether(arguments)
@@ -124,6 +127,15 @@ struct CommandLineTests {
             case .command(let webSocket) = XMPPCommand.parse(["--jid", "a@b", "--websocket", "wss://h:5281/x", "ping"])
         else { return #expect(Bool(false)) }
         #expect(webSocket.configuration(password: "x").webSocket == ServerURL("wss://h:5281/x"))
+        guard
+            case .command(let modern) = XMPPCommand.parse([
+                "--jid", "a@b", "--state-file", "/tmp/s.json", "--carbons", "--push-service", "push.example",
+                "--push-node", "device", "ping",
+            ])
+        else { return #expect(Bool(false)) }
+        let configuration2 = modern.configuration(password: "x")
+        #expect(modern.stateFile == "/tmp/s.json" && configuration2.carbons)
+        #expect(configuration2.push == XMPPPushRegistration(service: JID("push.example")!, node: "device"))
     }
 
     @Test func missingPasswordExitsTwo() async {
@@ -372,6 +384,70 @@ struct XMPPCommandServerTests {
         #expect(!modern.output.contains { $0.contains("secret-token") })
         let old = await tether(base + ["--port", "\(sasl2.port)", "--no-sasl2", "ping"], environment: environment)
         #expect(old.output.contains { $0.contains(#""sasl2":false"#) }, "\(old.output)")
+    }
+
+    /// `--state-file`: the first run keeps the FAST token and the archive position (mode 0600,
+    /// never printed); the second logs in with the token and catches up from the archive.
+    @Test func aStateFileCarriesTheTokenAndTheArchivePosition() async throws {
+        let certificates = try TestCertificates.shared()
+        let server = try ProsodyServer(
+            certificates: certificates,
+            extraModules: ["sasl2", "sasl2_bind2", "sasl2_sm", "sasl2_fast", "mam", "offline"],
+            extraConfiguration: "default_archive_policy = true"
+        )
+        try await server.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-state-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stateFile = directory.appendingPathComponent("alice.json").path
+        let alice = [
+            "xmpp", "--jid", "alice@localhost", "--host", "127.0.0.1", "--port", "\(server.directTLSPort!)", "--tls",
+            "direct", "--ca-file", certificates.caCertificate, "--state-file", stateFile,
+        ]
+        let bob = Self.common("bob", server)
+        let bobEnvironment = ["TETHER_PASSWORD": "bobpass"]
+        #expect(await tether(bob + ["send", "alice@localhost", "before"], environment: bobEnvironment).status == 0)
+
+        let first = await tether(alice + ["ping"], environment: ["TETHER_PASSWORD": "alicepass"])
+        #expect(first.status == 0, "\(first.errors)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: stateFile)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let saved = try JSONDecoder().decode(
+            XMPPClientState.self,
+            from: Data(contentsOf: URL(fileURLWithPath: stateFile))
+        )
+        let secret = try #require(saved.fastToken).secret.withUnsafeText { $0 }
+        #expect(saved.archivePosition != nil && saved.userAgentID != nil)
+        #expect(!(first.output + first.errors).joined().contains(secret))
+
+        #expect(
+            await tether(bob + ["send", "alice@localhost", "away", "--count", "3"], environment: bobEnvironment).status
+                == 0
+        )
+        // The second run has no password it could use: the token logs in.
+        let second = await tether(
+            alice + ["listen", "--seconds", "3"],
+            environment: ["TETHER_PASSWORD": "wrong"]
+        )
+        #expect(second.status == 0, "\(second.errors)")
+        #expect(
+            second.output.first { $0.hasPrefix(#"{"event":"connected""#) }?.contains(#""fast":true"#) == true,
+            "\(second.output)"
+        )
+        let messages = second.output.filter { $0.hasPrefix(#"{"event":"message""#) }
+        #expect(messages.count == 3 && messages.allSatisfy { $0.hasSuffix(#","archived":true}"#) }, "\(messages)")
+        #expect(messages.map { $0.contains(#""body":"away 1""#) } == [true, false, false])
+        #expect(second.output.contains(#"{"event":"caught-up","count":3,"complete":true}"#), "\(second.output)")
+        let rotated = try JSONDecoder().decode(
+            XMPPClientState.self,
+            from: Data(contentsOf: URL(fileURLWithPath: stateFile))
+        )
+        #expect(rotated.archivePosition != saved.archivePosition && rotated.userAgentID == saved.userAgentID)
+        #expect(!(second.output + second.errors).joined().contains(secret))
+        // A file that is not a saved state: status 1, said.
+        try Data("nonsense".utf8).write(to: URL(fileURLWithPath: stateFile))
+        let broken = await tether(alice + ["ping"], environment: ["TETHER_PASSWORD": "alicepass"])
+        #expect(broken.status == 1 && broken.errors.contains { $0.contains("is not a saved state") })
     }
 
     @Test func authenticationFailureExitsTwoAtOnce() async throws {
