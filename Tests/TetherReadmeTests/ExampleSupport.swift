@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TetherXML
+import TetherXMPP
 
 /// Stands in for the app's screen in the README's examples: records what they show.
 final class ExampleScreen: Sendable {
@@ -27,7 +28,18 @@ final class ExampleOutbox: Sendable {
     }
 }
 
+/// Stands in for the app's keychain: the XMPP client's state between launches.
+final class ExampleKeychain: Sendable {
+    private let state = Mutex<XMPPClientState?>(nil)
+
+    var savedState: XMPPClientState? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+}
+
 let ui = ExampleScreen()
+let keychain = ExampleKeychain()
 let outbox = ExampleOutbox()
 
 extension Notification.Name {

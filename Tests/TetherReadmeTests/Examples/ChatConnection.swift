@@ -1,7 +1,7 @@
 import Dispatch  // DispatchQueue.main
 import TetherCore  // Secret, Endpoint
 import TetherDispatch  // XMPPClient.Options (the driver's ConnectionOptions)
-import TetherXMPP  // JID, XMPPMessage, XMPPClientError
+import TetherXMPP  // JID, XMPPMessage, XMPPClientError, XMPPClientState
 import TetherXMPPClient  // XMPPClient
 
 /// The app's chat connection: online after login, pinging every 20 s, reconnecting on its own.
@@ -17,6 +17,7 @@ final class ChatConnection: Sendable {
         options: XMPPClient.Options = .init()
     ) throws(XMPPClientError) {
         var configuration = XMPPClient.Configuration(jid: jid, password: password, endpoint: server)
+        configuration.state = keychain.savedState ?? XMPPClientState()  // FAST token, archive position
         configuration.autoPing = .init(interval: .seconds(20), timeout: .seconds(10), maximumMissed: 2)
         configuration.reconnectPolicy = .tiered(repeats: false)  // 5×3 s, 5×9 s, 5×15 s, then wait
         client = try XMPPClient(configuration: configuration, options: options)
@@ -30,6 +31,8 @@ final class ChatConnection: Sendable {
             case .message(let message):
                 if let body = message.body { ui.show("\(message.from?.description ?? "server"): \(body)") }
             case .roster(let roster): ui.show("\(roster.items.count) contacts")
+            case .stateChanged(let state): keychain.savedState = state  // for the next launch
+            case .caughtUp(let count, _): ui.show("\(count) messages while away")  // from the archive
             case .unacknowledgedStanzas(let stanzas): outbox.keep(stanzas)  // never dropped silently
             default: break
             }
