@@ -116,6 +116,43 @@ struct XMPPClientTLSTests {
         await client.disconnect()
     }
 
+    /// tls-server-end-point (RFC 5929) against prosody, which checks it against the configured
+    /// hash of its certificate (`tls_server_end_point_hash`): a TLS layer that gives only the
+    /// server's certificate (as an app's own TLS may) binds with it; a server configured with
+    /// another certificate's hash refuses the login (the binding is really checked).
+    @Test func tlsServerEndPointBindsToTheCertificate() async throws {
+        let certificates = try TestCertificates.shared()
+        let digest = try certificateDigest(certificates.serverCertificate)
+        let endPointOnly: TLSSessionFactory = { configuration in
+            CertificateBindingOnly(try defaultTLSSessionFactory!(configuration))
+        }
+        for (hash, succeeds) in [(digest, true), (String(repeating: "ab", count: 32), false)] {
+            let server = try ProsodyServer(
+                certificates: certificates,
+                extraConfiguration: "tls_server_end_point_hash = \"\(hash)\""
+            )
+            try await server.start()
+            var configuration = Self.configuration(server, tls: .required)
+            configuration.mechanisms = SASLMechanism.allCases
+            configuration.channelBinding = .required
+            configuration.reconnectPolicy = nil
+            let client = try XMPPClient(
+                configuration: configuration,
+                options: .init(caFile: certificates.caCertificate, tlsSessionFactory: endPointOnly)
+            )
+            if succeeds {
+                try await client.connect()
+                let authentication = await client.authentication()
+                #expect(authentication?.mechanism == "SCRAM-SHA-256-PLUS", "\(String(describing: authentication))")
+                #expect(authentication?.channelBinding == .tlsServerEndPoint)
+                await client.disconnect()
+            } else {
+                await expectThrows(\XMPPClientError.kind, .authenticationFailed) { try await client.connect() }
+            }
+            server.stop()
+        }
+    }
+
     /// A server whose -PLUS mechanisms do not reach the client (prosody told not to list them,
     /// as someone in the middle would strip them) while it supports channel binding: the client
     /// says it could have bound (`y`), and prosody refuses the login (RFC 5802 §6) instead of
@@ -309,4 +346,44 @@ final class SessionNames: @unchecked Sendable {
 
     func append(_ name: String) { lock.withLock { names.append(name) } }
     var all: [String] { lock.withLock { names } }
+}
+
+/// The hex SHA-256 of a PEM certificate's DER form (what prosody's `tls_server_end_point_hash`
+/// takes), through the `openssl` command.
+func certificateDigest(_ path: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "openssl x509 -in \"$1\" -outform DER | openssl dgst -sha256 -r", "sh", path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let digest = output.prefix { $0.isHexDigit }
+    guard process.terminationStatus == 0, digest.count == 64 else {
+        throw TestServerError("openssl could not hash \(path): \(output)")
+    }
+    return String(digest)
+}
+
+/// A TLS session that gives only the server certificate's channel binding (tls-server-end-point),
+/// as a TLS layer without keying-material export would.
+final class CertificateBindingOnly: TLSSession {
+    let inner: any TLSSession
+    init(_ inner: any TLSSession) { self.inner = inner }
+    var isEstablished: Bool { inner.isEstablished }
+    var peerClosed: Bool { inner.peerClosed }
+    func start() throws { try inner.start() }
+    func receive(_ ciphertext: [UInt8]) throws -> [UInt8] { try inner.receive(ciphertext) }
+    func send(_ plaintext: [UInt8]) throws { try inner.send(plaintext) }
+    func takeOutput() -> [UInt8] { inner.takeOutput() }
+    func close() { inner.close() }
+    var protocolVersion: String? { inner.protocolVersion }
+    var channelBindings: TLSChannelBindings {
+        let all = inner.channelBindings
+        return TLSChannelBindings(
+            protocolVersion: all.protocolVersion,
+            data: all.data.filter { $0.key == .tlsServerEndPoint }
+        )
+    }
 }

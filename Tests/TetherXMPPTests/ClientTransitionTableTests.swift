@@ -18,7 +18,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 139
+    static let expectedRowCount = 150
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -198,6 +198,25 @@ struct ClientTransitionTableTests {
             return harness
         case "connected":
             return online()
+        case "binding with an archive position":
+            let harness = XMPPClientHarness {
+                $0.archiveCatchUp = .init()
+                $0.state.archivePosition = XMPPArchivePosition(id: "A0")
+            }
+            harness.open(plainFeatures)
+            harness.server("<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>" + header)
+            harness.server(XMPPClientHarness.boundFeatures)
+            return harness
+        case "connected catching up", "connected catching up without stream management":
+            return online {
+                $0.archiveCatchUp = .init()
+                $0.state.archivePosition = XMPPArchivePosition(id: "A0")
+                if state.hasSuffix("without stream management") { $0.streamManagement = nil }
+            }
+        case "connected with carbons":
+            return online { $0.carbons = true }
+        case "connected with push":
+            return online { $0.push = XMPPPushRegistration(service: JID("push.example.net")!, node: "device") }
         case "connected before stream management is enabled":
             let harness = XMPPClientHarness()
             harness.login(enableSM: false)
@@ -450,6 +469,33 @@ struct ClientTransitionTableTests {
                 "<failed xmlns='urn:xmpp:sm:3'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></failed>"
             )
         case "message": harness.server("<message from='bob@example.com/x' type='chat'><body>hi</body></message>")
+        case "archive result", "archive page with more to come", "archive end", "archive refused":
+            guard let query = ArchiveCatchUpTests.query(harness) else { return false }
+            switch input {
+            case "archive result": harness.server(ArchiveCatchUpTests.result(query.queryID, "B1", body: "old"))
+            case "archive page with more to come":
+                harness.server(ArchiveCatchUpTests.result(query.queryID, "B1", body: "old"))
+                harness.server(ArchiveCatchUpTests.fin(query.iqID, complete: false, last: "B1"))
+            case "archive end": harness.server(ArchiveCatchUpTests.fin(query.iqID, complete: true, last: nil))
+            default:
+                harness.server(
+                    "<iq type='error' id='\(query.iqID)'><error type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+                )
+            }
+        case "carbon copy":
+            harness.server(
+                "<message from='alice@example.com' type='chat'><received xmlns='urn:xmpp:carbons:2'><forwarded xmlns='urn:xmpp:forward:0'><message xmlns='jabber:client' from='bob@example.com/x' to='alice@example.com/laptop' type='chat'><body>copy</body></message></forwarded></received></message>"
+            )
+        case "push enabled", "push refused":
+            guard let enable = harness.sent.last(where: { $0.text.contains("urn:xmpp:push:0") })?.text,
+                let range = enable.range(of: "id='")
+            else { return false }
+            let id = enable[range.upperBound...].prefix { $0 != "'" }
+            harness.server(
+                input == "push enabled"
+                    ? "<iq type='result' id='\(id)'/>"
+                    : "<iq type='error' id='\(id)'><error type='cancel'><not-allowed xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+            )
         case "presence": harness.server("<presence from='bob@example.com/x'/>")
         case "subscription request": harness.server("<presence type='subscribe' from='bob@example.com'/>")
         case "ping request":

@@ -9,7 +9,11 @@
 // response, an error, a time-out or not delivered), by the end of a stop at the latest; the
 // machine never asks for a timer at or before the present once its due timers have run; the
 // stanzas it keeps for stream management stay within `maximumQueuedStanzas`; at most a bounded
-// number of actions per input (no busy loop).
+// number of actions per input (no busy loop); at most one `caughtUp` per new session, and no
+// archive id delivered twice by one catch-up.
+//
+// The first byte also chooses the archive catch-up (with a position, tiny limits), carbons and
+// push; the server's archive results answer the last query the client sent (its `queryid`).
 import FuzzSupport
 import TetherCore
 import TetherTLS
@@ -46,7 +50,29 @@ let menu: [String] = [
     "<success xmlns='urn:xmpp:sasl:2'><failed xmlns='urn:xmpp:sm:3'/><authorization-identifier>alice@example.com</authorization-identifier></success>",
     "<failure xmlns='urn:xmpp:sasl:2'><not-authorized xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/></failure>",
     "<continue xmlns='urn:xmpp:sasl:2'><tasks><task>TOTP</task></tasks></continue>",
+    // Carbons (XEP-0280), from the account and forged.
+    "<message from='alice@example.com'><received xmlns='urn:xmpp:carbons:2'><forwarded xmlns='urn:xmpp:forward:0'><message xmlns='jabber:client' from='bob@example.com/x' id='c1'><body>c</body></message></forwarded></received></message>",
+    "<message from='mallory@example.net'><sent xmlns='urn:xmpp:carbons:2'><forwarded xmlns='urn:xmpp:forward:0'><message xmlns='jabber:client' from='alice@example.com/x'/></forwarded></sent></message>",
+    "<message from='bob@example.com/x' id='l1'><body>live</body><stanza-id xmlns='urn:xmpp:sid:0' by='alice@example.com' id='B2'/></message>",
 ].map { $0 }
+
+/// The value of `attribute='…'` after the last `marker` in `text`.
+func lastAttribute(_ attribute: String, after marker: String, in text: [UInt8]) -> String? {
+    let open = Array(marker.utf8)
+    let key = Array("\(attribute)='".utf8)
+    guard text.count >= open.count,
+        let start = (0...(text.count - open.count)).reversed().first(where: {
+            text[$0..<($0 + open.count)].elementsEqual(open)
+        })
+    else { return nil }
+    let rest = Array(text[start...])
+    guard rest.count >= key.count,
+        let at = (0...(rest.count - key.count)).first(where: { rest[$0..<($0 + key.count)].elementsEqual(key) })
+    else { return nil }
+    let value = rest[(at + key.count)...]
+    guard let end = value.firstIndex(of: UInt8(ascii: "'")) else { return nil }
+    return String(decoding: value[..<end], as: UTF8.self)
+}
 
 /// The id of the last `<iq` the client sent, taken from its bytes.
 func lastIQID(in text: [UInt8]) -> String? {
@@ -77,7 +103,7 @@ func lastIQID(in text: [UInt8]) -> String? {
 func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var input = FuzzInput(data, size)
     let flags = input.byte()
-    let configuration = XMPPClientMachine.Configuration(
+    var configuration = XMPPClientMachine.Configuration(
         jid: JID("alice@example.com/phone")!,
         password: "secret",
         endpoint: Endpoint(host: "127.0.0.1", port: 5222),
@@ -91,6 +117,19 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         maximumQueuedStanzas: 8,
         parserLimits: .init(maximumElementSize: 4096, maximumDepth: 8, maximumAttributes: 8, maximumElements: 64)
     )
+    configuration.archiveCatchUp =
+        flags & 16 == 0 ? nil : .init(pageSize: 2, maximumMessages: 4, maximumHeldMessages: 2)
+    if flags & 32 != 0 {
+        configuration.state.archivePosition = XMPPArchivePosition(id: "A0", timestamp: "2026-01-01T00:00:00Z")
+    }
+    if flags & 64 != 0 {
+        configuration.carbons = true
+        configuration.push = XMPPPushRegistration(
+            service: JID("push.example")!,
+            node: "n",
+            publishOptions: ["secret": "s"]
+        )
+    }
     var machine = XMPPClientMachine(
         configuration: configuration,
         hashProvider: OpenSSLHashProvider(),
@@ -105,6 +144,10 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var sentText: [UInt8] = []
     var pendingIQs: Set<String> = []
     var endedIQs: Set<String> = []
+    // New sessions and catch-ups seen; archive ids delivered since the last new session.
+    var sessions = 0
+    var catchUps = 0
+    var archived: Set<String> = []
 
     func drain() {
         var count = 0
@@ -132,6 +175,16 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                 if sentText.count > 1 << 16 { sentText = Array(sentText.suffix(4096)) }
             case .event(.lifecycle(.closed)):
                 closed = true
+            case .event(.lifecycle(.connected)):
+                sessions += 1
+                archived = []
+            case .event(.caughtUp):
+                catchUps += 1
+                require(catchUps <= sessions, "more catch-ups than new sessions")
+            case .event(.message(let message)):
+                if case .archive(let id, _) = message.origin {
+                    require(archived.insert(id).inserted, "archive id \(id) delivered twice")
+                }
             case .event(.iqResponse(let id, _)):
                 require(!endedIQs.contains(id), "iq \(id) ended twice")
                 if pendingIQs.remove(id) != nil { endedIQs.insert(id) }
@@ -179,6 +232,27 @@ func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                     : "<iq type='error' id='\(id)'><error type='cancel'><conflict xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
                 machine.transportReceived(Array(reply.utf8), generation: target, now: now)
             }
+        case 11 where operation & 16 != 0:
+            // The archive answers the last query: a result, or the end of a page.
+            guard let queryID = lastAttribute("queryid", after: "<query xmlns='urn:xmpp:mam:2'", in: sentText),
+                let iqID = lastIQID(in: sentText)
+            else { break }
+            let id = "B\(input.byte() % 4)"
+            let text: String
+            switch operation & 0x60 {
+            case 0:
+                text =
+                    "<message><result xmlns='urn:xmpp:mam:2' queryid='\(queryID)' id='\(id)'><forwarded xmlns='urn:xmpp:forward:0'><message xmlns='jabber:client' from='bob@example.com/x' id='\(id)'><body>a</body></message></forwarded></result></message>"
+            case 0x20:
+                text =
+                    "<iq type='result' id='\(iqID)'><fin xmlns='urn:xmpp:mam:2' complete='false'><set xmlns='http://jabber.org/protocol/rsm'><last>\(id)</last></set></fin></iq>"
+            case 0x40:
+                text = "<iq type='result' id='\(iqID)'><fin xmlns='urn:xmpp:mam:2' complete='true'/></iq>"
+            default:
+                text =
+                    "<iq type='error' id='\(iqID)'><error type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+            }
+            machine.transportReceived(Array(text.utf8), generation: target, now: now)
         case 11:
             let raw = input.take(Int(input.byte() % 64))
             machine.transportReceived(raw, generation: target, now: now)
