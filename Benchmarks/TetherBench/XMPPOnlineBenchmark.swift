@@ -14,12 +14,24 @@ import TetherXMPPClient
 /// and runs slixmpp and libstrophe the same way). Each round logs in with the defaults an app
 /// keeps (SCRAM, stream management, roster and presence), then cuts the link through the relay's
 /// control port and measures until the session is resumed. One JSON line: the medians.
+///
+/// The login: `rfc6120` (SASL, a restart, bind, `<enable/>`: what slixmpp and libstrophe do, on
+/// cleartext), `sasl2` (XEP-0388 with Bind 2 and stream management inside, cleartext), or
+/// `sasl2-tls` (the same over direct TLS 1.3, certificate checked against `caFile`; the password
+/// login asks for a FAST token, and the resumption after the cut logs in with it).
 enum XMPPOnlineBenchmark {
+    enum Login: String {
+        case rfc6120, sasl2
+        case sasl2TLS = "sasl2-tls"
+    }
+
     static func run(
         _ server: XMPPDriverBenchmarks.Server,
         jid: String,
         controlPort: Int,
-        count: Int
+        count: Int,
+        login: Login = .rfc6120,
+        caFile: String? = nil
     ) async throws
         -> String
     {
@@ -28,14 +40,18 @@ enum XMPPOnlineBenchmark {
             jid: parsed,
             password: Secret(server.password),
             endpoint: Endpoint(host: server.host, port: server.port),
-            tls: .disabled
+            tls: login == .sasl2TLS ? .direct : .disabled
         )
         configuration.mechanisms = [.scramSHA256, .scramSHA1]
         configuration.reconnectPolicy = .fixed(.milliseconds(1), maximumAttempts: 10)
+        configuration.sasl2 = login != .rfc6120
+        configuration.archiveCatchUp = nil  // the prosody here keeps no archive
+        var options = XMPPClient.Options()
+        options.caFile = caFile
         var logins: [Double] = []
         var resumptions: [Double] = []
         for _ in 0..<count {
-            let client = try XMPPClient(configuration: configuration)
+            let client = try XMPPClient(configuration: configuration, options: options)
             let smEnabled = DispatchSemaphore(value: 0)
             let resumed = DispatchSemaphore(value: 0)
             let failure = XMPPDriverBenchmarks.Counter()
@@ -58,10 +74,15 @@ enum XMPPOnlineBenchmark {
                 throw BenchError("the session was not resumed")
             }
             resumptions.append(Double(DispatchTime.now().uptimeNanoseconds - cut) / 1e6)
+            let authentication = await client.authentication()
+            guard authentication?.sasl2 == (login != .rfc6120), login != .sasl2TLS || authentication?.fast == true
+            else { throw BenchError("the resumption logged in with \(String(describing: authentication))") }
             await client.disconnect()
         }
+        let name = login == .rfc6120 ? "tether" : "tether-\(login.rawValue)"
         return String(
-            format: #"{"client":"tether","count":%d,"login_ms":%.1f,"resume_ms":%.1f}"#,
+            format: #"{"client":"%@","count":%d,"login_ms":%.1f,"resume_ms":%.1f}"#,
+            name,
             count,
             median(logins),
             median(resumptions)

@@ -45,6 +45,8 @@ struct Options {
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
                tether-bench --xmpp online HOST:PORT JID CONTROL_PORT COUNT
+               tether-bench --xmpp online-sasl2 HOST:PORT JID CONTROL_PORT COUNT
+               tether-bench --xmpp online-sasl2-tls HOST:PORT JID CONTROL_PORT CA_FILE COUNT
 
           --filter TEXT  run only the benchmarks whose name contains TEXT
           --size MIB     size of the generated corpus streams (default 64)
@@ -76,7 +78,9 @@ struct Options {
                          or COUNT idle clients in this process (memory per connection, threads,
                          descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe);
                          online: COUNT logins and resumptions through a slow relay, the median times
-                         (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe)
+                         (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe);
+                         online-sasl2: the same with SASL2 and Bind 2 (XEP-0388, XEP-0386);
+                         online-sasl2-tls: over direct TLS, the resumption with a FAST token
           --device [SEEDS]
                          instead of the benchmarks: the device in the network simulations, both
                          protocols, SEEDS seeds (default 20): how soon after the path comes back,
@@ -143,8 +147,10 @@ struct Options {
                 }
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
-                guard let mode = rest.first, ["latency", "throughput", "idle", "online"].contains(mode),
-                    rest.count == (mode == "throughput" || mode == "online" ? 5 : 4)
+                let arity = [
+                    "latency": 4, "idle": 4, "throughput": 5, "online": 5, "online-sasl2": 5, "online-sasl2-tls": 6,
+                ]
+                guard let mode = rest.first, let expected = arity[mode], rest.count == expected
                 else { return nil }
                 xmppDriver = rest
                 index = arguments.count
@@ -274,9 +280,20 @@ if let arguments = options.xmppDriver {
         )
         switch arguments[0] {
         case "latency": print(try await XMPPDriverBenchmarks.latency(server, jid: arguments[2], count: count))
-        case "online":
+        case "online", "online-sasl2", "online-sasl2-tls":
             guard let controlPort = Int(arguments[3]) else { throw BenchError("expected CONTROL_PORT") }
-            print(try await XMPPOnlineBenchmark.run(server, jid: arguments[2], controlPort: controlPort, count: count))
+            let login: XMPPOnlineBenchmark.Login =
+                arguments[0] == "online" ? .rfc6120 : arguments[0] == "online-sasl2" ? .sasl2 : .sasl2TLS
+            print(
+                try await XMPPOnlineBenchmark.run(
+                    server,
+                    jid: arguments[2],
+                    controlPort: controlPort,
+                    count: count,
+                    login: login,
+                    caFile: login == .sasl2TLS ? arguments[4] : nil
+                )
+            )
         case "throughput":
             print(try await XMPPDriverBenchmarks.throughput(server, from: arguments[2], to: arguments[3], count: count))
         default: print(try await XMPPDriverBenchmarks.idle(server, account: arguments[2], count: count))

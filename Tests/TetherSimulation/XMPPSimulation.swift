@@ -7,7 +7,10 @@ import TetherXMPP
 /// server (stream negotiation with PLAIN, bind, XEP-0198 stream management with resumption on
 /// the server's side, XEP-0199 pings, numbered chat messages both ways) over a virtual network
 /// with seeded latency, cuts, stalls (a half-open link that silently drops everything) and
-/// server restarts, on a virtual clock. A failing seed replays exactly with
+/// server restarts, on a virtual clock. With `archive`, the server also keeps every message it
+/// sends the account in an archive (XEP-0313, with XEP-0359 stanza ids, kept across restarts)
+/// and answers the catch-up's queries, and the run checks that no message is lost across
+/// sessions, resumed or not. A failing seed replays exactly with
 /// `XMPPSimulation(scenario).run()`.
 public final class XMPPSimulation: MachineSimulation {
     public struct Scenario: SimulationPlan, CustomStringConvertible, Sendable {
@@ -20,14 +23,18 @@ public final class XMPPSimulation: MachineSimulation {
         /// How often each fault strikes on average (nil: one to three times in the first five
         /// minutes).
         public var faultInterval: Duration?
+        /// The server archives what it sends the account, and the client catches up from it.
+        public var archive: Bool
 
         public init(
             seed: UInt64,
             streamManagement: Bool,
             faults: [Fault],
             duration: Duration = .seconds(300),
-            faultInterval: Duration? = nil
+            faultInterval: Duration? = nil,
+            archive: Bool = false
         ) {
+            self.archive = archive
             self.seed = seed
             self.streamManagement = streamManagement
             self.faults = faults
@@ -38,7 +45,7 @@ public final class XMPPSimulation: MachineSimulation {
         public var description: String {
             "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
                 + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], duration: \(duration), "
-                + "faultInterval: \(String(describing: faultInterval)))).run()"
+                + "faultInterval: \(String(describing: faultInterval)), archive: \(archive))).run()"
         }
     }
 
@@ -95,11 +102,20 @@ public final class XMPPSimulation: MachineSimulation {
     var endedIQs: Set<String> = []
     var resumeFailures = 0
     var resumptions = 0
+    /// Catch-ups that ended complete, and not.
+    var catchUps = 0
+    var incompleteCatchUps = 0
+    /// The archive's size when the run stopped the client online.
+    var archivedWhenStopped: Int?
+    /// Messages the catch-up delivered.
+    var archivedDeliveries = 0
+    /// Whether a session is online (from `connected` or `resumed` to `connectionLost`).
+    var online = false
 
     public init(_ scenario: Scenario) {
         self.scenario = scenario
         record = SimulationRecord(seed: scenario.seed)
-        let configuration = XMPPClientMachine.Configuration(
+        var configuration = XMPPClientMachine.Configuration(
             jid: JID("alice@example.com")!,
             password: "secret",
             endpoint: Endpoint(host: "xmpp.test", port: 5222),
@@ -123,6 +139,7 @@ public final class XMPPSimulation: MachineSimulation {
             iqTimeout: .seconds(20),
             releaseBuffersAfterIdle: nil
         )
+        configuration.archiveCatchUp = scenario.archive ? .init(pageSize: 4) : nil
         holder = MachineHolder(
             XMPPClientMachine(
                 configuration: configuration,
@@ -221,11 +238,17 @@ public final class XMPPSimulation: MachineSimulation {
         switch event {
         case .message(let message):
             guard let body = message.body, let value = Int(body) else { return fail("a message without a number") }
+            if message.isArchived { archivedDeliveries += 1 }
             incomingSegments[incomingSegments.count - 1].append(value)
         case .lifecycle(.connected):
+            online = true
             note("event connected")
             if !incomingSegments[incomingSegments.count - 1].isEmpty { incomingSegments.append([]) }
+        case .caughtUp(let count, let complete):
+            note("event caughtUp \(count) \(complete)")
+            if complete { catchUps += 1 } else { incompleteCatchUps += 1 }
         case .lifecycle(.resumed):
+            online = true
             note("event resumed")
             resumptions += 1
         case .resumeFailed:
@@ -253,8 +276,11 @@ public final class XMPPSimulation: MachineSimulation {
         case .lifecycle(.closed(let error)):
             note("event closed \(String(describing: error))")
             incomingSegments.append([])
+            if isOver, online { archivedWhenStopped = archivedWhenStopped ?? server.archive.count }
+            online = false
             if !isOver { schedule(after: .seconds(3), .appStart) }
         case .lifecycle(.connectionLost(let error)):
+            online = false
             note("event connection lost \(error)")
         default:
             break
@@ -298,6 +324,7 @@ public final class XMPPSimulation: MachineSimulation {
 
     func checkEnd() {
         if !pendingIQs.isEmpty { fail("iqs never ended: \(pendingIQs.sorted())") }
+        if scenario.archive { return checkArchiveEnd() }
         // Server → client: within one session, in order, each once, from the first.
         for segment in incomingSegments where !segment.isEmpty {
             if segment != Array(segment[0]..<(segment[0] + segment.count)) {
@@ -327,6 +354,31 @@ public final class XMPPSimulation: MachineSimulation {
             $0 ? Self.pingInterval + Self.pingTimeout * Self.maximumMissed : Self.connectTimeout
         }
         if server.received.isEmpty { fail("the server received no message at all") }
+    }
+
+    /// With the archive: the server's messages come in order within each session, and none is
+    /// lost across sessions (no value missing below the highest delivered); one comes twice only
+    /// after a catch-up that could not complete (its held messages may come again).
+    func checkArchiveEnd() {
+        for segment in incomingSegments where !segment.isEmpty {
+            if zip(segment, segment.dropFirst()).contains(where: { $0 >= $1 }) {
+                fail("server messages out of order or repeated within a session: \(segment.prefix(40))")
+            }
+        }
+        let delivered = incomingSegments.joined()
+        guard let highest = delivered.max() else { return fail("no server message reached the client") }
+        let missing = Set(0...highest).subtracting(delivered)
+        if !missing.isEmpty { fail("server messages lost: \(missing.sorted().prefix(20))") }
+        if incompleteCatchUps == 0, Set(delivered).count != delivered.count {
+            fail("a server message delivered twice without an incomplete catch-up")
+        }
+        // Stopped online: at most the messages of the last seconds may still have been on the way.
+        if let archived = archivedWhenStopped, archived - 1 - highest > 5 {
+            fail("the client was \(archived - 1 - highest) archived messages behind when it stopped online")
+        }
+        checkReconnectsAndStalls {
+            $0 ? Self.pingInterval + Self.pingTimeout * Self.maximumMissed : Self.connectTimeout
+        }
     }
 }
 
@@ -369,12 +421,17 @@ extension XMPPSimulation {
         var connectionsOpened = 0
         var sessions: [String: Session] = [:]
         var count = 0
+        /// The stream-management session enabled last.
+        var latestSession: String?
         /// The link new server messages go to (the latest bound one).
         var current: TransportGeneration?
         /// Messages without stream management: numbered per link.
         var plainCounters: [TransportGeneration: Int] = [:]
         /// Bodies of the client's chat messages, in arrival order.
         var received: [Int] = []
+        /// The account's archive (with `Scenario.archive`): message `n` has the id `a<n>`. Kept
+        /// across restarts.
+        var archive: [Int] = []
 
         mutating func detach(_ generation: TransportGeneration, now: Instant) {
             guard let id = links[generation]?.session, sessions[id]?.attached == generation else { return }
@@ -462,6 +519,7 @@ extension XMPPSimulation {
             server.count += 1
             let id = "sm-\(server.count)"
             server.sessions[id] = Session(id: id, attached: generation)
+            server.latestSession = id
             server.links[generation]!.session = id
             serverWrite("<enabled xmlns='urn:xmpp:sm:3' id='\(id)' resume='true'/>", on: generation)
         case ("resume", sm):
@@ -513,6 +571,8 @@ extension XMPPSimulation {
                     "<iq type='result' id='\(id)'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>alice@example.com/sim</jid></bind></iq>",
                     on: generation
                 )
+            } else if let query = element.firstChild("query", namespace: "urn:xmpp:mam:2") {
+                archiveQuery(query, id: id, on: generation)
             } else if element.attribute("type") == "get" || element.attribute("type") == "set" {
                 serverSendStanza("<iq type='result' id='\(id)' to='alice@example.com/sim'/>", on: generation)
             }
@@ -525,8 +585,10 @@ extension XMPPSimulation {
         }
     }
 
-    /// A numbered chat message to the client, on its current stream.
+    /// A numbered chat message to the client, on its current stream (with the archive: numbered
+    /// for the account, archived first, sent when a session is there).
     func serverTraffic() {
+        if scenario.archive { return archiveTraffic() }
         guard let generation = server.current, let link = server.links[generation], link.bound else { return }
         // With stream management the messages start once the session is enabled.
         if scenario.streamManagement, link.session == nil { return }
@@ -549,6 +611,55 @@ extension XMPPSimulation {
         }
         serverSendStanza(
             "<message from='bob@example.com/x' to='alice@example.com/sim' type='chat'><body>\(value)</body></message>",
+            on: generation
+        )
+    }
+
+    func archiveTraffic() {
+        let value = server.archive.count
+        server.archive.append(value)
+        let text =
+            "<message from='bob@example.com/x' to='alice@example.com/sim' type='chat' id='m\(value)'><body>\(value)</body><stanza-id xmlns='urn:xmpp:sid:0' by='alice@example.com' id='a\(value)'/></message>"
+        if scenario.streamManagement {
+            // Into the latest session, as a server routes to a session it keeps for resumption,
+            // whether a link carries it or not (its link may be long gone).
+            guard let id = server.latestSession, let session = server.sessions[id] else { return }
+            guard let generation = session.attached, server.links[generation]?.isOpen == true else {
+                server.sessions[id]!.outbound &+= 1
+                server.sessions[id]!.unacknowledged.append((server.sessions[id]!.outbound, Array(text.utf8)))
+                return
+            }
+            return serverSendStanza(text, on: generation)
+        }
+        guard let generation = server.current, let link = server.links[generation], link.bound, link.isOpen else {
+            return
+        }
+        serverSendStanza(text, on: generation)
+    }
+
+    /// A page of the archive for the client's query.
+    func archiveQuery(_ query: XElement, id: String, on generation: TransportGeneration) {
+        let rsm = "http://jabber.org/protocol/rsm"
+        let set = query.firstChild("set", namespace: rsm)
+        let size = Int(set?.firstChild("max", namespace: rsm)?.text ?? "") ?? 10
+        var start = 0
+        if set?.firstChild("before", namespace: rsm) != nil {
+            start = max(0, server.archive.count - size)
+        } else if let after = set?.firstChild("after", namespace: rsm)?.text, let n = Int(after.dropFirst()) {
+            start = n + 1
+        }
+        let page = Array(server.archive.dropFirst(start).prefix(size))
+        let queryID = query.attribute("queryid") ?? ""
+        for value in page {
+            serverSendStanza(
+                "<message to='alice@example.com/sim'><result xmlns='urn:xmpp:mam:2' queryid='\(queryID)' id='a\(value)'><forwarded xmlns='urn:xmpp:forward:0'><message xmlns='jabber:client' from='bob@example.com/x' to='alice@example.com' type='chat' id='m\(value)'><body>\(value)</body></message></forwarded></result></message>",
+                on: generation
+            )
+        }
+        let complete = start + page.count >= server.archive.count
+        let last = page.last.map { "<set xmlns='\(rsm)'><last>a\($0)</last></set>" } ?? ""
+        serverSendStanza(
+            "<iq type='result' id='\(id)' to='alice@example.com/sim'><fin xmlns='urn:xmpp:mam:2' complete='\(complete)'>\(last)</fin></iq>",
             on: generation
         )
     }

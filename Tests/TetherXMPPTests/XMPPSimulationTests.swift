@@ -17,20 +17,22 @@ struct XMPPSimulationTests {
         return 200
     }()
 
-    static let scenarios: [(name: String, streamManagement: Bool, faults: [Scenario.Fault])] = [
-        ("stream management, cuts and stalls", true, [.cut, .stall]),
-        ("stream management, server restarts", true, [.cut, .restart]),
-        ("plain, cuts and stalls", false, [.cut, .stall]),
-        ("plain, server restarts", false, [.stall, .restart]),
-        ("stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut]),
-        ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
+    static let scenarios: [(name: String, streamManagement: Bool, faults: [Scenario.Fault], archive: Bool)] = [
+        ("stream management, cuts and stalls", true, [.cut, .stall], false),
+        ("stream management, server restarts", true, [.cut, .restart], false),
+        ("plain, cuts and stalls", false, [.cut, .stall], false),
+        ("plain, server restarts", false, [.stall, .restart], false),
+        ("stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut], false),
+        ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall], false),
+        ("archive with stream management, restarts and cuts", true, [.cut, .restart, .stall], true),
+        ("archive without stream management, cuts and stalls", false, [.cut, .stall, .restart], true),
     ]
 
-    @Test(arguments: 0..<6)
+    @Test(arguments: 0..<8)
     func invariantsHoldForEverySeed(_ index: Int) {
-        let (name, streamManagement, faults) = Self.scenarios[index]
+        let (name, streamManagement, faults, archive) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
-            let scenario = Scenario(seed: seed, streamManagement: streamManagement, faults: faults)
+            let scenario = Scenario(seed: seed, streamManagement: streamManagement, faults: faults, archive: archive)
             let simulation = XMPPSimulation(scenario)
             let failures = simulation.run()
             if !failures.isEmpty {
@@ -48,6 +50,22 @@ struct XMPPSimulationTests {
         #expect(simulation.server.received.count > 50)
         #expect(simulation.incomingSegments.joined().count > 50)
         #expect(!simulation.endedIQs.isEmpty)
+    }
+
+    /// With the archive, server restarts end sessions, and the catch-ups bring back what the
+    /// sessions lost (checked by the run: nothing missing).
+    @Test func theArchiveBringsBackWhatLostSessionsMissed() {
+        var caughtUp = 0
+        var catchUps = 0
+        for seed in 1...UInt64(10) {
+            let simulation = XMPPSimulation(
+                .init(seed: seed, streamManagement: true, faults: [.restart, .cut], archive: true)
+            )
+            #expect(simulation.run().isEmpty)
+            catchUps += simulation.catchUps
+            caughtUp += simulation.archivedDeliveries
+        }
+        #expect(catchUps >= 5 && caughtUp > 10, "\(catchUps) catch-ups, \(caughtUp) messages")
     }
 
     /// Path flaps alone: each time the path comes back while the machine waits, an attempt
