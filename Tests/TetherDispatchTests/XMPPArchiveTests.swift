@@ -35,10 +35,12 @@ struct XMPPArchiveTests {
         return (server, certificates)
     }
 
-    /// Alice over direct TLS with SASL2 (as a current mobile client connects).
-    static func alice(_ server: ProsodyServer, port: Int? = nil) -> XMPPClient.Configuration {
+    /// Alice over direct TLS with SASL2 (as a current mobile client connects), or, `sasl2` false,
+    /// the RFC 6120 way on the same server.
+    static func alice(_ server: ProsodyServer, port: Int? = nil, sasl2: Bool = true) -> XMPPClient.Configuration {
         var configuration = testConfiguration("alice", port: port ?? server.directTLSPort!)
         configuration.tls = .direct
+        configuration.sasl2 = sasl2
         configuration.archiveCatchUp = .init(pageSize: 2)
         return configuration
     }
@@ -47,14 +49,15 @@ struct XMPPArchiveTests {
         events.compactMap { if case .message(let message) = $0 { message } else { nil } }
     }
 
-    @Test func aNewSessionCatchesUpFromTheArchive() async throws {
+    @Test(arguments: [true, false])
+    func aNewSessionCatchesUpFromTheArchive(sasl2: Bool) async throws {
         let (server, certificates) = try await Self.server()
         let options = XMPPClient.Options(caFile: certificates.caCertificate)
         let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port), options: options)
         try await bob.connect()
 
         // First launch: no position; a message while online starts one (its stanza id).
-        let first = try XMPPClient(configuration: Self.alice(server), options: options)
+        let first = try XMPPClient(configuration: Self.alice(server, sasl2: sasl2), options: options)
         let firstEvents = EventRecorder(first)
         try await first.connect()
         try await bob.send(XMPPMessage(to: JID("alice@localhost"), body: "while online"))
@@ -62,7 +65,7 @@ struct XMPPArchiveTests {
         #expect(await firstEvents.wait { $0.contains { if case .message = $0 { true } else { false } } })
         let saved = await first.clientState()
         let position = try #require(saved.archivePosition, "\(firstEvents.events)")
-        #expect(saved.fastToken != nil && saved.userAgentID != nil)
+        #expect((saved.fastToken != nil && saved.userAgentID != nil) == sasl2)
         #expect(firstEvents.events.contains(.stateChanged(saved)))
         await first.disconnect()
 
@@ -72,13 +75,13 @@ struct XMPPArchiveTests {
 
         // The next launch, with the saved state (as the app would decode it from its keychain):
         // the token logs in, the catch-up pages through the archive (2 per page) in order.
-        var configuration = Self.alice(server)
+        var configuration = Self.alice(server, sasl2: sasl2)
         configuration.state = try JSONDecoder().decode(XMPPClientState.self, from: JSONEncoder().encode(saved))
-        configuration.password = "not-the-password"  // the token logs in
+        if sasl2 { configuration.password = "not-the-password" }  // the token logs in
         let second = try XMPPClient(configuration: configuration, options: options)
         let events = EventRecorder(second)
         try await second.connect()
-        #expect(await second.authentication()?.fast == true)
+        #expect(await second.authentication()?.fast == sasl2)
         #expect(
             await events.wait { $0.contains { if case .caughtUp = $0 { true } else { false } } },
             "\(events.events)"
@@ -102,11 +105,12 @@ struct XMPPArchiveTests {
         await bob.disconnect()
     }
 
-    @Test func carbonsComeInsideTheLogin() async throws {
+    @Test(arguments: [true, false])
+    func carbonCopiesOfTheOtherClients(sasl2: Bool) async throws {
         let (server, certificates) = try await Self.server()
         let options = XMPPClient.Options(logLevel: .trace, caFile: certificates.caCertificate)
         let log = TrafficLog()
-        var configuration = Self.alice(server)
+        var configuration = Self.alice(server, sasl2: sasl2)
         configuration.resource = "phone"
         configuration.carbons = true
         var loggingOptions = options
@@ -114,15 +118,15 @@ struct XMPPArchiveTests {
         let phone = try XMPPClient(configuration: configuration, options: loggingOptions)
         let phoneEvents = EventRecorder(phone)
         try await phone.connect()
-        // Enabled inside the login (the log hides what the login sends; the server's answer shows
-        // it), not by an iq of its own.
+        // With SASL2: enabled inside the login (the log hides what the login sends; the server's
+        // answer shows it), not by an iq of its own; the RFC 6120 way: by an iq.
         let received = log.entries.filter { $0.direction == .received }.map(\.text)
         #expect(
-            received.contains { $0.contains("<enabled xmlns='urn:xmpp:carbons:2'/>") },
+            received.contains { $0.contains("<enabled xmlns='urn:xmpp:carbons:2'/>") } == sasl2,
             "\(received.filter { $0.contains("success") })"
         )
         let sent = log.entries.filter { $0.direction == .sent }.map(\.text)
-        #expect(!sent.contains { $0.hasPrefix("<iq") && $0.contains("urn:xmpp:carbons:2") })
+        #expect(sent.contains { $0.hasPrefix("<iq") && $0.contains("urn:xmpp:carbons:2") } == !sasl2, "\(sent)")
 
         var laptopConfiguration = testConfiguration("alice", port: server.port, resource: "laptop")
         laptopConfiguration.archiveCatchUp = nil
@@ -141,7 +145,8 @@ struct XMPPArchiveTests {
         await bob.disconnect()
     }
 
-    @Test func pushReachesTheAppServer() async throws {
+    @Test(arguments: [true, false])
+    func pushReachesTheAppServer(sasl2: Bool) async throws {
         let (server, certificates) = try await Self.server()
         let options = XMPPClient.Options(caFile: certificates.caCertificate)
         // The stand-in app server: an XMPP entity that takes the server's pubsub publishes.
@@ -168,7 +173,7 @@ struct XMPPArchiveTests {
         try await bob.connect()
 
         // An account with no session: its registration is kept, and a message pushes.
-        var offline = Self.alice(server)
+        var offline = Self.alice(server, sasl2: sasl2)
         offline.push = XMPPPushRegistration(service: service, node: "offline-device", publishOptions: ["secret": "s1"])
         let first = try XMPPClient(configuration: offline, options: options)
         let firstEvents = EventRecorder(first)
@@ -189,7 +194,7 @@ struct XMPPArchiveTests {
         // A session whose socket died (the OS suspended the app): prosody hibernates it, and a
         // message for it pushes.
         let relay = try TCPRelay(upstreamPort: server.directTLSPort!)
-        var hibernating = Self.alice(server, port: relay.port)
+        var hibernating = Self.alice(server, port: relay.port, sasl2: sasl2)
         hibernating.reconnectPolicy = nil
         hibernating.push = XMPPPushRegistration(service: service, node: "hibernated-device")
         let second = try XMPPClient(configuration: hibernating, options: options)
