@@ -52,46 +52,21 @@ extension XMPPClientMachine {
 
     mutating func sendArchiveQuery(_ page: ArchivePage, _ session: Session, now: Instant) {
         guard let catchUp, let limits = configuration.archiveCatchUp else { return }
-        func element(
-            _ name: String,
-            _ namespace: String?,
-            _ attributes: [(String, String)] = [],
-            _ children: [XNode]
-        )
-            -> XNode
-        {
-            .element(
-                XElement(
-                    XMLName(name, namespace: namespace),
-                    attributes: attributes.map { XMLAttribute(XMLName($0.0), $0.1) },
-                    children: children
-                )
-            )
-        }
-        func field(_ name: String, _ value: String, hidden: Bool = false) -> XNode {
-            let value = element("value", XMPPNamespace.dataForms, [], [.text(value)])
-            return element(
-                "field",
-                XMPPNamespace.dataForms,
-                [("var", name)] + (hidden ? [("type", "hidden")] : []),
-                [value]
-            )
-        }
-        var fields = [field("FORM_TYPE", XMPPNamespace.archive, hidden: true)]
+        var fields = [XNode.formField("FORM_TYPE", XMPPNamespace.archive, hidden: true)]
         var set: [XNode] = [
-            element("max", XMPPNamespace.resultSet, [], [.text(page == .latest ? "1" : String(limits.pageSize))])
+            .element("max", XMPPNamespace.resultSet, [], [.text(page == .latest ? "1" : String(limits.pageSize))])
         ]
         switch page {
-        case .latest: set.append(element("before", XMPPNamespace.resultSet, [], []))
-        case .after(let id): set.append(element("after", XMPPNamespace.resultSet, [], [.text(id)]))
-        case .since(let time): fields.append(field("start", time))
+        case .latest: set.append(.element("before", XMPPNamespace.resultSet, [], []))
+        case .after(let id): set.append(.element("after", XMPPNamespace.resultSet, [], [.text(id)]))
+        case .since(let time): fields.append(.formField("start", time))
         }
         let query = XElement(
             XMLName("query", namespace: XMPPNamespace.archive),
             attributes: [XMLAttribute(XMLName("queryid"), catchUp.queryID)],
             children: [
-                element("x", XMPPNamespace.dataForms, [("type", "submit")], fields),
-                element("set", XMPPNamespace.resultSet, [], set),
+                .element("x", XMPPNamespace.dataForms, [("type", "submit")], fields),
+                .element("set", XMPPNamespace.resultSet, [], set),
             ]
         )
         let id = makeID("mamq")

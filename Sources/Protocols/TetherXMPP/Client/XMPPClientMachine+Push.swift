@@ -20,19 +20,9 @@ extension XMPPClientMachine {
     mutating func sendPush(_ registration: XMPPPushRegistration, enable: Bool, _ session: Session, now: Instant) {
         var children: [XNode] = []
         if enable, !registration.publishOptions.isEmpty {
-            func field(_ name: String, _ value: String) -> XNode {
-                let value = XElement(XMLName("value", namespace: XMPPNamespace.dataForms), children: [.text(value)])
-                return .element(
-                    XElement(
-                        XMLName("field", namespace: XMPPNamespace.dataForms),
-                        attributes: [XMLAttribute(XMLName("var"), name)],
-                        children: [.element(value)]
-                    )
-                )
-            }
-            var fields = [field("FORM_TYPE", "http://jabber.org/protocol/pubsub#publish-options")]
+            var fields = [XNode.formField("FORM_TYPE", "http://jabber.org/protocol/pubsub#publish-options")]
             for (name, value) in registration.publishOptions.sorted(by: { $0.key < $1.key }) {
-                fields.append(field(name, value.withUnsafeText { $0 }))
+                fields.append(.formField(name, value.withUnsafeText { $0 }))
             }
             children.append(
                 .element(

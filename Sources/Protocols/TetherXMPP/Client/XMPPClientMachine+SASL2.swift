@@ -39,65 +39,49 @@ extension XMPPClientMachine {
         _ request: SASL2Request,
         withToken: Bool = false
     ) -> XElement {
-        func element(
-            _ local: String,
-            _ namespace: String,
-            _ attributes: [(String, String)] = [],
-            _ children: [XNode] = []
-        )
-            -> XNode
-        {
-            .element(
-                XElement(
-                    XMLName(local, namespace: namespace),
-                    attributes: attributes.map { XMLAttribute(XMLName($0.0), $0.1) },
-                    children: children
-                )
-            )
-        }
         if userAgentID == nil {
             userAgentID = makeUserAgentID()
             clientStateChanged()
         }
         var agent: [XNode] = []
         if let software = configuration.userAgent.software {
-            agent.append(element("software", XMPPNamespace.sasl2, [], [.text(software)]))
+            agent.append(.element("software", XMPPNamespace.sasl2, [], [.text(software)]))
         }
         if let device = configuration.userAgent.device {
-            agent.append(element("device", XMPPNamespace.sasl2, [], [.text(device)]))
+            agent.append(.element("device", XMPPNamespace.sasl2, [], [.text(device)]))
         }
         var children: [XNode] = [
-            element("initial-response", XMPPNamespace.sasl2, [], [.text(initialResponse)]),
-            element("user-agent", XMPPNamespace.sasl2, [("id", userAgentID!)], agent),
+            .element("initial-response", XMPPNamespace.sasl2, [], [.text(initialResponse)]),
+            .element("user-agent", XMPPNamespace.sasl2, [("id", userAgentID!)], agent),
         ]
         if request.resume, let sm = streamManagement, let previous = sm.resumptionID {
             children.append(
-                element("resume", XMPPNamespace.streamManagement3, [("previd", previous), ("h", String(sm.inbound))])
+                .element("resume", XMPPNamespace.streamManagement3, [("previd", previous), ("h", String(sm.inbound))])
             )
         }
         if request.bind {
             var bind: [XNode] = [
-                element("tag", XMPPNamespace.bind2, [], [.text(configuration.requestedResource ?? "tether")])
+                .element("tag", XMPPNamespace.bind2, [], [.text(configuration.requestedResource ?? "tether")])
             ]
             if request.enable {
                 var attributes = [("resume", String(configuration.streamManagement?.resume ?? false))]
                 if let time = configuration.streamManagement?.preferredResumptionTime {
                     attributes.append(("max", String(max(1, time.components.seconds))))
                 }
-                bind.append(element("enable", XMPPNamespace.streamManagement3, attributes))
+                bind.append(.element("enable", XMPPNamespace.streamManagement3, attributes))
             }
             if request.carbons {
-                bind.append(element("enable", XMPPNamespace.carbons))
+                bind.append(.element("enable", XMPPNamespace.carbons))
             }
             if device.application == .background && configuration.clientStateIndication {
-                bind.append(element("inactive", XMPPNamespace.clientStateIndication))
+                bind.append(.element("inactive", XMPPNamespace.clientStateIndication))
             }
-            children.append(element("bind", XMPPNamespace.bind2, [], bind))
+            children.append(.element("bind", XMPPNamespace.bind2, [], bind))
         }
         if withToken {
-            children.append(element("fast", XMPPNamespace.fast))
+            children.append(.element("fast", XMPPNamespace.fast))
         } else if let requestToken = request.requestedTokenMechanism {
-            children.append(element("request-token", XMPPNamespace.fast, [("mechanism", requestToken)]))
+            children.append(.element("request-token", XMPPNamespace.fast, [("mechanism", requestToken)]))
         }
         return XElement(
             XMLName("authenticate", namespace: XMPPNamespace.sasl2),

@@ -1,5 +1,33 @@
 public import TetherXML
 
+extension XNode {
+    /// The element `<local xmlns=namespace attributes…>children</local>`, for building payloads.
+    static func element(
+        _ local: String,
+        _ namespace: String?,
+        _ attributes: [(String, String)] = [],
+        _ children: [XNode] = []
+    ) -> XNode {
+        .element(
+            XElement(
+                XMLName(local, namespace: namespace),
+                attributes: attributes.map { XMLAttribute(XMLName($0.0), $0.1) },
+                children: children
+            )
+        )
+    }
+
+    /// A data form field (XEP-0004) with one value.
+    static func formField(_ name: String, _ value: String, hidden: Bool = false) -> XNode {
+        .element(
+            "field",
+            XMPPNamespace.dataForms,
+            [("var", name)] + (hidden ? [("type", "hidden")] : []),
+            [.element("value", XMPPNamespace.dataForms, [], [.text(value)])]
+        )
+    }
+}
+
 extension XMLName {
     /// A name in the client namespace (`jabber:client`), the default namespace of a c2s stream.
     static func client(_ local: String) -> XMLName { XMLName(local, namespace: XMPPNamespace.client) }
