@@ -105,6 +105,21 @@ struct ArchiveCatchUpTests {
         #expect(messages(harness).last?.body == "new" && harness.machine.clientState.archivePosition?.id == "D1")
     }
 
+    /// Copies are recognised by the archive's id; by sender and id only when they carry none
+    /// (senders reuse ids: a new message with a reused id and its own archive id is not a copy).
+    @Test func copiesAreRecognisedByTheArchivesID() throws {
+        let harness = Self.harness(position: XMPPArchivePosition(id: "A1"))
+        harness.login()
+        let query = try #require(Self.query(harness))
+        harness.server(Self.result(query.queryID, "B1", body: "one"))  // id m-B1 from bob@example.com/x
+        harness.server(Self.fin(query.iqID, complete: true, last: "B1"))
+        // The offline store's copy without an archive id: the same sender and id, dropped.
+        harness.server(Self.live("m-B1", body: "one", stanzaID: nil))
+        // A new message that reuses the id, with its own archive id: delivered.
+        harness.server(Self.live("m-B1", body: "one again", stanzaID: "B7"))
+        #expect(messages(harness).map(\.body) == ["one", "one again"])
+    }
+
     @Test func anUnknownPositionGoesByTime() throws {
         let harness = Self.harness(position: XMPPArchivePosition(id: "gone", timestamp: "2026-12-01T09:00:00Z"))
         harness.login()

@@ -121,13 +121,19 @@ extension XMPPClientMachine {
         }
     }
 
-    /// What identifies a delivered message among copies: the archive's id, and the sender with
-    /// the message's own id.
-    static func deliveryKeys(_ message: XMPPMessage, archive: JID, archiveID: String? = nil) -> [String] {
-        var keys: [String] = []
-        if let id = archiveID ?? message.stanzaID(by: archive) { keys.append("s:" + id) }
-        if let id = message.id, let from = message.element.attribute("from") { keys.append("m:\(from) \(id)") }
-        return keys
+    /// What identifies a message among copies: its archive id when it carries one (a message
+    /// the account's archive stamped is the same message only with the same id, whatever its
+    /// sender's `id` says: senders reuse those); a copy without one (a server that does not stamp
+    /// what it stores offline) by its sender and `id`.
+    static func deliveryKeys(_ message: XMPPMessage, archive: JID) -> [String] {
+        if let id = message.stanzaID(by: archive) { return ["s:" + id] }
+        return senderKey(message).map { [$0] } ?? []
+    }
+
+    /// The sender and the message's `id`, when it has both.
+    static func senderKey(_ message: XMPPMessage) -> String? {
+        guard let id = message.id, let from = message.element.attribute("from") else { return nil }
+        return "m:\(from) \(id)"
     }
 
     mutating func archiveResultReceived(_ result: XElement) {
@@ -143,9 +149,10 @@ extension XMPPClientMachine {
             return
         }
         let message = XMPPMessage(inner, origin: .archive(id: id, timestamp: timestamp))!
-        let keys = Self.deliveryKeys(message, archive: (boundJID ?? configuration.jid).bare, archiveID: id)
-        guard !keys.contains(where: catchUp.delivered.contains) else { return }
-        catchUp.delivered.formUnion(keys)
+        // Delivered once per archive id; remembered also by sender and id, for copies that come
+        // without an archive id.
+        guard catchUp.delivered.insert("s:" + id).inserted else { return }
+        if let key = Self.senderKey(message) { catchUp.delivered.insert(key) }
         catchUp.count += 1
         catchUp.moved = true
         archivePosition = position

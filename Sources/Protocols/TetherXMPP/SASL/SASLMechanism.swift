@@ -168,7 +168,7 @@ public struct XMPPAuthentication: Hashable, Sendable, CustomStringConvertible {
 
 /// A FAST token (XEP-0484): what the server gave for logging in without the password next time,
 /// with the mechanism it is bound to and its expiry. The app keeps it as it keeps a password (the
-/// keychain) and hands it back in `Configuration.fastToken`. Its description never shows the
+/// keychain, inside `XMPPClientState`) and hands it back in `Configuration.state`. Its description never shows the
 /// secret.
 public struct XMPPFASTToken: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The HT mechanism the token is for (`HT-SHA-256-EXPR`, `-UNIQ`, `-ENDP`, `-NONE`).
