@@ -151,7 +151,8 @@ struct SignalRCommandServerTests {
             result.output.last { $0.hasPrefix(#"{"event":"health","state":"connected""#) },
             "\(result.output)"
         )
-        #expect(online.contains(#""transport":"websockets","tls_version":null}"#), "\(online)")
+        #expect(online.contains(#""transport":"websockets","tls_version":null,"server":"http://"#), "\(online)")
+        #expect(online.hasSuffix(#","failing_servers":[]}"#), "\(online)")
         #expect(!online.contains(#""rtt_ms":null"#) && online.contains(#""reconnect_attempts":0"#), "\(online)")
     }
 

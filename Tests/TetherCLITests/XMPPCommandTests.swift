@@ -172,7 +172,8 @@ struct XMPPCommandServerTests {
         for field in [
             "state", "phase", "online_ms", "rtt_ms", "srtt_ms", "dead_link_detected_ms", "reconnect_attempts",
             "reconnect_reasons", "resumes", "failed_resumes", "bytes_sent", "bytes_received", "messages_sent",
-            "messages_received", "awaiting_ack", "unsent_bytes", "calls_waiting", "transport", "tls_version",
+            "messages_received", "awaiting_ack", "unsent_bytes", "calls_waiting", "transport", "tls_version", "server",
+            "failing_servers",
         ] {
             #expect(object[field] != nil, "no \(field) in \(online)")
         }

@@ -169,6 +169,80 @@ struct XMPPServiceLookupTests {
         #expect(dead.lowerBound < live.lowerBound)
     }
 
+    /// The first target (priority 10) accepts the connection and ends it at once, as a balancer
+    /// with no server behind it (an orderly close, or a reset); the second (priority 20) is
+    /// prosody, reached through a relay. The first attempt moves on to the second target within
+    /// itself; after a cut, the next attempt tries the working target first and the failing one
+    /// last (said in the log and in health).
+    @Test(arguments: [FailingTarget.Ending.close, .reset])
+    func aTargetThatEndsConnectionsAtOnceIsPassedOver(_ ending: FailingTarget.Ending) async throws {
+        let prosody = try await startedProsody()
+        let relay = try TCPRelay(upstreamPort: prosody.port)
+        let balancer = try FailingTarget(ending)
+        let dns = try await DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv(
+                    "_xmpp-client._tcp.localhost",
+                    target: "balancer.test",
+                    port: balancer.port,
+                    priority: 10,
+                    weight: 0
+                ),
+                .srv("_xmpp-client._tcp.localhost", target: "xmpp.test", port: relay.port, priority: 20, weight: 0),
+                .address("balancer.test", ["127.0.0.1"]),
+                .address("xmpp.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.endpoint = nil
+        configuration.reconnectPolicy = .tiered(repeats: false)
+        let lines = Recorder<String>()
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(
+                logLevel: .debug,
+                logHandler: { _, text in lines.append(text) },
+                nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)]
+            )
+        )
+        let events = EventRecorder(client)
+        #expect(try await client.connect().bare == JID("alice@localhost")!)
+        #expect(!events.events.contains { if case .lifecycle(.attemptFailed) = $0 { true } else { false } })
+        #expect(balancer.connections == 1)
+        #expect(
+            lines.values.contains(
+                "Servers in the order tried: balancer.test:\(balancer.port), xmpp.test:\(relay.port)."
+            )
+        )
+        let health = await client.health()
+        #expect(
+            health.failingServers == ["balancer.test:\(balancer.port)"] && health.server == "xmpp.test:\(relay.port)"
+        )
+
+        let before = lines.values.count
+        relay.cutAll()
+        // Online again (resumed, or a new session: either way through the working server).
+        #expect(
+            await events.wait(timeout: .seconds(20)) { $0.filter { $0.isResumed || $0.isConnected }.count == 2 },
+            "\(events.events)"
+        )
+        let after = Array(lines.values.dropFirst(before))
+        #expect(
+            after.contains(
+                "Servers in the order tried: xmpp.test:\(relay.port), balancer.test:\(balancer.port) (last, as they failed before: balancer.test:\(balancer.port))."
+            ),
+            "\(after)"
+        )
+        #expect(
+            after.first { $0.hasPrefix("Connecting to ") } == "Connecting to xmpp.test:\(relay.port) over TCP (#3).",
+            "\(after)"
+        )
+        #expect(balancer.connections == 1)  // not tried again: the working server came first
+        await client.disconnect()
+        balancer.stop()
+    }
+
     /// Weights (RFC 2782): two targets of one priority, weights 90 and 10. Over 30 clients
     /// (seeds 1–30) the heavier is tried first most of the time and the lighter at least once;
     /// every client gets online (the lighter target refuses, and the next one is tried).

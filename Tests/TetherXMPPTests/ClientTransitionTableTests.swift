@@ -18,7 +18,7 @@ struct ClientTransitionTableTests {
     }
 
     /// The number of rows the table has; a row added or lost must be noticed.
-    static let expectedRowCount = 150
+    static let expectedRowCount = 153
 
     static let table: (rows: [Row], malformed: [String]) = {
         let (cells, malformed) = TransitionTable.read("Specs/xmpp/client-machine.md", columns: 4)
@@ -121,6 +121,12 @@ struct ClientTransitionTableTests {
             harness.start()
             if state == "connecting to the first of two targets" { _ = apply("service records", to: harness) }
             harness.drain()
+            return harness
+        case "opening a stream on the first of two targets",
+            "opening a stream on the first of two targets after the server's header":
+            let harness = setUp("connecting to the first of two targets")!
+            harness.connected()
+            if state.hasSuffix("header") { harness.server(header) }
             return harness
         case "connectingTransport with direct TLS":
             let harness = XMPPClientHarness { $0.tls = .direct }

@@ -158,6 +158,15 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
                     generation: generation,
                     now: now
                 )
+                let order = runner.machine.targetOrder
+                if !order.isEmpty {
+                    let failing = runner.machine.health(now: now).failingServers
+                    runner.log.debug(
+                        "Servers in the order tried: \(order.map(\.description).joined(separator: ", "))"
+                            + (failing.isEmpty
+                                ? "." : " (last, as they failed before: \(failing.joined(separator: ", "))).")
+                    )
+                }
                 runner.drive()
             }
         }

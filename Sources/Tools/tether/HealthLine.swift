@@ -9,8 +9,10 @@ enum HealthLine {
         "state":…,"phase":…,"online_ms":…,"rtt_ms":…,"srtt_ms":…,"dead_link_detected_ms":…,
         "reconnect_attempts":…,"reconnect_reasons":[…],"resumes":…,"failed_resumes":…,
         "bytes_sent":…,"bytes_received":…,"messages_sent":…,"messages_received":…,
-        "awaiting_ack":…,"unsent_bytes":…,"transport":…,"tls_version":…} (times in
-        milliseconds, null when not known).
+        "awaiting_ack":…,"unsent_bytes":…,"transport":…,"tls_version":…,"server":…,
+        "failing_servers":[…]} (times in milliseconds, null when not known; "server" is the one the
+        connection or its attempt is on, "failing_servers" those of the DNS lookup that failed before
+        a stream and are tried after the others).
         """
 
     /// The line for `health`.
@@ -32,12 +34,8 @@ enum HealthLine {
         }
         line += #","reconnect_attempts":"#.utf8
         JSONText.appendInteger(Int64(health.reconnectAttempts), to: &line)
-        line += #","reconnect_reasons":["#.utf8
-        for (index, reason) in health.recentReconnectReasons.enumerated() {
-            if index > 0 { line.append(UInt8(ascii: ",")) }
-            JSONText.appendString(reason, to: &line)
-        }
-        line.append(UInt8(ascii: "]"))
+        line += #","reconnect_reasons":"#.utf8
+        appendStrings(health.recentReconnectReasons, to: &line)
         for (name, value) in [
             ("resumes", health.resumes), ("failed_resumes", health.failedResumes), ("bytes_sent", health.bytesSent),
             ("bytes_received", health.bytesReceived), ("messages_sent", health.messagesSent),
@@ -47,7 +45,9 @@ enum HealthLine {
             line += ",\"\(name)\":".utf8
             JSONText.appendInteger(Int64(value), to: &line)
         }
-        for (name, value) in [("transport", health.transport), ("tls_version", health.tlsVersion)] {
+        for (name, value) in [
+            ("transport", health.transport), ("tls_version", health.tlsVersion), ("server", health.server),
+        ] {
             line += ",\"\(name)\":".utf8
             if let value {
                 JSONText.appendString(value, to: &line)
@@ -55,7 +55,19 @@ enum HealthLine {
                 line += "null".utf8
             }
         }
+        line += #","failing_servers":"#.utf8
+        appendStrings(health.failingServers, to: &line)
         line.append(UInt8(ascii: "}"))
         return String(decoding: line, as: UTF8.self)
+    }
+
+    /// A JSON array of strings.
+    static func appendStrings(_ strings: [String], to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "["))
+        for (index, text) in strings.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            JSONText.appendString(text, to: &line)
+        }
+        line.append(UInt8(ascii: "]"))
     }
 }

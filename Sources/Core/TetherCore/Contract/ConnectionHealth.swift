@@ -42,6 +42,11 @@ public struct ConnectionHealth: Sendable, Equatable {
     public var transport: String?
     /// The TLS version in use (`TLSv1.3`; nil without TLS), as the driver's transport tells it.
     public var tlsVersion: String?
+    /// The server the connection (or the attempt under way) is on: `host:port`, or the URL.
+    public var server: String?
+    /// Servers of the lookup that failed before a stream was established on them (XMPP SRV
+    /// targets): later attempts try them after the others.
+    public var failingServers: [String] = []
 
     public init(
         phase: ConnectionPhase,

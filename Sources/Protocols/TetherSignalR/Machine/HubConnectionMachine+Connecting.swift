@@ -377,6 +377,7 @@ extension HubConnectionMachine {
             generation: attempt.generation,
             connectionId: negotiated?.connectionId,
             transport: attempt.transport,
+            url: attempt.url,
             // Only WebSockets resume, on the URL this connection opened with (valid: it was opened).
             transportRequest: transportRequest(.webSockets, url: url, headers: requestHeaders(attempt.accessToken))
         )

@@ -266,6 +266,8 @@ public struct HubConnectionMachine {
         var generation: TransportGeneration
         var connectionId: String?
         var transport: HubTransport
+        /// The hub's URL this connection went to (after redirects).
+        var url: String
         /// What reopens its WebSocket under stateful reconnect.
         var transportRequest: TransportRequest?
     }
@@ -552,24 +554,31 @@ public struct HubConnectionMachine {
     public func health(now: Instant) -> ConnectionHealth {
         var awaiting = 0
         var transport: String?
+        var server: String?
         switch state {
         case .connected(let session, let storage):
             awaiting = storage.link.stateful?.unacknowledged.count ?? 0
             transport = session.transport.healthName
-        case .resuming(_, _, let storage):
+            server = session.url
+        case .resuming(let session, _, let storage):
             awaiting = storage.link.stateful?.unacknowledged.count ?? 0
+            server = session.url
         case .modifying: Self.modifyingObserved()
-        case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .handshaking, .reconnectWaiting,
-            .suspended:
+        case .fetchingAccessToken(let attempt), .negotiating(let attempt), .connectingTransport(let attempt),
+            .handshaking(let attempt):
+            server = attempt.url
+        case .disconnected, .reconnectWaiting, .suspended:
             break
         }
-        return health.snapshot(
+        var snapshot = health.snapshot(
             now: now,
             phase: phase,
             state: stateName.rawValue,
             awaitingAcknowledgement: awaiting,
             transport: transport
         )
+        snapshot.server = server.map(ServerURL.redacted)
+        return snapshot
     }
 
     /// The generation whose input the machine accepts now, if any.

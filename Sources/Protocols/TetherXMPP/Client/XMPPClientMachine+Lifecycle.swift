@@ -147,6 +147,8 @@ extension XMPPClientMachine {
         guard currentGeneration == generation else { return }
         if let error, error.kind == .tlsFailed || error.kind == .certificateRefused {
             switch state {
+            case .connectingTransport(let attempt) where error.kind == .tlsFailed && !attempt.remainingTargets.isEmpty:
+                break  // a direct-TLS handshake that failed on this target: the next one (below)
             case .connectingTransport, .negotiating:
                 return lost(
                     error.kind == .certificateRefused
@@ -163,21 +165,24 @@ extension XMPPClientMachine {
         switch state {
         case .closing:
             closingEnded(now: now)
-        case .connectingTransport(var attempt):
-            guard attempt.remainingTargets.isEmpty else {
-                // The next target of the lookup, within the same attempt (and its deadline).
-                let next = attempt.remainingTargets.removeFirst()
-                lastGeneration = lastGeneration.next
-                attempt.generation = lastGeneration
-                attempt.endpoint = Endpoint(host: next.host, port: next.port)
-                attempt.directTLS = next.directTLS
-                return open(attempt)
-            }
+        case .connectingTransport(let attempt):
+            targetFailed(attempt)
+            guard attempt.remainingTargets.isEmpty else { return openNextTarget(attempt) }
             lost(
                 XMPPClientError(
                     .connectionFailed,
                     "Could not connect to \(attempt.webSocket?.redacted ?? attempt.endpoint.description): \(reason ?? "closed")."
                 ),
+                closeTransport: false,
+                now: now
+            )
+        case .negotiating(let negotiation) where !negotiation.heardServer:
+            // Closed before the server said anything (a balancer with no server behind it): the
+            // target failed, as if it had refused.
+            targetFailed(negotiation.attempt)
+            guard negotiation.attempt.remainingTargets.isEmpty else { return openNextTarget(negotiation.attempt) }
+            lost(
+                XMPPClientError(.connectionLost, "The connection was lost: \(reason ?? "closed by the server")."),
                 closeTransport: false,
                 now: now
             )
@@ -383,10 +388,38 @@ extension XMPPClientMachine {
             // Direct TLS asked for, and no direct-TLS records: the domain on 5223.
             targets = [XMPPServiceTargets.Target(host: configuration.jid.domainpart, port: 5223, directTLS: true)]
         }
+        // Targets that failed on earlier attempts go after the others (in RFC 2782 order among
+        // themselves), so that one broken server is not the first tried every time.
+        let failing = Set(failingTargets)
+        targets = targets.filter { !failing.contains($0) } + targets.filter { failing.contains($0) }
+        targetOrder = targets
         let first = targets.removeFirst()
         attempt.endpoint = Endpoint(host: first.host, port: first.port)
         attempt.directTLS = first.directTLS
         attempt.remainingTargets = targets
+        open(attempt)
+    }
+
+    /// A target of the lookup failed before a stream: later lookups try it after the others.
+    mutating func targetFailed(_ attempt: Attempt) {
+        guard attempt.toConfiguredServer, attempt.webSocket == nil, !attempt.lookingUp else { return }
+        let target = attempt.target
+        failingTargets.removeAll { $0 == target }
+        failingTargets.append(target)
+        if failingTargets.count > Self.maximumFailingTargets { failingTargets.removeFirst() }
+    }
+
+    /// The most failing targets remembered.
+    static let maximumFailingTargets = 32
+
+    /// The next target of the lookup, within the same attempt (and its deadline).
+    mutating func openNextTarget(_ attempt: Attempt) {
+        var attempt = attempt
+        let next = attempt.remainingTargets.removeFirst()
+        lastGeneration = lastGeneration.next
+        attempt.generation = lastGeneration
+        attempt.endpoint = Endpoint(host: next.host, port: next.port)
+        attempt.directTLS = next.directTLS
         open(attempt)
     }
 

@@ -51,6 +51,13 @@ extension XMPPClientMachine {
 
     mutating func negotiationEvent(_ event: XMLStreamEvent, _ negotiation: Negotiation, now: Instant) {
         let generation = negotiation.attempt.generation
+        var negotiation = negotiation
+        if !negotiation.heardServer {
+            // The target answers: it is not failing (whatever comes next).
+            negotiation.heardServer = true
+            failingTargets.removeAll { $0 == negotiation.attempt.target }
+            state = .negotiating(negotiation)
+        }
         switch event {
         case .streamOpen(let header):
             streamHeaderReceived(header, negotiation, now: now)

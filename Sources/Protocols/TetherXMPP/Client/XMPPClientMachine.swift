@@ -158,6 +158,11 @@ public struct XMPPClientMachine: ~Copyable {
         var remainingTargets: [XMPPServiceTargets.Target] = []
         /// The WebSocket URL of this attempt (the configured one, or a `see-other-uri`).
         var webSocket: ServerURL?
+
+        /// The target this attempt is on.
+        var target: XMPPServiceTargets.Target {
+            XMPPServiceTargets.Target(host: endpoint.host, port: endpoint.port, directTLS: directTLS)
+        }
     }
 
     enum SASLExchange: Sendable {
@@ -243,6 +248,9 @@ public struct XMPPClientMachine: ~Copyable {
             }
         }
         var authenticated = false
+        /// The server has sent something on this transport (its stream header): the target
+        /// works, and a loss from here on is not a reason to try the next one.
+        var heardServer = false
         var step = NegotiationStep.awaitingHeader
         /// The latest features (the post-authentication ones decide bind, session and SM).
         var features: StreamFeatures?
@@ -313,6 +321,12 @@ public struct XMPPClientMachine: ~Copyable {
     /// The FAST token in use: the configuration's, then each one the server gives; nil once
     /// refused.
     var fastToken: XMPPFASTToken?
+    /// Targets that failed before a stream was established on them (refused, reset, closed
+    /// before the server's header, a TLS handshake failure), oldest first: later lookups try them
+    /// after the others. A target leaves the list when a server answers on it.
+    var failingTargets: [XMPPServiceTargets.Target] = []
+    /// The targets of the latest lookup in the order they are tried (failing ones last).
+    public internal(set) var targetOrder: [XMPPServiceTargets.Target] = []
     /// The limits the server announced in its latest features (XEP-0478).
     var serverLimits: StreamLimits?
     /// The archive position (XEP-0313) of the last archived message delivered.
@@ -458,13 +472,25 @@ public struct XMPPClientMachine: ~Copyable {
             transport =
                 overWebSocket ? (session.secured ? "websocket-tls" : "websocket") : (session.secured ? "tls" : "tcp")
         }
-        return health.snapshot(
+        var snapshot = health.snapshot(
             now: now,
             phase: phase,
             state: stateName.rawValue,
             awaitingAcknowledgement: unacknowledgedCount,
             transport: transport
         )
+        switch state {
+        case .connectingTransport(let attempt) where !attempt.lookingUp:
+            snapshot.server = attempt.webSocket?.redacted ?? attempt.endpoint.description
+        case .negotiating(let negotiation):
+            snapshot.server = negotiation.attempt.webSocket?.redacted ?? negotiation.attempt.endpoint.description
+        case .connected(let session):
+            snapshot.server = configuration.webSocket?.redacted ?? session.endpoint.description
+        default:
+            break
+        }
+        snapshot.failingServers = failingTargets.map { Endpoint(host: $0.host, port: $0.port).description }
+        return snapshot
     }
 
     /// What the app keeps between launches, as it stands (`stateChanged` reports each change).
