@@ -34,8 +34,37 @@ struct ReconnectPolicyTests {
         let expected: [Duration?] =
             Array(repeating: .seconds(3), count: 5) + Array(repeating: .seconds(9), count: 5)
             + Array(repeating: .seconds(15), count: 5)
-        #expect(delays(.tiered(tiers, repeats: false), count: 17) == expected + [nil, nil])
-        #expect(delays(.tiered(tiers, repeats: true), count: 17) == expected + [.seconds(3), .seconds(3)])
+        #expect(delays(.tiered(tiers, repeats: false, jitter: .none), count: 17) == expected + [nil, nil])
+        #expect(
+            delays(.tiered(tiers, repeats: true, jitter: .none), count: 17) == expected + [.seconds(3), .seconds(3)]
+        )
+    }
+
+    /// The jittered schedules: each delay within ±50 % of the schedule's (the standard jitter),
+    /// the immediate retry within 1 s, the same for the same seed (simulations replay), spread
+    /// over seeds (a fleet does not retry at one instant).
+    @Test func jitterSpreadsEachDelayAroundTheSchedule() {
+        var firsts: Set<Duration> = []
+        for seed in 1...200 as ClosedRange<UInt64> {
+            let spread = delays(.signalR, count: 5, seed: seed)
+            #expect(spread[4] == nil)
+            let values = spread.prefix(4).map { $0! }
+            #expect(values[0] >= .zero && values[0] <= .seconds(1))
+            for (value, base) in zip(values.dropFirst(), [2, 10, 30] as [Int64]) {
+                #expect(value >= .milliseconds(base * 500) && value <= .milliseconds(base * 1500), "\(value)")
+            }
+            #expect(delays(.signalR, count: 5, seed: seed) == spread)
+            firsts.insert(values[0])
+            let tiered = delays(.tiered(repeats: false), count: 6, seed: seed).map { $0! }
+            #expect(tiered.prefix(5).allSatisfy { $0 >= .milliseconds(1500) && $0 <= .milliseconds(4500) })
+            #expect(tiered[5] >= .milliseconds(4500) && tiered[5] <= .milliseconds(13_500))
+            let full = delays(.fixed(.seconds(4)).jittered(.full()), count: 3, seed: seed).map { $0! }
+            #expect(full.allSatisfy { $0 >= .zero && $0 <= .seconds(4) })
+        }
+        #expect(firsts.count > 190)
+        // Explicit numbers stay exact unless jittered; the official schedule is there exactly.
+        #expect(delays(.fixed(.seconds(5)), count: 2) == [.seconds(5), .seconds(5)])
+        #expect(delays(.signalRDefault.jittered(.none), count: 2) == [.zero, .seconds(2)])
     }
 
     @Test func exponentialBackoffWithFullJitter() {

@@ -447,10 +447,10 @@ struct HubConnectionReconnectTests {
             ReconnectPolicy.Tier(attempts: 5, delay: .seconds(3)), .init(attempts: 5, delay: .seconds(9)),
             .init(attempts: 5, delay: .seconds(15)),
         ]
-        let stopping = attemptTimes(.tiered(tiers, repeats: false), until: .seconds(1000))
+        let stopping = attemptTimes(.tiered(tiers, repeats: false, jitter: .none), until: .seconds(1000))
         #expect(stopping.times == [3, 6, 9, 12, 15, 24, 33, 42, 51, 60, 75, 90, 105, 120, 135])
         #expect(stopping.transcript.last == "event:suspended")
-        let repeating = attemptTimes(.tiered(tiers, repeats: true), until: .seconds(150))
+        let repeating = attemptTimes(.tiered(tiers, repeats: true, jitter: .none), until: .seconds(150))
         // After the last tier the schedule starts over with the first one.
         #expect(Array(repeating.times.prefix(17).suffix(3)) == [135, 138, 141])
     }

@@ -14,7 +14,7 @@ struct HubDeviceTests {
         _ configure: (inout JSONHubConnection.Configuration) -> Void = { _ in }
     ) -> HubConnectionHarness {
         var harness = HubConnectionHarness {
-            $0.reconnectPolicy = .tiered(ReconnectPolicy.standardTiers, repeats: false)
+            $0.reconnectPolicy = .tiered(ReconnectPolicy.standardTiers, repeats: false, jitter: .none)
             $0.statefulReconnect = stateful
             configure(&$0)
         }

@@ -9,7 +9,7 @@ import TetherXML
 struct DeviceTests {
     static let wifi = NetworkPath(isAvailable: true, interfaces: ["wlan0"])
     static let cellular = NetworkPath(isAvailable: true, interfaces: ["rmnet0"])
-    static let tiered = ReconnectPolicy.tiered(ReconnectPolicy.standardTiers, repeats: false)
+    static let tiered = ReconnectPolicy.tiered(ReconnectPolicy.standardTiers, repeats: false, jitter: .none)
 
     static func online(_ configure: (inout XMPPClientMachine.Configuration) -> Void = { _ in }) -> XMPPClientHarness {
         let harness = XMPPClientHarness {

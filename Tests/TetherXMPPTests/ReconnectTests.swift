@@ -7,7 +7,7 @@ import TetherXML
 
 /// Reconnecting: the policy's schedule, what stops it, hung attempts, stale transports.
 struct ReconnectTests {
-    static let tiered = ReconnectPolicy.tiered(ReconnectPolicy.standardTiers, repeats: false)
+    static let tiered = ReconnectPolicy.tiered(ReconnectPolicy.standardTiers, repeats: false, jitter: .none)
 
     /// Every attempt fails at once (connection refused): the attempts follow 5×3 s, 5×9 s,
     /// 5×15 s exactly, then the machine suspends until `reconnectNow`.

@@ -10,7 +10,7 @@ public import TetherSignalR
 ///     .withHeader("X-Client", "phone")
 ///     .withAccessTokenProvider { await tokens.current() }
 ///     .withHubProtocol(.messagePack)
-///     .withAutomaticReconnect()                       // 0, 2, 10, 30 s, then suspended
+///     .withAutomaticReconnect()                       // about 0, 2, 10, 30 s (spread), then suspended
 ///     .withStatefulReconnect()
 ///     .withLogging(.information) { level, line in logger.log(level, line) }
 ///     .build()
@@ -67,14 +67,16 @@ public struct HubConnectionBuilder: Sendable {
         with { $0.hubProtocol = hubProtocol }
     }
 
-    /// Reconnects automatically after a lost connection, as `policy` says (default: the
-    /// official clients' 0, 2, 10 and 30 s; `.tiered()` for 5×3 s, 5×9 s, 5×15 s). When the
+    /// Reconnects automatically after a lost connection, as `policy` says (default `.signalR`:
+    /// the official clients' 0, 2, 10 and 30 s spread ±50 %, the first retry within 1 s, so that
+    /// the clients of a restarted hub do not all come back at once; `.signalRDefault` for the exact
+    /// numbers; `.tiered()` for about 5×3 s, 5×9 s, 5×15 s). When the
     /// policy gives up the connection is suspended (`onSuspended`) until `reconnectNow()`.
     /// `retryingFailedStart`: a failed first `start()` is retried under the policy too, and
     /// `start()` returns once connected (or throws when the policy gives up); off by default, as
     /// in the official clients.
     public func withAutomaticReconnect(
-        _ policy: ReconnectPolicy = .signalRDefault,
+        _ policy: ReconnectPolicy = .signalR,
         retryingFailedStart: Bool = false
     ) -> Self {
         with {

@@ -41,7 +41,7 @@ struct SignalRCommand: ConnectionCommand, Sendable, Equatable {
         --access-token-command CMD runs CMD (through sh -c) before every connection attempt and
         again when the hub answers 401; its standard output, trimmed, is the token. The access token comes from the environment
         variable VAR, never from the command line, and is never printed. --reconnect: none, default
-        (0, 2, 10, 30 s, the default) or tiered (5×3 s, 5×9 s, 5×15 s). --stateful asks for stateful
+        (about 0, 2, 10, 30 s, each spread ±50 %, the first within 1 s: the default) or tiered (about 5×3 s, 5×9 s, 5×15 s, spread the same way). --stateful asks for stateful
         reconnect. --ca-file trusts the CA certificates in F (PEM) for TLS, in addition to the
         system's. --pin (repeatable): one certificate of the server's chain must also have one of
         these public keys (base64 SHA-256 of its SubjectPublicKeyInfo); a mismatch ends the

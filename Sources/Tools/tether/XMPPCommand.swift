@@ -46,7 +46,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         one of the pinned public keys (base64 SHA-256 of its SubjectPublicKeyInfo; a mismatch
         ends the command with status 1, without retrying). Defaults: ping every 60 s with a 10 s timeout, 2 missed
         pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
-        60 s, doubling; tiered: 5×3 s, 5×9 s, 5×15 s, stop), stream management on.
+        60 s, doubling; tiered: about 5×3 s, 5×9 s, 5×15 s, each spread ±50 %, stop), stream management on.
 
         --network-watch feeds the device's network (the Linux monitor, rtnetlink) to the client:
         no reconnect attempts while there is none, one at once when it is back, a ping probing

@@ -19,7 +19,7 @@ final class ChatConnection: Sendable {
         var configuration = XMPPClient.Configuration(jid: jid, password: password, endpoint: server)
         configuration.state = keychain.savedState ?? XMPPClientState()  // FAST token, archive position
         configuration.autoPing = .init(interval: .seconds(20), timeout: .seconds(10), maximumMissed: 2)
-        configuration.reconnectPolicy = .tiered(repeats: false)  // 5×3 s, 5×9 s, 5×15 s, then wait
+        configuration.reconnectPolicy = .tiered(repeats: false)  // ~5×3 s, 5×9 s, 5×15 s (±50 %), then wait
         client = try XMPPClient(configuration: configuration, options: options)
         client.setEventHandler(queue: .main) { event in
             switch event {

@@ -22,7 +22,7 @@ final class SaasHub: Sendable {
         connection = try HubConnectionBuilder(url: url)
             .withHeaders(["X-Platform": "ios", "X-App-Version": "3.2"])
             .withAccessTokenProvider(token)  // asked again before every reconnect
-            .withAutomaticReconnect(.tiered(repeats: false))  // 5×3 s, 5×9 s, 5×15 s, then suspended
+            .withAutomaticReconnect(.tiered(repeats: false))  // ~5×3 s, 5×9 s, 5×15 s (±50 %), then suspended
             .withCallbackQueue(.main)
             .build()
         connection.on("ReciveSaasMessage") { (message: ParamData) in

@@ -4,8 +4,16 @@
 /// in `ReconnectSchedule`, which machines keep. Randomness (jitter) comes from the generator the
 /// caller passes, so tests are deterministic.
 ///
+/// A fleet of clients that lose their server at the same moment (a restart, a deploy) must not
+/// all come back at the same moment: `jitter` spreads each delay (`Jitter`). The named schedules
+/// a client uses unless told otherwise are jittered (`.signalR`, `.tiered`, and RFC 6120's
+/// `.exponentialBackoff`, random by nature); schedules of explicit numbers (`.fixed`, `.delays`,
+/// `.signalRDefault`: the official clients' exact 0, 2, 10, 30 s) are exact unless `jittered(_:)`.
+/// The decision and the numbers: `Specs/device.md`, "Spreading reconnects".
+///
 /// ```swift
-/// .signalRDefault                                   // 0, 2, 10, 30 s, then stop
+/// .signalR                                          // 0–1 s, 1–3 s, 5–15 s, 15–45 s, then stop
+/// .signalRDefault                                   // exactly 0, 2, 10, 30 s, then stop
 /// .tiered([.init(attempts: 5, delay: .seconds(3)), .init(attempts: 5, delay: .seconds(9)),
 ///          .init(attempts: 5, delay: .seconds(15))], repeats: false)
 /// .exponentialBackoff(slot: .seconds(60), maximumExponent: 5)   // RFC 6120 §3.3
@@ -43,6 +51,42 @@ public struct ReconnectPolicy: Sendable {
         }
     }
 
+    /// How each delay of a schedule is spread, with randomness from the machine's seeded
+    /// generator (a fleet spreads; a simulation stays reproducible).
+    public enum Jitter: Sendable, Equatable {
+        /// Every delay exactly as the schedule says.
+        case none
+        /// "Full jitter": a delay `d` becomes uniform in `0...d` (the widest spread; the mean
+        /// halves); a zero delay uniform in `0...immediateWindow`.
+        case full(immediateWindow: Duration = .seconds(1))
+        /// A delay `d` becomes uniform in `d × (1 − fraction)...d × (1 + fraction)` (the mean
+        /// stays `d`; `fraction` in 0...1); a zero delay (an immediate retry) uniform in
+        /// `0...immediateWindow`, so that even the first retry after a loss is spread.
+        case proportional(Double, immediateWindow: Duration = .seconds(1))
+
+        /// The default of the jittered schedules: ±50 %, immediate retries within 1 s (a single
+        /// client is back within a second of a short outage; a fleet spreads over the interval).
+        public static let standard = Jitter.proportional(0.5)
+
+        /// `delay` spread with `generator`.
+        func apply(to delay: Duration, using generator: inout some RandomNumberGenerator) -> Duration {
+            func uniform(_ low: Int64, _ high: Int64) -> Duration {
+                .nanoseconds(high <= low ? low : Int64.random(in: low...high, using: &generator))
+            }
+            let nanoseconds = max(0, delay.totalNanoseconds)
+            switch self {
+            case .none:
+                return delay
+            case .full(let window):
+                return nanoseconds == 0 ? uniform(0, window.totalNanoseconds) : uniform(0, nanoseconds)
+            case .proportional(let fraction, let window):
+                if nanoseconds == 0 { return uniform(0, window.totalNanoseconds) }
+                let spread = Int64(Double(nanoseconds) * min(1, max(0, fraction)))
+                return uniform(nanoseconds - spread, nanoseconds.addingReportingOverflow(spread).partialValue)
+            }
+        }
+    }
+
     enum Rule: Sendable {
         case delays([Duration])
         case fixed(Duration)
@@ -56,15 +100,31 @@ public struct ReconnectPolicy: Sendable {
     public var maximumAttempts: Int?
     /// Give up once this much time has passed since the connection was lost (nil: never).
     public var maximumElapsed: Duration?
+    /// How each delay is spread (not applied to `.exponentialBackoff`, random already, nor to
+    /// `.custom`, whose rule decides).
+    public var jitter: Jitter
 
-    init(_ rule: Rule, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil) {
+    init(_ rule: Rule, maximumAttempts: Int? = nil, maximumElapsed: Duration? = nil, jitter: Jitter = .none) {
         self.rule = rule
         self.maximumAttempts = maximumAttempts
         self.maximumElapsed = maximumElapsed
+        self.jitter = jitter
     }
 
-    /// The SignalR clients' default: immediately, then after 2, 10 and 30 seconds, then stop.
+    /// This schedule with `jitter`.
+    public func jittered(_ jitter: Jitter = .standard) -> ReconnectPolicy {
+        var policy = self
+        policy.jitter = jitter
+        return policy
+    }
+
+    /// The SignalR clients' default, exactly: immediately, then after 2, 10 and 30 seconds, then
+    /// stop. Every client of a restarted hub retries at the same instants; `.signalR` spreads them.
     public static let signalRDefault = delays([.zero, .seconds(2), .seconds(10), .seconds(30)])
+
+    /// The SignalR clients' schedule, spread (`Jitter.standard`): within 1 s, then about 2, 10
+    /// and 30 s (±50 %), then stop. `HubConnectionBuilder.withAutomaticReconnect()`'s default.
+    public static let signalR = signalRDefault.jittered(.standard)
 
     /// These delays in turn, then stop.
     public static func delays(_ delays: [Duration]) -> ReconnectPolicy {
@@ -89,18 +149,20 @@ public struct ReconnectPolicy: Sendable {
 
     /// Tiers in turn (by default `standardTiers`: 5 attempts every 3 s, 5 every 9 s, 5 every
     /// 15 s); afterwards start over (`repeats`) or stop. Stop earlier after `maximumAttempts`
-    /// attempts or `maximumElapsed`.
+    /// attempts or `maximumElapsed`. Spread by `jitter` (default `.standard`: ±50 %).
     public static func tiered(
         _ tiers: [Tier] = standardTiers,
         repeats: Bool,
         maximumAttempts: Int? = nil,
-        maximumElapsed: Duration? = nil
+        maximumElapsed: Duration? = nil,
+        jitter: Jitter = .standard
     ) -> ReconnectPolicy {
         precondition(!tiers.isEmpty, "a tiered schedule needs at least one tier")
         return ReconnectPolicy(
             .tiered(tiers, repeats: repeats),
             maximumAttempts: maximumAttempts,
-            maximumElapsed: maximumElapsed
+            maximumElapsed: maximumElapsed,
+            jitter: jitter
         )
     }
 
@@ -154,9 +216,9 @@ public struct ReconnectPolicy: Sendable {
         if let maximumElapsed, context.elapsed >= maximumElapsed { return nil }
         switch rule {
         case .delays(let delays):
-            return context.attempt < delays.count ? delays[context.attempt] : nil
+            return context.attempt < delays.count ? jitter.apply(to: delays[context.attempt], using: &generator) : nil
         case .fixed(let delay):
-            return delay
+            return jitter.apply(to: delay, using: &generator)
         case .tiered(let tiers, let repeats):
             let total = tiers.reduce(0) { $0 + $1.attempts }
             var position = context.attempt
@@ -165,7 +227,7 @@ public struct ReconnectPolicy: Sendable {
                 position %= total
             }
             for tier in tiers {
-                if position < tier.attempts { return tier.delay }
+                if position < tier.attempts { return jitter.apply(to: tier.delay, using: &generator) }
                 position -= tier.attempts
             }
             return nil
