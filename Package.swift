@@ -129,10 +129,17 @@ let package = Package(
         /// The Dispatch driver both clients run on: sockets (Happy Eyeballs), the transports (TCP,
         /// TLS, WebSocket, Server-Sent Events, long polling), the generic runner, timers, the
         /// hand-off to awaiting tasks. OpenSSL only on Linux.
+        /// The platform resolver's configuration (its nameservers) through its API: `res_ninit`
+        /// (glibc), `res_9_ninit` (Apple, where `/etc/resolv.conf` cannot be read).
+        .target(
+            name: "CSystemResolver",
+            path: "Sources/Drivers/CSystemResolver",
+            linkerSettings: [.linkedLibrary("resolv")]
+        ),
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore", "TetherHTTP", "TetherDNS",
+                "TetherCore", "TetherHTTP", "TetherDNS", "CSystemResolver",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
             path: "Sources/Drivers/TetherDispatch",

@@ -160,6 +160,35 @@ struct NetworkNamespaceTests {
         #expect(!process.lines[waiting...].contains { $0.hasPrefix(#"{"event":"connected""#) })  // the same connection
     }
 
+    /// Without --nameserver the SRV records come through the nameservers the system's resolver is
+    /// configured with, read through its API (`res_ninit`), not a file of Tether's reading: in a
+    /// namespace whose resolver names dnsmasq on 127.0.0.1:53, the SRV record sends `tether xmpp`
+    /// to prosody on port 5333.
+    @Test func theSystemResolversNameserverFindsTheServer() async throws {
+        let namespace = try NetworkNamespace()
+        try namespace.setResolvConf("nameserver 127.0.0.1\n")
+        let prosody = try ProsodyServer(in: (namespace, address: "127.0.0.1"), port: 5333)
+        try await prosody.start()
+        let dns = try await DNSServer(
+            local: ["localhost"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "localhost", port: 5333, priority: 0, weight: 0),
+                .address("localhost", ["127.0.0.1"]),
+            ],
+            in: namespace,
+            port: 53
+        )
+        let process = try namespace.spawn(
+            try Self.tether,
+            ["xmpp", "--jid", "alice@localhost", "--tls", "disabled", "--allow-plain", "--verbose", "ping"],
+            environment: ["TETHER_PASSWORD": "alicepass"]
+        )
+        let pong = await process.waitForLine { $0.hasPrefix(#"{"event":"pong""#) }
+        #expect(pong != nil, "\(process.lines.suffix(12))")
+        #expect(process.lines.contains { $0.contains("Connecting to localhost:5333") }, "\(process.lines)")
+        #expect(dns.logTail.contains("query[SRV] _xmpp-client._tcp.localhost"), "\(dns.logTail)")
+    }
+
     /// A domain without SRV records is the domain itself on 5222 (RFC 6120 §3.2.2), its address
     /// from the client's own resolver: in a namespace of its own, where nothing else holds port
     /// 5222, prosody listens there, dnsmasq answers the domain's A record and no SRV record, and

@@ -93,6 +93,15 @@ struct DNSLookupTests {
         #expect(DNSLookup.canonical(Endpoint(host: "dns.example", port: 53)) == nil)
     }
 
+    /// The system resolver's nameservers, through its API (glibc's `res_ninit`): on Linux they
+    /// are those of `/etc/resolv.conf`, in order (glibc keeps at most three).
+    @Test func theSystemResolversNameservers() {
+        let system = DNSLookup.systemNameServers()
+        let file = DNSLookup.nameServers(resolvConf: "/etc/resolv.conf")
+        #expect(system == Array(file.prefix(3)), "\(system) vs \(file)")
+        #expect(!system.isEmpty, "this machine's resolver names no nameserver")
+    }
+
     @Test func resolvConfsNameservers() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("resolv-\(UUID().uuidString).conf")
             .path

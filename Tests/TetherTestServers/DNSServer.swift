@@ -27,11 +27,17 @@ public final class DNSServer: @unchecked Sendable {
     private let process: ChildProcess
     private let output: String
 
-    /// Serves `records` for the `local` domains on a free port, and waits until it answers.
+    /// Serves `records` for the `local` domains on a free port (or `port`: 53 in a namespace of
+    /// the test's own, where a `resolv.conf` can name it), and waits until it answers.
     /// In `namespace` (on its 127.0.0.1) when given.
-    public init(local domains: [String], records: [Record], in namespace: NetworkNamespace? = nil) async throws {
+    public init(
+        local domains: [String],
+        records: [Record],
+        in namespace: NetworkNamespace? = nil,
+        port fixedPort: Int? = nil
+    ) async throws {
         guard Self.isInstalled else { throw TestServerError(RealServer.dnsmasq.missingText) }
-        port = try freeLoopbackPort()
+        port = try fixedPort ?? freeLoopbackPort()
         output = FileManager.default.temporaryDirectory.appendingPathComponent("tether-dns-\(UUID().uuidString)").path
         var arguments = [
             "--keep-in-foreground", "--port=\(port)", "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",

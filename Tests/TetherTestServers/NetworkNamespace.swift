@@ -26,6 +26,15 @@ public final class NetworkNamespace: @unchecked Sendable {
 
     deinit {
         try? run(Self.ip, ["netns", "delete", name])
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
+    }
+
+    /// The `resolv.conf` programs inside see (`ip netns exec` mounts `/etc/netns/NAME/resolv.conf`
+    /// over `/etc/resolv.conf`): the system resolver's configuration of the namespace.
+    public func setResolvConf(_ text: String) throws {
+        let directory = "/etc/netns/\(name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try text.write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
     }
 
     /// `ip -n NAME ARGUMENTS…`.

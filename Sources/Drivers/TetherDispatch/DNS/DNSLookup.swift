@@ -1,3 +1,4 @@
+import CSystemResolver
 import Dispatch
 public import TetherCore
 public import TetherDNS
@@ -17,7 +18,23 @@ public import TetherDNS
 ///
 /// `@unchecked Sendable`: every member is read and written only on `queue`.
 public final class DNSLookup: @unchecked Sendable {
-    /// The nameservers of a `resolv.conf` file (its `nameserver` lines, port 53), in order.
+    /// The nameservers the platform's resolver is configured with, in order, read through its
+    /// API (`res_ninit` on Linux, `res_9_ninit` on Apple platforms, where an app cannot read
+    /// `/etc/resolv.conf`); empty when there are none or the resolver cannot say.
+    public static func systemNameServers() -> [Endpoint] {
+        var found = [tether_nameserver](repeating: tether_nameserver(), count: 8)
+        let count = found.withUnsafeMutableBufferPointer {
+            tether_system_nameservers($0.baseAddress, Int32($0.count))
+        }
+        guard count > 0 else { return [] }
+        return found.prefix(Int(count)).map { server in
+            let address = withUnsafeBytes(of: server.address) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            return Endpoint(host: address, port: server.port == 0 ? 53 : Int(server.port))
+        }
+    }
+
+    /// The nameservers of a `resolv.conf` file (its `nameserver` lines, port 53), in order: for
+    /// tools that are handed such a file (the system's own come from `systemNameServers()`).
     public static func nameServers(resolvConf path: String = "/etc/resolv.conf") -> [Endpoint] {
         guard let file = fopen(path, "r") else { return [] }
         defer { fclose(file) }
@@ -43,11 +60,11 @@ public final class DNSLookup: @unchecked Sendable {
     private var sockets: [Int: (fd: Int32, source: any DispatchSourceRead)] = [:]
     private var connections: [Int: any Transport] = [:]
 
-    /// A resolver asking `nameServers` (nil: those of `/etc/resolv.conf`); only IP addresses are
+    /// A resolver asking `nameServers` (nil: the system resolver's, `systemNameServers()`); only IP addresses are
     /// kept (a nameserver named by a name would need DNS to be found).
     public init(nameServers: [Endpoint]? = nil, timeout: Duration = .seconds(2), attempts: Int = 2) {
         queue = DispatchQueue(label: "tether.dns")
-        let servers = (nameServers ?? Self.nameServers()).compactMap(Self.canonical)
+        let servers = (nameServers ?? Self.systemNameServers()).compactMap(Self.canonical)
         machine = DNSResolverMachine(
             configuration: .init(nameServers: servers, timeout: timeout, attempts: attempts),
             randomSeed: UInt64.random(in: 0...UInt64.max)

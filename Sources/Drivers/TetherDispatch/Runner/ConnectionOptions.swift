@@ -56,7 +56,7 @@ public struct ConnectionOptions: Sendable {
     /// TLS cannot be created: both throw `tlsUnavailable`).
     public var tlsSessionFactory: TLSSessionFactory?
     /// The DNS servers asked for the XMPP server's SRV records and, when set, for every host's
-    /// A and AAAA records too (nil: SRV through the nameservers of `/etc/resolv.conf`, addresses
+    /// A and AAAA records too (nil: SRV through the system resolver's nameservers, read through its API; addresses
     /// through the system's resolver, which also reads `/etc/hosts`); IP addresses, port 53
     /// unless given.
     public var nameServers: [Endpoint]?
