@@ -30,6 +30,8 @@ struct Options {
     /// `--soak [MINUTES]`: the simulated soak instead of the benchmarks.
     var soakMinutes: Int?
     var deviceSeeds: Int?
+    /// `--fleet`: the fleet through a server restart, with this many clients.
+    var fleetClients: Int?
     /// `--xmpp MODE HOST:PORT ARGUMENTS…`: `XMPPClient` against a running server instead.
     var xmppDriver: [String]?
 
@@ -41,6 +43,7 @@ struct Options {
                             [--transport websockets|sse|long-polling] [--executor]
                tether-bench --echo-floor URL [--count N]
                tether-bench --soak [MINUTES]
+               tether-bench --fleet [CLIENTS] [--chart FILE]
                tether-bench --xmpp latency HOST:PORT JID COUNT
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
@@ -86,6 +89,15 @@ struct Options {
                          protocols, SEEDS seeds (default 20): how soon after the path comes back,
                          and after a move to another network under a live link, the machine is
                          online again, against the targets
+          --fleet [CLIENTS]
+                         instead of the benchmarks: CLIENTS XMPPClients (default 2000) in this
+                         process on one local prosody that the benchmark starts (needs Debian's
+                         prosody and prosodyctl, as Tests/run.sh installs them), which is killed and
+                         started again: when each is back (median, p99 after the server listens
+                         again), the largest share of the fleet back in any 100 ms, clients still
+                         offline, the stanzas sent during the outage (delivered or handed back);
+                         with the default reconnect policy and the same schedule unspread;
+                         --chart FILE writes the arrivals as an SVG histogram
           --soak [MINUTES]
                          instead of the benchmarks: both connection machines and all codecs on a
                          simulated network for MINUTES virtual minutes (default 60) with cuts and
@@ -129,6 +141,14 @@ struct Options {
                 guard let value else { return nil }
                 chartPath = value
                 index += 2
+            case "--fleet":
+                if let value, let clients = Int(value), clients > 0 {
+                    fleetClients = clients
+                    index += 2
+                } else {
+                    fleetClients = 2000
+                    index += 1
+                }
             case "--device":
                 if let value, let seeds = Int(value), seeds > 0 {
                     deviceSeeds = seeds
@@ -248,6 +268,10 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
 }
 
 if options.portableKernels { TextKernels.allowsWideVectors = false }
+
+if let clients = options.fleetClients {
+    exit(await FleetBenchmark.run(clients: clients, chartPath: options.chartPath) ? 0 : 1)
+}
 
 if let seeds = options.deviceSeeds {
     exit(DeviceBenchmark.run(seeds: seeds) ? 0 : 1)

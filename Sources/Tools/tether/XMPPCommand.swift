@@ -45,8 +45,9 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         and F (--ca-file, a PEM file); with --pin, one certificate of the chain must also have
         one of the pinned public keys (base64 SHA-256 of its SubjectPublicKeyInfo; a mismatch
         ends the command with status 1, without retrying). Defaults: ping every 60 s with a 10 s timeout, 2 missed
-        pings end the stream, --reconnect default (RFC 6120 back-off: a random first delay up to
-        60 s, doubling; tiered: about 5×3 s, 5×9 s, 5×15 s, each spread ±50 %, stop), stream management on.
+        pings end the stream, --reconnect default (about 5×3 s, 5×9 s, 5×15 s, each spread ±50 %,
+        over again while the server stays away; tiered: the same once, then stop), stream
+        management on.
 
         --network-watch feeds the device's network (the Linux monitor, rtnetlink) to the client:
         no reconnect attempts while there is none, one at once when it is back, a ping probing
@@ -294,7 +295,7 @@ struct XMPPCommand: ConnectionCommand, Sendable, Equatable {
         switch reconnect {
         case .none: configuration.reconnectPolicy = nil
         case .tiered: configuration.reconnectPolicy = .tiered(repeats: false)
-        case .default: configuration.reconnectPolicy = .exponentialBackoff()
+        case .default: configuration.reconnectPolicy = XMPPClient.Configuration.defaultReconnectPolicy
         }
         if !streamManagement { configuration.streamManagement = nil }
         configuration.fetchRosterOnConnect = false

@@ -159,8 +159,8 @@ extension XMPPClientMachine {
         public var autoPing: AutoPingConfiguration?
         /// XEP-0198 stream management (nil: off).
         public var streamManagement: StreamManagementConfiguration?
-        /// Reconnect after an accidental loss (nil: never). Default: RFC 6120 §3.3's truncated
-        /// binary exponential back-off (first delay random in 0–60 s).
+        /// Reconnect after an accidental loss (nil: never). Default `defaultReconnectPolicy`:
+        /// about 3 s apart at first, spread so that a fleet does not come back all at once.
         public var reconnectPolicy: ReconnectPolicy?
         /// Fetch the roster when a new session starts (default on).
         public var fetchRosterOnConnect: Bool
@@ -221,7 +221,7 @@ extension XMPPClientMachine {
             scramLimits: SCRAMClient.Limits = .init(),
             autoPing: AutoPingConfiguration? = AutoPingConfiguration(),
             streamManagement: StreamManagementConfiguration? = StreamManagementConfiguration(),
-            reconnectPolicy: ReconnectPolicy? = .exponentialBackoff(),
+            reconnectPolicy: ReconnectPolicy? = Configuration.defaultReconnectPolicy,
             fetchRosterOnConnect: Bool = true,
             autoAcceptSubscriptionsFromContacts: Bool = false,
             initialPresence: XMPPPresence? = XMPPPresence(),
@@ -274,6 +274,14 @@ extension XMPPClientMachine {
             self.parserLimits = parserLimits
             self.releaseBuffersAfterIdle = releaseBuffersAfterIdle
         }
+
+        /// The default reconnect policy: the standard tiers (5 attempts about 3 s apart, 5 about 9 s,
+        /// 5 about 15 s), over again while the server stays away, each delay spread ±50 %
+        /// (`ReconnectPolicy.Jitter.standard`). Back within seconds of a short outage, and a fleet
+        /// that lost its server at once spreads its returns (`Specs/device.md`, "Spreading
+        /// reconnects"). RFC 6120 §3.3's back-off (`.exponentialBackoff()`: a first wait of up to
+        /// 60 s) remains a choice.
+        public static let defaultReconnectPolicy = ReconnectPolicy.tiered(repeats: true)
 
         /// The resource bind asks for.
         var requestedResource: String? { resource ?? jid.resourcepart }
