@@ -25,6 +25,8 @@ public final class XMPPSimulation: MachineSimulation {
         public var faultInterval: Duration?
         /// The server archives what it sends the account, and the client catches up from it.
         public var archive: Bool
+        /// The reconnect delays are spread (`Jitter.standard`) with the machine's seeded generator.
+        public var jitter: Bool
 
         public init(
             seed: UInt64,
@@ -32,9 +34,11 @@ public final class XMPPSimulation: MachineSimulation {
             faults: [Fault],
             duration: Duration = .seconds(300),
             faultInterval: Duration? = nil,
-            archive: Bool = false
+            archive: Bool = false,
+            jitter: Bool = false
         ) {
             self.archive = archive
+            self.jitter = jitter
             self.seed = seed
             self.streamManagement = streamManagement
             self.faults = faults
@@ -45,7 +49,7 @@ public final class XMPPSimulation: MachineSimulation {
         public var description: String {
             "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
                 + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], duration: \(duration), "
-                + "faultInterval: \(String(describing: faultInterval)), archive: \(archive))).run()"
+                + "faultInterval: \(String(describing: faultInterval)), archive: \(archive), jitter: \(jitter))).run()"
         }
     }
 
@@ -107,6 +111,8 @@ public final class XMPPSimulation: MachineSimulation {
     var incompleteCatchUps = 0
     /// The archive's size when the run stopped the client online.
     var archivedWhenStopped: Int?
+    /// The reconnect delays of a spread schedule, as they came.
+    var spreadDelays: [Duration] = []
     /// Messages the catch-up delivered.
     var archivedDeliveries = 0
     /// Whether a session is online (from `connected` or `resumed` to `connectionLost`).
@@ -140,6 +146,7 @@ public final class XMPPSimulation: MachineSimulation {
             releaseBuffersAfterIdle: nil
         )
         configuration.archiveCatchUp = scenario.archive ? .init(pageSize: 4) : nil
+        if scenario.jitter { configuration.reconnectPolicy = .delays(Self.reconnectDelays).jittered(.standard) }
         holder = MachineHolder(
             XMPPClientMachine(
                 configuration: configuration,
@@ -270,7 +277,15 @@ public final class XMPPSimulation: MachineSimulation {
             note("event reconnecting \(attempt) \(delay)")
             reconnecting.append((now, attempt, delay))
             let expected = attempt - 1 < Self.reconnectDelays.count ? Self.reconnectDelays[attempt - 1] : nil
-            if delay != expected {
+            if scenario.jitter, let expected {
+                // Spread: ±50 % of the schedule's delay, an immediate retry within 1 s.
+                let range =
+                    expected == .zero ? Duration.zero...Duration.seconds(1) : (expected / 2)...(expected * 3 / 2)
+                if !range.contains(delay) {
+                    fail("reconnect attempt \(attempt) after \(delay), outside \(range) around \(expected)")
+                }
+                spreadDelays.append(delay)
+            } else if delay != expected {
                 fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
             }
         case .lifecycle(.closed(let error)):

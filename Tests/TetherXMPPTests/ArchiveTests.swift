@@ -342,6 +342,13 @@ struct CarbonsAndPushTests {
         guard case .pushRefused(let error) = harness.events.last else { return fail("not refused") }
         #expect(error.condition == .notAllowed)
 
+        // Unanswered within the iq timeout: refused with remote-server-timeout.
+        harness.machine.setPush(registration, now: harness.now)
+        harness.drain()
+        harness.advance(by: .seconds(30))
+        guard case .pushRefused(let timeout) = harness.events.last else { return fail("no timeout") }
+        #expect(timeout.condition == .remoteServerTimeout)
+
         // A new session (no resumption) enables it again.
         let streamManagementOff = XMPPClientHarness {
             $0.push = registration

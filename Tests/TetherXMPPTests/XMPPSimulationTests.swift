@@ -24,15 +24,28 @@ struct XMPPSimulationTests {
         ("plain, server restarts", false, [.stall, .restart], false),
         ("stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut], false),
         ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall], false),
-        ("archive with stream management, restarts and cuts", true, [.cut, .restart, .stall], true),
-        ("archive without stream management, cuts and stalls", false, [.cut, .stall, .restart], true),
+        (
+            "archive and spread reconnects with stream management, restarts and cuts", true, [.cut, .restart, .stall],
+            true
+        ),
+        (
+            "archive and spread reconnects without stream management, cuts and stalls", false,
+            [.cut, .stall, .restart], true
+        ),
     ]
 
     @Test(arguments: 0..<8)
     func invariantsHoldForEverySeed(_ index: Int) {
         let (name, streamManagement, faults, archive) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
-            let scenario = Scenario(seed: seed, streamManagement: streamManagement, faults: faults, archive: archive)
+            // The archive scenarios also spread their reconnects (Jitter.standard, seeded).
+            let scenario = Scenario(
+                seed: seed,
+                streamManagement: streamManagement,
+                faults: faults,
+                archive: archive,
+                jitter: archive
+            )
             let simulation = XMPPSimulation(scenario)
             let failures = simulation.run()
             if !failures.isEmpty {
@@ -66,6 +79,13 @@ struct XMPPSimulationTests {
             caughtUp += simulation.archivedDeliveries
         }
         #expect(catchUps >= 5 && caughtUp > 10, "\(catchUps) catch-ups, \(caughtUp) messages")
+        // Spread reconnects replay exactly for a seed, and differ between seeds.
+        let first = XMPPSimulation(.init(seed: 3, streamManagement: true, faults: [.restart, .cut], jitter: true))
+        let again = XMPPSimulation(.init(seed: 3, streamManagement: true, faults: [.restart, .cut], jitter: true))
+        let other = XMPPSimulation(.init(seed: 4, streamManagement: true, faults: [.restart, .cut], jitter: true))
+        #expect(first.run().isEmpty && again.run().isEmpty && other.run().isEmpty)
+        #expect(!first.spreadDelays.isEmpty && first.spreadDelays == again.spreadDelays)
+        #expect(first.spreadDelays != other.spreadDelays)
     }
 
     /// Path flaps alone: each time the path comes back while the machine waits, an attempt

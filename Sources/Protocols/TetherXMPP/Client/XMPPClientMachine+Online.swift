@@ -312,7 +312,10 @@ extension XMPPClientMachine {
             switch pending.purpose {
             case .app: emit(.iqResponse(id: id, .timedOut))
             case .archive: finishCatchUp(complete: false)
-            case .rosterFetch, .push, .carbons: break
+            case .push:
+                // Unanswered: the registration is not known to hold; the app is told.
+                emit(.pushRefused(StanzaError(type: nil, condition: .remoteServerTimeout)))
+            case .rosterFetch, .carbons: break
             }
         }
         armIQTimer()

@@ -101,7 +101,8 @@ public struct XMPPClientMachine: ~Copyable {
         case pushEnabled(XMPPPushRegistration)
         /// The server removed the registration (`setPush(nil)`).
         case pushDisabled(XMPPPushRegistration)
-        /// The server refused to register or remove it.
+        /// The server refused to register or remove it (`remote-server-timeout`: it did not answer
+        /// within `iqTimeout`).
         case pushRefused(StanzaError)
         /// The server refused the FAST token (`condition`): it is dropped and the login goes on
         /// with the password, on the same stream.
