@@ -105,6 +105,33 @@ struct XMPPArchiveTests {
         await bob.disconnect()
     }
 
+    /// A first launch (no archive position) still gets what the offline store holds: its query
+    /// for the latest archive id goes after the initial presence (prosody holds the offline store
+    /// back from a session that asked the archive first), and the stored message's archive id
+    /// becomes the position.
+    @Test func aFirstLaunchGetsTheOfflineStore() async throws {
+        let (server, certificates) = try await Self.server()
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port))
+        try await bob.connect()
+        try await bob.send(XMPPMessage(to: JID("alice@localhost"), body: "before the first launch"))
+        try await bob.flush()
+        let alice = try XMPPClient(
+            configuration: Self.alice(server),
+            options: XMPPClient.Options(caFile: certificates.caCertificate)
+        )
+        let events = EventRecorder(alice)
+        try await alice.connect()
+        #expect(
+            await events.wait { Self.messages($0).contains { $0.body == "before the first launch" } },
+            "\(events.events)"
+        )
+        let stored = try #require(Self.messages(events.events).first)
+        #expect(await alice.clientState().archivePosition?.id == stored.stanzaID(by: JID("alice@localhost")!))
+        #expect(!events.events.contains { if case .caughtUp = $0 { true } else { false } })
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
     @Test(arguments: [true, false])
     func carbonCopiesOfTheOtherClients(sasl2: Bool) async throws {
         let (server, certificates) = try await Self.server()

@@ -201,9 +201,13 @@ extension XMPPClientMachine {
             return
         }
         emit(.connected(jid))
-        // The catch-up first: what arrives from here on (the offline store's messages, sent when
-        // the initial presence is) waits for it.
-        startCatchUp(session, now: now)
+        // With a position, the catch-up first: what arrives from here on (the offline store's
+        // messages, sent when the initial presence is) waits for it. Without one, the query for
+        // the latest id goes after the presence: it delivers nothing, and a server that holds back
+        // its offline store from sessions that asked the archive first (prosody) must still send
+        // those messages.
+        let catchUpFirst = archivePosition != nil
+        if catchUpFirst { startCatchUp(session, now: now) }
         if configuration.fetchRosterOnConnect {
             let id = makeID("roster")
             pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .rosterFetch)
@@ -213,6 +217,7 @@ extension XMPPClientMachine {
         if let presence = configuration.initialPresence {
             sendOwnStanza(presence.element, session: session, now: now)
         }
+        if !catchUpFirst { startCatchUp(session, now: now) }
         let sasl2 = negotiation.sasl2
         startSessionServices(session, carbonsEnabled: sasl2?.bind == true && sasl2?.carbons == true, now: now)
         flushOutbox(session, now: now)
