@@ -230,7 +230,8 @@ struct XMPPArchiveTests {
         #expect(await secondEvents.wait { $0.contains(.pushEnabled(hibernating.push!)) }, "\(secondEvents.events)")
         #expect(await secondEvents.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
         relay.cutAll()
-        try await Task.sleep(for: .milliseconds(500))
+        // The relay closes both sides at once: the client's loss means prosody's link is gone too.
+        #expect(await secondEvents.wait { $0.contains { $0.isDisconnected } }, "\(secondEvents.events)")
         try await bob.send(XMPPMessage(to: JID("alice@localhost"), body: "you are asleep"))
         #expect(
             await appEvents.wait(timeout: .seconds(10)) { _ in

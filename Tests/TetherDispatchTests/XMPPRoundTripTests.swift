@@ -112,12 +112,7 @@ struct XMPPRoundTripTests {
         try await client.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
         // A round trip: everything of the first session sent before it has been answered.
-        _ = try await client.ping()
-        let cut = DispatchTime.now().uptimeNanoseconds
-        relay.cutAll()
-        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
-        let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
-        #expect(relay.serverFlights(from: cut, before: resumed.time) == 5)
+        #expect(try await Self.flightsToResume(client, relay, events) == 5)
         await client.disconnect()
     }
 
@@ -139,12 +134,7 @@ struct XMPPRoundTripTests {
         #expect(relay.serverFlights(before: connected.time) == 3)
         #expect(await client.authentication()?.sasl2 == true)
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
-        _ = try await client.ping()
-        let cut = DispatchTime.now().uptimeNanoseconds
-        relay.cutAll()
-        #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
-        let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
-        #expect(relay.serverFlights(from: cut, before: resumed.time) == 3)
+        #expect(try await Self.flightsToResume(client, relay, events) == 3)
         await client.disconnect()
 
         let directRelay = try TCPRelay(upstreamPort: server.directTLSPort!, delay: Self.delay)
@@ -174,13 +164,19 @@ struct XMPPRoundTripTests {
         try await client.connect()
         #expect(await events.wait { $0.contains { if case .fastToken = $0 { true } else { false } } })
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        #expect(try await Self.flightsToResume(client, relay, events) == 3)
+        #expect(await client.authentication()?.fast == true)
+        await client.disconnect()
+    }
+
+    /// After a round trip (everything of the session answered), cuts the link and returns the
+    /// server's flights until the session is resumed.
+    static func flightsToResume(_ client: XMPPClient, _ relay: TCPRelay, _ events: EventRecorder) async throws -> Int {
         _ = try await client.ping()
         let cut = DispatchTime.now().uptimeNanoseconds
         relay.cutAll()
         #expect(await events.wait(timeout: .seconds(10)) { $0.contains { $0.isResumed } })
         let resumed = try #require(events.timedEvents.first { $0.event.isResumed })
-        #expect(relay.serverFlights(from: cut, before: resumed.time) == 3)
-        #expect(await client.authentication()?.fast == true)
-        await client.disconnect()
+        return relay.serverFlights(from: cut, before: resumed.time)
     }
 }

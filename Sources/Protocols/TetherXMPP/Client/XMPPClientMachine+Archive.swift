@@ -8,16 +8,14 @@ extension XMPPClientMachine {
     struct ArchiveCatchUp: Sendable {
         /// The query's `queryid`, which the archive's results carry.
         var queryID: String
-        /// There is no position yet: only the archive's latest id is asked for, to start one.
-        var anchoring: Bool
+        /// The page asked for last.
+        var page: ArchivePage
         /// The anchoring query's result.
         var latest: XMPPArchivePosition?
         /// The results delivered.
         var count = 0
         /// Pages asked for.
         var pages = 1
-        /// The page asked for last.
-        var page: ArchivePage
         /// The archive no longer knew the position's id: the catch-up goes by its time.
         var byTime = false
         /// The position moved since the state was last reported.
@@ -27,6 +25,9 @@ extension XMPPClientMachine {
         var delivered: Set<String> = []
         /// Messages that arrived meanwhile: they come after the archive's.
         var held: [XMPPMessage] = []
+
+        /// There is no position yet: only the archive's latest id is asked for, to start one.
+        var anchoring: Bool { page == .latest }
     }
 
     /// Which page of the archive to ask for.
@@ -44,7 +45,7 @@ extension XMPPClientMachine {
         caughtUpIDs = []
         guard configuration.archiveCatchUp != nil else { return }
         let page = archivePosition.map { ArchivePage.after($0.id) } ?? .latest
-        var catchUp = ArchiveCatchUp(queryID: makeID("mam"), anchoring: archivePosition == nil, page: page)
+        var catchUp = ArchiveCatchUp(queryID: makeID("mam"), page: page)
         if let position = archivePosition { catchUp.delivered.insert("s:" + position.id) }
         self.catchUp = catchUp
         sendArchiveQuery(page, session, now: now)

@@ -176,17 +176,13 @@ extension XMPPClientMachine {
                 closeTransport: false,
                 now: now
             )
-        case .negotiating(let negotiation) where !negotiation.heardServer:
-            // Closed before the server said anything (a balancer with no server behind it): the
-            // target failed, as if it had refused.
-            targetFailed(negotiation.attempt)
-            guard negotiation.attempt.remainingTargets.isEmpty else { return openNextTarget(negotiation.attempt) }
-            lost(
-                XMPPClientError(.connectionLost, "The connection was lost: \(reason ?? "closed by the server")."),
-                closeTransport: false,
-                now: now
-            )
         case .negotiating, .connected:
+            if case .negotiating(let negotiation) = state, !negotiation.heardServer {
+                // Closed before the server said anything (a balancer with no server behind it):
+                // the target failed, as if it had refused; the next one, if any.
+                targetFailed(negotiation.attempt)
+                if !negotiation.attempt.remainingTargets.isEmpty { return openNextTarget(negotiation.attempt) }
+            }
             lost(
                 XMPPClientError(.connectionLost, "The connection was lost: \(reason ?? "closed by the server")."),
                 closeTransport: false,
