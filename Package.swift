@@ -136,10 +136,15 @@ let package = Package(
             path: "Sources/Drivers/CSystemResolver",
             linkerSettings: [.linkedLibrary("resolv")]
         ),
+        /// The kernel's readiness queue (epoll, kqueue) for the shared read threads.
+        .target(
+            name: "CEventPoll",
+            path: "Sources/Drivers/CEventPoll"
+        ),
         .target(
             name: "TetherDispatch",
             dependencies: [
-                "TetherCore", "TetherHTTP", "TetherDNS", "CSystemResolver",
+                "TetherCore", "TetherHTTP", "TetherDNS", "CSystemResolver", "CEventPoll",
                 .target(name: "TetherTLS", condition: .when(platforms: [.linux])),
             ],
             path: "Sources/Drivers/TetherDispatch",
@@ -366,7 +371,7 @@ let package = Package(
         /// network and clock (the tests' seeds, the benchmark's soak).
         .target(
             name: "TetherSimulation",
-            dependencies: ["TetherCore", "TetherSignalR", "TetherTLS", "TetherXML", "TetherXMPP"],
+            dependencies: ["TetherCore", "TetherDNS", "TetherSignalR", "TetherTLS", "TetherXML", "TetherXMPP"],
             path: "Tests/TetherSimulation",
             swiftSettings: strictSettings
         ),

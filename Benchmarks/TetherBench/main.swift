@@ -46,6 +46,7 @@ struct Options {
                tether-bench --fleet [CLIENTS] [--chart FILE]
                tether-bench --xmpp latency HOST:PORT JID COUNT
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
+               tether-bench --xmpp throughput-sm HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
                tether-bench --xmpp online HOST:PORT JID CONTROL_PORT COUNT
                tether-bench --xmpp online-sasl2 HOST:PORT JID CONTROL_PORT COUNT
@@ -168,7 +169,8 @@ struct Options {
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
                 let arity = [
-                    "latency": 4, "idle": 4, "throughput": 5, "online": 5, "online-sasl2": 5, "online-sasl2-tls": 6,
+                    "latency": 4, "idle": 4, "throughput": 5, "throughput-sm": 5, "online": 5, "online-sasl2": 5,
+                    "online-sasl2-tls": 6,
                 ]
                 guard let mode = rest.first, let expected = arity[mode], rest.count == expected
                 else { return nil }
@@ -318,8 +320,16 @@ if let arguments = options.xmppDriver {
                     caFile: login == .sasl2TLS ? arguments[4] : nil
                 )
             )
-        case "throughput":
-            print(try await XMPPDriverBenchmarks.throughput(server, from: arguments[2], to: arguments[3], count: count))
+        case "throughput", "throughput-sm":
+            print(
+                try await XMPPDriverBenchmarks.throughput(
+                    server,
+                    from: arguments[2],
+                    to: arguments[3],
+                    count: count,
+                    streamManagement: arguments[0] == "throughput-sm"
+                )
+            )
         default: print(try await XMPPDriverBenchmarks.idle(server, account: arguments[2], count: count))
         }
         exit(0)

@@ -5,9 +5,10 @@
  *
  *   strophe_bench latency    HOST PORT JID PASSWORD COUNT
  *   strophe_bench throughput HOST PORT FROM_JID TO_JID PASSWORD COUNT
+ *   strophe_bench throughput-sm HOST PORT FROM_JID TO_JID PASSWORD COUNT   (with stream management)
  *   strophe_bench idle       HOST PORT ACCOUNT@DOMAIN PASSWORD COUNT
  *
- * Cleartext (TLS disabled), stream management disabled, one context and one thread, as an app
+ * Cleartext (TLS disabled), stream management disabled (but in throughput-sm), one context and one thread, as an app
  * would use libstrophe's event loop. Built by run.sh with `pkg-config libstrophe`.
  */
 #include <stdio.h>
@@ -64,9 +65,12 @@ static void on_connect(xmpp_conn_t *conn, xmpp_conn_event_t status, int error, x
     }
 }
 
+/* Stream management off unless `throughput-sm` asks for it (XEP-0198, libstrophe's default). */
+static int stream_management = 0;
+
 static xmpp_conn_t *connect_one(xmpp_ctx_t *ctx, const char *host, int port, const char *jid, const char *password) {
     xmpp_conn_t *conn = xmpp_conn_new(ctx);
-    xmpp_conn_set_flags(conn, XMPP_CONN_FLAG_DISABLE_TLS | XMPP_CONN_FLAG_DISABLE_SM);
+    xmpp_conn_set_flags(conn, XMPP_CONN_FLAG_DISABLE_TLS | (stream_management ? 0 : XMPP_CONN_FLAG_DISABLE_SM));
     xmpp_conn_set_jid(conn, jid);
     xmpp_conn_set_pass(conn, password);
     if (xmpp_connect_client(conn, host, (unsigned short)port, on_connect, NULL) != XMPP_EOK) failed++;
@@ -171,16 +175,20 @@ static int throughput(const char *host, int port, const char *from, const char *
 /* Many idle connections in one process: resident memory and heap per connection. */
 static int idle(const char *host, int port, const char *account, const char *password, int count) {
     xmpp_ctx_t *ctx = xmpp_ctx_new(NULL, NULL);
+    char jid[256];
+    /* Measured beyond one connection made first, as tether-bench measures. */
+    snprintf(jid, sizeof jid, "%s/idle-first", account);
+    connect_one(ctx, host, port, jid, password);
+    wait_online(ctx, 1);
     malloc_trim(0);
     long rss_before = rss_bytes();
     struct mallinfo2 heap_before = mallinfo2();
-    char jid[256];
     for (int i = 0; i < count; i++) {
         snprintf(jid, sizeof jid, "%s/idle%d", account, i);
         connect_one(ctx, host, port, jid, password);
-        while (online + failed < i + 1) xmpp_run_once(ctx, 1);
+        while (online + failed < i + 2) xmpp_run_once(ctx, 1);
     }
-    wait_online(ctx, count);
+    wait_online(ctx, count + 1);
     for (int i = 0; i < 200; i++) xmpp_run_once(ctx, 5);
     malloc_trim(0);
     long rss_after = rss_bytes();
@@ -197,6 +205,10 @@ int main(int argc, char **argv) {
     xmpp_initialize();
     if (argc == 7 && strcmp(argv[1], "latency") == 0)
         return latency(argv[2], atoi(argv[3]), argv[4], argv[5], atoi(argv[6]));
+    if (argc == 8 && strcmp(argv[1], "throughput-sm") == 0) {
+        stream_management = 1;
+        return throughput(argv[2], atoi(argv[3]), argv[4], argv[5], argv[6], atoi(argv[7]));
+    }
     if (argc == 8 && strcmp(argv[1], "throughput") == 0)
         return throughput(argv[2], atoi(argv[3]), argv[4], argv[5], argv[6], atoi(argv[7]));
     if (argc == 7 && strcmp(argv[1], "idle") == 0)

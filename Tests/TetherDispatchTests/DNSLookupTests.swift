@@ -292,6 +292,104 @@ struct XMPPServiceLookupTests {
         #expect(heavyFirst > 20 && lightFirst >= 1, "heavy first \(heavyFirst), light first \(lightFirst)")
     }
 
+    /// A fleet spread over two working targets by weight (RFC 2782): one priority, weights 3 and
+    /// 1, each a relay in front of the same prosody. 40 clients (seeds 1–40) connecting at once
+    /// all get online in one attempt each, each through the one target it tried first, and the
+    /// heavier target takes about three quarters of them (between 22 and 38 of 40; a client that
+    /// ignored the weights would put half on each, one that ignored the lighter all on one).
+    @Test func aFleetIsSpreadOverTwoWorkingTargetsByWeight() async throws {
+        let prosody = try await startedProsody()
+        let heavy = try TCPRelay(upstreamPort: prosody.port)
+        let light = try TCPRelay(upstreamPort: prosody.port)
+        let dns = try await DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv("_xmpp-client._tcp.localhost", target: "heavy.test", port: heavy.port, priority: 5, weight: 30),
+                .srv("_xmpp-client._tcp.localhost", target: "light.test", port: light.port, priority: 5, weight: 10),
+                .address("heavy.test", ["127.0.0.1"]),
+                .address("light.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.endpoint = nil
+        let clients = try (1...40).map { seed in
+            var own = configuration
+            own.jid = JID("alice@localhost/fleet\(seed)")!
+            return try XMPPClient(
+                configuration: own,
+                options: XMPPClient.Options(
+                    randomSeed: UInt64(seed),
+                    nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)]
+                )
+            )
+        }
+        let recorders = clients.map { EventRecorder($0) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in clients { group.addTask { _ = try await client.connect() } }
+            try await group.waitForAll()
+        }
+        var servers: [String: Int] = [:]
+        for client in clients { servers[await client.health().server ?? "none", default: 0] += 1 }
+        for recorder in recorders {
+            #expect(!recorder.events.contains { if case .lifecycle(.attemptFailed) = $0 { true } else { false } })
+        }
+        let onHeavy = servers["heavy.test:\(heavy.port)"] ?? 0
+        let onLight = servers["light.test:\(light.port)"] ?? 0
+        #expect(onHeavy + onLight == 40, "\(servers)")
+        #expect(heavy.acceptedCount == onHeavy && light.acceptedCount == onLight)
+        #expect((22...38).contains(onHeavy), "\(servers)")
+        for client in clients { await client.disconnect() }
+    }
+
+    /// A direct-TLS target (priority 0) whose certificate the client does not trust (another CA's)
+    /// ahead of a working STARTTLS target: the refused certificate ends the attempt, fatal, as
+    /// an attacker in the path could otherwise push every client to a target of their choosing;
+    /// the second target is never contacted and no retry follows.
+    @Test func aTargetWithAWrongCertificateIsFatal() async throws {
+        let trusted = try TestCertificates.shared()
+        let untrusted = try TestCertificates()
+        let impostor = try ProsodyServer(certificates: untrusted)
+        try await impostor.start()
+        let prosody = try ProsodyServer(certificates: trusted)
+        try await prosody.start()
+        let working = try TCPRelay(upstreamPort: prosody.port)
+        let dns = try await DNSServer(
+            local: ["localhost", "test"],
+            records: [
+                .srv(
+                    "_xmpps-client._tcp.localhost",
+                    target: "impostor.test",
+                    port: impostor.directTLSPort!,
+                    priority: 0,
+                    weight: 0
+                ),
+                .srv("_xmpp-client._tcp.localhost", target: "xmpp.test", port: working.port, priority: 10, weight: 0),
+                .address("impostor.test", ["127.0.0.1"]),
+                .address("xmpp.test", ["127.0.0.1"]),
+            ]
+        )
+        var configuration = testConfiguration("alice", port: 0)
+        configuration.endpoint = nil
+        configuration.tls = .required
+        let client = try XMPPClient(
+            configuration: configuration,
+            options: XMPPClient.Options(
+                caFile: trusted.caCertificate,
+                nameServers: [Endpoint(host: "127.0.0.1", port: dns.port)]
+            )
+        )
+        let events = EventRecorder(client)
+        do {
+            _ = try await client.connect()
+            Issue.record("connected past a target with an untrusted certificate")
+        } catch {
+            #expect(error.kind == .certificateRefused, "\(error)")
+            #expect(error.isFatal)
+        }
+        #expect(working.acceptedCount == 0)
+        #expect(!events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })
+    }
+
     /// A direct-TLS record (XEP-0368) ahead of the STARTTLS one by priority: TLS from the first
     /// byte to the port it names, the certificate checked for the JID's domain (not the target's
     /// name, which the certificate does not carry).

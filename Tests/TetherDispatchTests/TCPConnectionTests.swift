@@ -196,11 +196,10 @@ struct TCPConnectionTests {
         return (connection, queue, received, server)
     }
 
-    /// Every way of reading delivers every byte in order, then the end of the stream; `limit` 0
-    /// (the process has that many read threads already) falls back to a Dispatch source. Closing
-    /// the connection, or dropping it unclosed, closes its socket (the server reads the end), once
-    /// the read thread no longer watches it.
-    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .threadPerSocket(limit: 0), .dispatchSource])
+    /// Every way of reading delivers every byte in order, then the end of the stream. Closing the
+    /// connection, or dropping it unclosed, closes its socket (the server reads the end), once no
+    /// read thread handles it any more.
+    @Test(arguments: [SocketReading.sharedThreads(count: 2), .sharedThreads(count: 1), .dispatchSource])
     func everyWayOfReadingDeliversAllAndClosesTheSocket(reading: SocketReading) async throws {
         let (listener, port) = try boundLoopbackSocket(listening: true)
         defer { close(listener) }
@@ -211,7 +210,7 @@ struct TCPConnectionTests {
             listener: listener,
             reading: reading
         )
-        #expect(readerQueue.sync { reader.readsOnThread } == (reading == .threadPerSocket(limit: .max)))
+        #expect(readerQueue.sync { reader.readsOnThread } == (reading != .dispatchSource))
         var offset = 0
         while offset < sent.count {
             let count = min(3000, sent.count - offset)
@@ -246,12 +245,81 @@ struct TCPConnectionTests {
         }
     }
 
+    /// The shared read threads do not grow with the connections: 300 connections read through
+    /// `.sharedThreads(count: 3)` each get their own bytes, and the process then has no more
+    /// threads named "tether.read" than the sets any test of this process can start (1 + 2 + 3 +
+    /// the default's), where a thread per socket would have 300.
+    @Test func sharedThreadsServeManyConnectionsWithAFixedCount() async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        var connections: [(TCPConnection, DispatchQueue, Received, server: Int32)] = []
+        defer { for connection in connections { close(connection.server) } }
+        for _ in 0..<300 {
+            connections.append(
+                try await Self.accepted(port: port, listener: listener, reading: .sharedThreads(count: 3))
+            )
+        }
+        for (index, connection) in connections.enumerated() {
+            let bytes = Array("connection \(index)".utf8)
+            #expect(bytes.withUnsafeBytes { send(connection.server, $0.baseAddress, $0.count, 0) } == bytes.count)
+        }
+        for (index, connection) in connections.enumerated() {
+            let expected = Array("connection \(index)".utf8)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while connection.2.snapshot.bytes.count < expected.count && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            #expect(connection.2.snapshot.bytes == expected)
+        }
+        let readThreads = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").filter {
+            let name = try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+            return name?.trimmingCharacters(in: .whitespacesAndNewlines) == ReadThreads.threadName
+        }
+        #expect(readThreads.count <= 1 + 2 + 3 + ReadThreads.defaultCount)
+        #expect(readThreads.count >= 3)
+        for connection in connections { connection.1.sync { connection.0.close() } }
+    }
+
+    /// A connection whose queue is busy holds up one shared read thread while it is, not the
+    /// others: with two threads, while one connection's queue is blocked with its input waiting,
+    /// another connection's input still arrives; the first one's follows once its queue is free.
+    @Test func aBusyConnectionHoldsUpOneSharedThreadOnly() async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        let busy = try await Self.accepted(port: port, listener: listener, reading: .sharedThreads(count: 2))
+        let free = try await Self.accepted(port: port, listener: listener, reading: .sharedThreads(count: 2))
+        defer {
+            close(busy.server)
+            close(free.server)
+        }
+        let release = DispatchSemaphore(value: 0)
+        busy.1.async { release.wait() }
+        var byte: UInt8 = 1
+        #expect(send(busy.server, &byte, 1, 0) == 1)
+        try await Task.sleep(for: .milliseconds(50))  // a thread now waits for the busy queue
+        #expect(send(free.server, &byte, 1, 0) == 1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while free.2.snapshot.bytes.isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(free.2.snapshot.bytes == [1])
+        #expect(busy.2.snapshot.bytes.isEmpty)
+        release.signal()
+        let busyDeadline = ContinuousClock.now + .seconds(5)
+        while busy.2.snapshot.bytes.isEmpty && ContinuousClock.now < busyDeadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(busy.2.snapshot.bytes == [1])
+        busy.1.sync { busy.0.close() }
+        free.1.sync { free.0.close() }
+    }
+
     /// A graceful close (`afterFlushing`) with bytes still queued writes them all, ends its side
     /// of the stream, and reads and drops what the peer sends meanwhile and afterwards: a socket
     /// closed with input unread, or getting input after it closed, sends a reset, and the kernel
     /// drops what it has not delivered yet. The same when the peer ends its side during the
     /// flush (the connection stops reading then, and closes once it has written everything).
-    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
+    @Test(arguments: [SocketReading.sharedThreads(count: 2), .dispatchSource])
     func aLingeringCloseDropsLateInputAndFlushesEverything(reading: SocketReading) async throws {
         let (listener, port) = try boundLoopbackSocket(listening: true)
         defer { close(listener) }

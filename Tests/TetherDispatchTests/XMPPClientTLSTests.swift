@@ -221,7 +221,7 @@ struct XMPPClientTLSTests {
                 try await client.connect()
                 Issue.record("connected to a server whose CA is unknown (\(tls))")
             } catch {
-                #expect(error.kind == .tlsFailed, "\(error)")
+                #expect(error.kind == .certificateRefused, "\(error)")
                 #expect(error.message.contains("unable to get local issuer certificate"), "\(error)")
                 #expect(error.isFatal)
             }
@@ -280,7 +280,7 @@ struct XMPPClientTLSTests {
                 try await client.connect()
                 Issue.record("connected with a certificate for another host (\(tls))")
             } catch {
-                #expect(error.kind == .tlsFailed)
+                #expect(error.kind == .certificateRefused)
                 #expect(error.message.contains("hostname mismatch"), "\(error)")
             }
         }

@@ -175,7 +175,7 @@ struct XMPPClientTests {
     /// thread that read it; a task's requests on its own client run on the queue at once, and
     /// requests across (alice's task pinging through bob's client while bob's pings through
     /// alice's) never wait for each other's queue. The same with Dispatch sources.
-    @Test(arguments: [SocketReading.threadPerSocket(limit: .max), .dispatchSource])
+    @Test(arguments: [SocketReading.default, .dispatchSource])
     func requestsFromTasksOnTheClientsExecutors(reading: SocketReading) async throws {
         let server = try await startedProsody()
         var options = XMPPClient.Options()

@@ -144,7 +144,7 @@ struct XMPPWebSocketTests {
             try await untrusting.connect()
             Issue.record("connected to a wss server whose CA is unknown")
         } catch {
-            #expect(error.kind == .tlsFailed && error.isFatal, "\(error)")
+            #expect(error.kind == .certificateRefused && error.isFatal, "\(error)")
             #expect(error.message.contains("unable to get local issuer certificate"), "\(error)")
         }
         #expect(!events.events.contains { if case .lifecycle(.reconnecting) = $0 { true } else { false } })

@@ -21,9 +21,9 @@ struct HubSimulationTests {
 
     static let scenarios: [(name: String, stateful: Bool, faults: [Scenario.Fault])] = [
         ("stateful, cuts and stalls", true, [.cut, .stall]),
-        ("stateful, server restarts", true, [.cut, .restart]),
+        ("stateful, server restarts, spread reconnects", true, [.cut, .restart]),
         ("plain, cuts and stalls", false, [.cut, .stall]),
-        ("plain, server restarts", false, [.stall, .restart]),
+        ("plain, server restarts, spread reconnects", false, [.stall, .restart]),
         ("stateful, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut]),
         ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall]),
     ]
@@ -32,8 +32,15 @@ struct HubSimulationTests {
     func invariantsHoldForEverySeed(_ index: Int) {
         let (name, stateful, faults) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
-            // Odd seeds speak JSON, even ones MessagePack.
-            let scenario = Scenario(seed: seed, stateful: stateful, faults: faults, messagePack: seed % 2 == 0)
+            // Odd seeds speak JSON, even ones MessagePack; the restart scenarios spread their
+            // reconnects (Jitter.standard, seeded).
+            let scenario = Scenario(
+                seed: seed,
+                stateful: stateful,
+                faults: faults,
+                messagePack: seed % 2 == 0,
+                jitter: faults.contains(.restart)
+            )
             let simulation = HubSimulation(scenario)
             let failures = simulation.run()
             if !failures.isEmpty {
@@ -45,6 +52,21 @@ struct HubSimulationTests {
 }
 
 extension HubSimulationTests {
+    /// Spread reconnects replay exactly for a seed, differ between seeds, and stay within ±50 %
+    /// of the schedule (checked by the run).
+    @Test func spreadReconnectsReplayForASeed() {
+        func run(_ seed: UInt64) -> HubSimulation {
+            let simulation = HubSimulation(.init(seed: seed, stateful: false, faults: [.restart, .cut], jitter: true))
+            #expect(simulation.run().isEmpty)
+            return simulation
+        }
+        let first = run(3)
+        let again = run(3)
+        let other = run(4)
+        #expect(!first.spreadDelays.isEmpty && first.spreadDelays == again.spreadDelays)
+        #expect(first.spreadDelays != other.spreadDelays)
+    }
+
     /// The scenarios do what they say: traffic both ways, resumptions without new connections.
     @Test func theSimulationExercisesTheProtocol() {
         let simulation = HubSimulation(.init(seed: 1, stateful: true, faults: [.cut, .stall]))

@@ -22,6 +22,8 @@ public final class HubSimulation: MachineSimulation {
         /// How often each fault strikes on average (nil: one to three times in the first five
         /// minutes).
         public var faultInterval: Duration?
+        /// The reconnect delays are spread (`Jitter.standard`) with the machine's seeded generator.
+        public var jitter: Bool
 
         public init(
             seed: UInt64,
@@ -29,8 +31,10 @@ public final class HubSimulation: MachineSimulation {
             faults: [Fault],
             duration: Duration = .seconds(300),
             messagePack: Bool = false,
-            faultInterval: Duration? = nil
+            faultInterval: Duration? = nil,
+            jitter: Bool = false
         ) {
+            self.jitter = jitter
             self.seed = seed
             self.stateful = stateful
             self.faults = faults
@@ -41,7 +45,8 @@ public final class HubSimulation: MachineSimulation {
 
         public var description: String {
             "HubSimulation(.init(seed: \(seed), stateful: \(stateful), faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], "
-                + "duration: \(duration), messagePack: \(messagePack), faultInterval: \(String(describing: faultInterval)))).run()"
+                + "duration: \(duration), messagePack: \(messagePack), faultInterval: \(String(describing: faultInterval)), "
+                + "jitter: \(jitter))).run()"
         }
     }
 
@@ -96,6 +101,8 @@ public final class HubSimulation: MachineSimulation {
     var completedInvocations = 0
     /// Stateful reconnect's tries announced in the current outage.
     var resumeTriesAnnounced = 0
+    /// The reconnect delays of a spread schedule, as they came.
+    public var spreadDelays: [Duration] = []
     /// The arguments of the Echo invocations that completed with a result.
     var completedArguments: [Int] = []
     var closedEvents = 0
@@ -112,7 +119,8 @@ public final class HubSimulation: MachineSimulation {
         configuration.keepAliveInterval = Self.keepAlive
         configuration.serverTimeout = Self.serverTimeout
         configuration.handshakeTimeout = Self.handshakeTimeout
-        configuration.reconnectPolicy = .delays(Self.reconnectDelays)
+        configuration.reconnectPolicy =
+            scenario.jitter ? .delays(Self.reconnectDelays).jittered(.standard) : .delays(Self.reconnectDelays)
         configuration.statefulReconnect = scenario.stateful
         configuration.handledTargets = ["Notify"]
         // Under stateful reconnect the connection stays in the background, so that its promise
@@ -259,7 +267,17 @@ public final class HubSimulation: MachineSimulation {
             let candidates = [attempt - 1 - resumeTriesAnnounced, attempt - 1].filter {
                 $0 >= 0 && $0 < Self.reconnectDelays.count
             }
-            if !candidates.contains(where: { Self.reconnectDelays[$0] == delay }) {
+            if scenario.jitter {
+                // Spread: ±50 % of the schedule's delay, an immediate retry within 1 s.
+                let ranges = candidates.map { index -> ClosedRange<Duration> in
+                    let expected = Self.reconnectDelays[index]
+                    return expected == .zero ? Duration.zero...Duration.seconds(1) : (expected / 2)...(expected * 3 / 2)
+                }
+                if !ranges.contains(where: { $0.contains(delay) }) {
+                    fail("reconnect attempt \(attempt) after \(delay), outside \(ranges) of the schedule")
+                }
+                spreadDelays.append(delay)
+            } else if !candidates.contains(where: { Self.reconnectDelays[$0] == delay }) {
                 let expected = candidates.first.map { Self.reconnectDelays[$0] }
                 fail("reconnect attempt \(attempt) after \(delay), the policy says \(String(describing: expected))")
             }

@@ -1,4 +1,5 @@
 import TetherCore
+import TetherDNS
 import TetherTLS
 import TetherXML
 import TetherXMPP
@@ -10,7 +11,11 @@ import TetherXMPP
 /// server restarts, on a virtual clock. With `archive`, the server also keeps every message it
 /// sends the account in an archive (XEP-0313, with XEP-0359 stanza ids, kept across restarts)
 /// and answers the catch-up's queries, and the run checks that no message is lost across
-/// sessions, resumed or not. A failing seed replays exactly with
+/// sessions, resumed or not. With `failingTarget`, the client finds its server through an SRV
+/// lookup whose first target (a balancer with no server behind it) refuses, resets or closes every
+/// connection before the stream, and the run checks that each such failure passes the attempt on
+/// to the server within it, and that the balancer is not tried first again while the server
+/// answers. A failing seed replays exactly with
 /// `XMPPSimulation(scenario).run()`.
 public final class XMPPSimulation: MachineSimulation {
     public struct Scenario: SimulationPlan, CustomStringConvertible, Sendable {
@@ -27,6 +32,9 @@ public final class XMPPSimulation: MachineSimulation {
         public var archive: Bool
         /// The reconnect delays are spread (`Jitter.standard`) with the machine's seeded generator.
         public var jitter: Bool
+        /// The server is found through an SRV lookup whose first target always fails before the
+        /// stream (refused, reset or closed after the connect, as the seed has it).
+        public var failingTarget: Bool
 
         public init(
             seed: UInt64,
@@ -35,8 +43,10 @@ public final class XMPPSimulation: MachineSimulation {
             duration: Duration = .seconds(300),
             faultInterval: Duration? = nil,
             archive: Bool = false,
-            jitter: Bool = false
+            jitter: Bool = false,
+            failingTarget: Bool = false
         ) {
+            self.failingTarget = failingTarget
             self.archive = archive
             self.jitter = jitter
             self.seed = seed
@@ -49,7 +59,8 @@ public final class XMPPSimulation: MachineSimulation {
         public var description: String {
             "XMPPSimulation(.init(seed: \(seed), streamManagement: \(streamManagement), "
                 + "faults: [\(faults.map { "." + $0.rawValue }.joined(separator: ", "))], duration: \(duration), "
-                + "faultInterval: \(String(describing: faultInterval)), archive: \(archive), jitter: \(jitter))).run()"
+                + "faultInterval: \(String(describing: faultInterval)), archive: \(archive), jitter: \(jitter), "
+                + "failingTarget: \(failingTarget))).run()"
         }
     }
 
@@ -86,7 +97,7 @@ public final class XMPPSimulation: MachineSimulation {
     static let holdTime = Duration.seconds(60)
 
     let scenario: Scenario
-    var record: SimulationRecord<Never>
+    var record: SimulationRecord<SpecificInput>
     let holder: MachineHolder<XMPPClientMachine>
     /// The machine under test.
     var machine: XMPPClientMachine {
@@ -117,6 +128,19 @@ public final class XMPPSimulation: MachineSimulation {
     var archivedDeliveries = 0
     /// Whether a session is online (from `connected` or `resumed` to `connectionLost`).
     var online = false
+    /// With `failingTarget`: the SRV targets, the failing balancer first by priority.
+    static let balancer = Endpoint(host: "balancer.test", port: 5222)
+    static let serverTarget = Endpoint(host: "xmpp.test", port: 5222)
+    /// The targets opened since the last lookup (one attempt's), in order.
+    var attemptTargets: [Endpoint] = []
+    /// Connections made to the balancer.
+    public var balancerConnections = 0
+    /// Connections to the server's target that found it down.
+    public var serverRefusals = 0
+    /// Attempts that tried the balancer first.
+    public var balancerFirst = 0
+    /// Whether the server's target answered the last time it was tried (nil: not tried yet).
+    var serverAnsweredLast: Bool?
 
     public init(_ scenario: Scenario) {
         self.scenario = scenario
@@ -146,6 +170,10 @@ public final class XMPPSimulation: MachineSimulation {
             releaseBuffersAfterIdle: nil
         )
         configuration.archiveCatchUp = scenario.archive ? .init(pageSize: 4) : nil
+        if scenario.failingTarget {
+            configuration.endpoint = nil
+            configuration.serviceLookup = true
+        }
         if scenario.jitter { configuration.reconnectPolicy = .delays(Self.reconnectDelays).jittered(.standard) }
         holder = MachineHolder(
             XMPPClientMachine(
@@ -180,7 +208,25 @@ public final class XMPPSimulation: MachineSimulation {
 
     // MARK: - Events
 
-    typealias SpecificInput = Never
+    enum SpecificInput: Sendable {
+        /// The SRV lookup of `generation` answers.
+        case serviceLookedUp(TransportGeneration)
+    }
+
+    func handleSpecific(_ input: SpecificInput) {
+        switch input {
+        case .serviceLookedUp(let generation):
+            machine.serviceLookedUp(
+                startTLS: .records([
+                    .srv(priority: 10, weight: 0, port: UInt16(Self.balancer.port), target: Self.balancer.host),
+                    .srv(priority: 20, weight: 0, port: UInt16(Self.serverTarget.port), target: Self.serverTarget.host),
+                ]),
+                directTLS: .none,
+                generation: generation,
+                now: now
+            )
+        }
+    }
 
     func serverDetach(_ generation: TransportGeneration) {
         server.detach(generation, now: now)
@@ -201,13 +247,20 @@ public final class XMPPSimulation: MachineSimulation {
 
     func perform(_ action: XMPPClientMachine.Action) {
         switch action {
-        case .request(.lookUpService):
-            preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
+        case .request(.lookUpService(_, let generation)):
+            guard scenario.failingTarget else { return fail("a lookup although the client names its server") }
+            connectAttempts.append(now)
+            if attemptTargets == [Self.balancer] {
+                fail("an attempt ended at the failing balancer without trying the next target")
+            }
+            attemptTargets = []
+            schedule(after: latency(), .specific(.serviceLookedUp(generation)))
         case .openTransport(let request, let generation):
-            guard case .tcp = request.kind else {
-                preconditionFailure("the simulated client names its server (Configuration.endpoint) on TCP")
+            guard case .tcp(let endpoint, _) = request.kind else {
+                preconditionFailure("the simulated client connects over TCP")
             }
             connectAttempts.append(now)
+            if scenario.failingTarget, !openingTarget(endpoint, generation) { return }
             guard connectAllowed(generation, closed: { schedule(after: latency(), .clientClosed($0, $1)) }) else {
                 return
             }
@@ -239,6 +292,44 @@ public final class XMPPSimulation: MachineSimulation {
         case .event(let event):
             observe(event)
         }
+    }
+
+    /// With `failingTarget`: checks the order of the targets in the attempt, and has the balancer
+    /// fail the connection (false: the server is not involved).
+    func openingTarget(_ endpoint: Endpoint, _ generation: TransportGeneration) -> Bool {
+        if attemptTargets.contains(endpoint) { fail("\(endpoint) tried twice in one attempt") }
+        attemptTargets.append(endpoint)
+        if endpoint == Self.serverTarget {
+            serverAnsweredLast = server.isUp && !record.networkDown
+            if serverAnsweredLast == false { serverRefusals += 1 }
+            return true
+        }
+        guard endpoint == Self.balancer else {
+            fail("a connection to \(endpoint), which the lookup did not name")
+            return false
+        }
+        // Tried first again only while the server's target did not answer its last try.
+        if attemptTargets.count == 1 {
+            balancerFirst += 1
+            if serverAnsweredLast == true {
+                fail("the failing balancer tried first although the server answered last time")
+            }
+        }
+        balancerConnections += 1
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+            schedule(
+                after: latency(),
+                .clientClosed(generation, TransportError(.connectionFailed, "connection refused"))
+            )
+        case 1:
+            schedule(after: latency(), .clientConnected(generation))
+            schedule(after: latency() * 2, .clientClosed(generation, TransportError(.connectionLost, "reset by peer")))
+        default:
+            schedule(after: latency(), .clientConnected(generation))
+            schedule(after: latency() * 2, .clientClosed(generation, nil))
+        }
+        return false
     }
 
     func observe(_ event: XMPPClientMachine.Event) {

@@ -17,34 +17,45 @@ struct XMPPSimulationTests {
         return 200
     }()
 
-    static let scenarios: [(name: String, streamManagement: Bool, faults: [Scenario.Fault], archive: Bool)] = [
-        ("stream management, cuts and stalls", true, [.cut, .stall], false),
-        ("stream management, server restarts", true, [.cut, .restart], false),
-        ("plain, cuts and stalls", false, [.cut, .stall], false),
-        ("plain, server restarts", false, [.stall, .restart], false),
-        ("stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut], false),
-        ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall], false),
-        (
-            "archive and spread reconnects with stream management, restarts and cuts", true, [.cut, .restart, .stall],
-            true
-        ),
-        (
-            "archive and spread reconnects without stream management, cuts and stalls", false,
-            [.cut, .stall, .restart], true
-        ),
-    ]
+    static let scenarios:
+        [(name: String, streamManagement: Bool, faults: [Scenario.Fault], archive: Bool, failingTarget: Bool)] = [
+            ("stream management, cuts and stalls", true, [.cut, .stall], false, false),
+            ("stream management, server restarts", true, [.cut, .restart], false, false),
+            ("plain, cuts and stalls", false, [.cut, .stall], false, false),
+            ("plain, server restarts", false, [.stall, .restart], false, false),
+            (
+                "stream management, path flaps, moves, background, cuts", true, [.pathFlap, .move, .background, .cut],
+                false, false
+            ),
+            ("plain, path flaps, background, stalls", false, [.pathFlap, .background, .stall], false, false),
+            (
+                "archive and spread reconnects with stream management, restarts and cuts", true,
+                [.cut, .restart, .stall],
+                true, false
+            ),
+            (
+                "archive and spread reconnects without stream management, cuts and stalls", false,
+                [.cut, .stall, .restart], true, false
+            ),
+            (
+                "a failing first SRV target, spread reconnects, stream management, restarts, cuts and stalls", true,
+                [.cut, .restart, .stall], false, true
+            ),
+        ]
 
-    @Test(arguments: 0..<8)
+    @Test(arguments: 0..<9)
     func invariantsHoldForEverySeed(_ index: Int) {
-        let (name, streamManagement, faults, archive) = Self.scenarios[index]
+        let (name, streamManagement, faults, archive, failingTarget) = Self.scenarios[index]
         for seed in 1...UInt64(Self.seeds) {
-            // The archive scenarios also spread their reconnects (Jitter.standard, seeded).
+            // The archive and fail-over scenarios also spread their reconnects (Jitter.standard,
+            // seeded).
             let scenario = Scenario(
                 seed: seed,
                 streamManagement: streamManagement,
                 faults: faults,
                 archive: archive,
-                jitter: archive
+                jitter: archive || failingTarget,
+                failingTarget: failingTarget
             )
             let simulation = XMPPSimulation(scenario)
             let failures = simulation.run()
@@ -86,6 +97,30 @@ struct XMPPSimulationTests {
         #expect(first.run().isEmpty && again.run().isEmpty && other.run().isEmpty)
         #expect(!first.spreadDelays.isEmpty && first.spreadDelays == again.spreadDelays)
         #expect(first.spreadDelays != other.spreadDelays)
+    }
+
+    /// The fail-over scenario does what it says: the balancer is tried, fails each time, and the
+    /// client still gets online through the server after every restart, with nothing lost
+    /// (checked by the run); the balancer comes first again only after the server's target failed
+    /// too (at most once per such failure, beside the first attempt).
+    @Test func aFailingFirstTargetPassesEachAttemptOn() {
+        for seed in 1...UInt64(10) {
+            let simulation = XMPPSimulation(
+                .init(
+                    seed: seed,
+                    streamManagement: true,
+                    faults: [.restart, .cut],
+                    jitter: true,
+                    failingTarget: true
+                )
+            )
+            let failures = simulation.run()
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+            #expect(simulation.balancerConnections >= 1)
+            #expect(simulation.balancerFirst <= 1 + simulation.serverRefusals, "seed \(seed)")
+            #expect(simulation.summary.connections > 1)
+            #expect(simulation.server.received.count > 20)
+        }
     }
 
     /// Path flaps alone: each time the path comes back while the machine waits, an attempt

@@ -21,9 +21,11 @@ public final class OpenSSLTLSSession: TLSSession {
         )
     }
 
-    /// `TLSError.peerRejected` as the drivers' `TLSPeerRejected`; other errors as they are.
+    /// A refused certificate (`TLSError.certificateRejected`: not trusted or not for the name;
+    /// `peerRejected`: refused by the app's `TLSTrust`) as the drivers' `TLSPeerRejected`; other
+    /// errors as they are.
     private static func translated(_ error: TLSError) -> any Error {
-        error.kind == .peerRejected ? TLSPeerRejected(error.message) : error
+        error.kind == .peerRejected || error.kind == .certificateRejected ? TLSPeerRejected(error.message) : error
     }
 
     /// A session for `configuration`, with a context of its own.

@@ -45,7 +45,7 @@ final class ChatConnection: Sendable {
         } catch {
             switch error.kind {
             case .authenticationFailed: ui.show("wrong password")
-            case .tlsFailed: ui.show("the server's certificate was refused")
+            case .certificateRefused: ui.show("the server's certificate was refused")
             default: ui.show("cannot connect: \(error.message)")
             }
         }

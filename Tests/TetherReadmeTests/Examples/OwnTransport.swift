@@ -17,7 +17,8 @@ enum TransportInput {
     case opened(TransportGeneration)
     case received([UInt8], TransportGeneration)
     case tlsEstablished(TransportGeneration)
-    case closed(TransportGeneration, error: TransportError?)  // a failed TLS handshake too (.tlsFailed)
+    // A failed TLS handshake too (.tlsFailed; a refused certificate: .certificateRefused).
+    case closed(TransportGeneration, error: TransportError?)
     case timerFired
 }
 

@@ -70,11 +70,12 @@ public enum TransportErrorKind: String, ErrorKind {
     case connectionFailed
     /// It was up and ended without an orderly close (a reset, a broken pipe, a cut).
     case connectionLost
-    /// TLS could not be established (the certificate was not valid for the name or not
-    /// trusted, the handshake failed) or a TLS record was broken, or TLS was asked of a
+    /// TLS could not be established for another reason than the certificate (the handshake
+    /// failed: no common version or cipher, an alert, a broken record), or TLS was asked of a
     /// transport that cannot have it.
     case tlsFailed
-    /// The app's trust settings (`TLSTrust`: pins, its evaluator) refused the certificate.
+    /// The server's certificate was refused: not trusted, not valid for the name, or refused by
+    /// the app's trust settings (`TLSTrust`: pins, its evaluator). Fatal.
     case certificateRefused
     /// The server answered an HTTP request that opens or carries the transport with 401.
     case unauthorized

@@ -182,8 +182,12 @@ public struct TLSPeer: Sendable {
     }
 }
 
-/// A TLS session refused the server's certificate because of the app's `TLSTrust` (pins or
-/// evaluator). Final: the drivers do not retry.
+/// A TLS session refused the server's certificate: not trusted, not valid for the server's name,
+/// or refused by the app's `TLSTrust` (pins or evaluator). Final: the drivers do not retry, and an
+/// XMPP client does not pass the attempt on to the next server of a DNS lookup (an attacker in the
+/// path could otherwise steer clients to the server of their choosing). A session of the app's
+/// own throws it for every certificate it refuses, so that a handshake failing for another reason
+/// (`tlsFailed`) can be told apart.
 public struct TLSPeerRejected: Error, Sendable, CustomStringConvertible {
     /// Why.
     public let message: String

@@ -39,7 +39,7 @@ public final class ConnectionExecutor: TaskExecutor {
         }
     }
 
-    /// Runs `body` (an input, on `queue`, on a `ReadThread`) and then, still on `queue` and on this
+    /// Runs `body` (an input, on `queue`, on one of the `ReadThreads`) and then, still on `queue` and on this
     /// thread, the jobs the input gave this queue's executor (the tasks its answers resumed):
     /// enqueued on the queue instead, they would wait for a thread of Dispatch's to be woken. Jobs
     /// those jobs enqueue go to the queue as usual.

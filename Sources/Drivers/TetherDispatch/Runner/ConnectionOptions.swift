@@ -16,9 +16,9 @@ public struct ConnectionOptions: Sendable {
     public var tcpConnectTimeout: Duration
     /// The most bytes handed up from one read of a connection (default 64 KiB).
     public var maximumReadSize: Int
-    /// How a connection waits for its socket's input (`SocketReading.default`: a thread of its own
-    /// for each of the process's first 64 sockets, which answers sooner; Dispatch's shared threads
-    /// beyond).
+    /// How a connection waits for its socket's input (`SocketReading.default`: the process's few
+    /// shared read threads, one per processor, which handle each input on the connection's queue
+    /// themselves; or Dispatch read sources).
     public var socketReading: SocketReading
     /// How long a closed connection may keep its socket (default 2 s) to write what is queued (a
     /// last `</stream:stream>`, WebSocket Close or TLS close_notify), end its side of the stream

@@ -11,8 +11,8 @@ import TetherDNS
     import Darwin
 #endif
 
-/// One non-blocking TCP connection driven by Dispatch (and, as `SocketReading` chooses, a reader
-/// thread of its own), for the runners.
+/// One non-blocking TCP connection driven by Dispatch (and, as `SocketReading` chooses, the
+/// process's shared read threads), for the runners.
 ///
 /// It resolves the host (getaddrinfo, on a global queue because it blocks) and connects as RFC
 /// 8305 (Happy Eyeballs) says: the addresses in the resolver's order with the families
@@ -20,7 +20,7 @@ import TetherDNS
 /// or at once when one fails; the first to connect wins and the others are dropped. Each attempt
 /// has its own connect timeout. So an address that swallows the connect (a broken IPv6 route, a
 /// dead host) delays the connection by 250 ms, not by the timeout. Then it reads when a
-/// `ReadThread` (or a `DispatchSourceRead`) sees input, and writes directly, buffering what the
+/// `ReadThreads` thread (or a `DispatchSourceRead`) sees input, and writes directly, buffering what the
 /// kernel does not take and finishing it from a `DispatchSourceWrite`. Every event is delivered on `queue`, never from
 /// inside a call into the connection, so a runner never re-enters its machine. After `close()`
 /// nothing more is delivered.
@@ -86,7 +86,7 @@ package final class TCPConnection: @unchecked Sendable {
     private var outputEnded = false
     /// A lingering connection read the end of the peer's stream (or a failure).
     private var inputEnded = false
-    private var readThread: ReadThread?
+    private var readWatch: ReadThreads.Watch?
     private var writeSource: (any DispatchSourceWrite)?
     private var writeSourceRunning = false
     private var isConnected = false
@@ -105,8 +105,8 @@ package final class TCPConnection: @unchecked Sendable {
     /// Bytes written but not yet taken by the kernel.
     package var pendingWriteCount: Int { pending.count - pendingOffset }
 
-    /// The socket's input is waited for by a `ReadThread` (not a Dispatch source).
-    var readsOnThread: Bool { readThread != nil }
+    /// The socket's input is waited for by the shared read threads (not a Dispatch source).
+    var readsOnThread: Bool { readWatch != nil }
 
     /// The connection has ended and holds nothing that could report again: no attempt, no timer,
     /// no socket (read on `queue`; for tests).
@@ -368,12 +368,12 @@ package final class TCPConnection: @unchecked Sendable {
     private func connected() {
         isConnected = true
         let fd = socket
-        if case .threadPerSocket(let limit) = reading {
-            readThread = ReadThread.start(socket: fd, queue: queue, limit: limit) { [weak self] in
+        if case .sharedThreads(let count) = reading {
+            readWatch = ReadThreads.shared(count: count)?.watch(socket: fd, queue: queue) { [weak self] in
                 self?.readable() ?? false
             }
         }
-        if readThread == nil {
+        if readWatch == nil {
             let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             read.setEventHandler { [weak self] in _ = self?.readable() }
             readSource = read
@@ -486,8 +486,8 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func tearDown() {
         endAllAttempts()
-        // The descriptor is closed once both sources are canceled (Dispatch's rule) and the read
-        // thread no longer polls it.
+        // The descriptor is closed once both sources are canceled (Dispatch's rule) and no read
+        // thread handles it any more.
         let fd = socket
         socket = -1
         var sources: [any DispatchSourceProtocol] = []
@@ -499,25 +499,25 @@ package final class TCPConnection: @unchecked Sendable {
             if !writeSourceRunning { writeSource.resume() }
             sources.append(writeSource)
         }
-        let thread = readThread
+        let watch = readWatch
         readSource = nil
         readSourceSuspended = false
         outputEnded = false
         inputEnded = false
-        readThread = nil
+        readWatch = nil
         writeSource = nil
         writeSourceRunning = false
         guard fd >= 0 else { return }
-        guard !sources.isEmpty || thread != nil else {
+        guard !sources.isEmpty || watch != nil else {
             _ = systemClose(fd)
             return
         }
-        let remaining = SourceCountdown(sources.count + (thread == nil ? 0 : 1)) { _ = systemClose(fd) }
+        let remaining = SourceCountdown(sources.count + (watch == nil ? 0 : 1)) { _ = systemClose(fd) }
         for source in sources {
             source.setCancelHandler { remaining.done() }
             source.cancel()
         }
-        thread?.cancel { remaining.done() }
+        watch?.cancel { remaining.done() }
     }
 
     package static func errorText(_ code: Int32) -> String {

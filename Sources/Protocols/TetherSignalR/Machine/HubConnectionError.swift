@@ -14,8 +14,8 @@ public struct HubConnectionError: ConnectionError {
         case connectionFailed
         /// The transport closed while it was in use, or the server closed it.
         case connectionLost
-        /// TLS could not be established (the certificate was not trusted or not valid for the
-        /// host, the handshake failed).
+        /// TLS could not be established for another reason than the certificate (the handshake
+        /// failed: no common version or cipher, an alert; a broken record).
         case tlsFailed
         /// The URL asks for TLS and there is no TLS layer on this platform (no session factory):
         /// thrown when the connection is created.
@@ -50,8 +50,9 @@ public struct HubConnectionError: ConnectionError {
         /// The server refused the access token (HTTP 401 to negotiate or to opening the
         /// transport), also after the token provider was asked once more (or there is none).
         case authenticationFailed
-        /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
-        /// server's certificate. Fatal: no other transport and no reconnect is tried.
+        /// The server's certificate was refused: not trusted, not valid for the host, or refused by
+        /// the app's trust settings (`TLSTrust`: pinned public keys, its evaluator). Fatal: no
+        /// other transport and no reconnect is tried.
         case certificateRefused
         /// The connection cannot be made as configured (an URL that is not absolute http(s) or
         /// ws(s), a token provider without a configuration asking for tokens, no usable

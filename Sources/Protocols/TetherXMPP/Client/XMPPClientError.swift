@@ -43,11 +43,12 @@ public struct XMPPClientError: ConnectionError {
         /// TLS is required by the configuration but not possible (not offered, or no TLS layer),
         /// or the server requires TLS the configuration disables, or STARTTLS failed.
         case tlsUnavailable
-        /// TLS could not be established: the server's certificate was rejected (an unknown CA, a
-        /// wrong host name) or the handshake failed.
+        /// TLS could not be established for another reason than the certificate: the handshake
+        /// failed (no common version or cipher, an alert), or a TLS record was broken.
         case tlsFailed
-        /// The app's trust settings (`TLSTrust`: pinned public keys, its evaluator) refused the
-        /// server's certificate.
+        /// The server's certificate was refused: an unknown CA, another host name, or the app's
+        /// trust settings (`TLSTrust`: pinned public keys, its evaluator). Fatal, and never passed
+        /// on to the next server of a DNS lookup.
         case certificateRefused
         /// The domain publishes in DNS that it offers no XMPP service (an SRV target of `.`).
         case serviceUnavailable

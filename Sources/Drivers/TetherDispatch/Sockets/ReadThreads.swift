@@ -1,0 +1,229 @@
+import CEventPoll
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// How a connection waits for its socket's input (`ConnectionOptions.socketReading`).
+public enum SocketReading: Sendable, Equatable {
+    /// A few threads for the whole process, however many connections it holds, wait on one
+    /// kernel readiness queue (epoll, kqueue) for every socket's input. The thread that gets a
+    /// socket's input handles it on the connection's queue itself (`queue.sync`, which an idle
+    /// serial queue runs right there) and resumes a task on the connection's `ConnectionExecutor`
+    /// there too: one thread wake-up per input, as with a blocking client. A connection whose queue
+    /// is busy holds up one of the threads while it is; the others go on serving the rest.
+    case sharedThreads(count: Int)
+    /// A Dispatch read source per socket, served by Dispatch's shared threads. On Linux an input
+    /// then reaches the queue through Dispatch's event thread and a worker, and the event thread
+    /// is woken again to watch the socket anew: three thread wake-ups per input, tens of µs more
+    /// per answer on a busy machine.
+    case dispatchSource
+
+    /// The default: `sharedThreads` with one thread per processor (at least 2, at most 8).
+    public static let `default` = SocketReading.sharedThreads(count: ReadThreads.defaultCount)
+
+    /// Replaced by `sharedThreads(count:)`, whose threads do not grow with the connections.
+    @available(*, unavailable, message: "a thread per socket is gone: use .sharedThreads(count:) (or .default)")
+    public static func threadPerSocket(limit: Int) -> SocketReading { .default }
+}
+
+/// `SocketReading.sharedThreads`: `count` threads (named "tether.read") waiting on one kernel
+/// readiness queue; each socket is armed for one event at a time, so its input is handled by one
+/// thread at a time, in order.
+///
+/// A watched socket is known by a token that is never reused. The kernel hands a thread the token
+/// of a socket with input; the thread looks the token up (a watch canceled in between is gone: the
+/// event is dropped), handles the input and arms the socket again. `Watch.cancel(then:)` removes
+/// the socket from the queue at once, or, while a thread is handling its input, has that thread
+/// remove it afterwards; `then` (which closes the socket) runs on the connection's queue only after
+/// that, so a new socket that reuses the number is never handled as the old one.
+final class ReadThreads: Sendable {
+    /// The threads of `SocketReading.default`: one per processor, at least 2 (so that one busy
+    /// connection never holds up the rest), at most 8.
+    static let defaultCount = min(max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 2), 8)
+
+    /// The threads' name (in `top -H`, a debugger, a crash log).
+    static let threadName = "tether.read"
+
+    /// One watched socket.
+    private struct Entry {
+        let socket: Int32
+        let queue: DispatchQueue
+        /// Runs on `queue` when the socket has input; false: stop watching it (the connection is
+        /// closing) and wait only for the cancel.
+        let handler: @Sendable () -> Bool
+        /// A thread is running `handler`.
+        var handling = false
+        /// Canceled while a thread was handling: that thread removes the socket, then runs this on
+        /// `queue`.
+        var onCanceled: (@Sendable () -> Void)?
+    }
+
+    private struct Table {
+        var entries: [UInt64: Entry] = [:]
+        var nextToken: UInt64 = 1
+    }
+
+    /// The kernel's readiness queue.
+    private let poll: Int32
+    private let table = Mutex(Table())
+
+    /// The process's sets of threads, by thread count (created at first use, kept for the life of
+    /// the process, as Dispatch keeps its own threads).
+    private static let sets = Mutex<[Int: ReadThreads]>([:])
+
+    /// The process's `count` threads (started at first use); nil when the system gives no
+    /// readiness queue or no thread (the caller then uses a Dispatch source).
+    static func shared(count: Int) -> ReadThreads? {
+        let count = max(count, 1)
+        return sets.withLock { sets -> ReadThreads? in
+            if let existing = sets[count] { return existing }
+            let poll = tether_event_poll_create()
+            guard poll >= 0 else { return nil }
+            let threads = ReadThreads(poll: poll)
+            var started = 0
+            for _ in 0..<count where threads.startThread() { started += 1 }
+            guard started > 0 else { return nil }  // the queue stays open: a few bytes, once
+            sets[count] = threads
+            return threads
+        }
+    }
+
+    private init(poll: Int32) {
+        self.poll = poll
+    }
+
+    /// Watches `socket`: `handler` runs on `queue` (from one of the threads) whenever it has input,
+    /// until the watch is canceled. Nil when the kernel refuses the socket.
+    func watch(socket: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Bool) -> Watch? {
+        let token = table.withLock { table -> UInt64? in
+            let token = table.nextToken
+            table.nextToken &+= 1
+            guard tether_event_poll_add(poll, socket, token) == 0 else { return nil }
+            table.entries[token] = Entry(socket: socket, queue: queue, handler: handler)
+            return token
+        }
+        return token.map { Watch(threads: self, token: $0) }
+    }
+
+    /// A socket's watch (`watch(socket:queue:handler:)`).
+    struct Watch: Sendable {
+        fileprivate let threads: ReadThreads
+        fileprivate let token: UInt64
+
+        /// Stops watching; `then` runs on the connection's queue once no thread handles the socket
+        /// any more, nor will.
+        func cancel(then: @escaping @Sendable () -> Void) {
+            threads.cancel(token, then: then)
+        }
+    }
+
+    private func cancel(_ token: UInt64, then: @escaping @Sendable () -> Void) {
+        let queue = table.withLock { table -> DispatchQueue? in
+            guard var entry = table.entries[token] else { return nil }
+            if entry.handling {
+                entry.onCanceled = then
+                table.entries[token] = entry
+                return nil
+            }
+            table.entries[token] = nil
+            _ = tether_event_poll_remove(poll, entry.socket)
+            return entry.queue
+        }
+        queue?.async(execute: then)
+    }
+
+    private func startThread() -> Bool {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        #if canImport(Darwin)
+            var thread: pthread_t?
+        #else
+            var thread = pthread_t()
+        #endif
+        let started = pthread_create(
+            &thread,
+            nil,
+            { context in
+                #if canImport(Darwin)
+                    let threads = Unmanaged<ReadThreads>.fromOpaque(context).takeRetainedValue()
+                #else
+                    let threads = Unmanaged<ReadThreads>.fromOpaque(context!).takeRetainedValue()
+                #endif
+                threads.run()
+                return nil
+            },
+            context
+        )
+        guard started == 0 else {
+            Unmanaged<ReadThreads>.fromOpaque(context).release()
+            return false
+        }
+        #if canImport(Darwin)
+            if let thread { pthread_detach(thread) }
+        #else
+            pthread_detach(thread)
+        #endif
+        return true
+    }
+
+    private func run() {
+        #if canImport(Darwin)
+            pthread_setname_np(Self.threadName)
+        #else
+            // `pthread_setname_np` is a GNU extension the Glibc module does not show; the kernel's
+            // own way is the thread's `comm` file.
+            let file = open("/proc/thread-self/comm", O_WRONLY)
+            if file >= 0 {
+                _ = Array(Self.threadName.utf8).withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+                _ = systemClose(file)
+            }
+        #endif
+        while true {
+            var token: UInt64 = 0
+            let waited = tether_event_poll_wait(poll, &token)
+            if waited < 0 {
+                // Only ENOMEM can happen here: wait a moment and watch again.
+                usleep(1000)
+                continue
+            }
+            guard waited == 1 else { continue }
+            handle(token)
+        }
+    }
+
+    /// Runs the handler of the socket `token` names (if its watch still stands), then arms it
+    /// again, or removes it when it was canceled meanwhile or asked to stop.
+    private func handle(_ token: UInt64) {
+        let taken = table.withLock { table -> Entry? in
+            guard var entry = table.entries[token] else { return nil }
+            entry.handling = true
+            table.entries[token] = entry
+            return entry
+        }
+        guard let taken else { return }
+        let handler = taken.handler
+        let queue = taken.queue
+        let keepWatching = queue.sync { ConnectionExecutor.runningInline(on: queue, handler) }
+        let onCanceled = table.withLock { table -> (@Sendable () -> Void)? in
+            guard var entry = table.entries[token] else { return nil }
+            entry.handling = false
+            if let onCanceled = entry.onCanceled {
+                table.entries[token] = nil
+                _ = tether_event_poll_remove(poll, entry.socket)
+                return onCanceled
+            }
+            table.entries[token] = entry
+            // Not armed again when the handler stopped watching: the socket stays quiet (in the
+            // queue, disarmed) until the cancel.
+            if keepWatching { _ = tether_event_poll_rearm(poll, entry.socket, token) }
+            return nil
+        }
+        if let onCanceled { queue.async(execute: onCanceled) }
+    }
+}
