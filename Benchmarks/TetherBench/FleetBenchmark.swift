@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import TetherCore
 import TetherDispatch
+import TetherSignalRClient
 import TetherXMPP
 import TetherXMPPClient
 
@@ -9,7 +10,8 @@ import TetherXMPPClient
     import Glibc
 #endif
 
-/// `tether-bench --fleet [N]`: N `XMPPClient`s (default 2,000) in this process, each its own
+/// `tether-bench --fleet [N]`: first N `XMPPClient`s, then N `HubConnection`s, through a server
+/// restart. XMPP: N clients (default 2,000) in this process, each its own
 /// resource of one account on one local prosody (which the benchmark starts: `prosody` and
 /// `prosodyctl` from Debian, as `Tests/run.sh` installs them); the server is killed (SIGKILL, as a
 /// crash or a host going away) and started again a few seconds later. Each client sends one
@@ -17,8 +19,12 @@ import TetherXMPPClient
 /// listens again (median, p99), the largest share of the fleet arriving in any 100 ms window,
 /// clients still offline after 60 s, and the stanzas sent during the outage (each delivered after
 /// the restart or handed back to the app: none lost silently). Twice: with the default reconnect
-/// policy (spread) and with the same schedule unspread, side by side; `--chart FILE` writes the
-/// arrivals as an SVG histogram.
+/// policy (spread) and with the same schedule unspread, side by side. SignalR: N connections
+/// (WebSockets, automatic reconnect with its default policy `.signalR`, and the same schedule
+/// unspread: the official clients' 0, 2, 10, 30 s) to one local aiosignalr hub (the test
+/// environment's `.build/venv-aiosignalr`, which `Tests/run.sh` makes), killed and started
+/// again the same way; there is no stream management to count stanzas by. `--chart FILE` writes
+/// the arrivals as an SVG histogram.
 enum FleetBenchmark {
     struct Outcome {
         var label: String
@@ -28,6 +34,8 @@ enum FleetBenchmark {
         var sent: Int
         var delivered: Int
         var handedBack: Int
+        /// Stanzas sent during the outage are counted (XMPP with stream management).
+        var countsStanzas = true
 
         var median: Double { back.isEmpty ? .nan : back.sorted()[back.count / 2] }
         var p99: Double { back.isEmpty ? .nan : back.sorted()[min(back.count - 1, back.count * 99 / 100)] }
@@ -53,41 +61,54 @@ enum FleetBenchmark {
             let spread = try await fleet(
                 count,
                 policy: XMPPClient.Configuration.defaultReconnectPolicy,
-                label: "default (spread)"
+                label: "XMPP default (spread)"
             )
             let unspread = try await fleet(
                 count,
                 policy: XMPPClient.Configuration.defaultReconnectPolicy.jittered(.none),
-                label: "same schedule, unspread"
+                label: "XMPP same, unspread"
             )
-            print("Fleet through a server restart: \(count) XMPP clients, one prosody, killed and started again")
+            let hubSpread = try await hubFleet(count, policy: .signalR, label: "SignalR default (spread)")
+            let hubUnspread = try await hubFleet(
+                count,
+                policy: ReconnectPolicy.signalR.jittered(.none),
+                label: "SignalR same, unspread"
+            )
+            print(
+                "Fleet through a server restart: \(count) clients of each protocol, one local server, killed and started again"
+            )
             print(
                 "  policy                       back p50   back p99   peak/100 ms   offline   outage stanzas (sent / delivered / handed back)"
             )
-            for outcome in [spread, unspread] {
+            let outcomes = [spread, unspread, hubSpread, hubUnspread]
+            for outcome in outcomes {
                 print(
                     String(
-                        format: "  %@ %7.2f s  %7.2f s   %8.1f %%   %7d   %d / %d / %d",
+                        format: "  %@ %7.2f s  %7.2f s   %8.1f %%   %7d   %@",
                         outcome.label.padding(toLength: 28, withPad: " ", startingAt: 0),
                         outcome.median,
                         outcome.p99,
                         outcome.peakShare(of: count) * 100,
                         outcome.offline,
-                        outcome.sent,
-                        outcome.delivered,
-                        outcome.handedBack
+                        outcome.countsStanzas
+                            ? "\(outcome.sent) / \(outcome.delivered) / \(outcome.handedBack)"
+                            : "— (no stream management)"
                     )
                 )
             }
-            let met =
-                spread.offline == 0 && spread.peakShare(of: count) <= 0.10 && spread.p99 <= 15
-                && spread.delivered + spread.handedBack == spread.sent
-            print(
-                "  targets (default policy): all back, no 100 ms window over 10 %, p99 within 15 s, nothing lost: "
-                    + (met ? "met" : "MISSED")
-            )
+            var met = true
+            for outcome in [spread, hubSpread] {
+                let held =
+                    outcome.offline == 0 && outcome.peakShare(of: count) <= 0.10 && outcome.p99 <= 15
+                    && outcome.delivered + outcome.handedBack == outcome.sent
+                print(
+                    "  targets (\(outcome.label)): all back, no 100 ms window over 10 %, p99 within 15 s, nothing lost: "
+                        + (held ? "met" : "MISSED")
+                )
+                met = met && held
+            }
             if let chartPath {
-                try histogram([spread, unspread], fleet: count).write(
+                try histogram(outcomes, fleet: count).write(
                     toFile: chartPath,
                     atomically: true,
                     encoding: .utf8
@@ -183,6 +204,55 @@ enum FleetBenchmark {
         )
     }
 
+    /// One SignalR run: connect the fleet (WebSockets), kill the hub, start it again, wait for
+    /// everyone to be connected again.
+    static func hubFleet(_ count: Int, policy: ReconnectPolicy, label: String) async throws -> Outcome {
+        let hub = try BenchHub()
+        defer { hub.stop() }
+        try hub.start()
+        let record = Record()
+        var connections: [HubConnection] = []
+        for index in 0..<count {
+            var builder = HubConnectionBuilder(url: hub.url).withAutomaticReconnect(policy)
+            builder.options.randomSeed = UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15
+            let connection = try builder.build()
+            connection.setEventHandler(queue: DispatchQueue(label: "fleet.events")) { event in
+                if case .lifecycle(.connected) = event { record.back(index, at: DispatchTime.now().uptimeNanoseconds) }
+            }
+            connections.append(connection)
+        }
+        var index = 0
+        while index < count {
+            let batch = connections[index..<min(count, index + 100)]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for connection in batch { group.addTask { try await connection.start() } }
+                try await group.waitForAll()
+            }
+            index += batch.count
+        }
+        try await Task.sleep(for: .seconds(2))
+        record.killed(at: DispatchTime.now().uptimeNanoseconds)
+        hub.kill()
+        try await Task.sleep(for: .milliseconds(3500))
+        try hub.start()
+        let listening = DispatchTime.now().uptimeNanoseconds
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, record.backCount < count {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let back = record.backTimes.map { Double(Int64($0) - Int64(listening)) / 1e9 }
+        for connection in connections { await connection.stop() }
+        return Outcome(
+            label: label,
+            back: back,
+            offline: count - back.count,
+            sent: 0,
+            delivered: 0,
+            handedBack: 0,
+            countsStanzas: false
+        )
+    }
+
     /// What the clients' handlers record, from their queues.
     final class Record: @unchecked Sendable {
         private let lock = NSLock()
@@ -248,7 +318,7 @@ enum FleetBenchmark {
                     base - height,
                     width / Double(bins) - 1,
                     height,
-                    row == 0 ? "#3b7dd8" : "#d8583b"
+                    row % 2 == 0 ? "#3b7dd8" : "#d8583b"
                 )
             }
         }
@@ -265,19 +335,7 @@ final class BenchProsody {
     private var process: Process?
 
     init() throws {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        close(socket)
+        port = Self.freePort()
         directory = NSTemporaryDirectory() + "tether-fleet-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
         let configuration = """
@@ -310,6 +368,23 @@ final class BenchProsody {
         guard register.terminationStatus == 0 else { throw BenchError("prosodyctl register failed") }
     }
 
+    /// A free port on 127.0.0.1 (bound, read and released).
+    static func freePort() -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        close(socket)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     static func launch(_ path: String, _ arguments: [String]) throws -> Process {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw BenchError("\(path) is missing: the fleet benchmark needs prosody (apt-get install prosody)")
@@ -326,14 +401,19 @@ final class BenchProsody {
     /// Starts prosody and waits until it accepts connections.
     func start() throws {
         process = try Self.launch("/usr/bin/prosody", ["-F", "--config", directory + "/prosody.cfg.lua"])
-        for _ in 0..<400 {
-            if accepts() { return }
-            usleep(25_000)
-        }
-        throw BenchError("prosody did not start on port \(port)")
+        guard Self.accepts(port: port) else { throw BenchError("prosody did not start on port \(port)") }
     }
 
-    func accepts() -> Bool {
+    /// Whether 127.0.0.1:`port` accepts connections within 10 s.
+    static func accepts(port: Int) -> Bool {
+        for _ in 0..<400 {
+            if acceptsNow(port: port) { return true }
+            usleep(25_000)
+        }
+        return false
+    }
+
+    static func acceptsNow(port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
@@ -359,4 +439,45 @@ final class BenchProsody {
         kill()
         try? FileManager.default.removeItem(atPath: directory)
     }
+}
+
+/// A throw-away aiosignalr hub for the fleet (`Tests/TetherTestServers/Resources/signalr_hub.py`
+/// on the Python of `.build/venv-aiosignalr`, which `Tests/run.sh` makes), on one port across
+/// `kill()` and `start()`.
+final class BenchHub {
+    static let python = ".build/venv-aiosignalr/bin/python"
+    static let script = "Tests/TetherTestServers/Resources/signalr_hub.py"
+    let port = BenchProsody.freePort()
+    private var process: Process?
+
+    var url: String { "http://127.0.0.1:\(port)/hub" }
+
+    init() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python),
+            FileManager.default.fileExists(atPath: Self.script)
+        else {
+            throw BenchError(
+                "the SignalR fleet needs aiosignalr in \(Self.python), run from the package's directory "
+                    + "(Tests/run.sh makes it: python3 -m venv .build/venv-aiosignalr && "
+                    + ".build/venv-aiosignalr/bin/pip install aiosignalr==0.1.1)"
+            )
+        }
+    }
+
+    /// Starts the hub (its keep-alive at 15 s, as a production hub's) and waits until it accepts
+    /// connections.
+    func start() throws {
+        process = try BenchProsody.launch(Self.python, [Self.script, String(port), "15"])
+        guard BenchProsody.accepts(port: port) else { throw BenchError("the hub did not start on port \(port)") }
+    }
+
+    /// SIGKILL: every connection drops at once, as in a crash.
+    func kill() {
+        guard let process else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    func stop() { kill() }
 }

@@ -92,13 +92,16 @@ struct Options {
                          online again, against the targets
           --fleet [CLIENTS]
                          instead of the benchmarks: CLIENTS XMPPClients (default 2000) in this
-                         process on one local prosody that the benchmark starts (needs Debian's
-                         prosody and prosodyctl, as Tests/run.sh installs them), which is killed and
-                         started again: when each is back (median, p99 after the server listens
-                         again), the largest share of the fleet back in any 100 ms, clients still
-                         offline, the stanzas sent during the outage (delivered or handed back);
-                         with the default reconnect policy and the same schedule unspread;
-                         --chart FILE writes the arrivals as an SVG histogram
+                         process on one local prosody, then CLIENTS HubConnections on one local
+                         aiosignalr hub, each server started by the benchmark (needs Debian's
+                         prosody and prosodyctl, and aiosignalr 0.1.1 in .build/venv-aiosignalr,
+                         run from the package's directory: Tests/run.sh installs both), killed
+                         and started again: when each is back (median, p99 after the server
+                         listens again), the largest share of the fleet back in any 100 ms,
+                         clients still offline, the XMPP stanzas sent during the outage
+                         (delivered or handed back); with the default reconnect policies and the
+                         same schedules unspread; --chart FILE writes the arrivals as an SVG
+                         histogram
           --soak [MINUTES]
                          instead of the benchmarks: both connection machines and all codecs on a
                          simulated network for MINUTES virtual minutes (default 60) with cuts and
