@@ -70,4 +70,54 @@ struct JIDTests {
             try JID(parsing: "\(multibyte)@example.com")
         }
     }
+
+    /// ASCII domains take a fast path on the bytes; it must agree with the rules (RFC 7622 §3.2:
+    /// labels of 1 to 63 letters, digits, `-` or `_`, lowercased; one trailing dot dropped) on
+    /// every string of a small alphabet, capitals and label lengths around 63 included.
+    @Test func asciiDomainsFollowTheRules() {
+        func expected(_ domain: String) -> String? {
+            let trimmed = domain.hasSuffix(".") ? String(domain.dropLast()) : domain
+            for label in trimmed.split(separator: ".", omittingEmptySubsequences: false) {
+                guard !label.isEmpty, label.utf8.count <= 63,
+                    label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+                else { return nil }
+            }
+            return trimmed.lowercased()
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aZ0-_. +")
+        var domains = ["example.com", "EXAMPLE.com", "a", "A.", "a..b", ".a", String(repeating: "x", count: 63) + ".y"]
+        domains.append(String(repeating: "Q", count: 64))
+        for _ in 0..<3000 {
+            let length = Int.random(in: 1...12, using: &generator)
+            domains.append(String((0..<length).map { _ in alphabet.randomElement(using: &generator)! }))
+        }
+        for domain in domains {
+            #expect((try? JID(parsing: "a@" + domain))?.domainpart == expected(domain), "\(domain)")
+        }
+    }
+
+    /// The localpart's check takes a fast path for ASCII; it must agree with RFC 7622's rules as
+    /// written (no `"&'/:<>@`, no whitespace, no control character) on random mixes of ASCII and
+    /// non-ASCII, whitespace (U+00A0, U+2003, U+0085) and controls included. The same bare JID
+    /// comes back from `bare`.
+    @Test func localpartsFollowTheRules() {
+        func allowed(_ local: String) -> Bool {
+            local.unicodeScalars.allSatisfy { scalar in
+                !("\"&'/:<>@".unicodeScalars.contains(scalar) || scalar.properties.isWhitespace
+                    || scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value))
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Character] = [
+            "a", "Z", "0", " ", "\t", "@", "&", "\u{7F}", "\u{85}", "\u{A0}", "\u{2003}", "é", "π", "-", ".",
+        ]
+        for _ in 0..<3000 {
+            let length = Int.random(in: 1...8, using: &generator)
+            let local = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+            let jid = try? JID(localpart: local, domainpart: "example.com", resourcepart: "r")
+            #expect((jid != nil) == allowed(local), "\(local.unicodeScalars.map { String($0.value, radix: 16) })")
+            if let jid { #expect(jid.bare == (try? JID(localpart: local, domainpart: "example.com"))) }
+        }
+    }
 }

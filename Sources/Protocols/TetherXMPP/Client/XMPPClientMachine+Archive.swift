@@ -80,16 +80,18 @@ extension XMPPClientMachine {
     /// the catch-up runs). Only the account itself may send results and carbons (XEP-0313 §5.1.2,
     /// XEP-0280 §11); from anyone else they are ordinary messages.
     mutating func messageReceived(_ element: XElement, _ session: Session, now: Instant) {
-        let fromOwnAccount = element.attribute("from").map { JID($0) == session.jid.bare } ?? true
-        if fromOwnAccount, let catchUp, let result = element.firstChild("result", namespace: XMPPNamespace.archive),
-            result.attribute("queryid") == catchUp.queryID
+        // Only the account may send archive results and carbons; its JID is parsed only for a
+        // message that could be one (most are not).
+        func fromOwnAccount() -> Bool { element.attribute("from").map { JID($0) == session.jid.bare } ?? true }
+        if let catchUp, let result = element.firstChild("result", namespace: XMPPNamespace.archive),
+            result.attribute("queryid") == catchUp.queryID, fromOwnAccount()
         {
             return archiveResultReceived(result)
         }
-        if fromOwnAccount,
-            let carbon = element.children.first(where: {
-                $0.namespace == XMPPNamespace.carbons && ($0.localName == "received" || $0.localName == "sent")
-            }),
+        if let carbon = element.children.first(where: {
+            $0.namespace == XMPPNamespace.carbons && ($0.localName == "received" || $0.localName == "sent")
+        }),
+            fromOwnAccount(),
             let inner = carbon.firstChild("forwarded", namespace: XMPPNamespace.forward)?.firstChild(
                 "message",
                 namespace: XMPPNamespace.client
@@ -113,8 +115,11 @@ extension XMPPClientMachine {
             }
             return
         }
-        let keys = Self.deliveryKeys(message, archive: session.jid.bare)
-        if !caughtUpIDs.isEmpty, keys.contains(where: caughtUpIDs.contains) { return }
+        if !caughtUpIDs.isEmpty,
+            Self.deliveryKeys(message, archive: session.jid.bare).contains(where: caughtUpIDs.contains)
+        {
+            return
+        }
         emit(.message(message))
         if case .live = message.origin, let id = message.stanzaID(by: session.jid.bare) {
             archivePosition = XMPPArchivePosition(id: id)

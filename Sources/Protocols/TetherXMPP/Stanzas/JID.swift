@@ -69,8 +69,11 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
             }
             for scalar in localpart.unicodeScalars {
                 let forbidden =
-                    "\"&'/:<>@".unicodeScalars.contains(scalar) || scalar.properties.isWhitespace
-                    || scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                    scalar.value < 0x80
+                    // ASCII: the listed characters, controls, space and the other whitespace (all
+                    // below 0x21), DEL; only the rest needs the Unicode property.
+                    ? scalar.value < 0x21 || scalar.value == 0x7F || "\"&'/:<>@".unicodeScalars.contains(scalar)
+                    : scalar.value <= 0x9F || scalar.properties.isWhitespace
                 if forbidden { throw .forbiddenCharacterInLocalpart(scalar) }
             }
         }
@@ -96,6 +99,13 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
         self.resourcepart = resourcepart
     }
 
+    /// Parts taken from a JID already (validated and normalized then).
+    private init(validatedLocalpart localpart: String?, domainpart: String, resourcepart: String?) {
+        self.localpart = localpart
+        self.domainpart = domainpart
+        self.resourcepart = resourcepart
+    }
+
     /// Lower-cases ASCII letters and checks the domain's shape: DNS labels (letters, digits,
     /// hyphens, or any non-ASCII for internationalised labels) separated by dots, or an IP literal.
     static func normalizedDomain(_ domain: String) throws(ParseError) -> String {
@@ -105,6 +115,7 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
             else { throw .invalidDomainpart }
             return domain.lowercased()
         }
+        if let ascii = try normalizedASCIIDomain(domain) { return ascii }
         var result = ""
         result.reserveCapacity(domain.utf8.count)
         for label in domain.split(separator: ".", omittingEmptySubsequences: false) {
@@ -117,12 +128,46 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
                     || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
                     || scalar == "-"
                     || scalar == "_"
-                guard allowed, !scalar.properties.isWhitespace else { throw .invalidDomainpart }
+                // (The allowed ASCII is no whitespace; only the rest needs the Unicode property.)
+                guard allowed, scalar.value < 0x80 || !scalar.properties.isWhitespace else {
+                    throw .invalidDomainpart
+                }
             }
             if !result.isEmpty { result.append(".") }
             result += label.lowercased()
         }
         return result
+    }
+
+    /// The common case of `normalizedDomain`, on the UTF-8 bytes: a host name of ASCII letters,
+    /// digits, `-` and `_` in labels of 1 to 63, lowercased (the same string when it has no
+    /// capital). Nil when the domain has any other byte: the general path decides then.
+    private static func normalizedASCIIDomain(_ domain: String) throws(ParseError) -> String? {
+        var labelLength = 0
+        var hasCapital = false
+        for byte in domain.utf8 {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard labelLength > 0 else { throw .invalidDomainpart }
+                labelLength = 0
+                continue
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
+                UInt8(ascii: "_"):
+                labelLength += 1
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                labelLength += 1
+                hasCapital = true
+            default:
+                return nil
+            }
+            guard labelLength <= 63 else { throw .invalidDomainpart }
+        }
+        guard labelLength > 0 else { throw .invalidDomainpart }
+        guard hasCapital else { return domain }
+        return String(
+            decoding: domain.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0 },
+            as: UTF8.self
+        )
     }
 
     /// Parses `description`; nil if it is not a valid JID.
@@ -133,13 +178,12 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
 
     /// The JID without its resource.
     public var bare: JID {
-        // The parts were validated already.
-        (try? JID(localpart: localpart, domainpart: domainpart)) ?? self
+        JID(validatedLocalpart: localpart, domainpart: domainpart, resourcepart: nil)
     }
 
     /// The JID of the domain alone (the user's server).
     public var domainJID: JID {
-        (try? JID(domainpart: domainpart)) ?? self
+        JID(validatedLocalpart: nil, domainpart: domainpart, resourcepart: nil)
     }
 
     /// Whether the JID has no resource.
