@@ -158,15 +158,7 @@ enum FleetBenchmark {
             }
             clients.append(client)
         }
-        var index = 0
-        while index < count {
-            let batch = clients[index..<min(count, index + 200)]
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for client in batch { group.addTask { try await client.connect() } }
-                try await group.waitForAll()
-            }
-            index += batch.count
-        }
+        try await inBatches(clients, of: 200) { _ = try await $0.connect() }
         try await Task.sleep(for: .seconds(2))
         record.killed(at: DispatchTime.now().uptimeNanoseconds)
         server.kill()
@@ -221,15 +213,7 @@ enum FleetBenchmark {
             }
             connections.append(connection)
         }
-        var index = 0
-        while index < count {
-            let batch = connections[index..<min(count, index + 100)]
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for connection in batch { group.addTask { try await connection.start() } }
-                try await group.waitForAll()
-            }
-            index += batch.count
-        }
+        try await inBatches(connections, of: 100) { try await $0.start() }
         try await Task.sleep(for: .seconds(2))
         record.killed(at: DispatchTime.now().uptimeNanoseconds)
         hub.kill()
@@ -251,6 +235,23 @@ enum FleetBenchmark {
             handedBack: 0,
             countsStanzas: false
         )
+    }
+
+    /// Runs `body` on every client, `size` at a time (the server takes the logins as it can).
+    static func inBatches<Client: Sendable>(
+        _ clients: [Client],
+        of size: Int,
+        _ body: @escaping @Sendable (Client) async throws -> Void
+    ) async throws {
+        var index = 0
+        while index < clients.count {
+            let batch = clients[index..<min(clients.count, index + size)]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in batch { group.addTask { try await body(client) } }
+                try await group.waitForAll()
+            }
+            index += batch.count
+        }
     }
 
     /// What the clients' handlers record, from their queues.
