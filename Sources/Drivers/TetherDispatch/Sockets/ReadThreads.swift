@@ -1,6 +1,5 @@
 import CEventPoll
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -72,11 +71,11 @@ final class ReadThreads: Sendable {
 
     /// The kernel's readiness queue.
     private let poll: Int32
-    private let table = Mutex(Table())
+    private let table = PThreadLocked(Table())
 
     /// The process's sets of threads, by thread count (created at first use, kept for the life of
     /// the process, as Dispatch keeps its own threads).
-    private static let sets = Mutex<[Int: ReadThreads]>([:])
+    private static let sets = PThreadLocked<[Int: ReadThreads]>([:])
 
     /// The process's `count` threads (started at first use); nil when the system gives no
     /// readiness queue or no thread (the caller then uses a Dispatch source).
@@ -225,5 +224,31 @@ final class ReadThreads: Sendable {
             return nil
         }
         if let onCanceled { queue.async(execute: onCanceled) }
+    }
+}
+
+/// A value guarded by a pthread mutex. Not `Synchronization.Mutex`: on Linux that locks with raw
+/// futex calls, which ThreadSanitizer does not see, so every access under it would be reported as
+/// a race (as `Handoff` says for its slot); a pthread mutex is visible to it on every path.
+private final class PThreadLocked<Value>: @unchecked Sendable {
+    // `value` is guarded by `mutex`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
     }
 }
