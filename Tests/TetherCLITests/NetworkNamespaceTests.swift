@@ -35,12 +35,14 @@ struct NetworkNamespaceTests {
     @Test func theMonitorFollowsLinksAndAddresses() async throws {
         let namespace = try NetworkNamespace()
         let monitor = try namespace.spawn(try Self.tether, ["network"])
-        func expect(_ line: String, after index: Int) async throws -> Int {
-            let found = await monitor.waitForLine(after: index) { $0 == line }
+        func expect(_ line: String, after index: Int, timeout: Duration = .seconds(10)) async throws -> Int {
+            let found = await monitor.waitForLine(after: index, timeout: timeout) { $0 == line }
             try #require(found != nil, "no \(line) after line \(index): \(monitor.lines)")
             return found! + 1
         }
-        var next = try await expect(Self.network(false, []), after: 0)  // only loopback
+        // The first report waits for the process to start, which a loaded test run can delay
+        // past 10 s (seen once in CI, with the line arriving just after).
+        var next = try await expect(Self.network(false, []), after: 0, timeout: .seconds(30))  // only loopback
         try namespace.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
         try namespace.ip("link", "set", "v1", "up")  // no address: not usable
         try namespace.ip("addr", "add", "10.77.1.1/24", "dev", "v0")
