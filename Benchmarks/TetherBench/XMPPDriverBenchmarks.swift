@@ -39,21 +39,30 @@ enum XMPPDriverBenchmarks {
         return configuration
     }
 
-    /// Sequential pings of the server: p50 and p99 of the round trip.
-    static func latency(_ server: Server, jid: String, count: Int) async throws -> String {
+    /// Sequential pings of the server: p50 and p99 of the round trip. With `onExecutor` the pings
+    /// are made from a task that prefers the client's executor (`XMPPClient.executor`), as the
+    /// libstrophe harness runs its loop on the connection's one thread.
+    static func latency(_ server: Server, jid: String, count: Int, onExecutor: Bool) async throws -> String {
         let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
-        var samples: [Double] = []
-        samples.reserveCapacity(count)
-        for index in -50..<count {
-            let start = DispatchTime.now().uptimeNanoseconds
-            _ = try await client.request(.ping(to: nil))
-            if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+        func measure() async throws -> [Double] {
+            var samples: [Double] = []
+            samples.reserveCapacity(count)
+            for index in -50..<count {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try await client.request(.ping(to: nil))
+                if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+            }
+            return samples
         }
+        var samples =
+            onExecutor
+            ? try await withTaskExecutorPreference(client.executor) { try await measure() } : try await measure()
         await client.disconnect()
         samples.sort()
         return String(
-            format: #"{"client":"tether","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            format:
+                #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
             count,
             samples[count / 2],
             samples[Int(Double(count) * 0.99)]
@@ -101,15 +110,15 @@ enum XMPPDriverBenchmarks {
         )
     }
 
-    /// `count` idle clients in this process (stream management on, buffers released after 2 s of
-    /// quiet): resident memory and live heap per connection beyond the process with one such
+    /// `count` idle clients in this process (stream management on, buffers released after
+    /// `idleRelease` of quiet): resident memory and live heap per connection beyond the process with one such
     /// client connected already (so that the code and the runtime's one-time data the first
     /// connection brings in are not counted per connection; the libstrophe harness does the same),
     /// threads and descriptors.
     static func idle(_ server: Server, account: String, count: Int) async throws -> String {
         func idleClient(_ resource: String) throws -> XMPPClient {
             var configuration = try configuration("\(account)/\(resource)", server, streamManagement: true)
-            configuration.releaseBuffersAfterIdle = .seconds(2)
+            configuration.releaseBuffersAfterIdle = idleRelease
             // Idle: no presence (the harness sends none either; thousands of resources of one
             // account would otherwise each get every other's presence).
             configuration.initialPresence = nil
@@ -150,6 +159,16 @@ enum XMPPDriverBenchmarks {
         withExtendedLifetime((first, clients)) {}
         return line
     }
+
+    /// How soon an idle client's parser gives its buffers back (`TETHER_IDLE_RELEASE_MS`, default
+    /// 250 ms), as an app holding many idle connections would set it. Each login's buffers (about
+    /// 34 KiB) are freed that long after it; the logins of the last such span before the
+    /// measurement leave their freed buffers in pages shared with live objects, so they stay
+    /// resident: with 2 s and one login every 10–20 ms that is about 5–8 MB, whatever the count
+    /// (Benchmarks/README.md).
+    static let idleRelease = Duration.milliseconds(
+        max(Int(ProcessInfo.processInfo.environment["TETHER_IDLE_RELEASE_MS"] ?? "") ?? 250, 1)
+    )
 
     /// How many idle clients connect at once (`TETHER_IDLE_BATCH`, default 1: one after the other,
     /// as the libstrophe harness connects).

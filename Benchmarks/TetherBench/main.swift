@@ -44,7 +44,7 @@ struct Options {
                tether-bench --echo-floor URL [--count N]
                tether-bench --soak [MINUTES]
                tether-bench --fleet [CLIENTS] [--chart FILE]
-               tether-bench --xmpp latency HOST:PORT JID COUNT
+               tether-bench --xmpp latency|latency-executor HOST:PORT JID COUNT
                tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp throughput-sm HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
@@ -77,10 +77,13 @@ struct Options {
                          a byte search for the answer): the floor under any client
           --xmpp MODE HOST:PORT …
                          instead of the benchmarks: XMPPClient against the running server (password
-                         from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99), COUNT
-                         messages from one account to another without stream management (messages/s),
-                         or COUNT idle clients in this process (memory per connection, threads,
-                         descriptors); one JSON line (Benchmarks/xmpp-driver/run.sh compares libstrophe);
+                         from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99; with
+                         latency-executor from a task on the client's executor), COUNT messages
+                         from one account to another without stream management (messages/s), or
+                         COUNT idle clients in this process (memory per connection, threads,
+                         descriptors; TETHER_IDLE_RELEASE_MS, default 250, is how soon they give
+                         their parser buffers back); one JSON line (Benchmarks/xmpp-driver/run.sh
+                         compares libstrophe);
                          online: COUNT logins and resumptions through a slow relay, the median times
                          (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe);
                          online-sasl2: the same with SASL2 and Bind 2 (XEP-0388, XEP-0386);
@@ -172,7 +175,8 @@ struct Options {
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
                 let arity = [
-                    "latency": 4, "idle": 4, "throughput": 5, "throughput-sm": 5, "online": 5, "online-sasl2": 5,
+                    "latency": 4, "latency-executor": 4, "idle": 4, "throughput": 5, "throughput-sm": 5, "online": 5,
+                    "online-sasl2": 5,
                     "online-sasl2-tls": 6,
                 ]
                 guard let mode = rest.first, let expected = arity[mode], rest.count == expected
@@ -308,7 +312,15 @@ if let arguments = options.xmppDriver {
             password: ProcessInfo.processInfo.environment["TETHER_PASSWORD"] ?? ""
         )
         switch arguments[0] {
-        case "latency": print(try await XMPPDriverBenchmarks.latency(server, jid: arguments[2], count: count))
+        case "latency", "latency-executor":
+            print(
+                try await XMPPDriverBenchmarks.latency(
+                    server,
+                    jid: arguments[2],
+                    count: count,
+                    onExecutor: arguments[0] == "latency-executor"
+                )
+            )
         case "online", "online-sasl2", "online-sasl2-tls":
             guard let controlPort = Int(arguments[3]) else { throw BenchError("expected CONTROL_PORT") }
             let login: XMPPOnlineBenchmark.Login =

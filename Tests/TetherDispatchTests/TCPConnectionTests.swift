@@ -280,6 +280,53 @@ struct TCPConnectionTests {
         for connection in connections { connection.1.sync { connection.0.close() } }
     }
 
+    /// A socket the kernel refuses to arm again after an input (here: its descriptor number was
+    /// made to name another file, which the readiness queue does not hold) is reported through `failed` with the error, on the connection's queue,
+    /// instead of going quiet; the watch still stands until it is canceled, and the cancel's
+    /// completion runs then.
+    @Test func aSocketThatCannotBeArmedAgainIsReported() async throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let null = open("/dev/null", O_RDONLY)
+        defer {
+            close(pair[0])
+            close(pair[1])
+            close(null)
+        }
+        let threads = try #require(ReadThreads.shared(count: 2))
+        let queue = DispatchQueue(label: "rearm-test")
+        let failure = Received()
+        let watched = pair[0]
+        let watch = threads.watch(
+            socket: watched,
+            queue: queue,
+            handler: {
+                var byte: UInt8 = 0
+                _ = recv(watched, &byte, 1, 0)
+                // The number now names /dev/null (and the socket is closed in one step, so no
+                // other test's socket can take the number): the re-arm fails.
+                dup2(null, watched)
+                return true
+            },
+            failed: { error in
+                dispatchPrecondition(condition: .onQueue(queue))
+                failure.record(.received(Array("\(error)".utf8)))
+            }
+        )
+        #expect(watch != nil)
+        var byte: UInt8 = 1
+        #expect(send(pair[1], &byte, 1, 0) == 1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while failure.snapshot.bytes.isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let reported = Int32(String(decoding: failure.snapshot.bytes, as: UTF8.self))
+        #expect(reported == ENOENT || reported == EPERM, "reported: \(String(describing: reported))")
+        let canceled = DispatchSemaphore(value: 0)
+        watch?.cancel { canceled.signal() }
+        #expect(canceled.wait(timeout: .now() + 5) == .success)
+    }
+
     /// A connection whose queue is busy holds up one shared read thread while it is, not the
     /// others: with two threads, while one connection's queue is blocked with its input waiting,
     /// another connection's input still arrives; the first one's follows once its queue is free.

@@ -43,35 +43,60 @@ public final class ConnectionExecutor: TaskExecutor {
     /// thread, the jobs the input gave this queue's executor (the tasks its answers resumed):
     /// enqueued on the queue instead, they would wait for a thread of Dispatch's to be woken. Jobs
     /// those jobs enqueue go to the queue as usual.
+    ///
+    /// The collector is the thread's own, reused from input to input (an input allocates nothing
+    /// for it); it is active only while `body` runs, which never nests on a thread.
     static func runningInline<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
-        let inline = InlineJobs(queue: queue)
-        InlineJobs.current = inline
+        let inline = InlineJobs.ofThisThread
+        inline.queue = queue
         let result = body()
-        InlineJobs.current = nil
-        for (job, executor) in inline.jobs { job.runSynchronously(on: executor.asUnownedTaskExecutor()) }
+        inline.queue = nil
+        if !inline.jobs.isEmpty {
+            // Jobs these jobs enqueue go to the queue (the collector is inactive now), so the
+            // list does not change while it runs.
+            for index in inline.jobs.indices {
+                let (job, executor) = inline.jobs[index]
+                job.runSynchronously(on: executor.asUnownedTaskExecutor())
+            }
+            inline.jobs.removeAll(keepingCapacity: true)
+        }
         return result
     }
 }
 
-/// The jobs collected by `ConnectionExecutor.runningInline` on the current thread.
+/// The jobs collected by `ConnectionExecutor.runningInline` on one thread.
 private final class InlineJobs {
-    let queue: DispatchQueue
+    /// The queue whose input the thread runs inline now; nil between inputs.
+    var queue: DispatchQueue?
     var jobs: [(UnownedJob, ConnectionExecutor)] = []
 
-    init(queue: DispatchQueue) {
-        self.queue = queue
+    /// The collector of the thread, when it runs an input inline now.
+    static var current: InlineJobs? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        let inline = Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue()
+        return inline.queue == nil ? nil : inline
     }
 
-    /// The thread's collector, if it runs an input inline (a thread-specific value, unretained: the
-    /// collector lives through `runningInline`).
-    static var current: InlineJobs? {
-        get { pthread_getspecific(key).map { Unmanaged<InlineJobs>.fromOpaque($0).takeUnretainedValue() } }
-        set { pthread_setspecific(key, newValue.map { Unmanaged.passUnretained($0).toOpaque() }) }
+    /// The thread's collector, made at its first input (a thread-specific value, released when
+    /// the thread ends).
+    static var ofThisThread: InlineJobs {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let inline = InlineJobs()
+        pthread_setspecific(key, Unmanaged.passRetained(inline).toOpaque())
+        return inline
     }
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key, nil)
+        pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+                Unmanaged<InlineJobs>.fromOpaque(pointer).release()
+            #else
+                if let pointer { Unmanaged<InlineJobs>.fromOpaque(pointer).release() }
+            #endif
+        }
         return key
     }()
 }

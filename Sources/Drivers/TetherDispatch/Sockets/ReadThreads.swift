@@ -57,6 +57,9 @@ final class ReadThreads: Sendable {
         /// Runs on `queue` when the socket has input; false: stop watching it (the connection is
         /// closing) and wait only for the cancel.
         let handler: @Sendable () -> Bool
+        /// Runs on `queue` when the socket cannot be watched any more (the kernel refused to arm
+        /// it again): the connection must end, as no input would reach it.
+        let failed: @Sendable (Int32) -> Void
         /// A thread is running `handler`.
         var handling = false
         /// Canceled while a thread was handling: that thread removes the socket, then runs this on
@@ -99,13 +102,20 @@ final class ReadThreads: Sendable {
     }
 
     /// Watches `socket`: `handler` runs on `queue` (from one of the threads) whenever it has input,
-    /// until the watch is canceled. Nil when the kernel refuses the socket.
-    func watch(socket: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Bool) -> Watch? {
+    /// until the watch is canceled; `failed` runs there with the error number if the kernel
+    /// refuses to arm the socket again after an input (the watch then stands, disarmed, until it is
+    /// canceled). Nil when the kernel refuses the socket.
+    func watch(
+        socket: Int32,
+        queue: DispatchQueue,
+        handler: @escaping @Sendable () -> Bool,
+        failed: @escaping @Sendable (Int32) -> Void
+    ) -> Watch? {
         let token = table.withLock { table -> UInt64? in
             let token = table.nextToken
             table.nextToken &+= 1
             guard tether_event_poll_add(poll, socket, token) == 0 else { return nil }
-            table.entries[token] = Entry(socket: socket, queue: queue, handler: handler)
+            table.entries[token] = Entry(socket: socket, queue: queue, handler: handler, failed: failed)
             return token
         }
         return token.map { Watch(threads: self, token: $0) }
@@ -209,7 +219,7 @@ final class ReadThreads: Sendable {
         let handler = taken.handler
         let queue = taken.queue
         let keepWatching = queue.sync { ConnectionExecutor.runningInline(on: queue, handler) }
-        let onCanceled = table.withLock { table -> (@Sendable () -> Void)? in
+        let next = table.withLock { table -> (@Sendable () -> Void)? in
             guard var entry = table.entries[token] else { return nil }
             entry.handling = false
             if let onCanceled = entry.onCanceled {
@@ -220,10 +230,12 @@ final class ReadThreads: Sendable {
             table.entries[token] = entry
             // Not armed again when the handler stopped watching: the socket stays quiet (in the
             // queue, disarmed) until the cancel.
-            if keepWatching { _ = tether_event_poll_rearm(poll, entry.socket, token) }
-            return nil
+            guard keepWatching, tether_event_poll_rearm(poll, entry.socket, token) != 0 else { return nil }
+            let error = errno
+            let failed = entry.failed
+            return { failed(error) }
         }
-        if let onCanceled { queue.async(execute: onCanceled) }
+        if let next { queue.async(execute: next) }
     }
 }
 

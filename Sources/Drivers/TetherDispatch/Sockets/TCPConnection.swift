@@ -369,9 +369,14 @@ package final class TCPConnection: @unchecked Sendable {
         isConnected = true
         let fd = socket
         if case .sharedThreads(let count) = reading {
-            readWatch = ReadThreads.shared(count: count)?.watch(socket: fd, queue: queue) { [weak self] in
-                self?.readable() ?? false
-            }
+            readWatch = ReadThreads.shared(count: count)?.watch(
+                socket: fd,
+                queue: queue,
+                handler: { [weak self] in self?.readable() ?? false },
+                failed: { [weak self] error in
+                    self?.fail("the socket could not be watched for input: \(Self.errorText(error))")
+                }
+            )
         }
         if readWatch == nil {
             let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
@@ -391,14 +396,12 @@ package final class TCPConnection: @unchecked Sendable {
     /// Reads what the socket has; false once the connection is closed (nothing more to read).
     private func readable() -> Bool {
         guard !isClosed else { return lingering && discardWhileLingering() }
-        // What the kernel holds (0 at the end of the stream, or when it cannot say: then a
-        // small read finds out).
-        var available: Int32 = 0
-        let size = ioctl(socket, UInt(FIONREAD), &available) == 0 && available > 0 ? Int(available) : 512
-        var count = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: min(size, maximumReadSize)) { buffer, initialized in
-            count = systemRead(socket, buffer.baseAddress, buffer.count)
-            initialized = max(count, 0)
+        // Read into the thread's buffer and copied out at the size that arrived (more than
+        // `maximumReadSize` waits for the next read).
+        let socket = socket
+        let (count, bytes) = ReadScratch.withBuffer(capacity: maximumReadSize) { scratch -> (Int, [UInt8]) in
+            let count = systemRead(socket, scratch.baseAddress, scratch.count)
+            return (count, count > 0 ? Array(UnsafeRawBufferPointer(rebasing: scratch[..<count])) : [])
         }
         if count > 0 {
             deliver(.received(bytes))

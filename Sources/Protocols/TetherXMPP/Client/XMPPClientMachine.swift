@@ -510,7 +510,12 @@ public struct XMPPClientMachine: ~Copyable {
     /// A fresh stanza id.
     mutating func makeID(_ kind: String) -> String {
         nextID += 1
-        return "\(kind)\(idPrefix)-\(nextID)"
+        // Appended rather than interpolated: an id per stanza sent, and usually a small string.
+        var id = kind
+        id += idPrefix
+        id += "-"
+        id += String(nextID)
+        return id
     }
 }
 

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A read buffer per thread, reused by every read on that thread: a socket's input is read into
+/// it and copied out at its exact size, so a read needs no `FIONREAD` call first (a system call
+/// per input) and allocates only what arrived. It grows to the largest read asked of the thread
+/// (`ConnectionOptions.maximumReadSize`, 64 KiB by default) and is freed when the thread ends; only
+/// the pages reads have filled are resident.
+enum ReadScratch {
+    private struct Buffer {
+        var base: UnsafeMutableRawPointer
+        var capacity: Int
+    }
+
+    /// Runs `body` with this thread's buffer of at least `capacity` bytes.
+    static func withBuffer<Result>(capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
+        var buffer = pthread_getspecific(key).map { $0.assumingMemoryBound(to: Buffer.self) }
+        if let current = buffer, current.pointee.capacity < capacity {
+            current.pointee.base.deallocate()
+            current.pointee.base = .allocate(byteCount: capacity, alignment: 16)
+            current.pointee.capacity = capacity
+        } else if buffer == nil {
+            let new = UnsafeMutablePointer<Buffer>.allocate(capacity: 1)
+            new.initialize(to: Buffer(base: .allocate(byteCount: capacity, alignment: 16), capacity: capacity))
+            pthread_setspecific(key, new)
+            buffer = new
+        }
+        let current = buffer!.pointee
+        return body(UnsafeMutableRawBufferPointer(start: current.base, count: capacity))
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+                let buffer = pointer.assumingMemoryBound(to: Buffer.self)
+            #else
+                guard let buffer = pointer?.assumingMemoryBound(to: Buffer.self) else { return }
+            #endif
+            buffer.pointee.base.deallocate()
+            buffer.deinitialize(count: 1)
+            buffer.deallocate()
+        }
+        return key
+    }()
+}
