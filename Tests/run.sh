@@ -7,9 +7,12 @@
 # packages the build and the real-server tests need (Expat and OpenSSL for the build; prosody,
 # dnsmasq, the openssl command and python3-venv for the servers the tests start on 127.0.0.1); it makes the
 # Python virtual environment .build/venv-aiosignalr with aiosignalr 0.1.1 (PyPI), the SignalR hub
-# the tests start; then it runs `swift test` and ends with a line saying how many real-server
-# suites ran, failed for want of a program, and were skipped, and with the run's notes (which
-# forms of the text kernels this processor ran).
+# the tests start; then it runs `swift test`, the porting checks (Tests/Porting: old code gets
+# compiler messages naming the replacements), builds the API reference (Scripts/build-docs.sh: no
+# DocC warning, every public symbol documented) and opens it in headless Chromium
+# (Scripts/check-docs-site.py), and ends with a line saying how many real-server suites ran,
+# failed for want of a program, and were skipped, and with the run's notes (which forms of the
+# text kernels this processor ran). With arguments (a filter) only `swift test` runs.
 #
 # Not root: missing packages are named with the command that installs them, and the suites that
 # need them fail saying the same. A machine without the servers (a laptop without prosody) can
@@ -24,8 +27,10 @@ cd "$(dirname "$0")/.."
 # DNS warning): the real XMPP server, with SASL2, Bind 2, FAST, channel binding. openssl: the
 # throw-away CA and certificates of the TLS tests. dnsmasq-base: the DNS server of the DNS tests.
 # iproute2: the network namespaces of the network-monitor tests (which also need root).
-# python3, python3-venv: aiosignalr's environment.
-packages=(pkg-config libexpat1-dev libssl-dev openssl lua-unbound dnsmasq-base iproute2 python3 python3-venv)
+# python3, python3-venv: aiosignalr's environment. graphviz: the state diagrams of the API
+# reference; chromium: the check that the reference renders in a browser.
+packages=(pkg-config libexpat1-dev libssl-dev openssl lua-unbound dnsmasq-base iproute2 python3 python3-venv
+    graphviz chromium)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
@@ -103,6 +108,18 @@ trap 'rm -f "$report"' EXIT
 status=0
 TETHER_TEST_REPORT="$report" swift test "$@" || status=$?
 
+docs="not built (a filtered run)"
+if [ "$#" -eq 0 ]; then
+    # Code written against earlier rounds' API gets compiler messages naming the replacements.
+    Tests/Porting/check.sh || status=1
+    if Scripts/build-docs.sh && Scripts/check-docs-site.py; then
+        docs="built without warnings, every public symbol documented, rendered in Chromium"
+    else
+        docs="FAILED (above)"
+        status=1
+    fi
+fi
+
 count() { grep -c "^$1 " "$report" || true; }
 names() { grep "^$1 " "$report" | cut -d' ' -f2- | sort -u | paste -sd, - || true; }
 missing=$(names missing)
@@ -110,5 +127,6 @@ skipped=$(names skipped)
 skipped_root=$(names skipped-root)
 echo "real-server suites: $(count ran) ran, $(count missing) missing a program${missing:+ ($missing)}," \
     "$(count skipped) skipped${skipped:+ ($skipped)}, $(count skipped-root) skipped needing root${skipped_root:+ ($skipped_root)}"
+echo "API reference: $docs"
 grep '^note ' "$report" | cut -d' ' -f2- | sort -u || true
 exit "$status"

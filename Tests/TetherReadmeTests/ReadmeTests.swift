@@ -18,7 +18,7 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 /// build compiles them, so a README example that does not compile fails the build, and one that
 /// drifts from its compiled copy fails this test.
 @Suite struct ReadmeBlockTests {
-    static let examples = ["ChatConnection.swift", "SaasHub.swift", "OwnTransport.swift", "EchoOnExecutor.swift"]
+    static let examples = ["ChatConnection.swift", "SaasHub.swift", "OwnTransport.swift"]
 
     /// The text of every fenced ```swift block of `markdown`, in order.
     static func swiftBlocks(_ markdown: String) -> [String] {

@@ -4,18 +4,27 @@ internal import CTetherText
 
 /// The kinds of JSON tokens, named as System.Text.Json names them in its error texts.
 public enum JSONTokenKind: String {
+    /// An object (`{`).
     case object = "StartObject"
+    /// An array (`[`).
     case array = "Array"
+    /// A string.
     case string = "String"
+    /// A number.
     case number = "Number"
+    /// `true`.
     case trueLiteral = "True"
+    /// `false`.
     case falseLiteral = "False"
+    /// `null`.
     case null = "Null"
 }
 
 /// A string token: the range of its raw contents (between the quotes) and whether it has escapes.
 public struct JSONStringToken {
+    /// The string's bytes in the scanned input, without the quotes (escapes not resolved).
     public var contents: Range<Int>
+    /// Whether the string holds escapes (`\`), so that its bytes must be unescaped before use.
     public var hasEscapes: Bool
     /// Whether every byte of the contents is ASCII (false when unknown), so that the `String`
     /// made of them is marked ASCII: otherwise its UTF-16 count and offsets take a pass over it.
@@ -26,17 +35,23 @@ public struct JSONStringToken {
 /// and numbers. Positions are offsets into `bytes`; `end` bounds every read. Failures are
 /// reported as `JSONScanner.Failure` and turned into protocol errors by the callers.
 public struct JSONScanner {
+    /// Thrown when the input is not valid JSON at `position` (the scanner reports where, not why).
     public struct Failure: Error {
+        /// A failure.
         public init() {}
     }
 
+    /// The input being scanned.
     public let bytes: [UInt8]
+    /// The offset of the next byte to scan.
     public var position: Int
+    /// The offset just past the last byte to scan.
     public let end: Int
     @usableFromInline let maximumDepth: Int
     /// Whether the bytes were validated before, so that strings only need their end found.
     @usableFromInline let isValidated: Bool
 
+    /// A scanner over `range` of `bytes`, refusing nesting deeper than `maximumDepth`.
     @inlinable
     public init(_ bytes: [UInt8], range: Range<Int>, maximumDepth: Int) {
         self.bytes = bytes
@@ -619,6 +634,7 @@ public struct JSONScanner {
         return next
     }
 
+    /// The index of the first byte at or after `index` (before `end`) that is not JSON whitespace.
     @inline(__always)
     public static func skipWhitespace(_ span: Span<UInt8>, _ index: Int, _ end: Int) -> Int {
         var index = index

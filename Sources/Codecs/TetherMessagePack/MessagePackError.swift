@@ -28,6 +28,7 @@ public struct MessagePackError: Error, Hashable, Sendable, CustomStringConvertib
     public let offset: Int?
     /// For `typeMismatch`: the family asked for and the one found.
     public let expected: MessagePackType?
+    /// The type found where another was expected (nil when the input ended first).
     public let found: MessagePackType?
     /// For `depthLimitExceeded`: the limit.
     public let limit: Int?
@@ -92,7 +93,24 @@ public struct MessagePackError: Error, Hashable, Sendable, CustomStringConvertib
 
 /// The families of MessagePack values, independent of their wire width.
 public enum MessagePackType: Hashable, Sendable, CustomStringConvertible {
-    case `nil`, bool, integer, float, string, binary, array, map, `extension`
+    /// nil.
+    case `nil`
+    /// A boolean.
+    case bool
+    /// An integer of any width, signed or not.
+    case integer
+    /// A 32- or 64-bit float.
+    case float
+    /// A UTF-8 string.
+    case string
+    /// Binary data.
+    case binary
+    /// An array.
+    case array
+    /// A map.
+    case map
+    /// An extension value (type and bytes).
+    case `extension`
 
     public var description: String {
         switch self {

@@ -3,16 +3,23 @@
 /// Hot paths do not build these: `MessagePackReader` walks the bytes and `MessagePackDecoder`
 /// decodes straight into `Decodable` types.
 public enum MessagePackValue: Hashable, Sendable {
+    /// nil.
     case `nil`
+    /// A boolean.
     case bool(Bool)
     /// A signed integer; negative values always decode to this case.
     case int(Int64)
     /// A non-negative integer (every positive fixint and uint family decodes to this case).
     case uint(UInt64)
+    /// A 32-bit float.
     case float(Float)
+    /// A 64-bit float.
     case double(Double)
+    /// A UTF-8 string.
     case string(String)
+    /// Binary data.
     case binary([UInt8])
+    /// An array of values.
     case array([MessagePackValue])
     /// Key/value pairs in wire order (keys may be of any type and may repeat).
     case map([MessagePackPair])

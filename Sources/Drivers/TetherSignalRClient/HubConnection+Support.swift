@@ -123,3 +123,16 @@ enum HubLog {
         }
     }
 }
+
+extension HubConnection.Event: CustomStringConvertible {
+    /// One line per event: `connected: …`, `unhandled invocation of ReceiveMessage (2 arguments)`
+    /// (arguments are counted, not shown: they may carry what a log must not).
+    public var description: String {
+        switch self {
+        case .lifecycle(let change): change.description
+        case .unhandledInvocation(let invocation):
+            "unhandled invocation of \(invocation.target) (\(invocation.arguments.count) arguments"
+                + (invocation.invocationId.map { ", id \($0)" } ?? "") + ")"
+        }
+    }
+}

@@ -43,6 +43,10 @@ public final class HubConnection: ConnectionClient {
     /// (the same type as `XMPPClient.Options`).
     public typealias Options = ConnectionOptions
 
+    /// Replaced by `Event`, the same for both clients.
+    @available(*, unavailable, renamed: "Event")
+    public typealias LifecycleEvent = Event
+
     /// What the app is told (server calls go to the `on` handlers instead).
     public enum Event: Sendable, Equatable {
         /// A lifecycle change, the same on every Tether client (`ConnectionLifecycle`):

@@ -17,7 +17,7 @@ public import TetherXMPP
 /// client.setEventHandler(queue: .main) { event in
 ///     if case .message(let message) = event { print(message.body ?? "") }
 /// }
-/// let jid = try await client.connect()                           // online (or a thrown error)
+/// let jid = try await client.connect()                           // connected (or a thrown error)
 /// try await client.send(XMPPMessage(to: JID("bob@example.com"), body: "Hello"))
 /// ```
 ///
@@ -101,7 +101,7 @@ public final class XMPPClient: ConnectionClient {
 
     // MARK: - Connecting
 
-    /// Connects, and returns the full JID once a session is online. Failed attempts are retried
+    /// Connects, and returns the full JID once a session is connected. Failed attempts are retried
     /// under the reconnect policy; throws when the policy gives up (the client is then
     /// suspended: `reconnectNow()` tries again) or on a fatal error such as wrong credentials
     /// (the client is then stopped), or `canceled` when the calling task is canceled first (the
@@ -118,7 +118,7 @@ public final class XMPPClient: ConnectionClient {
         await core.runner.disconnect()
     }
 
-    /// How the online stream logged in: the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the
+    /// How the connected stream logged in: the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the
     /// channel binding it used; nil while offline.
     public func authentication() async -> XMPPAuthentication? {
         let runner = core.runner
@@ -133,7 +133,7 @@ public final class XMPPClient: ConnectionClient {
     }
 
     /// Registers this device for push notifications (XEP-0357) through `registration`'s app
-    /// server, or removes the registration (nil): at once when online, else at the next session,
+    /// server, or removes the registration (nil): at once when connected, else at the next session,
     /// and again at every new session. `pushEnabled`, `pushDisabled` or `pushRefused` follows.
     public func setPush(_ registration: XMPPPushRegistration?) async {
         let runner = core.runner

@@ -6,9 +6,13 @@ public import TetherCore
 /// SRV per RFC 2782; others are skipped), truncation, limits and typed errors. Sans-IO: bytes in,
 /// values out (`Specs/dns.md`).
 public enum DNSRecordType: UInt16, Hashable, Sendable, CaseIterable {
+    /// An IPv4 address (A, RFC 1035).
     case a = 1
+    /// An alias (CNAME, RFC 1035).
     case cname = 5
+    /// An IPv6 address (AAAA, RFC 3596).
     case aaaa = 28
+    /// A service location (SRV, RFC 2782).
     case srv = 33
 }
 
@@ -16,8 +20,10 @@ public enum DNSRecordType: UInt16, Hashable, Sendable, CaseIterable {
 public struct DNSQuestion: Hashable, Sendable {
     /// The name, without the trailing dot, as given (compared case-insensitively).
     public var name: String
+    /// The record type asked for.
     public var type: DNSRecordType
 
+    /// A question for `type` records of `name`.
     public init(name: String, type: DNSRecordType) {
         self.name = name
         self.type = type
@@ -66,10 +72,14 @@ extension DNSRecordType: CustomStringConvertible {
 
 /// A resource record of an answer.
 public struct DNSRecord: Hashable, Sendable {
+    /// The owner name.
     public var name: String
+    /// How long the record may be cached, in seconds.
     public var ttl: UInt32
+    /// The record's data.
     public var data: DNSRecordData
 
+    /// A record of `name` with `ttl` and `data`.
     public init(name: String, ttl: UInt32, data: DNSRecordData) {
         self.name = name
         self.ttl = ttl
@@ -97,7 +107,19 @@ public enum DNSErrorKind: String, ErrorKind {
 public struct DNSResponse: Hashable, Sendable {
     /// The response code (0 no error, 2 server failure, 3 no such name, …).
     public enum ResponseCode: Hashable, Sendable {
-        case noError, formatError, serverFailure, nameError, notImplemented, refused
+        /// No error (RCODE 0).
+        case noError
+        /// The server could not read the query (1).
+        case formatError
+        /// The server failed (2).
+        case serverFailure
+        /// The name does not exist (NXDOMAIN, 3).
+        case nameError
+        /// The server does not support the query (4).
+        case notImplemented
+        /// The server refused to answer (5).
+        case refused
+        /// Another code.
         case other(UInt8)
 
         init(_ code: UInt8) {
@@ -113,11 +135,15 @@ public struct DNSResponse: Hashable, Sendable {
         }
     }
 
+    /// The message id, matching the query's.
     public var id: UInt16
     /// The TC bit: the answer did not fit (over UDP: ask again over TCP).
     public var isTruncated: Bool
+    /// Whether the answer is authoritative (AA).
     public var isAuthoritative: Bool
+    /// The response code.
     public var responseCode: ResponseCode
+    /// The question the response repeats.
     public var question: DNSQuestion?
     /// The answer section's records of the known types (others skipped).
     public var answers: [DNSRecord]
@@ -160,6 +186,7 @@ public enum DNSMessage {
         /// The most compression pointers followed in one name (default 16).
         public var maximumPointers: Int
 
+        /// Limits for a message: its size, its records, and the compression pointers followed in one name.
         public init(maximumMessageSize: Int = 65535, maximumRecords: Int = 256, maximumPointers: Int = 16) {
             self.maximumMessageSize = maximumMessageSize
             self.maximumRecords = maximumRecords

@@ -9,6 +9,7 @@
 /// `openTCP`, `sendTCP`, `closeTCP`), reports what arrives for that handle, and calls
 /// `handleTimeout(now:)` at `pollTimeout()`. The answer comes as `answered`.
 public struct DNSResolverMachine: Sendable {
+    /// Where and how to ask.
     public struct Configuration: Sendable {
         /// The nameservers, tried in turn (port 53 unless given).
         public var nameServers: [Endpoint]
@@ -17,8 +18,10 @@ public struct DNSResolverMachine: Sendable {
         /// How many times each nameserver is tried (default 2), so a query makes at most
         /// `attempts × nameServers.count` tries.
         public var attempts: Int
+        /// What a response may hold.
         public var limits: DNSMessage.Limits
 
+        /// A configuration asking `nameServers` in order, waiting `timeout` for each answer, `attempts` rounds.
         public init(
             nameServers: [Endpoint],
             timeout: Duration = .seconds(2),
@@ -34,10 +37,12 @@ public struct DNSResolverMachine: Sendable {
 
     /// Why a query got no answer.
     public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What went wrong, readable.
         public let message: String
         public var description: String { message }
     }
 
+    /// What the resolver asks of its driver.
     public enum Action: Sendable, Equatable {
         /// Send `bytes` in one UDP datagram to `server`; report what comes back from it with
         /// `udpReceived`.
@@ -71,6 +76,7 @@ public struct DNSResolverMachine: Sendable {
         var failures: [String]
     }
 
+    /// The configuration.
     public let configuration: Configuration
     private var queries: [Int: Query] = [:]
     private var nextHandle = 1
@@ -83,6 +89,7 @@ public struct DNSResolverMachine: Sendable {
         random = SeededRandomNumberGenerator(seed: randomSeed)
     }
 
+    /// The next action to carry out, or nil.
     public mutating func pollAction() -> Action? { actions.next() }
 
     /// The earliest deadline of a query in flight.

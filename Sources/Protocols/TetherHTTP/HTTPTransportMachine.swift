@@ -23,7 +23,9 @@
 public struct HTTPTransportMachine: Sendable {
     /// Which HTTP transport.
     public enum Kind: Hashable, Sendable {
+        /// Server-Sent Events: one long GET receives, POSTs send.
         case serverSentEvents
+        /// Long polling: repeated GETs receive, POSTs send.
         case longPolling
     }
 
@@ -31,8 +33,11 @@ public struct HTTPTransportMachine: Sendable {
     public struct Request: Hashable, Sendable {
         /// The request's method.
         public enum Method: String, Hashable, Sendable {
+            /// GET.
             case get = "GET"
+            /// POST.
             case post = "POST"
+            /// DELETE.
             case delete = "DELETE"
         }
 
@@ -51,13 +56,16 @@ public struct HTTPTransportMachine: Sendable {
 
         /// Unique within the transport; the answer names it.
         public var id: Int
+        /// The request's method.
         public var method: Method
+        /// The URL to request.
         public var url: String
         /// The transport's headers (the app's and `Authorization`) and the request's own
         /// (`Accept` for the event stream, `Content-Type` for sends).
         public var headers: [String: String]
         /// The frames of a send; empty otherwise.
         public var body: [UInt8]
+        /// What the request is for.
         public var purpose: Purpose
     }
 
@@ -96,11 +104,13 @@ public struct HTTPTransportMachine: Sendable {
         }
     }
 
+    /// Which transport this is.
     public let kind: Kind
     /// The connect URL (with `id=`), as for the WebSocket transport but with its http(s) scheme.
     public let url: String
     /// The app's headers and `Authorization`, sent with every request.
     public let headers: [String: String]
+    /// The hub protocol's message format (text or binary).
     public let format: MessageFormat
     /// The largest `POST` body made of several queued frames (one larger frame goes alone).
     public let maximumPostSize: Int

@@ -42,7 +42,9 @@ public struct WebSocketClient: Sendable {
 
     /// A message: text (valid UTF-8, kept as bytes) or binary.
     public enum Message: Hashable, Sendable {
+        /// A text message (UTF-8).
         case text([UInt8])
+        /// A binary message.
         case binary([UInt8])
     }
 
@@ -61,7 +63,16 @@ public struct WebSocketClient: Sendable {
 
     /// The connection's states.
     public enum State: Hashable, Sendable {
-        case idle, connecting, open, closing, closed
+        /// Not started.
+        case idle
+        /// The upgrade request is out.
+        case connecting
+        /// Messages flow.
+        case open
+        /// A close frame is out or came in.
+        case closing
+        /// Closed.
+        case closed
     }
 
     /// The GUID RFC 6455 §1.3 appends to the key.

@@ -22,11 +22,17 @@ public struct WebSocketError: Error, Hashable, Sendable, CustomStringConvertible
 
 /// A frame's opcode (RFC 6455 §5.2).
 public enum WebSocketOpcode: UInt8, Hashable, Sendable {
+    /// A continuation of a fragmented message.
     case continuation = 0x0
+    /// A text frame.
     case text = 0x1
+    /// A binary frame.
     case binary = 0x2
+    /// A close frame.
     case close = 0x8
+    /// A ping.
     case ping = 0x9
+    /// A pong.
     case pong = 0xA
 
     /// Whether this is a control frame (close, ping, pong).

@@ -42,7 +42,10 @@ public struct TLSClient: ~Copyable {
     public struct Configuration: Sendable, Hashable {
         /// The TLS protocol versions.
         public enum Version: Sendable, Hashable {
-            case tls12, tls13
+            /// TLS 1.2.
+            case tls12
+            /// TLS 1.3.
+            case tls13
 
             var openSSL: Int32 {
                 switch self {

@@ -1,10 +1,6 @@
-import Dispatch  // DispatchQueue.main
-import TetherCore  // Secret, Endpoint
-import TetherDispatch  // XMPPClient.Options (the driver's ConnectionOptions)
-import TetherXMPP  // JID, XMPPMessage, XMPPClientError, XMPPClientState
-import TetherXMPPClient  // XMPPClient
+import TetherXMPPClient
 
-/// The app's chat connection: online after login, pinging every 20 s, reconnecting on its own.
+/// The app's chat connection: connected after login, pinging every 20 s, reconnecting on its own.
 final class ChatConnection: Sendable {
     let client: XMPPClient
 
@@ -41,7 +37,7 @@ final class ChatConnection: Sendable {
 
     func logIn() async {
         do {
-            try await client.connect()  // online, or the error that stopped it
+            try await client.connect()  // connected, or the error that stopped it
         } catch {
             switch error.kind {
             case .authenticationFailed: ui.show("wrong password")

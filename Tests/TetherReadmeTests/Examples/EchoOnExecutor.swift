@@ -1,5 +1,4 @@
-import TetherDispatch  // executor
-import TetherSignalRClient  // HubConnection
+import TetherSignalRClient
 
 /// Sends each line and awaits the hub's echo, from a task on the connection's executor: each
 /// answer resumes the loop on the thread that read it, with no thread hand-off between calls.

@@ -1,5 +1,4 @@
-import TetherCore  // Instant, Endpoint, TransportGeneration, TransportError
-import TetherXMPP  // XMPPClientMachine
+import TetherXMPP
 
 /// What your runtime supplies (Network.framework, an event loop, a test): connections that can
 /// start TLS, and one timer.

@@ -1,8 +1,5 @@
-import Foundation  // NotificationCenter, DispatchQueue.main
-import TetherCore  // ReconnectPolicy
-import TetherDispatch  // reconnectNow() and the calls every client has
-import TetherSignalR  // HubConnectionError
-import TetherSignalRClient  // HubConnection, HubConnectionBuilder
+import Foundation  // NotificationCenter
+import TetherSignalRClient
 
 struct ParamData: Codable, Sendable {
     var id: Int

@@ -17,15 +17,20 @@ public struct ConnectionHealth: Sendable, Equatable {
     /// Reconnect attempts since the machine started, and the reasons of the last few losses and
     /// failed attempts (newest last).
     public var reconnectAttempts: Int
+    /// Why the last reconnects happened (newest last, at most a few).
     public var recentReconnectReasons: [String]
     /// Sessions taken up again without loss (XEP-0198 resumption, SignalR stateful reconnect),
     /// and attempts to that refused or given up.
     public var resumes: Int
+    /// Resumptions the server refused (a new session followed).
     public var failedResumes: Int
     /// Bytes and protocol messages (stanzas; hub messages) each way since the machine started.
     public var bytesSent: Int
+    /// Bytes received since the connection started.
     public var bytesReceived: Int
+    /// Messages (stanzas, hub messages) sent.
     public var messagesSent: Int
+    /// Messages received.
     public var messagesReceived: Int
     /// Messages sent and not yet acknowledged (XEP-0198 stanzas; stateful-reconnect messages),
     /// plus those waiting for a connection.
@@ -48,6 +53,7 @@ public struct ConnectionHealth: Sendable, Equatable {
     /// targets): later attempts try them after the others.
     public var failingServers: [String] = []
 
+    /// A health snapshot with every value given (the machines make these; tests and custom machines may too).
     public init(
         phase: ConnectionPhase,
         state: String,
@@ -93,22 +99,35 @@ public struct ConnectionHealth: Sendable, Equatable {
 
 /// What a machine counts for its `ConnectionHealth` (kept small: it lives in every machine).
 public struct HealthCounters: Sendable {
+    /// When the current session came online (nil while not connected).
     public var onlineSince: Instant?
+    /// The last measured round trip.
     public var lastRoundTrip: Duration?
+    /// The smoothed round trip (as TCP smooths it, weight 1/8).
     public var smoothedRoundTrip: Duration?
+    /// How long the last dead link took to notice.
     public var lastDeadLinkDetection: Duration?
+    /// Reconnect attempts since the connection started.
     public var reconnectAttempts = 0
+    /// Why the last reconnects happened (newest last, at most a few).
     public var recentReconnectReasons: [String] = []
+    /// Sessions resumed.
     public var resumes = 0
+    /// Resumptions the server refused.
     public var failedResumes = 0
+    /// Bytes sent.
     public var bytesSent = 0
+    /// Bytes received.
     public var bytesReceived = 0
+    /// Messages sent.
     public var messagesSent = 0
+    /// Messages received.
     public var messagesReceived = 0
 
     /// How many reasons are kept.
     public static let reasonsKept = 5
 
+    /// Counters at zero.
     public init() {}
 
     /// A round trip was measured.

@@ -171,6 +171,7 @@ public struct DeviceState: Hashable, Sendable {
     /// The last application state reported.
     public var application: ApplicationState = .active
 
+    /// The state of a device with a network and the app active.
     public init() {}
 
     /// Whether a path is there (assumed until a report says otherwise).

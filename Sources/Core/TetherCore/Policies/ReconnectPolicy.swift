@@ -211,6 +211,7 @@ public struct ReconnectPolicy: Sendable {
         return 0
     }
 
+    /// The wait before the attempt `context` describes, drawn from `generator` when the policy is spread; nil when the policy gives up.
     public func delay(for context: Context, using generator: inout some RandomNumberGenerator) -> Duration? {
         if let maximumAttempts, context.attempt >= maximumAttempts { return nil }
         if let maximumElapsed, context.elapsed >= maximumElapsed { return nil }

@@ -1,7 +1,10 @@
 /// The hash functions SCRAM needs (RFC 5802 §2.2), chosen by name.
 public enum SCRAMHashAlgorithm: String, Hashable, Sendable, CaseIterable {
+    /// SHA-1 (SCRAM-SHA-1).
     case sha1 = "SHA-1"
+    /// SHA-256 (SCRAM-SHA-256).
     case sha256 = "SHA-256"
+    /// SHA-512 (SCRAM-SHA-512).
     case sha512 = "SHA-512"
 
     /// The digest length in bytes.

@@ -30,6 +30,7 @@ public final class ConnectionExecutor: TaskExecutor {
         self.queue = queue
     }
 
+    /// Runs `job` on the connection's queue (inline after the input that resumed it, when one is being handled on this thread).
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         if let inline = InlineJobs.current, inline.queue === queue {

@@ -114,3 +114,38 @@ public struct ConnectionOptions: Sendable {
             + "\(maximumUnsentBytes))."
     }
 }
+
+// Names of earlier versions, kept so that the compiler names their replacements (CHANGELOG.md).
+extension ConnectionOptions {
+    /// Replaced by `maximumReadSize` (the most bytes handed up from one read).
+    @available(*, unavailable, renamed: "maximumReadSize")
+    public var readBufferSize: Int {
+        get { maximumReadSize }
+        set { maximumReadSize = newValue }
+    }
+
+    /// Gone: the largest message is the hub protocol's (`maximumMessageSize`), and XMPP's is
+    /// `parserLimits.maximumElementSize`.
+    @available(
+        *,
+        unavailable,
+        message:
+            "the largest message is set in one place now: the hub protocol's maximumMessageSize (SignalR), parserLimits.maximumElementSize (XMPP)"
+    )
+    public var maximumMessageSize: Int {
+        get { 0 }
+        set {}
+    }
+
+    /// Replaced by the log: set `logLevel = .trace` (every stanza or message sent and received)
+    /// and, to receive the lines, `logHandler`.
+    @available(
+        *,
+        unavailable,
+        message: "the traffic is logged now: set logLevel = .trace, and logHandler to receive the lines"
+    )
+    public var trafficLog: (@Sendable (String) -> Void)? {
+        get { nil }
+        set {}
+    }
+}

@@ -203,8 +203,24 @@ public struct HubConnectionMachine {
 
     /// The states, by name.
     public enum StateName: String, Hashable, Sendable, CaseIterable {
-        case disconnected, fetchingAccessToken, negotiating, connectingTransport, handshaking, connected
-        case reconnectWaiting, resuming, suspended
+        /// Not started, or stopped.
+        case disconnected
+        /// Waiting for the access token provider.
+        case fetchingAccessToken
+        /// The negotiate request is out.
+        case negotiating
+        /// Opening the transport.
+        case connectingTransport
+        /// The handshake is out.
+        case handshaking
+        /// Connected: invocations flow.
+        case connected
+        /// Waiting before the next attempt.
+        case reconnectWaiting
+        /// Stateful reconnect: the same connection over a new transport.
+        case resuming
+        /// The reconnect policy gave up, or the app is in the background; `reconnectNow` starts again.
+        case suspended
     }
 
     enum Timer: Hashable, Sendable {

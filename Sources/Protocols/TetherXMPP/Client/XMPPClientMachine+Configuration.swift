@@ -179,8 +179,9 @@ extension XMPPClientMachine {
         public var iqTimeout: Duration
         /// After `stop()`, wait this long for the server's `</stream:stream>` (default 2 s).
         public var closeTimeout: Duration
-        /// The most stanzas kept unsent or unacknowledged (default 1,000); `send` throws
-        /// `sendQueueFull` beyond it.
+        /// The most stanzas kept unsent or unacknowledged (default 1,000). Beyond it the machine's
+        /// `send` throws `sendQueueFull`; `XMPPClient.send` waits for room instead (cancelably,
+        /// asking the server for an acknowledgement), unless its `Options.backPressure` is `.fail`.
         public var maximumQueuedStanzas: Int
         /// The most `see-other-host` redirects followed in a row (default 5).
         public var maximumRedirects: Int
@@ -322,5 +323,44 @@ public struct XMPPPushRegistration: Hashable, Sendable {
         self.service = service
         self.node = node
         self.publishOptions = publishOptions
+    }
+}
+
+// Names of earlier versions, kept so that the compiler names their replacements (CHANGELOG.md).
+extension XMPPClientMachine.Configuration {
+    /// Replaced by `state.fastToken` (the whole `XMPPClientState` is what an app keeps).
+    @available(
+        *,
+        unavailable,
+        message:
+            "the FAST token is part of the state now: configuration.state.fastToken (keep the whole XMPPClientState the stateChanged event hands out)"
+    )
+    public var fastToken: XMPPFASTToken? {
+        get { state.fastToken }
+        set { state.fastToken = newValue }
+    }
+}
+
+extension XMPPUserAgent {
+    /// Replaced by `XMPPClientState.userAgentID` (made at the first SASL2 login and kept there).
+    @available(
+        *,
+        unavailable,
+        message:
+            "the installation's id is XMPPClientState.userAgentID now (made at the first SASL2 login, reported in stateChanged)"
+    )
+    public var id: String {
+        get { "" }
+        set {}
+    }
+
+    /// Replaced by `init(software:device:)`: the id is `XMPPClientState.userAgentID`.
+    @available(
+        *,
+        unavailable,
+        message: "use XMPPUserAgent(software:device:); the installation's id is XMPPClientState.userAgentID"
+    )
+    public init(id: String, software: String? = "Tether", device: String? = nil) {
+        self.init(software: software, device: device)
     }
 }

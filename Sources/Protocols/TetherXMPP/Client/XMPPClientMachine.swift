@@ -27,7 +27,7 @@ public import TetherXML
 /// TCP connection is being made), `openingStream` (our header is out; waiting for the server's
 /// header and features), `securing` (STARTTLS), `authenticating` (SASL), `resuming` (XEP-0198
 /// `<resume/>` is out), `binding` (resource binding and the legacy session), `connected` (the
-/// stream is online), `closing` (our `</stream:stream>` is out; waiting briefly for the server's),
+/// stream is connected), `closing` (our `</stream:stream>` is out; waiting briefly for the server's),
 /// `reconnectWaiting` (the policy's delay), `suspended` (the policy gave up; waits for
 /// `reconnectNow`).
 ///
@@ -73,7 +73,7 @@ public struct XMPPClientMachine: ~Copyable {
     /// `connected`, `resumed`, `connectionLost`, `attemptFailed`, `reconnecting`,
     /// `waitingForNetwork`, `suspended`, `closed`), and what XMPP adds.
     public enum Event: Sendable, Equatable {
-        /// A lifecycle change. `connected(jid)` is a new session online with this full JID (the
+        /// A lifecycle change. `connected(jid)` is a new session, connected with this full JID (the
         /// first one, or after a reconnect without resumption: join rooms and send what depends on
         /// the session here); `resumed(jid)` the same session taken up again (XEP-0198): nothing
         /// was lost.
@@ -81,7 +81,7 @@ public struct XMPPClientMachine: ~Copyable {
         /// The server refused to resume (its condition, if it gave one); a new session follows,
         /// and the stanzas it never acknowledged come in `unacknowledgedStanzas`.
         case resumeFailed(StanzaError.Condition?)
-        /// The stream logged in, before its session is online (`connected` or `resumed` follows):
+        /// The stream logged in, before its session is connected (`connected` or `resumed` follows):
         /// the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the channel binding it used.
         case authenticated(XMPPAuthentication)
         /// The server gave a FAST token (at a password login that asked for one, or a rotation):
@@ -132,8 +132,28 @@ public struct XMPPClientMachine: ~Copyable {
 
     /// The states, by name.
     public enum StateName: String, Hashable, Sendable, CaseIterable {
-        case disconnected, connectingTransport, openingStream, securing, authenticating, resuming, binding, connected
-        case closing, reconnectWaiting, suspended
+        /// Not started, or stopped.
+        case disconnected
+        /// Looking up the server or opening the connection.
+        case connectingTransport
+        /// The stream header is out.
+        case openingStream
+        /// STARTTLS: the TLS handshake is under way.
+        case securing
+        /// SASL or SASL2.
+        case authenticating
+        /// XEP-0198 `<resume/>` is out.
+        case resuming
+        /// Binding a resource.
+        case binding
+        /// Connected: stanzas flow.
+        case connected
+        /// The stream's end is out; waiting for the server's.
+        case closing
+        /// Waiting before the next attempt (or for the network).
+        case reconnectWaiting
+        /// The reconnect policy gave up, or the app closed the stream for the background; `reconnectNow` starts again.
+        case suspended
     }
 
     // MARK: - State
@@ -142,7 +162,7 @@ public struct XMPPClientMachine: ~Copyable {
         case connectAttempt, reconnect, ping, ackRequest, iqTimeout, close, releaseBuffers, keepAlive
     }
 
-    /// One connect attempt, from the connect action until the stream is online.
+    /// One connect attempt, from the connect action until the stream is connected.
     struct Attempt: Sendable {
         var generation: TransportGeneration
         var endpoint: Endpoint
@@ -185,7 +205,7 @@ public struct XMPPClientMachine: ~Copyable {
         case awaitingTLS
         case authenticating(SASLExchange)
         /// A SASL2 login succeeded: the features follow at once, without a restart; then what
-        /// the login brought (a resumed or bound session) goes online.
+        /// the login brought (a resumed or bound session) is connected.
         case awaitingSASL2Features(SASL2Outcome)
         /// `<resume/>` is out.
         case resuming
@@ -220,7 +240,7 @@ public struct XMPPClientMachine: ~Copyable {
         /// The answer to the inline `<enable/>` (`<enabled/>` or `<failed/>`).
         var streamManagementAnswer: XElement?
         /// What the server sent for the session before the features (prosody asks for an
-        /// acknowledgement at once after resuming), handled once it is online.
+        /// acknowledgement at once after resuming), handled once it is connected.
         var early: [XElement] = []
 
         /// The most elements kept before the features (a server that never sends them ends the
@@ -257,7 +277,7 @@ public struct XMPPClientMachine: ~Copyable {
         var features: StreamFeatures?
     }
 
-    /// An online stream.
+    /// A connected stream.
     struct Session: Sendable {
         var generation: TransportGeneration
         var endpoint: Endpoint
@@ -314,7 +334,7 @@ public struct XMPPClientMachine: ~Copyable {
     /// XEP-0198 state: set when `<enable/>` is sent, kept across a lost connection while the
     /// session can be resumed.
     var streamManagement: StreamManagement?
-    /// Stanzas the app sent while no stream was online, sent once one is.
+    /// Stanzas the app sent while no stream was connected, sent once one is.
     var outbox = FIFOQueue<XElement>()
     var pendingIQs: [String: PendingIQ] = [:]
     /// The JID of the last session (kept for resumption).
@@ -428,19 +448,19 @@ public struct XMPPClientMachine: ~Copyable {
         }
     }
 
-    /// The full JID of the online session.
+    /// The full JID of the connected session.
     public var jid: JID? {
         if case .connected(let session) = state { return session.jid }
         return nil
     }
 
-    /// How the online stream logged in: the SASL mechanism and its channel binding.
+    /// How the connected stream logged in: the SASL mechanism and its channel binding.
     public var authentication: XMPPAuthentication? {
         if case .connected(let session) = state { return session.authentication }
         return nil
     }
 
-    /// The session: its full JID while online, and while `<resume/>` takes it up again.
+    /// The session: its full JID while connected, and while `<resume/>` takes it up again.
     public var session: JID? {
         switch state {
         case .connected(let session): session.jid

@@ -9,10 +9,14 @@ public enum XMPPServiceTargets {
     /// One place to try: a host (resolved to addresses next) and port, with TLS from the first
     /// byte or not. The certificate is checked against the JID's domain whatever `host` is.
     public struct Target: Hashable, Sendable, CustomStringConvertible {
+        /// The host to connect to.
         public var host: String
+        /// The port.
         public var port: Int
+        /// Whether TLS starts with the first byte (XEP-0368 `_xmpps-client`).
         public var directTLS: Bool
 
+        /// A target at `host`:`port`, with direct TLS or STARTTLS.
         public init(host: String, port: Int, directTLS: Bool) {
             self.host = host
             self.port = port
@@ -32,6 +36,7 @@ public enum XMPPServiceTargets {
 
     /// Why a domain has no XMPP service.
     public struct NoService: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What the lookup found, readable.
         public let message: String
         public var description: String { message }
     }

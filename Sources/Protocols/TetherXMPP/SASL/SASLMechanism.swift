@@ -2,8 +2,11 @@ public import TetherCore
 
 /// The SASL mechanisms the client can use, strongest first (the default preference).
 public enum SASLMechanism: String, Hashable, Sendable, CaseIterable {
+    /// SCRAM-SHA-512.
     case scramSHA512 = "SCRAM-SHA-512"
+    /// SCRAM-SHA-256.
     case scramSHA256 = "SCRAM-SHA-256"
+    /// SCRAM-SHA-1.
     case scramSHA1 = "SCRAM-SHA-1"
     /// RFC 4616: the password itself goes to the server, so only over TLS unless allowed.
     case plain = "PLAIN"

@@ -48,8 +48,11 @@ public enum SCRAMErrorKind: String, ErrorKind {
 public struct SCRAMClient: Sendable {
     /// The SCRAM mechanisms, strongest first.
     public enum Mechanism: String, Hashable, Sendable, CaseIterable {
+        /// SCRAM-SHA-512 (RFC 7677's construction with SHA-512).
         case sha512 = "SCRAM-SHA-512"
+        /// SCRAM-SHA-256 (RFC 7677).
         case sha256 = "SCRAM-SHA-256"
+        /// SCRAM-SHA-1 (RFC 5802).
         case sha1 = "SCRAM-SHA-1"
 
         /// The hash function.

@@ -18,12 +18,19 @@ public struct JID: Hashable, Sendable, CustomStringConvertible, LosslessStringCo
 
     /// Why a string is not a valid JID.
     public enum ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// A localpart was marked (`@`) but is empty.
         case emptyLocalpart
+        /// The domainpart is empty.
         case emptyDomainpart
+        /// A resourcepart was marked (`/`) but is empty.
         case emptyResourcepart
+        /// A part is longer than RFC 7622's 1,023 bytes.
         case partTooLong(part: String, bytes: Int)
+        /// The localpart holds a character RFC 7622 forbids there.
         case forbiddenCharacterInLocalpart(Unicode.Scalar)
+        /// The resourcepart holds a control character.
         case controlCharacterInResourcepart
+        /// The domainpart is not a valid domain name or IP address.
         case invalidDomainpart
 
         public var description: String {

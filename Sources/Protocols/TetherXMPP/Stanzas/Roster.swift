@@ -4,7 +4,16 @@ public import TetherXML
 public struct RosterItem: Hashable, Sendable {
     /// The subscription states (RFC 6121 §2.1.2.5); `remove` appears only in roster pushes.
     public enum Subscription: String, Hashable, Sendable, CaseIterable {
-        case none, to, from, both, remove
+        /// No subscription either way.
+        case none
+        /// The user sees the contact's presence.
+        case to
+        /// The contact sees the user's presence.
+        case from
+        /// Both see each other's presence.
+        case both
+        /// The item is removed (in a roster push).
+        case remove
     }
 
     /// The contact's bare JID.

@@ -4,7 +4,12 @@ public import TetherXML
 public struct Stanza: Hashable, Sendable {
     /// The three stanza kinds.
     public enum Kind: String, Hashable, Sendable {
-        case message, presence, iq
+        /// `<message/>`.
+        case message
+        /// `<presence/>`.
+        case presence
+        /// `<iq/>`.
+        case iq
     }
 
     /// The stanza element.
@@ -60,32 +65,63 @@ public struct Stanza: Hashable, Sendable {
 public struct StanzaError: Error, Hashable, Sendable {
     /// The error types (RFC 6120 §8.3.2).
     public enum ErrorType: String, Hashable, Sendable {
-        case auth, cancel, `continue`, modify, wait
+        /// Retry after providing credentials.
+        case auth
+        /// Do not retry: the error cannot be remedied.
+        case cancel
+        /// Proceed: the condition was only a warning.
+        case `continue`
+        /// Retry after changing the data sent.
+        case modify
+        /// Retry after waiting: the error is temporary.
+        case wait
     }
 
     /// The defined conditions (RFC 6120 §8.3.3).
     public enum Condition: String, Hashable, Sendable, CaseIterable {
+        /// The request was malformed.
         case badRequest = "bad-request"
+        /// Access was refused because a resource or session of that name exists.
         case conflict
+        /// The feature is not implemented by the recipient.
         case featureNotImplemented = "feature-not-implemented"
+        /// The requester lacks the permissions.
         case forbidden
+        /// The recipient is no longer at this address.
         case gone
+        /// The server had an internal error.
         case internalServerError = "internal-server-error"
+        /// The addressed item was not found.
         case itemNotFound = "item-not-found"
+        /// The address is not a valid JID.
         case jidMalformed = "jid-malformed"
+        /// The request violates the recipient's policy.
         case notAcceptable = "not-acceptable"
+        /// No one may perform this action.
         case notAllowed = "not-allowed"
+        /// The sender must authenticate first.
         case notAuthorized = "not-authorized"
+        /// The server's policy forbids it.
         case policyViolation = "policy-violation"
+        /// The recipient is unavailable.
         case recipientUnavailable = "recipient-unavailable"
+        /// The recipient is at another address.
         case redirect
+        /// The requester must register first.
         case registrationRequired = "registration-required"
+        /// The remote server does not exist.
         case remoteServerNotFound = "remote-server-not-found"
+        /// The remote server could not be reached in time.
         case remoteServerTimeout = "remote-server-timeout"
+        /// The server or recipient lacks the resources.
         case resourceConstraint = "resource-constraint"
+        /// The service is not available.
         case serviceUnavailable = "service-unavailable"
+        /// The requester must be subscribed first.
         case subscriptionRequired = "subscription-required"
+        /// Another condition (see the application-specific element).
         case undefinedCondition = "undefined-condition"
+        /// The recipient did not expect the request now.
         case unexpectedRequest = "unexpected-request"
     }
 

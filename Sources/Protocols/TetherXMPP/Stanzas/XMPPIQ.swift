@@ -10,7 +10,14 @@ public import TetherXML
 public struct XMPPIQ: Hashable, Sendable {
     /// The four iq types.
     public enum IQType: String, Hashable, Sendable, CaseIterable {
-        case get, set, result, error
+        /// A request for data.
+        case get
+        /// A request that provides data or changes state.
+        case set
+        /// A successful answer.
+        case result
+        /// An error answer.
+        case error
 
         /// Whether an iq of this type is a request that must be answered.
         public var isRequest: Bool { self == .get || self == .set }

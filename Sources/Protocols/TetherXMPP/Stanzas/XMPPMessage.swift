@@ -11,7 +11,16 @@ public import TetherXML
 public struct XMPPMessage: Hashable, Sendable {
     /// The message types (RFC 6121 §5.2.2); a missing or unknown type counts as `normal`.
     public enum MessageType: String, Hashable, Sendable, CaseIterable {
-        case chat, error, groupchat, headline, normal
+        /// One-to-one chat.
+        case chat
+        /// An error about a message sent.
+        case error
+        /// A message in a multi-user chat room.
+        case groupchat
+        /// An alert or notification (no reply expected).
+        case headline
+        /// A standalone message (the default).
+        case normal
     }
 
     /// How a received message came to this client.

@@ -10,12 +10,32 @@ public struct XMPPPresence: Hashable, Sendable {
     /// The presence types other than availability (RFC 6121 §4.7.1); a presence without `type`
     /// announces availability and has `type == nil`.
     public enum PresenceType: String, Hashable, Sendable, CaseIterable {
-        case error, probe, subscribe, subscribed, unavailable, unsubscribe, unsubscribed
+        /// An error about a presence sent.
+        case error
+        /// A request for an entity's current presence (servers send it).
+        case probe
+        /// A request to subscribe to the recipient's presence.
+        case subscribe
+        /// The sender allows the recipient's subscription.
+        case subscribed
+        /// The sender is no longer available.
+        case unavailable
+        /// The sender unsubscribes from the recipient's presence.
+        case unsubscribe
+        /// The sender denies or cancels the recipient's subscription.
+        case unsubscribed
     }
 
     /// The availability sub-states (RFC 6121 §4.7.2.1).
     public enum Show: String, Hashable, Sendable, CaseIterable {
-        case away, chat, dnd, xa
+        /// Temporarily away.
+        case away
+        /// Interested in chatting.
+        case chat
+        /// Busy (do not disturb).
+        case dnd
+        /// Away for an extended period.
+        case xa
     }
 
     /// The stanza.

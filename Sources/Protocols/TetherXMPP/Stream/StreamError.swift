@@ -5,30 +5,55 @@ public import TetherXML
 public struct StreamError: Error, Hashable, Sendable {
     /// Every defined condition (RFC 6120 §4.9.3).
     public enum Condition: String, Hashable, Sendable, CaseIterable {
+        /// The server cannot process the data sent.
         case badFormat = "bad-format"
+        /// A namespace prefix is not supported.
         case badNamespacePrefix = "bad-namespace-prefix"
+        /// A new stream for this entity replaces this one.
         case conflict
+        /// The server closed an idle stream.
         case connectionTimeout = "connection-timeout"
+        /// The host is no longer served here.
         case hostGone = "host-gone"
+        /// The host is not served here.
         case hostUnknown = "host-unknown"
+        /// A from or to address is missing or wrong.
         case improperAddressing = "improper-addressing"
+        /// The server had an internal error.
         case internalServerError = "internal-server-error"
+        /// The from address does not match the authenticated one.
         case invalidFrom = "invalid-from"
+        /// The stream's namespace is wrong.
         case invalidNamespace = "invalid-namespace"
+        /// The data is not valid XML.
         case invalidXML = "invalid-xml"
+        /// Data was sent before authentication.
         case notAuthorized = "not-authorized"
+        /// The data is not well-formed XML.
         case notWellFormed = "not-well-formed"
+        /// The server's policy was violated.
         case policyViolation = "policy-violation"
+        /// A remote connection the server needs failed.
         case remoteConnectionFailed = "remote-connection-failed"
+        /// The stream must be restarted (new security or credentials).
         case reset
+        /// The server lacks the resources to serve the stream.
         case resourceConstraint = "resource-constraint"
+        /// The data used restricted XML (comments, DTDs, processing instructions).
         case restrictedXML = "restricted-xml"
+        /// The server redirects to another host (`see-other-host`).
         case seeOtherHost = "see-other-host"
+        /// The server is shutting down.
         case systemShutdown = "system-shutdown"
+        /// Another condition.
         case undefinedCondition = "undefined-condition"
+        /// The stream's encoding is not supported.
         case unsupportedEncoding = "unsupported-encoding"
+        /// A required feature is not supported.
         case unsupportedFeature = "unsupported-feature"
+        /// A first-level element is not supported.
         case unsupportedStanzaType = "unsupported-stanza-type"
+        /// The stream's version is not supported.
         case unsupportedVersion = "unsupported-version"
 
         /// The condition for an element name, accepting RFC 3920's `xml-not-well-formed`.

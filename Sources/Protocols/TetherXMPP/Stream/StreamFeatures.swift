@@ -65,6 +65,7 @@ public struct StreamFeatures: Hashable, Sendable {
     public var clientStateIndication: Bool {
         element.firstChild("csi", namespace: XMPPNamespace.clientStateIndication) != nil
     }
+    /// Whether the server offers resource binding (RFC 6120).
     public var bind: Bool { element.firstChild("bind", namespace: XMPPNamespace.bind) != nil }
     /// Whether the legacy session is offered at all.
     public var session: Bool { element.firstChild("session", namespace: XMPPNamespace.session) != nil }
