@@ -377,7 +377,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherHTTPTests",
-            dependencies: ["TetherTestSupport", "TetherHTTP", "TetherCore"],
+            dependencies: ["TetherTestSupport", "TetherHTTP", "TetherCore", "TetherSimulation"],
             swiftSettings: strictSettings
         ),
         .testTarget(

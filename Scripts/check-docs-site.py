@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Opens the built API reference (Scripts/build-docs.sh) in headless Chromium, as a reader would,
 and checks that it renders: the package's landing page lists the modules, a module page, a symbol
-page with its declaration and documentation, and an article with a state diagram whose image
-loads. A screenshot of each page is kept in .build/docs/screenshots.
+page with its declaration and documentation, and the three state diagrams' articles, whose images
+load. A screenshot of each page is kept in .build/docs/screenshots.
 
     Scripts/check-docs-site.py
 
@@ -36,10 +36,13 @@ PAGES = [
      ["drawn from the transition table"]),
     ("documentation/tethersignalr/hubconnectionmachinestates", "The hub connection machine",
      ["drawn from the transition table"]),
+    ("documentation/tetherhttp/httptransportstates", "The HTTP transports",
+     ["drawn from the transition table"]),
 ]
 DIAGRAMS = {
     "documentation/tetherxmpp/xmppclientmachinestates": "xmpp-client-states.svg",
     "documentation/tethersignalr/hubconnectionmachinestates": "signalr-hub-connection-states.svg",
+    "documentation/tetherhttp/httptransportstates": "http-transport-states.svg",
 }
 
 

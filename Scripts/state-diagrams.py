@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Draws each connection machine's state diagram from its transition table, the same table the
 table tests run row by row against the code (ClientTransitionTableTests,
-HubConnectionTransitionTableTests), so a diagram cannot show a transition the code does not make.
+HubConnectionTransitionTableTests, HTTPTransportTransitionTableTests), so a diagram cannot show a transition the code does not make.
 
-    Scripts/state-diagrams.py OUTPUT_DIR     writes xmpp-client-states.{dot,svg} and
-                                             signalr-hub-connection-states.{dot,svg} (needs
-                                             Graphviz's `dot`, Debian's graphviz)
+    Scripts/state-diagrams.py OUTPUT_DIR     writes xmpp-client-states.{dot,svg},
+                                             signalr-hub-connection-states.{dot,svg} and
+                                             http-transport-states.{dot,svg} (needs Graphviz's
+                                             `dot`, Debian's graphviz)
 
 Each row's state is the state the row starts in (a row describing a situation in that state, such
 as "connected catching up", counts as its state: the first word that names one); each arrow joins
@@ -25,6 +26,7 @@ TABLES = [
       "connecting to": "connectingTransport", "opening a stream": "openingStream"}),
     ("Specs/signalr/hub-connection.md", 5, "signalr-hub-connection-states", "HubConnectionMachine",
      {"waiting for the network": "reconnectWaiting"}),
+    ("Specs/http-transports.md", 4, "http-transport-states", "HTTPTransportMachine", {}),
 ]
 
 
@@ -50,7 +52,7 @@ def rows(spec, columns):
 
 
 def state_of(situation, names, aliases):
-    first = situation.split(" ")[0]
+    first = situation.split(" ")[0].rstrip(",")
     if first in names:
         return first
     for phrase, name in aliases.items():

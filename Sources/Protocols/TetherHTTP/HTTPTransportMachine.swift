@@ -168,6 +168,31 @@ public struct HTTPTransportMachine: Sendable {
     /// Whether the transport has ended.
     public var isClosed: Bool { phase == .closed }
 
+    /// The transport's states, by name (`Specs/http-transports.md` has the transition table).
+    public enum StateName: String, Hashable, Sendable, CaseIterable {
+        /// Not opened yet.
+        case idle
+        /// Server-Sent Events: the stream's request is out, its answer has not started.
+        case opening
+        /// Frames flow (long polling: at once after `open()`).
+        case open
+        /// Long polling: the `DELETE` is out.
+        case closing
+        /// Ended.
+        case closed
+    }
+
+    /// The state the transport is in.
+    public var stateName: StateName {
+        switch phase {
+        case .idle: .idle
+        case .opening: .opening
+        case .open: .open
+        case .closing: .closing
+        case .closed: .closed
+        }
+    }
+
     /// The bytes sent that the server has not taken yet: the frames queued behind the `POST` in
     /// flight, and that `POST`'s body until it is answered.
     public var unsentByteCount: Int { queuedByteCount + sendingByteCount }
