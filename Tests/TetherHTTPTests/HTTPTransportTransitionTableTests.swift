@@ -9,32 +9,22 @@ import TetherSimulation
 /// (in order) and the state that follows checked. A row it cannot run, a malformed row, or a
 /// different number of rows fails, so table, code and the reference's diagram cannot drift.
 struct HTTPTransportTransitionTableTests {
-    struct Row: CustomTestStringConvertible, Sendable {
-        var state: String
-        var input: String
-        var actions: [String]
-        var next: String
-        var testDescription: String { "\(state) | \(input)" }
-    }
+    typealias Row = TransitionRow
 
     /// The number of rows the table has; a row added or lost must be noticed.
     static let expectedRowCount = 44
 
-    static let table: (rows: [Row], malformed: [String]) = {
-        let (cells, malformed) = TransitionTable.read("Specs/http-transports.md", columns: 4)
-        let rows = cells.map { Row(state: $0[0], input: $0[1], actions: TransitionTable.list($0[2]), next: $0[3]) }
-        return (rows, malformed)
-    }()
+    static let table = TransitionTable.rows("Specs/http-transports.md", columns: 4)
 
     @Test func tableIsWellFormed() {
         #expect(Self.table.malformed.isEmpty, "malformed rows: \(Self.table.malformed)")
         #expect(Self.table.rows.count == Self.expectedRowCount)
         let states = Set(HTTPTransportMachine.StateName.allCases.map(\.rawValue))
         for row in Self.table.rows {
-            #expect(states.contains(row.next), "unknown next state in \(row.testDescription)")
+            #expect(states.contains(row.next), "unknown next state in \(row.description)")
             #expect(
                 states.contains(String(row.state.prefix { $0 != " " && $0 != "," })),
-                "unknown state in \(row.testDescription)"
+                "unknown state in \(row.description)"
             )
         }
     }

@@ -8,32 +8,12 @@ import TetherTestSupport
 
 /// Walks every row of the transition table in Specs/signalr/hub-connection.md against the code.
 struct HubConnectionTransitionTableTests {
-    struct Row: CustomTestStringConvertible, Sendable {
-        var state: String
-        var input: String
-        var actions: [String]
-        var next: String
-        /// The timers armed after the row (sorted), as the table's last column lists them.
-        var timers: [String]
-        var testDescription: String { "\(state) | \(input)" }
-    }
+    typealias Row = TransitionRow
 
     /// The number of rows the table has; a row added or lost must be noticed.
     static let expectedRowCount = 113
 
-    static let table: (rows: [Row], malformed: [String]) = {
-        let (cells, malformed) = TransitionTable.read("Specs/signalr/hub-connection.md", columns: 5)
-        let rows = cells.map {
-            Row(
-                state: $0[0],
-                input: $0[1],
-                actions: TransitionTable.list($0[2]),
-                next: $0[3],
-                timers: TransitionTable.list($0[4])
-            )
-        }
-        return (rows, malformed)
-    }()
+    static let table = TransitionTable.rows("Specs/signalr/hub-connection.md", columns: 5)
 
     static var rows: [Row] { table.rows }
 
@@ -439,6 +419,6 @@ struct HubConnectionTransitionTableTests {
         #expect(Self.table.malformed.isEmpty, "malformed rows: \(Self.table.malformed)")
         #expect(Self.rows.count == Self.expectedRowCount)
         let states = Set(HubConnectionMachine.StateName.allCases.map(\.rawValue))
-        for row in Self.rows { #expect(states.contains(row.next), "unknown next state in \(row.testDescription)") }
+        for row in Self.rows { #expect(states.contains(row.next), "unknown next state in \(row.description)") }
     }
 }

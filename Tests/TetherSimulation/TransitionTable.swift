@@ -39,6 +39,38 @@ public enum TransitionTable {
     public static func list(_ cell: String) -> [String] {
         cell.isEmpty ? [] : cell.components(separatedBy: ", ")
     }
+
+    /// The table's rows as `TransitionRow`s (state, input, actions, next state, and the timers
+    /// of a fifth column when there is one), and the malformed lines (`read`).
+    public static func rows(_ specPath: String, columns: Int) -> (rows: [TransitionRow], malformed: [String]) {
+        let (cells, malformed) = read(specPath, columns: columns)
+        let rows = cells.map {
+            TransitionRow(
+                state: $0[0],
+                input: $0[1],
+                actions: list($0[2]),
+                next: $0[3],
+                timers: columns > 4 ? list($0[4]) : []
+            )
+        }
+        return (rows, malformed)
+    }
+}
+
+/// One row of a transition table: a table test's argument, shown as "state | input".
+public struct TransitionRow: Sendable, CustomStringConvertible {
+    /// The state the row starts in (or a situation in it, which the test's setup knows).
+    public var state: String
+    /// The input applied.
+    public var input: String
+    /// The actions expected, in order.
+    public var actions: [String]
+    /// The state expected after.
+    public var next: String
+    /// The timers armed after the row (sorted), where the table has that column.
+    public var timers: [String]
+
+    public var description: String { "\(state) | \(input)" }
 }
 
 /// A lifecycle change's name in the transition tables' transcripts (`event:NAME`), the same for
