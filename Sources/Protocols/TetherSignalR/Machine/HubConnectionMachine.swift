@@ -773,3 +773,27 @@ extension HubConnectionMachine.Event: ConnectionEvent {
         return nil
     }
 }
+
+extension HubConnectionMachine.Event: CustomStringConvertible {
+    /// One line per event: `connected: …`, `invocation of ReceiveMessage (2 arguments) for its
+    /// handler`, `completion of 3: a result`. Arguments and results are counted, not shown: they
+    /// may carry what a log must not.
+    public var description: String {
+        switch self {
+        case .lifecycle(let change): change.description
+        case .invocation(let invocation, let handler):
+            "invocation of \(invocation.target) (\(invocation.arguments.count) arguments)"
+                + (invocation.invocationId.map { ", id \($0)" } ?? "") + ", for the handler of \(handler)"
+        case .unhandledInvocation(let invocation):
+            "unhandled invocation of \(invocation.target) (\(invocation.arguments.count) arguments)"
+                + (invocation.invocationId.map { ", id \($0)" } ?? "")
+        case .completion(let id, .success(let value)):
+            "completion of \(id): " + (value == nil ? "no result" : "a result")
+        case .completion(let id, .failure(let error)): "completion of \(id): \(error)"
+        case .streamItem(let id, _): "stream item of \(id)"
+        case .streamCompleted(let id, nil): "stream \(id) completed"
+        case .streamCompleted(let id, let error?): "stream \(id) completed: \(error)"
+        case .sendBufferAvailable: "the send buffer has room"
+        }
+    }
+}
