@@ -64,6 +64,7 @@ done
 docc merge "$out"/archives/*.doccarchive \
     --synthesized-landing-page-name Tether \
     --synthesized-landing-page-kind Package \
+    --synthesized-landing-page-topics-style list \
     --output-path "$out/Tether.doccarchive" >"$out/merge.log" 2>&1 || {
     cat "$out/merge.log" >&2
     exit 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Opens the built API reference (Scripts/build-docs.sh) in headless Chromium, as a reader would,
-and checks that it renders: the package's landing page lists the modules, a module page, a symbol
-page with its declaration and documentation, and the three state diagrams' articles, whose images
-load. A screenshot of each page is kept in .build/docs/screenshots.
+and checks that it renders: the package's landing page lists the modules, every module's page, a
+symbol page with its declaration and documentation, and the three state diagrams' articles, whose
+images load. A screenshot of each page is kept in .build/docs/screenshots.
 
     Scripts/check-docs-site.py
 
@@ -39,6 +39,11 @@ PAGES = [
     ("documentation/tetherhttp/httptransportstates", "The HTTP transports",
      ["drawn from the transition table"]),
 ]
+# Every module's page renders too (its title is the module's name).
+MODULES = ["TetherXMPPClient", "TetherSignalRClient", "TetherXMPP", "TetherSignalR", "TetherDispatch", "TetherCore",
+           "TetherXML", "TetherJSON", "TetherMessagePack", "TetherText", "TetherDNS", "TetherHTTP", "TetherTLS"]
+PAGES += [(f"documentation/{module.lower()}", module, [module, "Overview"])
+          for module in MODULES if module != "TetherXMPPClient"]
 DIAGRAMS = {
     "documentation/tetherxmpp/xmppclientmachinestates": "xmpp-client-states.svg",
     "documentation/tethersignalr/hubconnectionmachinestates": "signalr-hub-connection-states.svg",
