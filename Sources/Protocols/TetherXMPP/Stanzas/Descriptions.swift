@@ -3,13 +3,20 @@
 // is without showing it: a description may end up in a log, and bodies, push options and tokens
 // must not (`Secret` describes itself redacted).
 
+/// The start every stanza's description shares: `KIND from FROM to TO, id ID` (each part only when
+/// the stanza has it).
+private func stanzaHeading(_ kind: String, from: JID?, to: JID?, id: String?) -> String {
+    var text = kind
+    if let from { text += " from \(from)" }
+    if let to { text += " to \(to)" }
+    if let id { text += ", id \(id)" }
+    return text
+}
+
 extension XMPPMessage: CustomStringConvertible {
     /// `message chat from alice@example.com/phone to bob@example.com, id m1, body 12 characters`.
     public var description: String {
-        var text = "message \(type.rawValue)"
-        if let from { text += " from \(from)" }
-        if let to { text += " to \(to)" }
-        if let id { text += ", id \(id)" }
+        var text = stanzaHeading("message \(type.rawValue)", from: from, to: to, id: id)
         if let body { text += ", body \(body.count) characters" }
         switch origin {
         case .live: break
@@ -24,9 +31,7 @@ extension XMPPMessage: CustomStringConvertible {
 extension XMPPPresence: CustomStringConvertible {
     /// `presence available from alice@example.com/phone, show away`.
     public var description: String {
-        var text = "presence \(rawType ?? "available")"
-        if let from { text += " from \(from)" }
-        if let to { text += " to \(to)" }
+        var text = stanzaHeading("presence \(rawType ?? "available")", from: from, to: to, id: id)
         if let show { text += ", show \(show.rawValue)" }
         if let error { text += ", error \(error)" }
         return text
@@ -36,10 +41,7 @@ extension XMPPPresence: CustomStringConvertible {
 extension XMPPIQ: CustomStringConvertible {
     /// `iq get to example.com, id iq1, <ping xmlns='urn:xmpp:ping'/>`.
     public var description: String {
-        var text = "iq \(type.rawValue)"
-        if let from { text += " from \(from)" }
-        if let to { text += " to \(to)" }
-        if let id { text += ", id \(id)" }
+        var text = stanzaHeading("iq \(type.rawValue)", from: from, to: to, id: id)
         if let payload {
             let namespace = payload.name.namespace.map { " xmlns='\($0)'" } ?? ""
             text += ", <\(payload.name.local)\(namespace)/>"
