@@ -45,8 +45,8 @@ struct Options {
                tether-bench --soak [MINUTES]
                tether-bench --fleet [CLIENTS] [--chart FILE]
                tether-bench --xmpp latency|latency-executor HOST:PORT JID COUNT
-               tether-bench --xmpp throughput HOST:PORT FROM_JID TO_JID COUNT
-               tether-bench --xmpp throughput-sm HOST:PORT FROM_JID TO_JID COUNT
+               tether-bench --xmpp throughput|throughput-executor HOST:PORT FROM_JID TO_JID COUNT
+               tether-bench --xmpp throughput-sm|throughput-sm-executor HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
                tether-bench --xmpp online HOST:PORT JID CONTROL_PORT COUNT
                tether-bench --xmpp online-sasl2 HOST:PORT JID CONTROL_PORT COUNT
@@ -175,7 +175,8 @@ struct Options {
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
                 let arity = [
-                    "latency": 4, "latency-executor": 4, "idle": 4, "throughput": 5, "throughput-sm": 5, "online": 5,
+                    "latency": 4, "latency-executor": 4, "idle": 4, "throughput": 5, "throughput-sm": 5,
+                    "throughput-executor": 5, "throughput-sm-executor": 5, "online": 5,
                     "online-sasl2": 5,
                     "online-sasl2-tls": 6,
                 ]
@@ -335,14 +336,15 @@ if let arguments = options.xmppDriver {
                     caFile: login == .sasl2TLS ? arguments[4] : nil
                 )
             )
-        case "throughput", "throughput-sm":
+        case "throughput", "throughput-sm", "throughput-executor", "throughput-sm-executor":
             print(
                 try await XMPPDriverBenchmarks.throughput(
                     server,
                     from: arguments[2],
                     to: arguments[3],
                     count: count,
-                    streamManagement: arguments[0] == "throughput-sm"
+                    streamManagement: arguments[0].hasPrefix("throughput-sm"),
+                    onExecutor: arguments[0].hasSuffix("-executor")
                 )
             )
         default: print(try await XMPPDriverBenchmarks.idle(server, account: arguments[2], count: count))

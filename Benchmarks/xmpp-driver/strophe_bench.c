@@ -146,12 +146,20 @@ static int throughput(const char *host, int port, const char *from, const char *
     xmpp_conn_t *sender = connect_one(ctx, host, port, from, password);
     wait_online(ctx, 2);
     xmpp_handler_add(receiver, on_message, NULL, "message", NULL, NULL);
-    /* The receiver's presence makes it available; let it settle. */
+    /* The same stanzas as tether-bench's clients send: an initial presence from each (XMPPClient's
+       default), and an id on every message (RFC 6120 §8.1.3 recommends one; XMPPClient gives each
+       message one). The receiver's presence makes it available; let it settle. */
+    xmpp_stanza_t *presence = xmpp_presence_new(ctx);
+    xmpp_send(receiver, presence);
+    xmpp_send(sender, presence);
+    xmpp_stanza_release(presence);
     for (int i = 0; i < 50; i++) xmpp_run_once(ctx, 1);
     char body[64];
+    char id[32];
     double start = now_us();
     for (int i = 0; i < count; i++) {
-        xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, NULL);
+        snprintf(id, sizeof id, "m%d", i);
+        xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, id);
         snprintf(body, sizeof body, "message %d", i);
         xmpp_message_set_body(message, body);
         xmpp_send(sender, message);

@@ -417,6 +417,65 @@ struct TCPConnectionTests {
         }
     }
 
+    /// Bytes held (`hold`) wait for `flushHeld()`, and a `send` writes them first, so that the
+    /// order never changes; held bytes count as unsent; once `heldLimit` are held they are written
+    /// without a flush; a graceful close writes what is held.
+    @Test func heldBytesLeaveAtTheFlushInOrder() async throws {
+        let (listener, port) = try boundLoopbackSocket(listening: true)
+        defer { close(listener) }
+        let (connection, queue, _, server) = try await Self.accepted(port: port, listener: listener, reading: .default)
+        defer { close(server) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        /// What the server can read now, without waiting for more.
+        func readNow() -> [UInt8] {
+            var read: [UInt8] = []
+            while case let count = recv(server, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+                read += buffer[..<count]
+            }
+            return read
+        }
+        /// What the server reads within a second, up to `count` bytes.
+        func read(_ count: Int) async throws -> [UInt8] {
+            var read: [UInt8] = []
+            let deadline = ContinuousClock.now + .seconds(5)
+            while read.count < count && ContinuousClock.now < deadline {
+                read += readNow()
+                if read.count < count { try await Task.sleep(for: .milliseconds(2)) }
+            }
+            return read
+        }
+
+        let unsent = queue.sync {
+            connection.hold(Array("<a/>".utf8))
+            connection.hold(Array("<b/>".utf8))
+            return connection.pendingWriteCount
+        }
+        #expect(unsent == 8)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(readNow().isEmpty, "held bytes were written before the flush")
+        queue.sync { connection.flushHeld() }
+        #expect(String(decoding: try await read(8), as: UTF8.self) == "<a/><b/>")
+
+        queue.sync {
+            connection.hold(Array("<c/>".utf8))
+            connection.send(Array("<d/>".utf8))
+        }
+        #expect(String(decoding: try await read(8), as: UTF8.self) == "<c/><d/>")
+
+        let piece = [UInt8](repeating: 0x78, count: TCPConnection.heldLimit / 2 + 1)
+        queue.sync {
+            connection.hold(piece)
+            connection.hold(piece)
+        }
+        #expect(try await read(2 * piece.count).count == 2 * piece.count, "the limit did not write what was held")
+
+        queue.sync {
+            connection.hold(Array("<e/>".utf8))
+            connection.close(afterFlushing: true)
+        }
+        #expect(String(decoding: try await read(4), as: UTF8.self) == "<e/>")
+    }
+
     /// A graceful close ends our side of the stream at once (the peer reads its end) and keeps
     /// the socket for `gracefulCloseTimeout` at most while the peer does not end its side; zero
     /// closes the socket at once. A closed socket answers the peer's next bytes with a reset.

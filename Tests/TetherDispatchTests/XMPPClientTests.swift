@@ -214,6 +214,94 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// The sends a task on the client's executor makes before it next waits are held by the
+    /// transport and written together when its job ends (`Transport.hold`, then one `flush`); an
+    /// ordinary task's sends go out one by one. Every message arrives, in order.
+    @Test func sendsFromATaskOnTheExecutorLeaveTogether() async throws {
+        let server = try await startedProsody()
+        let calls = TransportCalls()
+        var options = XMPPClient.Options()
+        options.transportFactory = { request, options, queue, onEvent in
+            RecordingTransport(defaultTransportFactory(request, options, queue, onEvent), calls: calls)
+        }
+        let alice = try XMPPClient(
+            configuration: testConfiguration("alice", port: server.port, resource: "a"),
+            options: options
+        )
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
+        let events = EventRecorder(bob)
+        try await bob.connect()
+        try await alice.connect()
+        let target = JID("bob@localhost/b")!
+
+        calls.reset()
+        try await withTaskExecutorPreference(alice.executor) {
+            for index in 0..<20 { try await alice.send(XMPPMessage(to: target, body: "held \(index)")) }
+        }
+        let held = calls.reset()
+        #expect(held.filter { $0 == "hold" }.count >= 20)
+        #expect(held.last == "flush" && held.filter { $0 != "hold" } == ["flush"], "\(held)")
+
+        for index in 0..<5 { try await alice.send(XMPPMessage(to: target, body: "sent \(index)")) }
+        let sent = calls.reset()
+        #expect(sent.filter { $0 == "send" }.count >= 5 && !sent.contains("hold"), "\(sent)")
+
+        let expected = (0..<20).map { "held \($0)" } + (0..<5).map { "sent \($0)" }
+        #expect(await events.wait { _ in events.bodies.count >= expected.count })
+        #expect(events.bodies == expected)
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
+    /// The calls a runner makes on its transports, in order.
+    final class TransportCalls: @unchecked Sendable {
+        private let lock = NSLock()
+        private var calls: [String] = []
+
+        func record(_ call: String) { lock.withLock { calls.append(call) } }
+
+        /// The calls so far; the record starts again.
+        @discardableResult
+        func reset() -> [String] {
+            lock.withLock {
+                defer { calls.removeAll() }
+                return calls
+            }
+        }
+    }
+
+    /// A transport that records the runner's `send`, `hold` and `flush` and passes them on.
+    final class RecordingTransport: Transport {
+        let inner: any Transport
+        let calls: TransportCalls
+
+        init(_ inner: any Transport, calls: TransportCalls) {
+            self.inner = inner
+            self.calls = calls
+        }
+
+        func start() { inner.start() }
+        func send(_ bytes: [UInt8]) {
+            calls.record("send")
+            inner.send(bytes)
+        }
+        func hold(_ bytes: [UInt8]) {
+            calls.record("hold")
+            inner.hold(bytes)
+        }
+        func flush() {
+            calls.record("flush")
+            inner.flush()
+        }
+        func startTLS(serverName: String, bufferedBytes: [UInt8]) {
+            inner.startTLS(serverName: serverName, bufferedBytes: bufferedBytes)
+        }
+        func close() { inner.close() }
+        var unsentByteCount: Int { inner.unsentByteCount }
+        var tlsVersion: String? { inner.tlsVersion }
+        var channelBindings: TLSChannelBindings { inner.channelBindings }
+    }
+
     /// A link that takes nothing (the relay stalls): stanzas fill the kernel's buffers, then the
     /// transport's up to `maximumUnsentBytes` (long before stream management's 1,000 stanzas);
     /// then a send throws `sendQueueFull` naming the network (`.fail`), or waits (`.wait`) until

@@ -20,14 +20,31 @@ let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 /// thread hand-off less per call, which is most of a call's latency over what the server itself
 /// takes (`Specs/machine-contract.md`, "The runner"). The calls it makes run on the queue at once.
 ///
+/// The sends such a task makes before it next waits leave together: the runner holds their bytes
+/// (`Transport.hold`) and writes them in one go when the task's job ends, so that a burst costs
+/// the server one read instead of one per message.
+///
 /// The price: while the task runs, the connection's input waits for it. Keep the work between
 /// calls short, and leave the preference (or hand off) for anything heavy or blocking. Waiting
 /// for another connection's calls from it is fine: no runner's queue ever waits for another's.
-public final class ConnectionExecutor: TaskExecutor {
+///
+/// `@unchecked Sendable`: `isRunningJob` and `afterJob` are used only on the queue.
+public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     private let queue: DispatchQueue
+    /// A job of this executor runs now (on the queue).
+    private(set) var isRunningJob = false
+    /// Runs on the queue after each job (the runner writes what the job's sends held).
+    var afterJob: (() -> Void)?
 
     init(queue: DispatchQueue) {
         self.queue = queue
+    }
+
+    private func run(_ job: UnownedJob) {
+        isRunningJob = true
+        job.runSynchronously(on: asUnownedTaskExecutor())
+        isRunningJob = false
+        afterJob?()
     }
 
     /// Runs `job` on the connection's queue (inline after the input that resumed it, when one is being handled on this thread).
@@ -36,7 +53,7 @@ public final class ConnectionExecutor: TaskExecutor {
         if let inline = InlineJobs.current, inline.queue === queue {
             inline.jobs.append((job, self))
         } else {
-            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+            queue.async { self.run(job) }
         }
     }
 
@@ -57,7 +74,7 @@ public final class ConnectionExecutor: TaskExecutor {
             // list does not change while it runs.
             for index in inline.jobs.indices {
                 let (job, executor) = inline.jobs[index]
-                job.runSynchronously(on: executor.asUnownedTaskExecutor())
+                executor.run(job)
             }
             inline.jobs.removeAll(keepingCapacity: true)
         }

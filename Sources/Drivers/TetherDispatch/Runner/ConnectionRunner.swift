@@ -51,6 +51,9 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     private var stopWaiters: [Handoff<Void>] = []
     /// Commands waiting for room (`BackPressure.wait`), in order.
     private var blocked = BlockedCommands<Machine, Failure>()
+    /// The generation whose transport holds bytes sent by a job of `executor` (`Transport.hold`),
+    /// written when the job ends.
+    private var heldGeneration: TransportGeneration?
 
     /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
     /// concurrent queue (not an overcommitting one of its own), so that many connections share a
@@ -74,6 +77,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             options.callbackQueue ?? DispatchQueue(label: label + ".callbacks", target: DispatchQueue.global())
         timer = DeadlineTimer(queue: queue)
         timer.onFire = { [weak self] in self?.timerFired() }
+        executor.afterJob = { [weak self] in self?.flushHeldBytes() }
     }
 
     /// Sets the protocol's part (once the client that owns it exists), reached unowned.
@@ -105,6 +109,13 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         timer.arm(at: machine.pollTimeout())
     }
 
+    /// Writes what the sends of the executor's job held.
+    private func flushHeldBytes() {
+        guard let generation = heldGeneration else { return }
+        heldGeneration = nil
+        transports[generation]?.flush()
+    }
+
     private func timerFired() {
         machine.handleTimeout(now: now())
         drive()
@@ -123,8 +134,16 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             log.trace {
                 "Sending " + (containsCredentials ? Self.hidingCredentials(bytes) : part?.describe(bytes) ?? "")
             }
-            transports[generation]?.send(bytes)
+            guard let transport = transports[generation] else { return }
+            if executor.isRunningJob {
+                if heldGeneration != generation { flushHeldBytes() }
+                heldGeneration = generation
+                transport.hold(bytes)
+            } else {
+                transport.send(bytes)
+            }
         case .closeTransport(let generation):
+            if heldGeneration == generation { heldGeneration = nil }
             transports.removeValue(forKey: generation)?.close()
             part?.closeRequests(of: generation)
         case .event(let event):

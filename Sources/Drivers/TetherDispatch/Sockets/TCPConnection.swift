@@ -95,6 +95,8 @@ package final class TCPConnection: @unchecked Sendable {
     private var lingering = false
     private var pending: [UInt8] = []
     private var pendingOffset = 0
+    /// Bytes `hold` keeps for the next `flushHeld()`.
+    private var held: [UInt8] = []
     /// The most bytes taken from the socket by one read. No buffer is kept between reads: each
     /// read allocates exactly what the kernel holds (the array handed up), so an idle connection
     /// costs no read buffer.
@@ -102,8 +104,14 @@ package final class TCPConnection: @unchecked Sendable {
     /// The longest a graceful close (`close(afterFlushing: true)`) keeps the socket.
     private let gracefulCloseTimeout: Duration
 
-    /// Bytes written but not yet taken by the kernel.
-    package var pendingWriteCount: Int { pending.count - pendingOffset }
+    /// Bytes sent (or held) but not yet taken by the kernel.
+    package var pendingWriteCount: Int { queuedCount + held.count }
+
+    /// Bytes the kernel refused so far, waiting for the socket to be writable.
+    private var queuedCount: Int { pending.count - pendingOffset }
+
+    /// Held bytes are written once they reach this many, without waiting for `flushHeld()`.
+    static let heldLimit = 64 * 1024
 
     /// The socket's input is waited for by the shared read threads (not a Dispatch source).
     var readsOnThread: Bool { readWatch != nil }
@@ -226,14 +234,35 @@ package final class TCPConnection: @unchecked Sendable {
     /// Writes `bytes` (queued behind anything not yet written).
     package func send(_ bytes: [UInt8]) {
         guard !isClosed, isConnected, !bytes.isEmpty else { return }
-        if pendingWriteCount > 0 {
+        flushHeld()
+        writeOrQueue(bytes[...])
+    }
+
+    /// Keeps `bytes` to write with the next `flushHeld()` (or `send`), so that a burst leaves in
+    /// one write; at `heldLimit` they are written at once.
+    package func hold(_ bytes: [UInt8]) {
+        guard !isClosed, isConnected, !bytes.isEmpty else { return }
+        if held.isEmpty { held.reserveCapacity(min(Self.heldLimit, 4 * bytes.count)) }
+        held += bytes
+        if held.count >= Self.heldLimit { flushHeld() }
+    }
+
+    /// Writes what `hold` kept.
+    package func flushHeld() {
+        guard !held.isEmpty else { return }
+        writeOrQueue(held[...])
+        held.removeAll(keepingCapacity: false)
+    }
+
+    private func writeOrQueue(_ bytes: ArraySlice<UInt8>) {
+        if queuedCount > 0 {
             pending += bytes
             return
         }
-        let written = write(bytes[...])
+        let written = write(bytes)
         guard written >= 0 else { return }
         if written < bytes.count {
-            pending = Array(bytes[written...])
+            pending = Array(bytes.dropFirst(written))
             pendingOffset = 0
             startWriteSource()
         }
@@ -248,13 +277,14 @@ package final class TCPConnection: @unchecked Sendable {
     /// the kernel has not delivered yet.
     package func close(afterFlushing: Bool = false) {
         guard !isClosed else { return }
+        if afterFlushing, isConnected { flushHeld() }
         isClosed = true
         onEvent = nil
         guard afterFlushing, isConnected, writeSource != nil, gracefulCloseTimeout > .zero else { return tearDown() }
         lingering = true
         let timeout = DispatchTimeInterval.nanoseconds(Int(clamping: gracefulCloseTimeout.totalNanoseconds))
         queue.asyncAfter(deadline: .now() + timeout) { [self] in stopLingering() }
-        if pendingWriteCount == 0 { endOutput() }
+        if queuedCount == 0 { endOutput() }
     }
 
     /// A lingering connection wrote everything: ends our side of the stream, and closes once the
@@ -439,7 +469,7 @@ package final class TCPConnection: @unchecked Sendable {
         let written = write(pending[pendingOffset...])
         guard written >= 0 else { return stopLingering() }
         pendingOffset += written
-        if pendingWriteCount == 0 {
+        if queuedCount == 0 {
             // An idle connection keeps no write buffer either.
             pending.removeAll()
             pendingOffset = 0

@@ -105,6 +105,26 @@ final class TCPTransport: Transport, @unchecked Sendable {
         tcp?.send(bytes)
     }
 
+    /// As `send`, the bytes (their TLS records) held for `flush()`.
+    func hold(_ bytes: [UInt8]) {
+        guard !closed else { return }
+        if let session {
+            do {
+                try session.send(bytes)
+            } catch {
+                return failLater("\(error)")
+            }
+            let output = session.takeOutput()
+            if !output.isEmpty { tcp?.hold(output) }
+            return
+        }
+        tcp?.hold(bytes)
+    }
+
+    func flush() {
+        tcp?.flushHeld()
+    }
+
     /// Closes: TLS's close_notify first when TLS is up, then the socket once what is written has
     /// gone out. No event follows.
     func close() {

@@ -40,6 +40,14 @@ public protocol Transport: AnyObject {
     /// Sends `bytes` after everything sent before: on a stream as they are (through TLS once it is
     /// in place), on a message transport as one message.
     func send(_ bytes: [UInt8])
+    /// Sends `bytes` as `send` does, but may keep them until `flush()` so that the messages of a
+    /// burst leave in one write (a message transport still frames each as its own message). The
+    /// runner holds the sends made by a task on its executor and calls `flush()` when that task's
+    /// job ends, before the queue turns to anything else; bytes held count in `unsentByteCount`.
+    /// By default, `send(bytes)`.
+    func hold(_ bytes: [UInt8])
+    /// Writes what `hold` kept. By default, nothing (nothing was kept).
+    func flush()
     /// Inserts TLS now (STARTTLS), verifying the certificate for `serverName`; `bufferedBytes`
     /// arrived after the protocol's go-ahead and are the start of the server's TLS data. Only a
     /// TCP stream can: the others end with a `tlsFailed` error.
@@ -58,6 +66,10 @@ public protocol Transport: AnyObject {
 }
 
 extension Transport {
+    /// Sends at once: this transport keeps nothing for `flush()`.
+    public func hold(_ bytes: [UInt8]) { send(bytes) }
+    /// Nothing kept.
+    public func flush() {}
     /// Not told.
     public var tlsVersion: String? { nil }
     /// Not told.

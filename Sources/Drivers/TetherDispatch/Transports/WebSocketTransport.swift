@@ -69,7 +69,19 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     func send(_ bytes: [UInt8]) {
         guard socket.state == .open else { return }
         socket.send(format == .text ? .text(bytes) : .binary(bytes))
-        flush()
+        writeFrames()
+    }
+
+    /// As `send`, the frame held by the connection for `flush()`.
+    func hold(_ bytes: [UInt8]) {
+        guard socket.state == .open else { return }
+        socket.send(format == .text ? .text(bytes) : .binary(bytes))
+        let output = socket.takeOutput()
+        if !output.isEmpty { connection?.hold(output) }
+    }
+
+    func flush() {
+        connection?.flush()
     }
 
     /// TLS cannot be inserted into a WebSocket (RFC 7395 §3.7: `wss` instead); the transport ends
@@ -84,7 +96,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     func close() {
         onEvent = nil
         if socket.state == .open { socket.close() }
-        flush()
+        writeFrames()
         connection?.close()
         connection = nil
     }
@@ -94,7 +106,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     var tlsVersion: String? { connection?.tlsVersion }
     var channelBindings: TLSChannelBindings { connection?.channelBindings ?? .none }
 
-    private func flush() {
+    private func writeFrames() {
         let output = socket.takeOutput()
         if !output.isEmpty { connection?.send(output) }
     }
@@ -103,7 +115,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private func end(_ error: TransportError?) {
         let report = onEvent
         onEvent = nil
-        flush()
+        writeFrames()
         connection?.close()
         connection = nil
         report?(.closed(error))
@@ -185,7 +197,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 }
                 guard onEvent != nil else { return }
             }
-            flush()  // pongs
+            writeFrames()  // pongs
         } catch {
             if let status = socket.handshakeResponse?.status, status != 101 {
                 return end(TransportError(status == 401 ? .unauthorized : .rejected, error.message))
