@@ -33,14 +33,18 @@ package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
         }
     }
 
-    private var commands: [Command] = []
+    private var commands: [Command] = [] {
+        didSet { count = commands.count }
+    }
 
     package init() {}
 
-    package var isEmpty: Bool { commands.isEmpty }
+    /// Read on every drive: a stored count, since the unspecialized generic code asking the
+    /// array would look up its element type's metadata each time.
+    package var isEmpty: Bool { count == 0 }
 
     /// How many commands wait.
-    package var count: Int { commands.count }
+    package private(set) var count = 0
 
     package mutating func append(_ command: Command) {
         commands.append(command)

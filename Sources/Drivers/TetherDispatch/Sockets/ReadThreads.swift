@@ -218,7 +218,9 @@ final class ReadThreads: Sendable {
         guard let taken else { return }
         let handler = taken.handler
         let queue = taken.queue
-        let keepWatching = queue.sync { ConnectionExecutor.runningInline(on: queue, handler) }
+        // The untyped `sync` (the generic one's helper looks up type metadata on every call).
+        var keepWatching = false
+        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, handler) }
         let next = table.withLock { table -> (@Sendable () -> Void)? in
             guard var entry = table.entries[token] else { return nil }
             entry.handling = false
