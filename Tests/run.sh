@@ -10,7 +10,8 @@
 # the tests start; then it runs `swift test`, the porting checks (Tests/Porting: old code gets
 # compiler messages naming the replacements), builds the API reference (Scripts/build-docs.sh: no
 # DocC warning, every public symbol documented) and opens it in headless Chromium
-# (Scripts/check-docs-site.py), and ends with a line saying how many real-server suites ran,
+# (Scripts/check-docs-site.py), cross-checks the text kernels on every form they ship in
+# (Tests/CrossCheck/run.sh: every x86-64 form this processor runs, ARM64 under qemu), and ends with a line saying how many real-server suites ran,
 # failed for want of a program, and were skipped, and with the run's notes (which forms of the
 # text kernels this processor ran). With arguments (a filter) only `swift test` runs.
 #
@@ -28,9 +29,11 @@ cd "$(dirname "$0")/.."
 # throw-away CA and certificates of the TLS tests. dnsmasq-base: the DNS server of the DNS tests.
 # iproute2: the network namespaces of the network-monitor tests (which also need root).
 # python3, python3-venv: aiosignalr's environment. graphviz: the state diagrams of the API
-# reference; chromium: the check that the reference renders in a browser.
+# reference; chromium: the check that the reference renders in a browser. gcc,
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the text kernels' cross-check
+# (Tests/CrossCheck: x86-64 and ARM64 builds, the ARM64 ones run under qemu).
 packages=(pkg-config libexpat1-dev libssl-dev openssl lua-unbound dnsmasq-base iproute2 python3 python3-venv
-    graphviz chromium)
+    graphviz chromium gcc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
@@ -109,7 +112,18 @@ status=0
 TETHER_TEST_REPORT="$report" swift test "$@" || status=$?
 
 docs="not built (a filtered run)"
+cross_check="not run (a filtered run)"
 if [ "$#" -eq 0 ]; then
+    # The text kernels on every form they ship in: every x86-64 form this processor runs, and
+    # ARM64 under qemu (Tests/CrossCheck/README.md).
+    cross_log=$(mktemp "${TMPDIR:-/tmp}/tether-cross-check.XXXXXX")
+    if Tests/CrossCheck/run.sh 2>&1 | tee "$cross_log"; then
+        cross_check=$(tail -n 1 "$cross_log" | sed 's/^cross-check: //')
+    else
+        cross_check="FAILED (above)"
+        status=1
+    fi
+    rm -f "$cross_log"
     # Code written against earlier rounds' API gets compiler messages naming the replacements.
     Tests/Porting/check.sh || status=1
     if Scripts/build-docs.sh && Scripts/check-docs-site.py; then
@@ -128,5 +142,6 @@ skipped_root=$(names skipped-root)
 echo "real-server suites: $(count ran) ran, $(count missing) missing a program${missing:+ ($missing)}," \
     "$(count skipped) skipped${skipped:+ ($skipped)}, $(count skipped-root) skipped needing root${skipped_root:+ ($skipped_root)}"
 echo "API reference: $docs"
+echo "text kernels' cross-check: $cross_check"
 grep '^note ' "$report" | cut -d' ' -f2- | sort -u || true
 exit "$status"

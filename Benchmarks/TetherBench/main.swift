@@ -19,8 +19,9 @@ struct Options {
     var echoOnExecutor = false
     /// `--echo-floor URL`: the raw floor client's Echo latency instead.
     var echoFloorURL: String?
-    /// `--portable-kernels`: the 16-byte text kernels even where 64-byte ones could run.
-    var portableKernels = false
+    /// `--kernels FORM` (`--portable-kernels`: `--kernels portable`): the text kernels' form, at
+    /// most the widest this processor runs (`TextKernels.form`).
+    var kernelForm: TextKernels.Form?
     /// `--corpus DIR`: read the corpus files (`Benchmarks/README.md`) instead of generating them.
     var corpusDirectory: String?
     /// `--write-corpus DIR`: write the generated corpus files there instead of benchmarking.
@@ -37,7 +38,7 @@ struct Options {
 
     static let usage = """
         usage: tether-bench [--filter TEXT] [--size MIB] [--passes N] [--csv] [--corpus DIR] [--chart FILE.svg]
-                            [--portable-kernels]
+                            [--kernels portable|avx2|avx512]
                tether-bench --write-corpus DIR [--size MIB]
                tether-bench --echo-latency URL [--count N] [--protocol json|messagepack]
                             [--transport websockets|sse|long-polling] [--executor]
@@ -63,9 +64,11 @@ struct Options {
                          instead of the benchmarks: write the generated corpus (--size MIB per
                          stream) as those three files to DIR, for other libraries and fuzz seeds
           --chart FILE   also write the results as an SVG bar chart to FILE
-          --portable-kernels
-                         use the portable 16-byte text kernels even where the 64-byte AVX-512BW
-                         ones could run (TextKernels.allowsWideVectors = false)
+          --kernels portable|avx2|avx512
+                         the text kernels' form: the portable 16-byte one, the 32-byte AVX2 one or
+                         the 64-byte AVX-512BW one (default: the widest this processor runs; a
+                         wider one than it runs gives that; TextKernels.form); --portable-kernels
+                         is --kernels portable
           --echo-latency URL
                          instead of the benchmarks: N sequential Echo invocations (default 1000)
                          against the running hub at URL; prints p50 and p99 as a JSON line
@@ -134,8 +137,13 @@ struct Options {
                 csv = true
                 index += 1
             case "--portable-kernels":
-                portableKernels = true
+                kernelForm = .portable
                 index += 1
+            case "--kernels":
+                guard let value, let form = TextKernels.Form.allCases.first(where: { $0.description == value })
+                else { return nil }
+                kernelForm = form
+                index += 2
             case "--corpus":
                 guard let value else { return nil }
                 corpusDirectory = value
@@ -277,7 +285,10 @@ guard let options = Options(Array(CommandLine.arguments.dropFirst())) else {
     exit(2)
 }
 
-if options.portableKernels { TextKernels.allowsWideVectors = false }
+if let form = options.kernelForm { TextKernels.form = form }
+FileHandle.standardError.write(
+    Data("tether-bench: text kernels in the \(TextKernels.form) form (widest here: \(TextKernels.widestForm))\n".utf8)
+)
 
 if let clients = options.fleetClients {
     exit(await FleetBenchmark.run(clients: clients, chartPath: options.chartPath) ? 0 : 1)

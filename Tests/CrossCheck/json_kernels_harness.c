@@ -25,7 +25,7 @@ static const char *pieces[] = {
 };
 
 /// The digest of a million results of one form of the kernels.
-static uint64_t run(int wide, unsigned *accepted) {
+static uint64_t run(int form, unsigned *accepted) {
     uint64_t digest = 1469598103934665603u;
     uint64_t stack[8];
     state = 0x9E3779B97F4A7C15u;
@@ -51,7 +51,7 @@ static uint64_t run(int wide, unsigned *accepted) {
         if (below_n(8) == 0 && length > 0) length = below_n(length);
         uint8_t *bytes = malloc(length ? length : 1);
         memcpy(bytes, text, length);
-        size_t end = tether_json_skip_value_using(bytes, 0, length, 64, stack, wide);
+        size_t end = tether_json_skip_value_using(bytes, 0, length, 64, stack, form);
         digest = (digest ^ end) * 1099511628211u;
         if (end != SIZE_MAX) {
             (*accepted)++;
@@ -60,7 +60,7 @@ static uint64_t run(int wide, unsigned *accepted) {
                 for (size_t i = 1; i + 1 < end; i++) {
                     if (bytes[i] == '\\') {
                         int high = 0;
-                        size_t quote = tether_json_validated_string_end_using(bytes, i, length, &high, wide);
+                        size_t quote = tether_json_validated_string_end_using(bytes, i, length, &high, form);
                         digest = (digest ^ quote ^ ((uint64_t)high << 40)) * 1099511628211u;
                         break;
                     }
@@ -73,16 +73,24 @@ static uint64_t run(int wide, unsigned *accepted) {
 }
 
 int main(void) {
-    // The portable form, then the 64-byte one (the portable one again where the processor lacks
-    // it): the two must agree, and the line printed must be the same on every machine.
-    unsigned accepted, wide_accepted;
-    uint64_t digest = run(0, &accepted);
-    uint64_t wide_digest = run(1, &wide_accepted);
-    if (digest != wide_digest || accepted != wide_accepted) {
-        printf("forms differ: portable %016llx, wide %016llx\n", (unsigned long long)digest,
-               (unsigned long long)wide_digest);
-        return 1;
+    // Every form this processor runs (portable; on x86-64 also AVX2 and AVX-512BW where present):
+    // they must agree, and the first line printed must be the same on every machine (the second
+    // names the forms that ran).
+    static const char *names[] = {"portable", "avx2", "avx512"};
+    unsigned accepted;
+    uint64_t digest = run(tether_form_portable, &accepted);
+    for (int form = tether_form_avx2; form <= tether_best_vector_form(); form++) {
+        unsigned form_accepted;
+        uint64_t form_digest = run(form, &form_accepted);
+        if (form_digest != digest || form_accepted != accepted) {
+            printf("forms differ: portable %016llx, %s %016llx\n", (unsigned long long)digest, names[form],
+                   (unsigned long long)form_digest);
+            return 1;
+        }
     }
     printf("accepted %u of 1000000, digest %016llx\n", accepted, (unsigned long long)digest);
+    printf("forms:");
+    for (int form = tether_form_portable; form <= tether_best_vector_form(); form++) printf(" %s", names[form]);
+    printf("\n");
     return 0;
 }

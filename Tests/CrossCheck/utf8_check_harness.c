@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../Sources/CTetherText/include/tether_text.h"
+#include "tether_text.h"
 
 /// 0: ASCII, 1: valid with multi-byte sequences, 2: invalid.
 static int reference(const uint8_t *s, size_t n) {
@@ -53,12 +53,12 @@ static void check(const uint8_t *bytes, size_t count) {
     uint8_t *exact = malloc(count ? count : 1);
     memcpy(exact, bytes, count);
     int expected = reference(exact, count);
-    // Both forms (the 64-byte one where the processor has it; the portable one again elsewhere).
-    for (int wide = 0; wide < 2; wide++) {
-        int outcome = (int)tether_utf8_check_using(count ? exact : NULL, count, wide);
+    // Every form this processor runs (portable; on x86-64 also AVX2 and AVX-512BW where present).
+    for (int form = tether_form_portable; form <= tether_best_vector_form(); form++) {
+        int outcome = (int)tether_utf8_check_using(count ? exact : NULL, count, form);
         checks++;
         if (outcome != expected && failures++ < 20) {
-            printf("mismatch (form %d, got %d, expected %d):", wide, outcome, expected);
+            printf("mismatch (form %d, got %d, expected %d):", form, outcome, expected);
             for (size_t i = 0; i < count; i++) printf(" %02x", bytes[i]);
             printf("\n");
         }
@@ -95,11 +95,13 @@ static size_t encode(uint32_t scalar, uint8_t *out) {
 }
 
 int main(void) {
-    // Around the 16-byte blocks of the portable form and the 64-byte blocks of the wide one.
+    // Around the 16-byte blocks of the portable form, the 32-byte ones of the AVX2 form (which
+    // leaves inputs under 35 bytes to the portable one) and the 64-byte ones of the AVX-512 form.
     static const size_t places[][2] = {{0, 0},  {3, 0},   {13, 0},  {14, 0},  {0, 13},  {15, 0},  {16, 0},
                                        {0, 16}, {14, 3},  {17, 0},  {30, 0},  {31, 0},  {29, 7},  {32, 15},
                                        {45, 2}, {47, 1},  {61, 0},  {62, 0},  {63, 0},  {64, 0},  {62, 2},
-                                       {0, 61}, {125, 0}, {126, 1}, {127, 0}, {128, 0}, {124, 64}, {190, 2}};
+                                       {0, 61}, {125, 0}, {126, 1}, {127, 0}, {128, 0}, {124, 64}, {190, 2},
+                                       {33, 0}, {34, 0},  {35, 0},  {32, 3},  {0, 35},  {93, 2},  {95, 0}};
     const size_t np = sizeof places / sizeof *places;
     static const uint8_t boundaries[] = {0x00, 0x41, 0x7F, 0x80, 0x81, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2,
                                          0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF};
@@ -140,6 +142,9 @@ int main(void) {
             check(text + 1, length - 1);
         }
     }
-    printf("%lu checks, %lu mismatches\n", checks, failures);
+    static const char *names[] = {"portable", "avx2", "avx512"};
+    printf("%lu checks (forms:", checks);
+    for (int form = tether_form_portable; form <= tether_best_vector_form(); form++) printf(" %s", names[form]);
+    printf("), %lu mismatches\n", failures);
     return failures != 0;
 }

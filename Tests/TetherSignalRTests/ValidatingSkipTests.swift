@@ -111,10 +111,9 @@ struct ValidatingSkipTests {
                             )
                             #expect(token.contents == reference.contents && tokenEnd == referenceEnd, "\(text)")
                             #expect(token.hasEscapes == reference.hasEscapes && token.isASCII == reference.isASCII)
-                            // Both forms of the validated scan from the first backslash.
+                            // Every form of the validated scan from the first backslash.
                             if let backslash = bytes.firstIndex(of: UInt8(ascii: "\\")) {
                                 for form in UTF8Validation.runnableForms {
-                                    let wide: Int32 = form == .wide ? 1 : 0
                                     var high: Int32 = 0
                                     let quote = bytes.withUnsafeBufferPointer { buffer in
                                         tether_json_validated_string_end_using(
@@ -122,10 +121,10 @@ struct ValidatingSkipTests {
                                             backslash,
                                             bytes.count,
                                             &high,
-                                            wide
+                                            Int32(form.rawValue)
                                         )
                                     }
-                                    #expect(quote == reference.contents.upperBound, "\(text) wide \(wide)")
+                                    #expect(quote == reference.contents.upperBound, "\(text) form \(form)")
                                     #expect(
                                         (high != 0) == !reference.isASCII || bytes[..<backslash].contains { $0 >= 0x80 }
                                     )

@@ -22,9 +22,12 @@ struct UTF8ValidationTests {
         (30, 0), (31, 0), (29, 7), (32, 15), (45, 2), (47, 1),
     ]
 
-    /// Around the 64-byte blocks of the wide form: a sequence starting in the last lanes of the
-    /// first block and of a middle one, ending the input exactly at a block's end, or cut by it.
+    /// Around the 32-byte blocks of the AVX2 form (which leaves inputs under 35 bytes to the
+    /// portable one) and the 64-byte blocks of the AVX-512 form: a sequence starting in the last
+    /// lanes of the first block and of a middle one, ending the input exactly at a block's end, or
+    /// cut by it.
     static let widePlacements: [(before: Int, after: Int)] = [
+        (33, 0), (34, 0), (35, 0), (32, 3), (0, 35), (93, 2), (95, 0), (94, 3),
         (60, 0), (61, 0), (62, 0), (63, 0), (64, 0), (0, 61), (61, 3), (62, 2), (63, 1), (125, 0),
         (126, 0), (127, 0), (128, 0), (124, 64), (190, 2),
     ]
@@ -49,29 +52,39 @@ struct UTF8ValidationTests {
         }
     }
 
-    @Test func theWideFormRunsWhereTheProcessorHasIt() {
-        // The run's summary says which forms these tests held to each other.
+    /// The forms these tests hold to each other are every form this processor runs, named in the
+    /// run's summary; the widest runs by default, and `TextKernels.form` narrows the choice for
+    /// the process (all forms give the same results, so tests running meanwhile are not
+    /// affected). On x86-64 the processor's own report (cpuid, through /proc/cpuinfo's flags)
+    /// decides which forms must run here, so a detection that found less than the processor has
+    /// fails instead of silently testing fewer forms.
+    @Test func everyFormThisProcessorHasRunsAndTheWidestByDefault() throws {
         TestReport.note(UTF8Validation.runnableFormsText)
-        #expect(UTF8Validation.runnableForms == (UTF8Validation.hasWideKernels ? [.portable, .wide] : [.portable]))
-        // On x86-64 with AVX-512BW (this project's benchmark machines) the wide form must be the
-        // one in use by default, or the tests above would not have held it to anything; the
-        // process-wide setting turns it off and on again (both forms give the same results, so
-        // tests running meanwhile are not affected).
-        #if arch(x86_64)
-            if UTF8Validation.hasWideKernels {
-                #expect(UTF8Validation.kernelForm == .wide && TextKernels.usesWideVectors)
-                TextKernels.allowsWideVectors = false
-                #expect(UTF8Validation.kernelForm == .portable && !TextKernels.allowsWideVectors)
-                TextKernels.allowsWideVectors = true
-                #expect(UTF8Validation.kernelForm == .wide)
-            } else {
-                #expect(UTF8Validation.kernelForm == .portable)
-            }
-        #else
-            #expect(UTF8Validation.kernelForm == .portable)
-            TextKernels.allowsWideVectors = true
-            #expect(!TextKernels.usesWideVectors)
+        let widest = TextKernels.widestForm
+        #expect(UTF8Validation.runnableForms == TextKernels.Form.allCases.filter { $0.rawValue <= widest.rawValue })
+        #expect(UTF8Validation.kernelForm == widest)
+        #if arch(x86_64) && os(Linux)
+            let cpuinfo = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+            let flags = Set(
+                cpuinfo.split(separator: "\n").first { $0.hasPrefix("flags") }?.split(separator: " ").map(String.init)
+                    ?? []
+            )
+            let expected: TextKernels.Form =
+                flags.isSuperset(of: ["avx512f", "avx512bw", "avx512vl", "bmi1", "bmi2"])
+                ? .avx512 : flags.isSuperset(of: ["avx2", "bmi1", "bmi2"]) ? .avx2 : .portable
+            #expect(widest == expected, "cpuinfo's flags say \(expected)")
+        #elseif !arch(x86_64)
+            #expect(widest == .portable)
         #endif
+        for form in TextKernels.Form.allCases {
+            TextKernels.form = form
+            #expect(TextKernels.form == (form.rawValue <= widest.rawValue ? form : widest))
+            #expect(TextKernels.usesWideVectors == (TextKernels.form != .portable))
+        }
+        TextKernels.allowsWideVectors = false
+        #expect(TextKernels.form == .portable && (!TextKernels.allowsWideVectors || widest == .portable))
+        TextKernels.allowsWideVectors = true
+        #expect(TextKernels.form == widest && TextKernels.allowsWideVectors)
     }
 
     /// Values on both sides of every range boundary of the rules (ASCII, continuation ranges,

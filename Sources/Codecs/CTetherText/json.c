@@ -8,9 +8,10 @@
 // tests and the fuzz target compare the two. Also here: the end of an already validated string
 // with escapes, for the typed readers (`tether_json_validated_string_end`).
 //
-// The kernels' bodies are in json_kernels.h, compiled twice: with the portable `masks_at`
-// (16-byte vectors) and, on x86-64, with `masks_at_wide` (one masked 64-byte load and four mask
-// compares, AVX-512BW) for processors that have it (chosen at run time, cpu.c). Plain text up to
+// The kernels' bodies are in json_kernels.h, compiled with the portable `masks_at` (16-byte
+// vectors) and, on x86-64, twice more: with `masks_at_avx2` (two 32-byte loads, AVX2) and with
+// `masks_at_wide` (one masked 64-byte load and four mask compares, AVX-512BW), the widest the
+// processor has chosen at run time (cpu.c). Plain text up to
 // a string's first escape is scanned a word at a time in both: most strings are short, and a
 // 64-byte step for them measured slower.
 
@@ -162,6 +163,44 @@ WIDE __attribute__((always_inline)) static inline block_masks masks_at_wide(cons
 }
 #endif
 
+#if defined(__x86_64__)
+/// `masks_of` from two 32-byte loads (AVX2): a compare and a `vpmovmskb` per mask and half.
+AVX2 __attribute__((always_inline)) static inline block_masks masks_of_avx2(const uint8_t *p) {
+    block_masks m = {0, 0, 0, 0};
+    for (int k = 0; k < 2; k++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
+        // Bytes below 0x20 are those that the unsigned maximum with 0x1F leaves at 0x1F.
+        __m256i controls = _mm256_cmpeq_epi8(_mm256_max_epu8(v, _mm256_set1_epi8(0x1F)), _mm256_set1_epi8(0x1F));
+        m.quotes |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"'))) << (32 * k);
+        m.backslashes |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')))
+                         << (32 * k);
+        m.controls |= (uint64_t)(uint32_t)_mm256_movemask_epi8(controls) << (32 * k);
+        m.high |= (uint64_t)(uint32_t)_mm256_movemask_epi8(v) << (32 * k);
+    }
+    return m;
+}
+
+/// `masks_at` with `masks_of_avx2`: the same handling of the input's end.
+AVX2 __attribute__((always_inline)) static inline block_masks masks_at_avx2(const uint8_t *s, size_t i, size_t end) {
+    if (end - i >= 64) return masks_of_avx2(s + i);
+    block_masks m;
+    if (end >= 64) {
+        size_t shift = i - (end - 64);  // 1...63
+        m = masks_of_avx2(s + end - 64);
+        m.quotes >>= shift;
+        m.backslashes >>= shift;
+        m.controls >>= shift;
+        m.high >>= shift;
+        return m;
+    }
+    uint8_t padded[64] = {0};
+    memcpy(padded, s + i, end - i);
+    m = masks_of_avx2(padded);
+    m.controls &= below(end - i);
+    return m;
+}
+#endif
+
 #define KERNEL(name) name##_portable
 #define KERNEL_ATTRIBUTES
 #define KERNEL_MASKS_AT masks_at
@@ -242,6 +281,16 @@ WIDE static size_t skip_escaped_string_wide(const uint8_t *s, size_t i, size_t e
     return SIZE_MAX;
 }
 
+#define KERNEL(name) name##_avx2
+#define KERNEL_ATTRIBUTES AVX2
+#define KERNEL_MASKS_AT masks_at_avx2
+#define KERNEL_OWN_ESCAPED_SKIP 0
+#include "json_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTRIBUTES
+#undef KERNEL_MASKS_AT
+#undef KERNEL_OWN_ESCAPED_SKIP
+
 #define KERNEL(name) name##_wide
 #define KERNEL_ATTRIBUTES WIDE
 #define KERNEL_MASKS_AT masks_at_wide
@@ -253,35 +302,46 @@ WIDE static size_t skip_escaped_string_wide(const uint8_t *s, size_t i, size_t e
 #undef KERNEL_OWN_ESCAPED_SKIP
 #endif
 
-size_t tether_json_skip_value_using(
-    const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack, int wide) {
+static size_t skip_value_form(
+    const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack, int form) {
 #if defined(__x86_64__)
-    if (wide && tether_has_wide_vectors()) return skip_value_wide(s, i, end, maximum_depth, stack);
+    switch (form) {
+    case tether_form_avx512: return skip_value_wide(s, i, end, maximum_depth, stack);
+    case tether_form_avx2: return skip_value_avx2(s, i, end, maximum_depth, stack);
+    default: break;
+    }
 #else
-    (void)wide;
+    (void)form;
 #endif
     return skip_value_portable(s, i, end, maximum_depth, stack);
+}
+
+size_t tether_json_skip_value_using(
+    const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack, int form) {
+    return skip_value_form(s, i, end, maximum_depth, stack, tether_runnable_form(form));
 }
 
 size_t tether_json_skip_value(const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack) {
-#if defined(__x86_64__)
-    if (tether_wide_vectors()) return skip_value_wide(s, i, end, maximum_depth, stack);
-#endif
-    return skip_value_portable(s, i, end, maximum_depth, stack);
+    return skip_value_form(s, i, end, maximum_depth, stack, tether_vector_form());
 }
 
-size_t tether_json_validated_string_end_using(const uint8_t *s, size_t i, size_t end, int *has_high, int wide) {
+static size_t validated_string_end_form(const uint8_t *s, size_t i, size_t end, int *has_high, int form) {
 #if defined(__x86_64__)
-    if (wide && tether_has_wide_vectors()) return validated_string_end_wide(s, i, end, has_high);
+    switch (form) {
+    case tether_form_avx512: return validated_string_end_wide(s, i, end, has_high);
+    case tether_form_avx2: return validated_string_end_avx2(s, i, end, has_high);
+    default: break;
+    }
 #else
-    (void)wide;
+    (void)form;
 #endif
     return validated_string_end_portable(s, i, end, has_high);
+}
+
+size_t tether_json_validated_string_end_using(const uint8_t *s, size_t i, size_t end, int *has_high, int form) {
+    return validated_string_end_form(s, i, end, has_high, tether_runnable_form(form));
 }
 
 size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
-#if defined(__x86_64__)
-    if (tether_wide_vectors()) return validated_string_end_wide(s, i, end, has_high);
-#endif
-    return validated_string_end_portable(s, i, end, has_high);
+    return validated_string_end_form(s, i, end, has_high, tether_vector_form());
 }

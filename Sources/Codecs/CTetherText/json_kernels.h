@@ -1,6 +1,6 @@
-// The JSON kernels' bodies, included twice by json.c: once as the portable kernels (suffix
-// `_portable`, 16-byte vectors and words) and on x86-64 once more as the 64-byte kernels
-// (`_wide`, AVX-512BW), with these macros:
+// The JSON kernels' bodies, included by json.c once as the portable kernels (suffix `_portable`,
+// 16-byte vectors and words) and on x86-64 twice more, as the 32-byte kernels (`_avx2`) and the
+// 64-byte kernels (`_wide`, AVX-512BW), with these macros:
 //   KERNEL(name)       the function's name with the variant's suffix
 //   KERNEL_ATTRIBUTES  the variant's target attributes
 //   KERNEL_MASKS_AT    the variant's `masks_at`

@@ -1,7 +1,8 @@
 // UTF-8 validation sixteen bytes per step, written with Clang's portable vector extensions
 // (`vector_size`, `__builtin_shufflevector`): SSE2 on x86-64, NEON on ARM64, plain code
-// elsewhere, from one source and without intrinsics; and on x86-64 processors with AVX-512BW,
-// 64 bytes per step with the same rules (`utf8_check_wide`, chosen at run time, cpu.c). The rules
+// elsewhere, from one source and without intrinsics; and on x86-64, 32 bytes per step with AVX2
+// (`utf8_check_avx2`, the same source at twice the width) and 64 bytes per step with AVX-512BW
+// (`utf8_check_wide`), the widest the processor has chosen at run time (cpu.c). The rules
 // are those of RFC 3629 §4; see UTF8Validation.swift for the method and the tests that hold it to
 // the standard library's validator.
 
@@ -135,6 +136,88 @@ static tether_utf8_outcome utf8_check_portable(const uint8_t *bytes, size_t coun
 }
 
 #if defined(__x86_64__)
+typedef uint8_t bytes32 __attribute__((vector_size(32)));
+typedef int8_t mask32 __attribute__((vector_size(32)));
+
+#define SPLAT32(x) \
+    ((bytes32){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x})
+
+AVX2 static inline bytes32 load32(const uint8_t *p) {
+    bytes32 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// Whether any lane of `v` has its high bit set.
+AVX2 static inline int any_high32(bytes32 v) { return _mm256_movemask_epi8((__m256i)v) != 0; }
+
+/// `broken_rules` for 32 lanes.
+AVX2 static inline mask32 broken_rules32(bytes32 current, bytes32 back1, bytes32 back2, bytes32 back3) {
+    mask32 is_continuation = (mask32)((current & SPLAT32(0xC0)) == SPLAT32(0x80));
+    mask32 must_continue =
+        (mask32)(back1 >= SPLAT32(0xC0)) | (mask32)(back2 >= SPLAT32(0xE0)) | (mask32)(back3 >= SPLAT32(0xF0));
+    mask32 bad = is_continuation ^ must_continue;
+    bad |= (mask32)((current & SPLAT32(0xFE)) == SPLAT32(0xC0)) | (mask32)(current >= SPLAT32(0xF5));
+    bad |= (mask32)(back1 == SPLAT32(0xE0)) & (mask32)(current < SPLAT32(0xA0));
+    bad |= (mask32)(back1 == SPLAT32(0xED)) & (mask32)(current > SPLAT32(0x9F));
+    bad |= (mask32)(back1 == SPLAT32(0xF0)) & (mask32)(current < SPLAT32(0x90));
+    bad |= (mask32)(back1 == SPLAT32(0xF4)) & (mask32)(current > SPLAT32(0x8F));
+    return bad;
+}
+
+/// Lanes `done..<32` set, as `lanes_from` for 16.
+static const uint8_t lanes_from32[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+};
+
+/// `utf8_check_portable` 32 bytes per step (AVX2), the same steps: every block after the first
+/// reads its bytes one, two and three back with loads from one, two and three bytes earlier, and
+/// the last block overlaps the one before it. Inputs shorter than a block and three bytes go to
+/// the portable form (so that the last block always has its three bytes in front of it).
+AVX2 static tether_utf8_outcome utf8_check_avx2(const uint8_t *bytes, size_t count) {
+    if (count < 32 + 3) return utf8_check_portable(bytes, count);
+    mask32 errors = {0};
+    bytes32 seen = {0};
+    bytes32 current = load32(bytes);
+    if (any_high32(current)) {
+        // The first block has nothing in front of it: its bytes back are the block moved up.
+        seen |= current;
+        bytes32 zero = SPLAT32(0);
+        bytes32 back1 = __builtin_shufflevector(zero, current, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+            44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62);
+        bytes32 back2 = __builtin_shufflevector(zero, current, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42,
+            43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61);
+        bytes32 back3 = __builtin_shufflevector(zero, current, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41,
+            42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60);
+        errors |= broken_rules32(current, back1, back2, back3);
+    }
+    size_t offset = 32;
+    for (; offset + 32 <= count; offset += 32) {
+        current = load32(bytes + offset);
+        bytes32 back3 = load32(bytes + offset - 3);
+        if (!any_high32(current | back3)) continue;
+        seen |= current;
+        errors |= broken_rules32(current, load32(bytes + offset - 1), load32(bytes + offset - 2), back3);
+    }
+    if (offset < count) {
+        // The last 32 bytes, overlapping the block before (`last` ≥ 3: count ≥ 35).
+        size_t last = count - 32;
+        size_t done = offset - last;
+        current = load32(bytes + last);
+        bytes32 back3 = load32(bytes + last - 3);
+        if (any_high32(current | back3)) {
+            seen |= current;
+            errors |= broken_rules32(current, load32(bytes + last - 1), load32(bytes + last - 2), back3) &
+                      (mask32)load32(lanes_from32 + 32 - done);
+        }
+    }
+    if (bytes[count - 1] >= 0xC0 || bytes[count - 2] >= 0xE0 || bytes[count - 3] >= 0xF0) return tether_utf8_invalid;
+    if (any_high32((bytes32)errors)) return tether_utf8_invalid;
+    return any_high32(seen) ? tether_utf8_multibyte : tether_utf8_ascii;
+}
+
 /// `utf8_check_portable` 64 bytes per step (AVX-512BW): the same rules, as lane masks. Blocks
 /// are read with masked loads, which touch no byte outside bytes[0..<count]; the bytes one, two
 /// and three back are loaded from one, two and three bytes earlier (zero before the start).
@@ -177,18 +260,23 @@ WIDE static tether_utf8_outcome utf8_check_wide(const uint8_t *bytes, size_t cou
 }
 #endif
 
-tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, int wide) {
+static tether_utf8_outcome utf8_check_form(const uint8_t *bytes, size_t count, int form) {
 #if defined(__x86_64__)
-    if (wide && tether_has_wide_vectors()) return utf8_check_wide(bytes, count);
+    switch (form) {
+    case tether_form_avx512: return utf8_check_wide(bytes, count);
+    case tether_form_avx2: return utf8_check_avx2(bytes, count);
+    default: break;
+    }
 #else
-    (void)wide;
+    (void)form;
 #endif
     return utf8_check_portable(bytes, count);
 }
 
+tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, int form) {
+    return utf8_check_form(bytes, count, tether_runnable_form(form));
+}
+
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count) {
-#if defined(__x86_64__)
-    if (tether_wide_vectors()) return utf8_check_wide(bytes, count);
-#endif
-    return utf8_check_portable(bytes, count);
+    return utf8_check_form(bytes, count, tether_vector_form());
 }

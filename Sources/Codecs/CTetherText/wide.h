@@ -1,6 +1,6 @@
-// The 64-byte (AVX-512BW) forms of the kernels, for x86-64: shared definitions. Functions with
-// `WIDE` are compiled for those instructions and run only after `tether_wide_vectors()` has
-// found them (cpu.c).
+// The 32-byte (AVX2) and 64-byte (AVX-512BW) forms of the kernels, for x86-64: shared
+// definitions. Functions with `AVX2` or `WIDE` are compiled for those instructions and run only
+// after `tether_best_vector_form()` has found them (cpu.c).
 
 #ifndef TETHER_WIDE_H
 #define TETHER_WIDE_H
@@ -8,6 +8,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#define AVX2 __attribute__((target("avx2,bmi,bmi2")))
 #define WIDE __attribute__((target("avx512f,avx512bw,avx512vl,bmi,bmi2")))
 #define B64(x) _mm512_set1_epi8((char)(x))
 

@@ -625,7 +625,7 @@ public struct JSONScanner {
                         end,
                         depth,
                         stack.baseAddress,
-                        form == .wide ? 1 : 0
+                        Int32(form.rawValue)
                     )
                 }
             }
@@ -764,7 +764,7 @@ package enum JSONKernelCheck {
                 maximumDepth: maximumDepth,
                 validated: false
             )
-            for form in UTF8Validation.KernelForm.allCases {
+            for form in UTF8Validation.runnableForms {
                 let kernel = try? JSONScanner.validatingSkip(span, 0, end, maximumDepth: maximumDepth, form: form)
                 guard reference == kernel else { return false }
             }

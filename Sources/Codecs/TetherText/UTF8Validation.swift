@@ -48,39 +48,35 @@ internal import CTetherText
         }
     }
 
-    /// Which form of the C kernels runs: `.wide` (64 bytes per step, AVX-512BW) where the
-    /// processor has it and `TextKernels.allowsWideVectors` is true, else `.portable`.
-    package static var kernelForm: KernelForm { tether_wide_vectors() != 0 ? .wide : .portable }
+    /// Which form of the C kernels runs (`TextKernels.form`).
+    package static var kernelForm: KernelForm { TextKernels.form }
 
-    /// Whether the processor can run the `.wide` kernels.
-    package static var hasWideKernels: Bool { tether_has_wide_vectors() != 0 }
-
-    /// The forms this processor really runs: both where it has AVX-512BW, else the portable one
-    /// alone (asked for the wide form, the kernels fall back to the portable one, so a test that
-    /// went through `allCases` there would test the portable form twice under two names). Tests
-    /// go through these and say which ran.
-    package static var runnableForms: [KernelForm] { hasWideKernels ? [.portable, .wide] : [.portable] }
+    /// The forms this processor really runs (`TextKernels.runnableForms`): asked for a form it
+    /// lacks, the kernels run the widest it has, so a test that went through `allCases` there
+    /// would test one form twice under two names. Tests go through these and say which ran.
+    package static var runnableForms: [KernelForm] { TextKernels.runnableForms }
 
     /// Which forms of the text kernels ran, in a sentence (for a test run's summary).
     package static var runnableFormsText: String {
-        hasWideKernels
-            ? "text kernels tested in both forms: portable and wide (this processor has AVX-512BW)"
-            : "text kernels tested in the portable form only: this processor has no AVX-512BW, so the wide form "
-                + "was not tested here (it is on a processor with AVX-512BW)"
+        let ran = runnableForms.map(\.description).joined(separator: ", ")
+        let missing = KernelForm.allCases.filter { !runnableForms.contains($0) }
+        #if arch(x86_64)
+            return "text kernels tested in every form this processor runs: \(ran)"
+                + (missing.isEmpty
+                    ? ""
+                    : " (not \(missing.map(\.description).joined(separator: ", ")): this processor lacks it)")
+        #else
+            return "text kernels tested in the portable form (\(ran)); the x86-64 forms run on x86-64 only"
+        #endif
     }
 
     /// The forms of the C text kernels (`CTetherText`), which must give the same results.
-    package enum KernelForm: Sendable, CaseIterable {
-        /// 16-byte vectors: SSE2 on x86-64, NEON on ARM64.
-        case portable
-        /// 64-byte vectors (AVX-512BW on x86-64); the portable form where there are none.
-        case wide
-    }
+    package typealias KernelForm = TextKernels.Form
 
     /// `check(_:)` with the given form of the kernel, for tests that hold the forms to each other.
     package static func check(_ bytes: Span<UInt8>, form: KernelForm) -> Outcome {
         let outcome = unsafe bytes.withUnsafeBufferPointer { buffer in
-            unsafe tether_utf8_check_using(buffer.baseAddress, buffer.count, form == .wide ? 1 : 0)
+            unsafe tether_utf8_check_using(buffer.baseAddress, buffer.count, Int32(form.rawValue))
         }
         switch outcome {
         case tether_utf8_ascii: return .ascii

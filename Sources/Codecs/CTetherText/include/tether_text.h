@@ -4,9 +4,9 @@
 // Text kernels for the decoders, written with Clang's portable vector extensions
 // (`vector_size`), which become SSE2 on x86-64 and NEON on ARM64 from one source, without
 // intrinsics. (Swift's SIMD types would do, but their comparison operators are compiled lane by
-// lane.) On x86-64 processors with AVX-512BW, 64-byte forms of the UTF-8 check and of the JSON
-// string kernels are chosen at run time (cpu.c, Specs/text-kernels.md). Inline functions here
-// are inlined into their Swift callers.
+// lane.) On x86-64, 32-byte forms (AVX2) and 64-byte forms (AVX-512BW) of the UTF-8 check and
+// of the JSON string kernels are chosen at run time, the widest the processor has (cpu.c,
+// Specs/text-kernels.md). Inline functions here are inlined into their Swift callers.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,16 +16,39 @@
 #error "CTetherText assumes a little-endian target"
 #endif
 
-/// Whether the kernels use their 64-byte forms (x86-64 with AVX-512BW, detected at first use,
-/// unless tether_allow_wide_vectors(0) was called); otherwise the portable ones (SSE2 on x86-64,
-/// NEON on ARM64). Both forms give the same results.
+/// The forms of the kernels, narrowest first; all give the same results.
+typedef enum {
+    /// 16-byte vectors: SSE2 on x86-64, NEON on ARM64.
+    tether_form_portable = 0,
+    /// 32-byte vectors (x86-64 with AVX2).
+    tether_form_avx2 = 1,
+    /// 64-byte vectors (x86-64 with AVX-512BW).
+    tether_form_avx512 = 2,
+} tether_kernel_form;
+
+/// The widest form this processor and operating system can run (detected at first use).
+int tether_best_vector_form(void);
+
+/// The form the kernels run in: `tether_best_vector_form()` unless `tether_use_vector_form`
+/// narrowed it.
+int tether_vector_form(void);
+
+/// Process-wide: the kernels run in `form`, or the widest this processor has if it has not that
+/// one. Call it before decoding starts (a decode in flight keeps its form).
+void tether_use_vector_form(int form);
+
+/// The form a kernel asked for `form` really runs in: `form` if the processor has it, else the
+/// widest it has.
+int tether_runnable_form(int form);
+
+/// Whether the kernels run in a form wider than the portable one.
 int tether_wide_vectors(void);
 
-/// Whether this processor and operating system can run the 64-byte forms.
+/// Whether this processor and operating system can run a form wider than the portable one.
 int tether_has_wide_vectors(void);
 
-/// Process-wide: 0 keeps the portable forms; non-zero uses the 64-byte forms where the processor
-/// has them (the default). Call it before decoding starts (a decode in flight keeps its form).
+/// Process-wide: 0 keeps the portable forms; non-zero uses the widest the processor has (the
+/// default).
 void tether_allow_wide_vectors(int allowed);
 
 /// What tether_utf8_check found.
@@ -42,9 +65,9 @@ typedef enum {
 /// bytes[0..<count].
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count);
 
-/// `tether_utf8_check` in the given form: the 64-byte one if `wide` and the processor has it
-/// (`tether_has_wide_vectors`), else the portable one. For tests that hold the two to each other.
-tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, int wide);
+/// `tether_utf8_check` in the given form (`tether_kernel_form`; `tether_runnable_form` says which
+/// runs). For tests that hold the forms to each other.
+tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, int form);
 
 /// Validates the JSON value (RFC 8259) at bytes[start...], whitespace before it allowed, nested at
 /// most `maximum_depth` containers deep (the value itself is at depth 0), and returns the offset
@@ -55,7 +78,7 @@ size_t tether_json_skip_value(const uint8_t *bytes, size_t start, size_t end, si
 
 /// `tether_json_skip_value` in the given form, as `tether_utf8_check_using`.
 size_t tether_json_skip_value_using(
-    const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack, int wide);
+    const uint8_t *bytes, size_t start, size_t end, size_t maximum_depth, uint64_t *stack, int form);
 
 /// In a JSON string that has been validated (`tether_json_skip_value`), from the backslash at
 /// `start`: the offset of the closing quote, or `end` if there is none before it. Sets
@@ -64,7 +87,7 @@ size_t tether_json_skip_value_using(
 size_t tether_json_validated_string_end(const uint8_t *bytes, size_t start, size_t end, int *has_high);
 
 /// `tether_json_validated_string_end` in the given form, as `tether_utf8_check_using`.
-size_t tether_json_validated_string_end_using(const uint8_t *bytes, size_t start, size_t end, int *has_high, int wide);
+size_t tether_json_validated_string_end_using(const uint8_t *bytes, size_t start, size_t end, int *has_high, int form);
 
 /// The offset of the first `byte` in bytes[start..<end], or `end`.
 static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {
