@@ -250,6 +250,26 @@ struct XMPPClientTests {
         #expect(await events.wait { _ in events.bodies.count >= expected.count })
         #expect(events.bodies == expected)
         await alice.disconnect()
+
+        // Held bytes count as unsent: with room for fewer than a burst's, a send waits, the job
+        // ends, what was held is written, and the waiting send goes on (nothing else arrives to
+        // retry it: no stream management, no answer).
+        var small = XMPPClient.Options()
+        small.maximumUnsentBytes = 1_000
+        var quiet = testConfiguration("alice", port: server.port, resource: "small")
+        quiet.streamManagement = nil
+        let limited = try XMPPClient(configuration: quiet, options: small)
+        try await limited.connect()
+        let started = ContinuousClock.now
+        try await withTaskExecutorPreference(limited.executor) {
+            for index in 0..<100 { try await limited.send(XMPPMessage(to: target, body: "limited \(index)")) }
+        }
+        // A liveness bound, not a speed target: without the retry the sends stall until the
+        // client's own keepalive ping (about 70 s here).
+        #expect(ContinuousClock.now - started < .seconds(15), "a send waiting for room stalled")
+        #expect(await events.wait { _ in events.bodies.count >= expected.count + 100 })
+        #expect(events.bodies.dropFirst(expected.count).elementsEqual((0..<100).map { "limited \($0)" }))
+        await limited.disconnect()
         await bob.disconnect()
     }
 

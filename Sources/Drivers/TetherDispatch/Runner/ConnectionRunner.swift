@@ -77,7 +77,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
             options.callbackQueue ?? DispatchQueue(label: label + ".callbacks", target: DispatchQueue.global())
         timer = DeadlineTimer(queue: queue)
         timer.onFire = { [weak self] in self?.timerFired() }
-        executor.afterJob = { [weak self] in self?.flushHeldBytes() }
+        executor.afterJob = { [weak self] in self?.jobEnded() }
     }
 
     /// Sets the protocol's part (once the client that owns it exists), reached unowned.
@@ -107,6 +107,15 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         while let action = machine.pollAction() { perform(action) }
         delivery.flush()
         timer.arm(at: machine.pollTimeout())
+    }
+
+    /// A job of the executor ended: what its sends held is written, and a command that waits for
+    /// room is retried (held bytes count as unsent, and once written without the kernel refusing
+    /// any, no `drained` event comes to retry it).
+    private func jobEnded() {
+        guard !isShutDown, heldGeneration != nil else { return }
+        flushHeldBytes()
+        if !blocked.isEmpty { drive() }
     }
 
     /// Writes what the sends of the executor's job held.
