@@ -239,7 +239,9 @@ struct XMPPClientTests {
             for index in 0..<20 { try await alice.send(XMPPMessage(to: target, body: "held \(index)")) }
         }
         // The client's own traffic (its catch-up query, answers) may come between: only the test's
-        // messages are counted.
+        // messages are counted. The flush comes when the task's job ends, which may be after the
+        // task went on past the block (until it next waits).
+        _ = await eventually { calls.peek().last == "flush" }
         let held = calls.reset()
         #expect(held.filter { $0 == "hold held" }.count == 20, "\(held)")
         #expect(held.lastIndex(of: "hold held").map { held[($0 + 1)...].contains("flush") } == true, "\(held)")
@@ -287,6 +289,9 @@ struct XMPPClientTests {
             let kind = text.contains("<body>held ") ? " held" : text.contains("<body>sent ") ? " sent" : ""
             lock.withLock { calls.append(call + kind) }
         }
+
+        /// The calls so far.
+        func peek() -> [String] { lock.withLock { calls } }
 
         /// The calls so far; the record starts again.
         @discardableResult
