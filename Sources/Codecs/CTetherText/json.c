@@ -79,27 +79,30 @@ __attribute__((always_inline)) static inline block_masks masks_of(const uint8_t 
 /// Bits 0..<n set (n ≤ 64).
 static inline uint64_t below(size_t n) { return n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1; }
 
-/// The masks of s[i..<i + 64], with no bits for bytes at or past `end`. Reads only s[0..<end]:
-/// near the end, the 64 bytes before `end` (the masks shifted into place) when there are that
-/// many, else a zero-filled copy.
-__attribute__((always_inline)) static inline block_masks masks_at(const uint8_t *s, size_t i, size_t end) {
-    if (end - i >= 64) return masks_of(s + i);
-    block_masks m;
-    if (end >= 64) {
-        size_t shift = i - (end - 64);  // 1...63
-        m = masks_of(s + end - 64);
-        m.quotes >>= shift;
-        m.backslashes >>= shift;
-        m.controls >>= shift;
-        m.high >>= shift;
-        return m;
+/// Defines NAME(s, i, end): the masks of s[i..<i + 64] from MASKS_OF, with no bits for bytes at
+/// or past `end`. Reads only s[0..<end]: near the end, the 64 bytes before `end` (the masks
+/// shifted into place) when there are that many, else a zero-filled copy.
+#define DEFINE_MASKS_AT(NAME, ATTRIBUTES, MASKS_OF) \
+    ATTRIBUTES __attribute__((always_inline)) static inline block_masks NAME(const uint8_t *s, size_t i, size_t end) { \
+        if (end - i >= 64) return MASKS_OF(s + i); \
+        block_masks m; \
+        if (end >= 64) { \
+            size_t shift = i - (end - 64); /* 1...63 */ \
+            m = MASKS_OF(s + end - 64); \
+            m.quotes >>= shift; \
+            m.backslashes >>= shift; \
+            m.controls >>= shift; \
+            m.high >>= shift; \
+            return m; \
+        } \
+        uint8_t padded[64] = {0}; \
+        memcpy(padded, s + i, end - i); \
+        m = MASKS_OF(padded); \
+        m.controls &= below(end - i); /* the zeros after the copy are not input */ \
+        return m; \
     }
-    uint8_t padded[64] = {0};
-    memcpy(padded, s + i, end - i);
-    m = masks_of(padded);
-    m.controls &= below(end - i);  // the zeros after the copy are not input
-    return m;
-}
+
+DEFINE_MASKS_AT(masks_at, , masks_of)
 
 /// The length of the escape whose backslash is at `i` (2, or 6 for \uXXXX), or 0 if it is not a
 /// valid escape within `end`.
@@ -180,25 +183,8 @@ AVX2 __attribute__((always_inline)) static inline block_masks masks_of_avx2(cons
     return m;
 }
 
-/// `masks_at` with `masks_of_avx2`: the same handling of the input's end.
-AVX2 __attribute__((always_inline)) static inline block_masks masks_at_avx2(const uint8_t *s, size_t i, size_t end) {
-    if (end - i >= 64) return masks_of_avx2(s + i);
-    block_masks m;
-    if (end >= 64) {
-        size_t shift = i - (end - 64);  // 1...63
-        m = masks_of_avx2(s + end - 64);
-        m.quotes >>= shift;
-        m.backslashes >>= shift;
-        m.controls >>= shift;
-        m.high >>= shift;
-        return m;
-    }
-    uint8_t padded[64] = {0};
-    memcpy(padded, s + i, end - i);
-    m = masks_of_avx2(padded);
-    m.controls &= below(end - i);
-    return m;
-}
+/// `masks_at` with `masks_of_avx2`.
+DEFINE_MASKS_AT(masks_at_avx2, AVX2, masks_of_avx2)
 #endif
 
 #define KERNEL(name) name##_portable

@@ -93,32 +93,27 @@ final class TCPTransport: Transport, @unchecked Sendable {
 
     /// Sends plaintext (through TLS when it is in place).
     func send(_ bytes: [UInt8]) {
-        guard !closed else { return }
-        if let session {
-            do {
-                try session.send(bytes)
-            } catch {
-                return failLater("\(error)")
-            }
-            return flushTLS()
-        }
-        tcp?.send(bytes)
+        write(bytes, holding: false)
     }
 
     /// As `send`, the bytes (their TLS records) held for `flush()`.
     func hold(_ bytes: [UInt8]) {
+        write(bytes, holding: true)
+    }
+
+    private func write(_ bytes: [UInt8], holding: Bool) {
         guard !closed else { return }
+        var wire = bytes
         if let session {
             do {
                 try session.send(bytes)
             } catch {
                 return failLater("\(error)")
             }
-            let output = session.takeOutput()
-            if !output.isEmpty { tcp?.hold(output) }
-            return
+            wire = session.takeOutput()
+            if wire.isEmpty { return }
         }
-        tcp?.hold(bytes)
+        if holding { tcp?.hold(wire) } else { tcp?.send(wire) }
     }
 
     func flush() {

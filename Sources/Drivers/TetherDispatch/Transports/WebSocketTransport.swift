@@ -76,8 +76,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     func hold(_ bytes: [UInt8]) {
         guard socket.state == .open else { return }
         socket.send(format == .text ? .text(bytes) : .binary(bytes))
-        let output = socket.takeOutput()
-        if !output.isEmpty { connection?.hold(output) }
+        writeFrames(holding: true)
     }
 
     func flush() {
@@ -106,9 +105,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     var tlsVersion: String? { connection?.tlsVersion }
     var channelBindings: TLSChannelBindings { connection?.channelBindings ?? .none }
 
-    private func writeFrames() {
+    private func writeFrames(holding: Bool = false) {
         let output = socket.takeOutput()
-        if !output.isEmpty { connection?.send(output) }
+        guard !output.isEmpty else { return }
+        if holding { connection?.hold(output) } else { connection?.send(output) }
     }
 
     /// Reports the end (the last event): what is queued (a Close) goes out, the connection closes.
