@@ -23,7 +23,15 @@ struct JSONEncodingState {
     var bytes: [UInt8] = []
     var open = EncodingContainerStack()
 
+    /// Ends every container at `level` or deeper, innermost first. (Every member and element
+    /// asks; mostly nothing is open that deep, and that check is inline.)
+    @inline(__always)
     mutating func close(downTo level: Int) {
+        if open.count > level { closeContainers(downTo: level) }
+    }
+
+    @inline(never)
+    mutating func closeContainers(downTo level: Int) {
         while open.count > level {
             bytes.append(open.removeLast().isKeyed ? UInt8(ascii: "}") : UInt8(ascii: "]"))
         }

@@ -45,7 +45,14 @@ struct MessagePackEncodingState {
     let useIntegerKeys: Bool
 
     /// Finishes every container at `level` or deeper, innermost first, writing their headers.
+    /// (Every entry and element asks; mostly nothing is open that deep, and that check is inline.)
+    @inline(__always)
     mutating func close(downTo level: Int) {
+        if open.count > level { closeContainers(downTo: level) }
+    }
+
+    @inline(never)
+    mutating func closeContainers(downTo level: Int) {
         while open.count > level {
             let container = open.removeLast()
             let offset = container.offset

@@ -3,19 +3,23 @@
 ///
 /// The first eight levels live inline, so encoding ordinary values allocates nothing for the
 /// stack; deeper nesting spills into an array.
-package struct EncodingContainerStack: Sendable {
+///
+/// SPI-public, not `package`: the `@inlinable` members of a `package` type are not inlined into
+/// other modules (measured with Swift 6.3: each `count` and `addElement` was a call), and the
+/// encoders call them for every key and element.
+@_spi(TetherInternal) public struct EncodingContainerStack: Sendable {
     /// One open container.
-    package struct Entry: Sendable {
+    public struct Entry: Sendable {
         /// Where the container starts in the output (also identifies it).
-        package var offset: Int
+        public var offset: Int
         /// The elements (or members) written so far.
-        package var count: Int
+        public var count: Int
         /// Whether it is keyed (an object or map).
-        package var isKeyed: Bool
+        public var isKeyed: Bool
 
         /// Creates an entry.
         @inlinable
-        package init(offset: Int, count: Int, isKeyed: Bool) {
+        public init(offset: Int, count: Int, isKeyed: Bool) {
             self.offset = offset
             self.count = count
             self.isKeyed = isKeyed
@@ -33,14 +37,14 @@ package struct EncodingContainerStack: Sendable {
     @usableFromInline var spilled: [Entry] = []
     @usableFromInline var openCount = 0
     /// The number of open containers.
-    @inlinable package var count: Int { openCount }
+    @inlinable public var count: Int { openCount }
 
     /// An empty stack.
-    package init() {}
+    public init() {}
 
     /// The container at nesting `level` (0 is the outermost).
     @inlinable
-    package subscript(level: Int) -> Entry {
+    public subscript(level: Int) -> Entry {
         precondition(level >= 0 && level < count, "no container at that level")
         return level < Self.inlineCapacity ? inlineEntry(level) : spilled[level - Self.inlineCapacity]
     }
@@ -57,7 +61,7 @@ package struct EncodingContainerStack: Sendable {
     /// The offset of the keyed container open at `level`, when it is the innermost one (a value
     /// that asks for its keyed container twice gets the same container, as Foundation's do).
     @inlinable
-    package func keyedOffset(at level: Int) -> Int? {
+    public func keyedOffset(at level: Int) -> Int? {
         guard count == level + 1, self[level].isKeyed else { return nil }
         return self[level].offset
     }
@@ -65,7 +69,7 @@ package struct EncodingContainerStack: Sendable {
     /// The elements written so far into the container at `level` that starts at `offset`; 0 once
     /// it is closed.
     @inlinable
-    package func elementCount(at level: Int, offset: Int) -> Int {
+    public func elementCount(at level: Int, offset: Int) -> Int {
         count > level && self[level].offset == offset ? self[level].count : 0
     }
 
@@ -73,8 +77,8 @@ package struct EncodingContainerStack: Sendable {
     /// `offset` (a container used after a sibling value was encoded is a programming error);
     /// returns the count before. One mutating call: reading an entry through the subscript
     /// made the caller copy the whole stack first.
-    @inlinable
-    package mutating func addElement(level: Int, offset: Int) -> Int {
+    @inlinable @inline(__always)
+    public mutating func addElement(level: Int, offset: Int) -> Int {
         let misused = "An encoding container was used after a sibling value was encoded."
         precondition(openCount == level + 1 && level >= 0, misused)
         if level < Self.inlineCapacity {
@@ -91,7 +95,7 @@ package struct EncodingContainerStack: Sendable {
 
     /// Opens a container one level deeper than the current innermost.
     @inlinable
-    package mutating func append(_ entry: Entry) {
+    public mutating func append(_ entry: Entry) {
         let index = count
         if index < Self.inlineCapacity {
             inlineOffsets[index] = entry.offset
@@ -106,7 +110,7 @@ package struct EncodingContainerStack: Sendable {
 
     /// Closes the innermost container and returns it.
     @inlinable
-    package mutating func removeLast() -> Entry {
+    public mutating func removeLast() -> Entry {
         precondition(count > 0, "no open container")
         openCount -= 1
         return count < Self.inlineCapacity ? inlineEntry(count) : spilled.removeLast()
