@@ -88,7 +88,7 @@ extension XMPPClientMachine {
         {
             return archiveResultReceived(result)
         }
-        if let carbon = element.children.first(where: {
+        if let carbon = element.firstChild(where: {
             $0.namespace == XMPPNamespace.carbons && ($0.localName == "received" || $0.localName == "sent")
         }),
             fromOwnAccount(),

@@ -57,7 +57,7 @@ public struct Stanza: Hashable, Sendable {
 
     /// For iq: the payload (the first child that is not an `<error/>`).
     public var payload: XElement? {
-        element.children.first { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
+        element.firstChild { !($0.localName == "error" && $0.namespace == XMPPNamespace.client) }
     }
 }
 

@@ -99,9 +99,13 @@ public struct XMPPMessage: Hashable, Sendable {
     /// The id that `archive` (the account's bare JID for its own archive, a room's for a
     /// groupchat) gave the message (XEP-0359 `<stanza-id>`), if it carries one.
     public func stanzaID(by archive: JID) -> String? {
-        let by = archive.description
-        return element.children.first {
-            $0.localName == "stanza-id" && $0.namespace == XMPPNamespace.stanzaID && $0.attribute("by") == by
+        // (Every message received asks; the archive's JID is written out only when a stanza-id
+        // is there to compare it with.)
+        var by: String?
+        return element.firstChild { child in
+            guard child.localName == "stanza-id", child.namespace == XMPPNamespace.stanzaID else { return false }
+            if by == nil { by = archive.description }
+            return child.attribute("by") == by
         }?.attribute("id")
     }
     /// The stanza error, for `type='error'`.
