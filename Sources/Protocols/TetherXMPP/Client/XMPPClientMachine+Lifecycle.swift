@@ -118,7 +118,7 @@ extension XMPPClientMachine {
 
     /// Bytes arrived on the transport of `generation`.
     public mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
-        guard currentGeneration == generation, acceptsXML else { return }
+        guard acceptsXML(from: generation) else { return }
         if case .connected(var session) = state, var autoPing = session.autoPing {
             autoPing.received(at: now)
             session.autoPing = autoPing
@@ -193,14 +193,19 @@ extension XMPPClientMachine {
         }
     }
 
-    /// Whether received bytes go to the XML parser in the current state.
-    var acceptsXML: Bool {
+    /// Whether bytes received on the transport of `generation` go to the XML parser now: it is
+    /// the current one, and its stream is not waiting for TLS. (Asked before every element; one
+    /// switch that reads only the generations, no copy of the state's payload.)
+    func acceptsXML(from generation: TransportGeneration) -> Bool {
         switch state {
         case .negotiating(let negotiation):
+            guard negotiation.attempt.generation == generation else { return false }
             if case .awaitingTLS = negotiation.step { return false }
             return true
-        case .connected, .closing:
-            return true
+        case .connected(let session):
+            return session.generation == generation
+        case .closing(let closing):
+            return closing == generation
         case .disconnected, .connectingTransport, .reconnectWaiting, .suspended:
             return false
         }

@@ -16,7 +16,7 @@ extension XMPPClientMachine {
     /// A restart (after SASL success) happens inside the loop, at the exact byte where
     /// `<success/>` ended; after `<proceed/>` the loop stops, the rest being TLS data.
     mutating func processStream(generation: TransportGeneration, now: Instant) {
-        while currentGeneration == generation, acceptsXML {
+        while acceptsXML(from: generation) {
             let event: XMLStreamEvent?
             do throws(XMLStreamError) {
                 event = try parser.next()
