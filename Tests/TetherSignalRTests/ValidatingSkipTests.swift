@@ -162,6 +162,63 @@ struct ValidatingSkipTests {
         }
     }
 
+    /// A container is validated 64 bytes at a time from its opening bracket (strings found from
+    /// the quotes' parity, escapes from the backslash runs, the tokens walked from bit masks):
+    /// strings with escapes, backslash runs, numbers, literals and non-ASCII bytes placed at every
+    /// offset around the blocks, inside arrays and objects, whole and cut.
+    @Test func containersAcrossTheBlocks() {
+        let escapes = [
+            #"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\uD83D\uDE00"#, #"\u12"#, #"\x"#, "\\", #"\\\""#, "é", "\u{1}",
+        ]
+        let scalars = ["0", "-12.5e+3", "true", "false", "null", "1x", "tru", "-", "é", "\\"]
+        for pad in 0...70 {
+            let spaces = String(repeating: " ", count: pad)
+            var texts: [String] = []
+            for escape in escapes {
+                let string = "\"q" + escape + "r\""
+                texts.append("[" + spaces + string + "]")
+                texts.append("{" + spaces + string + ":" + string + "}")
+                texts.append("[" + spaces + "\"" + String(repeating: "\\", count: pad % 7 + 1) + "\"]")
+            }
+            for scalar in scalars {
+                texts.append("[" + spaces + scalar + "]")
+                texts.append("[" + spaces + scalar + " , [" + scalar + "]]")
+                texts.append("{\"k\":" + spaces + scalar + "}")
+            }
+            for text in texts {
+                let bytes = Array(text.utf8)
+                #expect(Self.agree(bytes, depths: [1, 2, 64], ends: [bytes.count, bytes.count - 1, bytes.count / 2]))
+            }
+        }
+    }
+
+    /// Large documents (many blocks), random and mutated.
+    @Test func randomLargeContainers() {
+        var rng = SeededRandomNumberGenerator(seed: 2_019)
+        let interesting: [UInt8] =
+            Array(#""\{}[],: -.eEu01tfn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
+        for round in 0..<3_000 {
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            for index in 0..<Int.random(in: 1...24, using: &rng) {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                Self.appendValue(&bytes, &rng, depth: 1)
+            }
+            bytes.append(UInt8(ascii: "]"))
+            if round % 3 != 0 {
+                for _ in 0..<Int.random(in: 1...2, using: &rng) {
+                    let index = Int.random(in: 0..<bytes.count, using: &rng)
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: bytes[index] = interesting.randomElement(using: &rng)!
+                    case 1: bytes.insert(interesting.randomElement(using: &rng)!, at: index)
+                    default: bytes.remove(at: index)
+                    }
+                }
+            }
+            let cut = Int.random(in: 0...bytes.count, using: &rng)
+            if !Self.agree(bytes, depths: [3, 64], ends: [bytes.count, cut]) { return }
+        }
+    }
+
     @Test func randomAndMutatedJSON() {
         var rng = SeededRandomNumberGenerator(seed: 8259)
         let interesting: [UInt8] =
