@@ -39,6 +39,30 @@ struct XMLSerializerTests {
         )
     }
 
+    /// An attribute added while writing (an iq's id the connection gives it) comes out as if it
+    /// were the tree's last attribute: escaped, after the namespace declarations and the others,
+    /// on the root only, empty or not.
+    @Test func addsAnAttributeWhileWriting() {
+        let children: [XNode] = [.element(XElement(XMLName("q", namespace: "urn:x", prefix: "x")))]
+        let attributes = [
+            XMLAttribute(XMLName("type"), "get"),
+            XMLAttribute(XMLName("a", namespace: "urn:y"), "v"),
+        ]
+        for children in [[], children] {
+            let iq = XElement(XMLName("iq", namespace: "jabber:client"), attributes: attributes, children: children)
+            let expected = XElement(
+                XMLName("iq", namespace: "jabber:client"),
+                attributes: attributes + [XMLAttribute(XMLName("id"), "a'b<&\"")],
+                children: children
+            )
+            for scope in [XMLNamespaceScope(), .clientStream] {
+                var written: [UInt8] = []
+                XMLSerializer.write(iq, in: scope, adding: ("id", "a'b<&\""), into: &written)
+                #expect(String(decoding: written, as: UTF8.self) == XMLSerializer.string(expected, in: scope))
+            }
+        }
+    }
+
     /// parse(serialize(x)) == x for generated trees.
     @Test func randomTreesRoundTrip() throws {
         var rng = SeededRandomNumberGenerator(seed: 4242)

@@ -56,6 +56,40 @@ struct IQAndRosterTests {
         #expect(harness.events.last == .iqResponse(id: first, .timedOut))
     }
 
+    /// With many requests pending, each times out at its own deadline and only then; answered
+    /// ones never do (the timer, which a new request only moves sooner, may fire early for them
+    /// and is armed again); the last answer stops it.
+    @Test func iqTimeoutsWithManyPendingRequests() throws {
+        let harness = XMPPClientHarness { $0.iqTimeout = .seconds(30) }
+        harness.login()
+        let query = XElement(XMLName("q", namespace: "x"))
+        var ids: [String] = []
+        for _ in 0..<100 {
+            ids.append(try harness.machine.send(XMPPIQ.get(query), now: harness.now))
+            harness.advance(by: .milliseconds(100))
+        }
+        // Sent at 0, 0.1 … 9.9 s; now 10 s. The first half is answered.
+        for id in ids.prefix(50) { harness.server("<iq type='result' id='\(id)'/>") }
+        func timedOut() -> [String] {
+            harness.events.compactMap { if case .iqResponse(let id, .timedOut) = $0 { id } else { nil } }
+        }
+        harness.advance(by: .milliseconds(24_950))
+        #expect(timedOut().isEmpty)
+        harness.advance(by: .milliseconds(50))
+        #expect(timedOut() == [ids[50]])
+        for _ in 0..<49 { harness.advance(by: .milliseconds(100)) }
+        #expect(timedOut() == Array(ids[50...]))
+        #expect(!harness.machine.timers.isArmed(.iqTimeout))
+        // Answered before their deadlines: the timer stops with the last answer.
+        let late = try harness.machine.send(XMPPIQ.get(query), now: harness.now)
+        let later = try harness.machine.send(XMPPIQ.get(query), timeout: .seconds(5), now: harness.now)
+        #expect(harness.machine.timers.deadline(.iqTimeout) == harness.now + .seconds(5))
+        harness.server("<iq type='result' id='\(later)'/>")
+        harness.server("<iq type='result' id='\(late)'/>")
+        #expect(!harness.machine.timers.isArmed(.iqTimeout))
+        #expect(timedOut().count == 50)
+    }
+
     @Test func incomingRequests() {
         let harness = XMPPClientHarness { $0.handledIQNamespaces = ["urn:example:handled"] }
         harness.login()

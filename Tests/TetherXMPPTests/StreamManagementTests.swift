@@ -139,6 +139,10 @@ struct StreamManagementTests {
         #expect(after.filter { $0.contains("<body>") || $0.hasPrefix("<iq") }.count == 3)
         #expect(after.contains { $0.contains("<body>m5</body>") })
         #expect(after.contains { $0.contains("<body>m6</body>") })
+        // The iq went out with the id the connection gave it, the same bytes both times.
+        let iq = "<iq type='get' id='\(pending)'><q xmlns='x'/></iq>"
+        #expect(harness.sent[..<before].map(\.text).filter { $0 == iq }.count == 1)
+        #expect(after.contains(iq))
         #expect(!after.contains { $0.contains("<body>m4</body>") })
         #expect(after.last == "<r xmlns='urn:xmpp:sm:3'/>")
         #expect(harness.events.contains(.lifecycle(.resumed(JID("alice@example.com/phone")!))))
@@ -173,6 +177,8 @@ struct StreamManagementTests {
         else { return fail("nothing handed back") }
         #expect(returned.count == 3)
         #expect(returned.first == Self.message(2).element)
+        // The iq is handed back with the id it went out with.
+        #expect(returned.last == XMPPIQ.get(XElement(XMLName("q", namespace: "x")), id: pending).element)
         #expect(
             harness.events.contains(
                 .iqResponse(

@@ -57,6 +57,20 @@ public enum XMLSerializer {
         write(element, &scope, &generated, &bytes)
     }
 
+    /// `write(_:in:into:)` with one more attribute (no namespace) on `element` itself, written
+    /// after its own: the bytes of `element` with that attribute added, without building that
+    /// tree. `element` must not have an attribute of that name.
+    package static func write(
+        _ element: XElement,
+        in scope: XMLNamespaceScope,
+        adding attribute: (local: String, value: String),
+        into bytes: inout [UInt8]
+    ) {
+        var scope = scope
+        var generated = 0
+        write(element, &scope, &generated, &bytes, adding: attribute)
+    }
+
     /// `<?xml version='1.0'?>` and the opening tag of `stream:stream` with `attributes` (values
     /// escaped), declaring `jabber:client` as default and the `stream` prefix.
     public static func streamHeader(
@@ -103,7 +117,8 @@ public enum XMLSerializer {
         _ element: XElement,
         _ scope: inout XMLNamespaceScope,
         _ generated: inout Int,
-        _ bytes: inout [UInt8]
+        _ bytes: inout [UInt8],
+        adding extra: (local: String, value: String)? = nil
     ) {
         // Bindings made here are undone on the way out (cheaper than copying the scope).
         var savedDefault: String?
@@ -169,6 +184,13 @@ public enum XMLSerializer {
             qualifiedName(attributePrefix, attributeName.local, &bytes)
             bytes.append(contentsOf: "='".utf8)
             tree.withBytes(of: attribute) { appendEscaped($0, &bytes, attribute: true) }
+            bytes.append(UInt8(ascii: "'"))
+        }
+        if let extra {
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(contentsOf: extra.local.utf8)
+            bytes.append(contentsOf: "='".utf8)
+            appendAttributeValue(extra.value, &bytes)
             bytes.append(UInt8(ascii: "'"))
         }
         if element.isEmpty {

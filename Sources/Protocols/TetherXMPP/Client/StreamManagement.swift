@@ -62,7 +62,7 @@ struct StreamManagement: Sendable {
 
     /// The app's stanzas among the unacknowledged ones, oldest first.
     var unacknowledgedAppStanzas: [XElement] {
-        unacknowledged.elements.compactMap { if case .app(let element) = $0 { element } else { nil } }
+        unacknowledged.elements.compactMap(\.appStanza)
     }
 
     /// The `h` attribute of an SM element, if present and a valid xs:unsignedInt.

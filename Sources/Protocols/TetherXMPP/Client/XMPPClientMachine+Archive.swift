@@ -71,8 +71,7 @@ extension XMPPClientMachine {
             ]
         )
         let id = makeID("mamq")
-        pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .archive)
-        armIQTimer()
+        awaitIQ(id, PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .archive))
         sendOwnStanza(XMPPIQ.set(query, id: id).element, session: session, now: now)
     }
 

@@ -26,15 +26,15 @@ extension XMPPClientMachine {
     @discardableResult
     public mutating func send(_ iq: XMPPIQ, timeout: Duration? = nil, now: Instant) throws(XMPPClientError) -> String {
         let id = iq.id ?? makeID("iq")
-        let element = iq.id == nil ? iq.element.settingAttribute("id", to: id) : iq.element
+        // A new id goes on the wire, not into a copy of the tree (`SentStanza.app`).
+        let addedID = iq.id == nil ? id : nil
         guard iq.type.isRequest else {
-            try sendAppStanza(element, now: now)
+            try sendAppStanza(iq.element, addingID: addedID, now: now)
             return id
         }
         precondition(pendingIQs[id] == nil, "an iq request with the id '\(id)' is already pending")
-        try sendAppStanza(element, now: now)
-        pendingIQs[id] = PendingIQ(deadline: now + (timeout ?? configuration.iqTimeout), to: iq.to, purpose: .app)
-        armIQTimer()
+        try sendAppStanza(iq.element, addingID: addedID, now: now)
+        awaitIQ(id, PendingIQ(deadline: now + (timeout ?? configuration.iqTimeout), to: iq.to, purpose: .app))
         return id
     }
 
@@ -54,7 +54,14 @@ extension XMPPClientMachine {
         requestAck(generation: session.generation)
     }
 
-    mutating func sendAppStanza(_ element: XElement, now: Instant) throws(XMPPClientError) {
+    /// Sends a stanza of the app's (`addedID`: an id the connection gave it, added on the wire).
+    mutating func sendAppStanza(
+        _ element: XElement,
+        addingID addedID: String? = nil,
+        now: Instant
+    )
+        throws(XMPPClientError)
+    {
         switch state {
         case .disconnected:
             throw XMPPClientError(.notConnected, "The connection is not started.")
@@ -71,7 +78,11 @@ extension XMPPClientMachine {
         }
         var bytes: [UInt8] = []
         if let limit = serverLimits?.maximumBytes {
-            XMLSerializer.write(element, in: elementScope, into: &bytes)
+            if let addedID {
+                XMLSerializer.write(element, in: elementScope, adding: ("id", addedID), into: &bytes)
+            } else {
+                XMLSerializer.write(element, in: elementScope, into: &bytes)
+            }
             guard bytes.count <= limit else {
                 throw XMPPClientError(
                     .stanzaTooLarge,
@@ -80,9 +91,9 @@ extension XMPPClientMachine {
             }
         }
         if case .connected(let session) = state {
-            sendStanza(element, serialized: bytes, session: session, now: now)
+            sendStanza(element, addingID: addedID, serialized: bytes, session: session, now: now)
         } else {
-            outbox.append(element)
+            outbox.append(addedID.map { element.settingAttribute("id", to: $0) } ?? element)
         }
     }
 
@@ -104,14 +115,21 @@ extension XMPPClientMachine {
     }
 
     /// Writes a stanza of the app's on the online stream, counting it for XEP-0198.
-    mutating func sendStanza(_ element: XElement, serialized: [UInt8] = [], session: Session, now: Instant) {
+    /// (`addedID`: as in `sendAppStanza`.)
+    mutating func sendStanza(
+        _ element: XElement,
+        addingID addedID: String? = nil,
+        serialized: [UInt8] = [],
+        session: Session,
+        now: Instant
+    ) {
         health.messagesSent += 1
         if serialized.isEmpty {
-            send(element, generation: session.generation)
+            send(element, addingID: addedID, generation: session.generation)
         } else {
             enqueue(.send(serialized, generation: session.generation, containsCredentials: false))
         }
-        track(.app(element), session: session, now: now)
+        track(.app(element, addedID: addedID), session: session, now: now)
     }
 
     /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
@@ -295,12 +313,29 @@ extension XMPPClientMachine {
 
     // MARK: - iq timeouts
 
+    /// Arms the iq timer at the earliest pending deadline (after the expired ones were removed;
+    /// nothing pending: not armed).
     mutating func armIQTimer() {
         if let earliest = pendingIQs.values.lazy.map(\.deadline).min() {
             timers.set(.iqTimeout, at: earliest)
         } else {
             timers.cancel(.iqTimeout)
         }
+    }
+
+    /// Adds a pending iq request. The timer only moves sooner, so that a request costs the same
+    /// however many others are pending; an answer leaves it armed (`iqAnswered`), and when it fires
+    /// before any deadline has passed, `expireIQs` finds nothing and arms it again.
+    mutating func awaitIQ(_ id: String, _ pending: PendingIQ) {
+        pendingIQs[id] = pending
+        if let armed = timers.deadline(.iqTimeout), armed <= pending.deadline { return }
+        timers.set(.iqTimeout, at: pending.deadline)
+    }
+
+    /// Removes an answered (or abandoned) iq request; the timer stops with the last one.
+    mutating func iqAnswered(_ id: String) {
+        pendingIQs[id] = nil
+        if pendingIQs.isEmpty { timers.cancel(.iqTimeout) }
     }
 
     mutating func expireIQs(now: Instant) {

@@ -43,12 +43,10 @@ extension XMPPClientMachine {
             children: children
         )
         let id = makeID("push")
-        pendingIQs[id] = PendingIQ(
-            deadline: now + configuration.iqTimeout,
-            to: nil,
-            purpose: .push(registration, enable: enable)
+        awaitIQ(
+            id,
+            PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .push(registration, enable: enable))
         )
-        armIQTimer()
         sendOwnStanza(XMPPIQ.set(payload, id: id).element, secret: !children.isEmpty, session: session, now: now)
     }
 
@@ -57,8 +55,7 @@ extension XMPPClientMachine {
     mutating func startSessionServices(_ session: Session, carbonsEnabled: Bool, now: Instant) {
         if configuration.carbons, !carbonsEnabled {
             let id = makeID("carbons")
-            pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .carbons)
-            armIQTimer()
+            awaitIQ(id, PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .carbons))
             sendOwnStanza(
                 XMPPIQ.set(XElement(XMLName("enable", namespace: XMPPNamespace.carbons)), id: id).element,
                 session: session,

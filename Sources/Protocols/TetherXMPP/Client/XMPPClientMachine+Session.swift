@@ -191,7 +191,7 @@ extension XMPPClientMachine {
             let resend = streamManagement?.unacknowledged.elements ?? []
             for stanza in resend {
                 switch stanza {
-                case .app(let element): send(element, generation: session.generation)
+                case .app(let element, let addedID): send(element, addingID: addedID, generation: session.generation)
                 case .own(let bytes, let secret):
                     enqueue(.send(bytes, generation: session.generation, containsCredentials: secret))
                 }
@@ -210,8 +210,7 @@ extension XMPPClientMachine {
         if catchUpFirst { startCatchUp(session, now: now) }
         if configuration.fetchRosterOnConnect {
             let id = makeID("roster")
-            pendingIQs[id] = PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .rosterFetch)
-            armIQTimer()
+            awaitIQ(id, PendingIQ(deadline: now + configuration.iqTimeout, to: nil, purpose: .rosterFetch))
             sendOwnStanza(RosterQuery.request().element.settingAttribute("id", to: id), session: session, now: now)
         }
         if let presence = configuration.initialPresence {

@@ -132,8 +132,7 @@ extension XMPPClientMachine {
         guard let pending = pendingIQs[id], Self.answer(from: iq.from, matches: pending.to, session: session.jid) else {
             return
         }
-        pendingIQs[id] = nil
-        armIQTimer()
+        iqAnswered(id)
         switch pending.purpose {
         case .app:
             emit(.iqResponse(id: id, iq.type == .result ? .result(iq) : .error(iq)))

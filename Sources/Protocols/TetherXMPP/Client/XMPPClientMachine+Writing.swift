@@ -120,6 +120,14 @@ extension XMPPClientMachine {
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
     }
 
+    /// Writes `element` with the id `addedID` added (when not nil) to its root.
+    mutating func send(_ element: XElement, addingID addedID: String?, generation: TransportGeneration) {
+        guard let addedID else { return send(element, generation: generation) }
+        var bytes: [UInt8] = []
+        XMLSerializer.write(element, in: elementScope, adding: ("id", addedID), into: &bytes)
+        enqueue(.send(bytes, generation: generation, containsCredentials: false))
+    }
+
     /// Sends an auto-ping, counted by XEP-0198 like any other stanza but without asking for an
     /// acknowledgement of its own (its answer shows the link works).
     mutating func sendPing(id: String, session: Session) {
