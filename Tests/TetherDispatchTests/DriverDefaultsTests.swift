@@ -1,5 +1,5 @@
 import Testing
-import TetherDispatch
+@_spi(TetherInternal) import TetherDispatch
 import TetherSignalR
 import TetherTestSupport
 import TetherXMPP

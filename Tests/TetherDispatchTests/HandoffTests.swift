@@ -1,7 +1,7 @@
 import Dispatch
 import Testing
 
-@testable import TetherDispatch
+@_spi(TetherInternal) @testable import TetherDispatch
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
 import Dispatch
 import TetherCore
-import TetherDispatch
+@_spi(TetherInternal) import TetherDispatch
 import TetherSignalR
 
 extension HubConnection {

@@ -1,6 +1,6 @@
 import Dispatch
 @_spi(TetherInternal) import TetherCore
-import TetherDispatch
+@_spi(TetherInternal) import TetherDispatch
 import TetherSignalR
 
 /// What SignalR adds to the generic `ConnectionRunner` (which carries out every transport action,

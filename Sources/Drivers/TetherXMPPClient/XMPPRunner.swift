@@ -1,7 +1,7 @@
 import Dispatch
 @_spi(TetherInternal) import TetherCore
 import TetherDNS
-import TetherDispatch
+@_spi(TetherInternal) import TetherDispatch
 import TetherXML
 import TetherXMPP
 

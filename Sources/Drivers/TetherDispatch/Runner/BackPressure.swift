@@ -1,4 +1,4 @@
-package import TetherCore
+public import TetherCore
 
 /// How a client treats a command when its protocol's queue of unacknowledged messages is full
 /// (XEP-0198's stanzas awaiting acknowledgement, SignalR's stateful-reconnect buffer), or the
@@ -14,15 +14,15 @@ public enum BackPressure: Sendable, Equatable {
 
 /// Commands that found the send queue full, waiting for room in order (`BackPressure.wait`). Used
 /// only on the runner's queue.
-package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
-    package struct Command {
+@_spi(TetherInternal) public struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
+    public struct Command {
         /// Runs it; throws the protocol's "full" error when there is still no room.
-        package var run: (inout Machine, Instant) throws(Failure) -> Void
-        package var fail: (Failure) -> Void
+        @usableFromInline package var run: (inout Machine, Instant) throws(Failure) -> Void
+        @usableFromInline package var fail: (Failure) -> Void
         /// Identifies the command for canceling it (its awaiting call).
-        package var call: AnyObject?
+        @usableFromInline package var call: AnyObject?
 
-        package init(
+        @inlinable package init(
             run: @escaping (inout Machine, Instant) throws(Failure) -> Void,
             fail: @escaping (Failure) -> Void,
             call: AnyObject? = nil
@@ -33,27 +33,27 @@ package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
         }
     }
 
-    private var commands: [Command] = [] {
+    @usableFromInline var commands: [Command] = [] {
         didSet { count = commands.count }
     }
 
-    package init() {}
+    @inlinable package init() {}
 
     /// Read on every drive: a stored count, since the unspecialized generic code asking the
     /// array would look up its element type's metadata each time.
-    package var isEmpty: Bool { count == 0 }
+    @inlinable package var isEmpty: Bool { count == 0 }
 
     /// How many commands wait.
-    package private(set) var count = 0
+    @usableFromInline package private(set) var count = 0
 
-    package mutating func append(_ command: Command) {
+    @inlinable package mutating func append(_ command: Command) {
         commands.append(command)
     }
 
     /// Runs `command` now unless others wait (then it waits behind them, in order). When it finds
     /// no room (`isFull`) and the app chose to wait (`backPressure`), it waits and this returns
     /// true (the caller may log it, or ask the server to acknowledge); any other error fails it.
-    package mutating func submit(
+    @inlinable package mutating func submit(
         _ command: Command,
         on machine: inout Machine,
         now: Instant,
@@ -78,7 +78,7 @@ package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
     }
 
     /// Runs the waiting commands in order until one finds no room (`isFull`) again.
-    package mutating func retry(on machine: inout Machine, now: Instant, isFull: (Failure) -> Bool) {
+    @inlinable package mutating func retry(on machine: inout Machine, now: Instant, isFull: (Failure) -> Bool) {
         while let command = commands.first {
             do throws(Failure) {
                 try command.run(&machine, now)
@@ -91,14 +91,14 @@ package struct BlockedCommands<Machine: ~Copyable, Failure: Error> {
     }
 
     /// Fails the waiting command of `call` (its task was canceled); false if none waits.
-    package mutating func cancel(_ call: AnyObject, with error: Failure) -> Bool {
+    @inlinable package mutating func cancel(_ call: AnyObject, with error: Failure) -> Bool {
         guard let index = commands.firstIndex(where: { $0.call === call }) else { return false }
         commands.remove(at: index).fail(error)
         return true
     }
 
     /// Fails every waiting command (the connection closed).
-    package mutating func failAll(_ error: Failure) {
+    @inlinable package mutating func failAll(_ error: Failure) {
         let failing = commands
         commands.removeAll()
         for command in failing { command.fail(error) }

@@ -10,7 +10,7 @@ import Dispatch
 
 /// Marks every runner's queue with its own identity, so that a call knows whether it is made on
 /// its runner's queue (by a task on `ConnectionExecutor`), on another runner's, or elsewhere.
-let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+@usableFromInline let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
 /// A connection's queue as a task executor (`XMPPClient.executor`, `HubConnection.executor`).
 ///
@@ -32,11 +32,11 @@ let runnerQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     private let queue: DispatchQueue
     /// A job of this executor runs now (on the queue).
-    private(set) var isRunningJob = false
+    @usableFromInline private(set) var isRunningJob = false
     /// Runs on the queue after each job (the runner writes what the job's sends held).
-    var afterJob: (() -> Void)?
+    @usableFromInline var afterJob: (() -> Void)?
 
-    init(queue: DispatchQueue) {
+    @usableFromInline init(queue: DispatchQueue) {
         self.queue = queue
     }
 

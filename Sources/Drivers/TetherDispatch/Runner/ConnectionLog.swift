@@ -39,28 +39,28 @@ public let logToStandardError: LogHandler = { level, text in
 
 /// A client's logging: a level filter in front of the app's handler. The text is built only when
 /// its level is on.
-package struct ConnectionLog: Sendable {
-    package let level: LogLevel
-    package let handler: LogHandler
+@_spi(TetherInternal) public struct ConnectionLog: Sendable {
+    @usableFromInline package let level: LogLevel
+    @usableFromInline package let handler: LogHandler
 
-    package init(level: LogLevel, handler: @escaping LogHandler) {
+    @usableFromInline package init(level: LogLevel, handler: @escaping LogHandler) {
         self.level = level
         self.handler = handler
     }
 
-    package func trace(_ text: () -> String) {
+    @inlinable package func trace(_ text: () -> String) {
         if level <= .trace { handler(.trace, text()) }
     }
-    package func debug(_ text: @autoclosure () -> String) {
+    @inlinable package func debug(_ text: @autoclosure () -> String) {
         if level <= .debug { handler(.debug, text()) }
     }
-    package func info(_ text: @autoclosure () -> String) {
+    @inlinable package func info(_ text: @autoclosure () -> String) {
         if level <= .information { handler(.information, text()) }
     }
-    package func warning(_ text: @autoclosure () -> String) {
+    @inlinable package func warning(_ text: @autoclosure () -> String) {
         if level <= .warning { handler(.warning, text()) }
     }
-    package func error(_ text: @autoclosure () -> String) {
+    @inlinable package func error(_ text: @autoclosure () -> String) {
         if level <= .error { handler(.error, text()) }
     }
 }

@@ -1,5 +1,5 @@
-package import Dispatch
-@_spi(TetherInternal) package import TetherCore
+public import Dispatch
+@_spi(TetherInternal) public import TetherCore
 
 /// The one runner of every Tether client, whatever its protocol (`Specs/machine-contract.md`,
 /// "The runner"). It owns what is the same everywhere:
@@ -21,44 +21,45 @@ package import Dispatch
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
 /// mutable are used only on `queue` (`dispatchPrecondition` checks the loop).
-package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & SendableMetatype, ClientEvent: Sendable>:
+@_spi(TetherInternal)
+public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & SendableMetatype, ClientEvent: Sendable>:
     @unchecked Sendable
 {
-    package typealias Session = Machine.Event.Session
-    package typealias Failure = Machine.Event.Failure
-    package typealias Lifecycle = ConnectionLifecycle<Session, Failure>
-    package typealias Command = BlockedCommands<Machine, Failure>.Command
+    public typealias Session = Machine.Event.Session
+    public typealias Failure = Machine.Event.Failure
+    public typealias Lifecycle = ConnectionLifecycle<Session, Failure>
+    public typealias Command = BlockedCommands<Machine, Failure>.Command
 
-    package let queue: DispatchQueue
+    @usableFromInline package let queue: DispatchQueue
     /// The queue as a task executor (`ConnectionExecutor`).
-    package let executor: ConnectionExecutor
-    package var machine: Machine
-    package let options: ConnectionOptions
-    package let log: ConnectionLog
-    package let delivery: EventDelivery<ClientEvent>
+    public let executor: ConnectionExecutor
+    @usableFromInline package var machine: Machine
+    @usableFromInline package let options: ConnectionOptions
+    @usableFromInline package let log: ConnectionLog
+    @usableFromInline package let delivery: EventDelivery<ClientEvent>
     /// Where event handlers run unless a queue is given when they are registered.
-    package let callbackQueue: DispatchQueue
-    private let timer: DeadlineTimer
-    package private(set) var isShutDown = false
+    @usableFromInline package let callbackQueue: DispatchQueue
+    @usableFromInline let timer: DeadlineTimer
+    @usableFromInline package private(set) var isShutDown = false
     /// The protocol's part (`bind`), reached unowned: it holds the runner, and its `shutDown()`
     /// ends the runner's calls into it. Nil before `bind` and after the shutdown.
-    private unowned var part: (any ConnectionProtocolPart<Machine.Request, Machine.Event, Failure>)?
+    @usableFromInline unowned var part: (any ConnectionProtocolPart<Machine.Request, Machine.Event, Failure>)?
     /// The client's event for a lifecycle change.
-    private let lifecycleEvent: (Lifecycle) -> ClientEvent
+    @usableFromInline let lifecycleEvent: (Lifecycle) -> ClientEvent
     /// The open transports by generation.
-    package private(set) var transports: [TransportGeneration: any Transport] = [:]
-    private var startWaiters: [Handoff<Result<Session, Failure>>] = []
-    private var stopWaiters: [Handoff<Void>] = []
+    @usableFromInline package private(set) var transports: [TransportGeneration: any Transport] = [:]
+    @usableFromInline var startWaiters: [Handoff<Result<Session, Failure>>] = []
+    @usableFromInline var stopWaiters: [Handoff<Void>] = []
     /// Commands waiting for room (`BackPressure.wait`), in order.
-    private var blocked = BlockedCommands<Machine, Failure>()
+    @usableFromInline var blocked = BlockedCommands<Machine, Failure>()
     /// The generation whose transport holds bytes sent by a job of `executor` (`Transport.hold`),
     /// written when the job ends.
-    private var heldGeneration: TransportGeneration?
+    @usableFromInline var heldGeneration: TransportGeneration?
 
     /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
     /// concurrent queue (not an overcommitting one of its own), so that many connections share a
     /// pool of threads about as large as the machine has cores.
-    package init(
+    @inlinable package init(
         label: String,
         machine: consuming Machine,
         options: ConnectionOptions,
@@ -81,13 +82,13 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// Sets the protocol's part (once the client that owns it exists), reached unowned.
-    package func bind<Part: ConnectionProtocolPart>(_ owner: Part)
+    @inlinable package func bind<Part: ConnectionProtocolPart>(_ owner: Part)
     where Part.Request == Machine.Request, Part.Event == Machine.Event, Part.Failure == Failure {
         part = owner
     }
 
     /// The current time on the clock the machine runs on (the uptime clock Dispatch timers use).
-    package func now() -> Instant {
+    @inlinable package func now() -> Instant {
         DeadlineTimer.now()
     }
 
@@ -96,7 +97,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// After every input (a transport event, a timer, an app command): carries out every action
     /// the machine queued, retries the commands waiting for room, then arms the timer at the
     /// machine's earliest deadline.
-    package func drive() {
+    @inlinable package func drive() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isShutDown else { return }
         while let action = machine.pollAction() { perform(action) }
@@ -112,25 +113,25 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// A job of the executor ended: what its sends held is written, and a command that waits for
     /// room is retried (held bytes count as unsent, and once written without the kernel refusing
     /// any, no `drained` event comes to retry it).
-    private func jobEnded() {
+    @inlinable func jobEnded() {
         guard !isShutDown, heldGeneration != nil else { return }
         flushHeldBytes()
         if !blocked.isEmpty { drive() }
     }
 
     /// Writes what the sends of the executor's job held.
-    private func flushHeldBytes() {
+    @inlinable func flushHeldBytes() {
         guard let generation = heldGeneration else { return }
         heldGeneration = nil
         transports[generation]?.flush()
     }
 
-    private func timerFired() {
+    @inlinable func timerFired() {
         machine.handleTimeout(now: now())
         drive()
     }
 
-    private func perform(_ action: ConnectionAction<Machine.Request, Machine.Event>) {
+    @inlinable func perform(_ action: ConnectionAction<Machine.Request, Machine.Event>) {
         switch action {
         case .openTransport(let request, let generation):
             log.debug("Connecting to \(request) (\(generation)).")
@@ -168,7 +169,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// A transport's event, for the machine (dropped when the generation is no longer held).
-    private func transportEvent(_ event: TransportEvent, generation: TransportGeneration) {
+    @inlinable func transportEvent(_ event: TransportEvent, generation: TransportGeneration) {
         guard let transport = transports[generation] else { return }
         switch event {
         case .connected:
@@ -193,7 +194,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
     // MARK: - The lifecycle
 
-    private func lifecycleChanged(_ change: Lifecycle) {
+    @inlinable func lifecycleChanged(_ change: Lifecycle) {
         switch change {
         case .connected, .resumed:
             log.info("\(change.description.prefix(1).uppercased())\(change.description.dropFirst()).")
@@ -241,7 +242,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
         }
     }
 
-    private func takeStartWaiters() -> [Handoff<Result<Session, Failure>>] {
+    @inlinable func takeStartWaiters() -> [Handoff<Result<Session, Failure>>] {
         defer { startWaiters.removeAll() }
         return startWaiters
     }
@@ -251,7 +252,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// `connect()`/`start()`: the session once connected (at once when it is, or while it is being
     /// resumed); from `disconnected` the machine starts, from `suspended` it tries again now; an
     /// attempt under way is waited for.
-    package func start(_ handoff: Handoff<Result<Session, Failure>>) {
+    @inlinable package func start(_ handoff: Handoff<Result<Session, Failure>>) {
         if let session = machine.session { return handoff.resume(returning: .success(session)) }
         startWaiters.append(handoff)
         switch machine.phase {
@@ -269,7 +270,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
     /// The task awaiting `connect()`/`start()` was canceled: the attempt is abandoned (the machine
     /// stops) and the waiting calls throw `canceled`. Nothing happens once connected.
-    package func cancelStart() {
+    @inlinable package func cancelStart() {
         guard !startWaiters.isEmpty, machine.session == nil else { return }
         let failure = Failure(.canceled, "The connect's task was canceled.")
         for waiter in takeStartWaiters() { waiter.resume(returning: .failure(failure)) }
@@ -278,7 +279,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// `disconnect()`/`stop()`: returns once the machine is stopped (at once when it is).
-    package func stop(_ handoff: Handoff<Void>) {
+    @inlinable package func stop(_ handoff: Handoff<Void>) {
         guard machine.phase != .disconnected else { return handoff.resume() }
         stopWaiters.append(handoff)
         log.info("Stopping.")
@@ -288,18 +289,18 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
     // MARK: - Device inputs (on the queue)
 
-    package func reconnectNow() {
+    @inlinable package func reconnectNow() {
         machine.reconnectNow(now: now())
         drive()
     }
 
-    package func networkChanged(_ path: NetworkPath) {
+    @inlinable package func networkChanged(_ path: NetworkPath) {
         log.debug("Network: \(path).")
         machine.networkChanged(path, now: now())
         drive()
     }
 
-    package func applicationStateChanged(_ application: ApplicationState) {
+    @inlinable package func applicationStateChanged(_ application: ApplicationState) {
         log.debug("Application: \(application.rawValue).")
         machine.applicationStateChanged(application, now: now())
         drive()
@@ -310,7 +311,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// Runs `command` now, or, while others wait for room, after them; when it finds no room (the
     /// protocol's queue, or the network holding more than `maximumUnsentBytes`) it waits for some
     /// (`BackPressure.wait`) or fails with `sendQueueFull`.
-    package func submit(_ command: Command) {
+    @inlinable package func submit(_ command: Command) {
         if let call = command.call as? RunnerCall, call.isCanceled {
             return command.fail(Failure(.canceled, "The call's task was canceled."))
         }
@@ -338,7 +339,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// Runs `body` on the machine now and carries out its actions.
-    package func run<Value>(
+    @inlinable package func run<Value>(
         _ body: (inout Machine, Instant) throws(Failure) -> Value
     ) -> Result<Value, Failure> {
         let result: Result<Value, Failure>
@@ -354,16 +355,16 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// The task of a command waiting for room was canceled: it fails with `canceled` and never
     /// runs. False when it is not waiting (it ran already).
     @discardableResult
-    package func cancelWaitingCommand(_ call: RunnerCall) -> Bool {
+    @inlinable package func cancelWaitingCommand(_ call: RunnerCall) -> Bool {
         call.isCanceled = true
         return blocked.cancel(call, with: Failure(.canceled, "The call's task was canceled."))
     }
 
     /// The bytes sent that the network has not taken yet, over every open transport.
-    package var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.unsentByteCount } }
+    @usableFromInline package var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.unsentByteCount } }
 
     /// The transport of the machine's current generation.
-    package var currentTransport: (any Transport)? {
+    @inlinable package var currentTransport: (any Transport)? {
         machine.currentGeneration.flatMap { transports[$0] }
     }
 
@@ -379,7 +380,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// (a response, a connect) hops back to the task, unless the task prefers `executor`. A call
     /// made on the queue already (by such a task) runs `start` at once; one made on another
     /// runner's queue enqueues it, so that no queue ever waits for another.
-    package func call<Value: Sendable>(
+    @inlinable package func call<Value: Sendable>(
         _ start: @escaping @Sendable (Handoff<Value>) -> Void,
         onCancel cancel: (@Sendable () -> Void)? = nil
     ) async -> Value {
@@ -402,7 +403,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// `connect()` / `start()`.
-    package func connect() async throws(Failure) -> Session {
+    @inlinable package func connect() async throws(Failure) -> Session {
         let result: Result<Session, Failure> = await call(
             { [self] in start($0) },
             onCancel: { [self] in cancelStart() }
@@ -411,13 +412,13 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     }
 
     /// `disconnect()` / `stop()`.
-    package func disconnect() async {
+    @inlinable package func disconnect() async {
         await call { [self] in stop($0) }
     }
 
     /// Runs `body` on the machine, waiting for room as `ConnectionOptions.backPressure` says;
     /// canceling the task while it waits throws `canceled`, and `body` never runs.
-    package func send<Value: Sendable>(
+    @inlinable package func send<Value: Sendable>(
         _ body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         let call = RunnerCall()
@@ -440,7 +441,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
     // MARK: - Health and shutdown
 
-    private func currentHealth() -> ConnectionHealth {
+    @inlinable func currentHealth() -> ConnectionHealth {
         var health = machine.health(now: now())
         health.tlsVersion = currentTransport?.tlsVersion
         health.unsentBytes = unsentByteCount
@@ -452,7 +453,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
     /// nothing is carried out any more. The block keeps the runner and `owner` (the protocol's
     /// part, which its closures reach unowned) alive until it has run, so that input handled
     /// before it still finds them.
-    package func shutDown(keepingAlive owner: some AnyObject & Sendable) {
+    @inlinable package func shutDown(keepingAlive owner: some AnyObject & Sendable) {
         queue.async { [self] in
             withExtendedLifetime(owner) {}
             isShutDown = true
@@ -467,7 +468,7 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
     /// A SASL element as the log shows it: its start and end tags (the mechanism included), its
     /// content, which carries the credentials, replaced by a placeholder.
-    package static func hidingCredentials(_ bytes: [UInt8]) -> String {
+    @inlinable package static func hidingCredentials(_ bytes: [UInt8]) -> String {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let startTagEnd = text.firstIndex(of: ">"), let endTagStart = text.lastIndex(of: "<"),
             startTagEnd < endTagStart
@@ -479,18 +480,18 @@ package final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Se
 
 /// One awaiting call of a client (a send waiting for room, a request, an invocation), for
 /// canceling it from its task. Used only on the runner's queue.
-package final class RunnerCall: @unchecked Sendable {
+@_spi(TetherInternal) public final class RunnerCall: @unchecked Sendable {
     /// The id of what it sent (an iq's id, an invocation id), once sent.
     package var id: String?
     /// Its task was canceled.
-    package var isCanceled = false
+    @usableFromInline package var isCanceled = false
 
-    package init() {}
+    @usableFromInline package init() {}
 }
 
 extension ConnectionLifecycle {
     /// The error a lost connection or failed attempt carries.
-    var failure: Failure? {
+    @usableFromInline var failure: Failure? {
         switch self {
         case .connectionLost(let error), .attemptFailed(let error): error
         case .connected, .resumed, .reconnecting, .waitingForNetwork, .suspended, .closed: nil
@@ -499,26 +500,26 @@ extension ConnectionLifecycle {
 }
 
 extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
-    package typealias Event = ClientEvent
-    package typealias StateName = Machine.StateName
+    public typealias Event = ClientEvent
+    public typealias StateName = Machine.StateName
 
-    package func reconnectNowSoon() {
+    public func reconnectNowSoon() {
         queue.async { [self] in reconnectNow() }
     }
 
-    package func networkChangedSoon(_ path: NetworkPath) {
+    public func networkChangedSoon(_ path: NetworkPath) {
         queue.async { [self] in networkChanged(path) }
     }
 
-    package func applicationStateChangedSoon(_ application: ApplicationState) {
+    public func applicationStateChangedSoon(_ application: ApplicationState) {
         queue.async { [self] in applicationStateChanged(application) }
     }
 
-    package func health() async -> ConnectionHealth {
+    public func health() async -> ConnectionHealth {
         await call { [self] handoff in handoff.resume(returning: currentHealth()) }
     }
 
-    package func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
+    public func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth> {
         precondition(interval > .zero, "the interval must be positive")
         let (stream, continuation) = AsyncStream<ConnectionHealth>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -535,21 +536,21 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
         return stream
     }
 
-    package func stateName() async -> Machine.StateName {
+    public func stateName() async -> Machine.StateName {
         await call { [self] handoff in handoff.resume(returning: machine.stateName) }
     }
 
-    package func setEventHandler(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
+    public func setEventHandler(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
         let queue = queue ?? callbackQueue
         self.queue.async { [self] in delivery.setHandler(queue: queue, handler) }
     }
 
-    package func addObserver(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
+    public func addObserver(queue: DispatchQueue?, _ handler: @escaping @Sendable (ClientEvent) -> Void) {
         let queue = queue ?? callbackQueue
         self.queue.async { [self] in delivery.addObserver(queue: queue, handler) }
     }
 
-    package func events() -> AsyncStream<ClientEvent> {
+    public func events() -> AsyncStream<ClientEvent> {
         let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: .unbounded)
         queue.async { [self] in delivery.addStream(continuation) }
         return stream
@@ -559,7 +560,7 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
 /// What a protocol's client adds to the generic runner (`ConnectionRunner.bind`): what its
 /// protocol has and the other lacks. Every method runs on the runner's queue; the runner reaches
 /// the part unowned (the part holds the runner).
-package protocol ConnectionProtocolPart<Request, Event, Failure>: AnyObject {
+@_spi(TetherInternal) public protocol ConnectionProtocolPart<Request, Event, Failure>: AnyObject {
     associatedtype Request
     associatedtype Event
     associatedtype Failure

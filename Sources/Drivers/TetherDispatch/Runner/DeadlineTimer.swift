@@ -1,5 +1,5 @@
-package import Dispatch
-package import TetherCore
+public import Dispatch
+public import TetherCore
 
 /// A runner's one timer (`Specs/machine-contract.md`, "The runner"): a Dispatch timer source on
 /// the runner's queue, armed at the machine's earliest deadline (`pollTimeout()`). It is
@@ -8,14 +8,14 @@ package import TetherCore
 /// early and harmlessly (the machine's extra `handleTimeout` calls do nothing) and is armed anew.
 /// Re-scheduling a Dispatch timer wakes Dispatch's event thread, so this saves a wake-up per
 /// message. Used only on the runner's queue.
-package final class DeadlineTimer {
+@usableFromInline package final class DeadlineTimer {
     private let source: any DispatchSourceTimer
     private var armed: Instant?
     /// Called at each deadline.
-    package var onFire: (() -> Void)?
+    @usableFromInline package var onFire: (() -> Void)?
 
     /// A timer on `queue` (not armed).
-    package init(queue: DispatchQueue) {
+    @usableFromInline package init(queue: DispatchQueue) {
         source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .distantFuture)
         source.setEventHandler { [weak self] in
@@ -27,12 +27,12 @@ package final class DeadlineTimer {
     }
 
     /// The current time on the clock the machines run on (the uptime clock Dispatch timers use).
-    package static func now() -> Instant {
+    @usableFromInline package static func now() -> Instant {
         Instant(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds))
     }
 
     /// Fires at `deadline` at the latest (see above; nil: no deadline).
-    package func arm(at deadline: Instant?) {
+    @usableFromInline package func arm(at deadline: Instant?) {
         guard let deadline else { return }
         if let armed, armed <= deadline { return }
         armed = deadline
@@ -40,7 +40,7 @@ package final class DeadlineTimer {
     }
 
     /// Stops for good.
-    package func cancel() {
+    @usableFromInline package func cancel() {
         source.cancel()
     }
 }

@@ -1,4 +1,4 @@
-package import Dispatch
+public import Dispatch
 
 /// How a client's events reach the app, the same for every client: one handler on a queue the app
 /// chooses (`setHandler`), any number of observers (the clients' `onConnected`-style callbacks),
@@ -7,32 +7,32 @@ package import Dispatch
 /// The guarantee both clients give: an event reaches every handler, observer and stream before an
 /// awaiting call that it ends (`connect()`, `start()`, `disconnect()`, `stop()`) returns:
 /// `deliver(_:then:)` runs `then` on the runner's queue once every handler and observer has run.
-package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
-    private let runnerQueue: DispatchQueue
-    private var handler: (queue: DispatchQueue, body: @Sendable (Event) -> Void)?
-    private var observers: [(queue: DispatchQueue, body: @Sendable (Event) -> Void)] = []
-    private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
-    private var nextStream = 0
+@_spi(TetherInternal) public final class EventDelivery<Event: Sendable>: @unchecked Sendable {
+    @usableFromInline let runnerQueue: DispatchQueue
+    @usableFromInline var handler: (queue: DispatchQueue, body: @Sendable (Event) -> Void)?
+    @usableFromInline var observers: [(queue: DispatchQueue, body: @Sendable (Event) -> Void)] = []
+    @usableFromInline var streams: [Int: AsyncStream<Event>.Continuation] = [:]
+    @usableFromInline var nextStream = 0
     /// Events for the handler and observers not yet sent to their queues: a drain's events go in
     /// one block per queue (`flush()`), not one each, which saves a thread wake-up per message.
-    private var pending: [Event] = []
+    @usableFromInline var pending: [Event] = []
 
-    package init(runnerQueue: DispatchQueue) {
+    @inlinable package init(runnerQueue: DispatchQueue) {
         self.runnerQueue = runnerQueue
     }
 
     /// Calls `body` on `queue` with every event from now on, replacing an earlier handler.
-    package func setHandler(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
+    @inlinable package func setHandler(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
         handler = (queue, body)
     }
 
     /// Also calls `body` on `queue` with every event from now on.
-    package func addObserver(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
+    @inlinable package func addObserver(queue: DispatchQueue, _ body: @escaping @Sendable (Event) -> Void) {
         observers.append((queue, body))
     }
 
     /// Also yields every event from now on to `continuation`, until its stream ends.
-    package func addStream(_ continuation: AsyncStream<Event>.Continuation) {
+    @inlinable package func addStream(_ continuation: AsyncStream<Event>.Continuation) {
         let key = nextStream
         nextStream += 1
         streams[key] = continuation
@@ -44,7 +44,7 @@ package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
 
     /// Delivers `event`; `then` (if any) runs on the runner's queue once every handler and
     /// observer has run. Without `then` the event waits for `flush()` (the end of the drain).
-    package func deliver(_ event: Event, then: (@Sendable () -> Void)? = nil) {
+    @inlinable package func deliver(_ event: Event, then: (@Sendable () -> Void)? = nil) {
         for stream in streams.values { stream.yield(event) }
         guard let then else { return pending.append(event) }
         pending.append(event)
@@ -54,12 +54,12 @@ package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
     }
 
     /// Sends the events delivered since the last flush to the handler and observers, in order.
-    package func flush() {
+    @inlinable package func flush() {
         guard !pending.isEmpty else { return }
         send(group: nil)
     }
 
-    private func send(group: DispatchGroup?) {
+    @inlinable func send(group: DispatchGroup?) {
         let events = pending
         pending.removeAll()
         if let handler {
@@ -72,7 +72,7 @@ package final class EventDelivery<Event: Sendable>: @unchecked Sendable {
     }
 
     /// Ends every stream (the client is gone).
-    package func finish() {
+    @inlinable package func finish() {
         for stream in streams.values { stream.finish() }
         streams.removeAll()
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+    public import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+    public import Darwin
 #endif
 
 /// Hands a value from the runner's queue to the task awaiting it: a `CheckedContinuation` whose
@@ -14,32 +14,32 @@
 /// `Tests/Sanitizers/ContinuationFastPath`). Through the mutex, which TSan sees, the edge is
 /// visible on every path, so the sanitized tests need no suppression. The cost is one allocation
 /// and one uncontended lock per call, next to a round trip over the network.
-package struct Handoff<Value: Sendable>: Sendable {
-    private let continuation: CheckedContinuation<Void, Never>
-    private let slot: Slot
+@_spi(TetherInternal) public struct Handoff<Value: Sendable>: Sendable {
+    @usableFromInline let continuation: CheckedContinuation<Void, Never>
+    @usableFromInline let slot: Slot
 
     /// Where the value waits for the task. `value` is guarded by `mutex`.
-    package final class Slot: @unchecked Sendable {
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        private var value: Value?
+    public final class Slot: @unchecked Sendable {
+        @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        @usableFromInline var value: Value?
 
-        init() {
+        @inlinable init() {
             mutex.initialize(to: pthread_mutex_t())
             pthread_mutex_init(mutex, nil)
         }
 
-        deinit {
+        @inlinable deinit {
             pthread_mutex_destroy(mutex)
             mutex.deallocate()
         }
 
-        func put(_ newValue: Value) {
+        @inlinable func put(_ newValue: Value) {
             pthread_mutex_lock(mutex)
             value = newValue
             pthread_mutex_unlock(mutex)
         }
 
-        func take() -> Value {
+        @inlinable func take() -> Value {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             guard let value = value.take() else { preconditionFailure("a handoff was awaited before it was resumed") }
@@ -47,13 +47,13 @@ package struct Handoff<Value: Sendable>: Sendable {
         }
     }
 
-    fileprivate init(_ continuation: CheckedContinuation<Void, Never>, slot: Slot) {
+    @inlinable init(_ continuation: CheckedContinuation<Void, Never>, slot: Slot) {
         self.continuation = continuation
         self.slot = slot
     }
 
     /// Resumes the task with `value` (exactly once, as with a continuation).
-    package func resume(returning value: Value) {
+    @inlinable package func resume(returning value: Value) {
         slot.put(value)
         continuation.resume()
     }
@@ -61,14 +61,14 @@ package struct Handoff<Value: Sendable>: Sendable {
 
 extension Handoff where Value == Void {
     /// Resumes the task.
-    package func resume() {
+    @inlinable package func resume() {
         resume(returning: ())
     }
 }
 
 /// Suspends until `body`'s handoff is resumed and returns its value; like
 /// `withCheckedContinuation`, with the value passed as `Handoff` explains.
-package func awaitHandoff<Value: Sendable>(
+@_spi(TetherInternal) @inlinable public func awaitHandoff<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Handoff<Value>) -> Void
 ) async -> Value {
