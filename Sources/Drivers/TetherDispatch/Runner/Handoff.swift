@@ -12,42 +12,13 @@
 /// task on without the TSan acquire that pairs with the resume's release), and TSan then reports
 /// the task's reads of the value as races (`Specs/robustness.md`,
 /// `Tests/Sanitizers/ContinuationFastPath`). Through the mutex, which TSan sees, the edge is
-/// visible on every path, so the sanitized tests need no suppression. The cost is one allocation
-/// and one uncontended lock per call, next to a round trip over the network.
+/// visible on every path, so the sanitized tests need no suppression. The cost is two small
+/// allocations and two short critical sections per call, next to a round trip over the network.
 @_spi(TetherInternal) public struct Handoff<Value: Sendable>: Sendable {
     @usableFromInline let continuation: CheckedContinuation<Void, Never>
-    @usableFromInline let slot: Slot
+    @usableFromInline let slot: HandoffSlot
 
-    /// Where the value waits for the task. `value` is guarded by `mutex`.
-    public final class Slot: @unchecked Sendable {
-        @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        @usableFromInline var value: Value?
-
-        @inlinable init() {
-            mutex.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(mutex, nil)
-        }
-
-        @inlinable deinit {
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-        }
-
-        @inlinable func put(_ newValue: Value) {
-            pthread_mutex_lock(mutex)
-            value = newValue
-            pthread_mutex_unlock(mutex)
-        }
-
-        @inlinable func take() -> Value {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            guard let value = value.take() else { preconditionFailure("a handoff was awaited before it was resumed") }
-            return value
-        }
-    }
-
-    @inlinable init(_ continuation: CheckedContinuation<Void, Never>, slot: Slot) {
+    @inlinable init(_ continuation: CheckedContinuation<Void, Never>, slot: HandoffSlot) {
         self.continuation = continuation
         self.slot = slot
     }
@@ -56,6 +27,47 @@
     @inlinable package func resume(returning value: Value) {
         slot.put(value)
         continuation.resume()
+    }
+}
+
+/// Where a handed-off value waits for its task: memory for the one value, whose address is
+/// written and taken under one process-wide mutex (`mutex`: TSan's edge; the critical sections
+/// are a store and a load). Not generic, so that releasing a slot needs no type information (a
+/// generic class's deinit looked its metadata up on every call).
+@_spi(TetherInternal) public final class HandoffSlot: @unchecked Sendable {
+    /// The value, once put; nil again once taken. Guarded by `mutex`.
+    @usableFromInline var storage: UnsafeMutableRawPointer?
+
+    @usableFromInline nonisolated(unsafe) static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        return mutex
+    }()
+
+    @inlinable init() {}
+
+    @inlinable func put<Value>(_ value: Value) {
+        let pointer = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+        pointer.initialize(to: value)
+        let mutex = Self.mutex
+        pthread_mutex_lock(mutex)
+        let empty = storage == nil
+        if empty { storage = UnsafeMutableRawPointer(pointer) }
+        pthread_mutex_unlock(mutex)
+        precondition(empty, "a handoff was resumed twice")
+    }
+
+    @inlinable func take<Value>(_: Value.Type) -> Value {
+        let mutex = Self.mutex
+        pthread_mutex_lock(mutex)
+        let raw = storage
+        storage = nil
+        pthread_mutex_unlock(mutex)
+        guard let raw else { preconditionFailure("a handoff was awaited before it was resumed") }
+        let pointer = raw.assumingMemoryBound(to: Value.self)
+        defer { pointer.deallocate() }
+        return pointer.move()
     }
 }
 
@@ -72,9 +84,9 @@ extension Handoff where Value == Void {
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Handoff<Value>) -> Void
 ) async -> Value {
-    let slot = Handoff<Value>.Slot()
+    let slot = HandoffSlot()
     await withCheckedContinuation(isolation: isolation) { continuation in
         body(Handoff(continuation, slot: slot))
     }
-    return slot.take()
+    return slot.take(Value.self)
 }
