@@ -21,6 +21,13 @@ public import Dispatch
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
 /// mutable are used only on `queue` (`dispatchPrecondition` checks the loop).
+///
+/// SPI-public, with `@inlinable package` members, only so that each client's module compiles its
+/// own copy specialized for its machine: a generic type used from another module runs
+/// unspecialized and looks up type metadata for every message, and the members of a `package`
+/// type are never inlined across modules (`Specs/performance.md`, "The ping's critical path").
+/// The same holds for `BlockedCommands`, `EventDelivery`, `Handoff` and `ConnectionLog`. Not API:
+/// the `TetherInternal` SPI is for this package's own modules.
 @_spi(TetherInternal)
 public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & SendableMetatype, ClientEvent: Sendable>:
     @unchecked Sendable
