@@ -162,10 +162,10 @@ struct ValidatingSkipTests {
         }
     }
 
-    /// A container is validated 64 bytes at a time from its opening bracket (strings found from
-    /// the quotes' parity, escapes from the backslash runs, the tokens walked from bit masks):
-    /// strings with escapes, backslash runs, numbers, literals and non-ASCII bytes placed at every
-    /// offset around the blocks, inside arrays and objects, whole and cut.
+    /// Inside arrays and objects, whole and cut: strings with escapes, backslash runs, numbers,
+    /// literals and non-ASCII bytes placed at every offset from the container's start to past its
+    /// first 64 bytes (where a string's escapes are scanned 64 bytes at a time, the string's start
+    /// at any lane).
     @Test func containersAcrossTheBlocks() {
         let escapes = [
             #"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\uD83D\uDE00"#, #"\u12"#, #"\x"#, "\\", #"\\\""#, "é", "\u{1}",
@@ -195,8 +195,6 @@ struct ValidatingSkipTests {
     /// Large documents (many blocks), random and mutated.
     @Test func randomLargeContainers() {
         var rng = SeededRandomNumberGenerator(seed: 2_019)
-        let interesting: [UInt8] =
-            Array(#""\{}[],: -.eEu01tfn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
         for round in 0..<3_000 {
             var bytes: [UInt8] = [UInt8(ascii: "[")]
             for index in 0..<Int.random(in: 1...24, using: &rng) {
@@ -204,16 +202,7 @@ struct ValidatingSkipTests {
                 Self.appendValue(&bytes, &rng, depth: 1)
             }
             bytes.append(UInt8(ascii: "]"))
-            if round % 3 != 0 {
-                for _ in 0..<Int.random(in: 1...2, using: &rng) {
-                    let index = Int.random(in: 0..<bytes.count, using: &rng)
-                    switch Int.random(in: 0..<3, using: &rng) {
-                    case 0: bytes[index] = interesting.randomElement(using: &rng)!
-                    case 1: bytes.insert(interesting.randomElement(using: &rng)!, at: index)
-                    default: bytes.remove(at: index)
-                    }
-                }
-            }
+            if round % 3 != 0 { Self.mutate(&bytes, times: Int.random(in: 1...2, using: &rng), &rng) }
             let cut = Int.random(in: 0...bytes.count, using: &rng)
             if !Self.agree(bytes, depths: [3, 64], ends: [bytes.count, cut]) { return }
         }
@@ -221,23 +210,28 @@ struct ValidatingSkipTests {
 
     @Test func randomAndMutatedJSON() {
         var rng = SeededRandomNumberGenerator(seed: 8259)
-        let interesting: [UInt8] =
-            Array(#""\{}[],: -.eEu01tfn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
         for round in 0..<20_000 {
             var bytes: [UInt8] = []
             Self.appendValue(&bytes, &rng, depth: 0)
-            if round % 2 == 1 {
-                for _ in 0..<Int.random(in: 1...3, using: &rng) where !bytes.isEmpty {
-                    let index = Int.random(in: 0..<bytes.count, using: &rng)
-                    switch Int.random(in: 0..<3, using: &rng) {
-                    case 0: bytes[index] = interesting.randomElement(using: &rng)!
-                    case 1: bytes.insert(interesting.randomElement(using: &rng)!, at: index)
-                    default: bytes.remove(at: index)
-                    }
-                }
-            }
+            if round % 2 == 1 { Self.mutate(&bytes, times: Int.random(in: 1...3, using: &rng), &rng) }
             let cut = Int.random(in: 0...bytes.count, using: &rng)
             if !Self.agree(bytes, ends: [bytes.count, cut]) { return }
+        }
+    }
+
+    /// Bytes a mutation puts in: JSON's own, control and non-ASCII bytes.
+    static let interesting: [UInt8] =
+        Array(#""\{}[],: -.eEu01tfn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
+
+    /// Replaces, inserts or removes a byte `times` times (nothing once `bytes` is empty).
+    static func mutate(_ bytes: inout [UInt8], times: Int, _ rng: inout SeededRandomNumberGenerator) {
+        for _ in 0..<times where !bytes.isEmpty {
+            let index = Int.random(in: 0..<bytes.count, using: &rng)
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0: bytes[index] = interesting.randomElement(using: &rng)!
+            case 1: bytes.insert(interesting.randomElement(using: &rng)!, at: index)
+            default: bytes.remove(at: index)
+            }
         }
     }
 

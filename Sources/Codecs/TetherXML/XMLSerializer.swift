@@ -57,13 +57,13 @@ public enum XMLSerializer {
         write(element, &scope, &generated, &bytes)
     }
 
-    /// `write(_:in:into:)` with one more attribute (no namespace) on `element` itself, written
-    /// after its own: the bytes of `element` with that attribute added, without building that
-    /// tree. `element` must not have an attribute of that name.
+    /// `write(_:in:into:)` with one more attribute (no namespace; none when nil) on `element`
+    /// itself, written after its own: the bytes of `element` with that attribute added, without
+    /// building that tree. `element` must not have an attribute of that name.
     package static func write(
         _ element: XElement,
         in scope: XMLNamespaceScope,
-        adding attribute: (local: String, value: String),
+        adding attribute: (local: String, value: String)?,
         into bytes: inout [UInt8]
     ) {
         var scope = scope

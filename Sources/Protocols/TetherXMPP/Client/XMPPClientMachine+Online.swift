@@ -78,11 +78,7 @@ extension XMPPClientMachine {
         }
         var bytes: [UInt8] = []
         if let limit = serverLimits?.maximumBytes {
-            if let addedID {
-                XMLSerializer.write(element, in: elementScope, adding: ("id", addedID), into: &bytes)
-            } else {
-                XMLSerializer.write(element, in: elementScope, into: &bytes)
-            }
+            XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
             guard bytes.count <= limit else {
                 throw XMPPClientError(
                     .stanzaTooLarge,

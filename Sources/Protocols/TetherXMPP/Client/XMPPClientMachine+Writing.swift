@@ -114,18 +114,17 @@ extension XMPPClientMachine {
         enqueue(.send(Array(text.utf8), generation: generation, containsCredentials: containsCredentials))
     }
 
-    mutating func send(_ element: XElement, generation: TransportGeneration, containsCredentials: Bool = false) {
+    /// Writes `element`; with `addedID`, that id on its root (an id the connection chose for a
+    /// stanza that had none, `sendAppStanza`).
+    mutating func send(
+        _ element: XElement,
+        addingID addedID: String? = nil,
+        generation: TransportGeneration,
+        containsCredentials: Bool = false
+    ) {
         var bytes: [UInt8] = []
-        XMLSerializer.write(element, in: elementScope, into: &bytes)
+        XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
-    }
-
-    /// Writes `element` with the id `addedID` added (when not nil) to its root.
-    mutating func send(_ element: XElement, addingID addedID: String?, generation: TransportGeneration) {
-        guard let addedID else { return send(element, generation: generation) }
-        var bytes: [UInt8] = []
-        XMLSerializer.write(element, in: elementScope, adding: ("id", addedID), into: &bytes)
-        enqueue(.send(bytes, generation: generation, containsCredentials: false))
     }
 
     /// Sends an auto-ping, counted by XEP-0198 like any other stanza but without asking for an
