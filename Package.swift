@@ -313,7 +313,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TetherJSONTests",
-            dependencies: ["TetherJSON", "TetherCore", "TetherText"],
+            dependencies: ["TetherTestSupport", "TetherJSON", "TetherCore", "TetherText", "CTetherText"],
             swiftSettings: strictSettings
         ),
         .testTarget(

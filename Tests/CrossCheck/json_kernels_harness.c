@@ -1,5 +1,5 @@
-// Cross-architecture check of the JSON kernels (CTetherText/json.c): runs the validating skip and
-// the validated-string scan on a million seeded inputs (JSON-like text with escapes of every
+// Cross-architecture check of the JSON kernels (CTetherText/json.c): runs the validating skip, the
+// validated-string scan and the validated-string decoding on a million seeded inputs (JSON-like text with escapes of every
 // kind, nesting, non-ASCII bytes, control characters, random mutations and cuts, each in an
 // allocation of exactly its size) and prints a digest of every result. The tests hold the
 // x86-64 build to the Swift reference; run.sh requires the ARM64 (NEON) build under qemu to
@@ -55,7 +55,9 @@ static uint64_t run(int form, unsigned *accepted) {
         digest = (digest ^ end) * 1099511628211u;
         if (end != SIZE_MAX) {
             (*accepted)++;
-            // The validated scan from the first backslash of a string that the skip accepted.
+            // The validated scan from the first backslash of a string that the skip accepted, and
+            // the decoding of its contents (into exactly the room the kernel asks for), whole and
+            // cut short.
             if (bytes[0] == '"') {
                 for (size_t i = 1; i + 1 < end; i++) {
                     if (bytes[i] == '\\') {
@@ -64,6 +66,19 @@ static uint64_t run(int form, unsigned *accepted) {
                         digest = (digest ^ quote ^ ((uint64_t)high << 40)) * 1099511628211u;
                         break;
                     }
+                }
+                size_t limits[2] = {length, 1 + below_n(end)};
+                for (int k = 0; k < 2; k++) {
+                    uint8_t *out = malloc(limits[k] - 1 + 16);
+                    size_t written = 0;
+                    int high = 0;
+                    size_t quote = tether_json_unescape_validated_using(bytes, 1, limits[k], out, &written, &high, form, 1);
+                    digest = (digest ^ quote) * 1099511628211u;
+                    if (quote < limits[k]) {  // (cut short, what was written is dropped)
+                        digest = (digest ^ ((uint64_t)high << 40)) * 1099511628211u;
+                        for (size_t j = 0; j < written; j++) digest = (digest ^ out[j]) * 1099511628211u;
+                    }
+                    free(out);
                 }
             }
         }
@@ -90,7 +105,8 @@ int main(void) {
     }
     printf("accepted %u of 1000000, digest %016llx\n", accepted, (unsigned long long)digest);
     printf("forms:");
-    for (int form = tether_form_portable; form <= tether_best_vector_form(); form++) printf(" %s", names[form]);
+    for (int form = tether_form_portable; form <= tether_best_vector_form(); form++)
+        printf(" %s%s", names[form], form == tether_form_avx512 && tether_has_vbmi2() ? "+vbmi2" : "");
     printf("\n");
     return 0;
 }

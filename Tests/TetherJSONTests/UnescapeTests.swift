@@ -1,11 +1,16 @@
+import CTetherText
 import Testing
 import TetherCore
+import TetherTestSupport
+@_spi(TetherInternal) import TetherText
 
 @testable import TetherJSON
 
-/// `JSONScanner.unescape` (runs copied a word at a time) against a plain byte-by-byte
-/// reference: every escape at every position around word and 64-byte boundaries, surrogate
-/// pairs and lone surrogates, random strings; and the ASCII mark of the result.
+/// `JSONScanner.unescape` (runs copied a word at a time) and the C kernel the typed readers use
+/// (`tether_json_unescape_validated`, in every form this processor runs) against a plain
+/// byte-by-byte reference: every escape at every position around word and 64-byte boundaries,
+/// surrogate pairs and lone surrogates, random strings, strings cut short; and the ASCII mark of
+/// the result.
 struct UnescapeTests {
     /// The reference: one byte at a time, the rules of RFC 8259 §7 (lone surrogates → U+FFFD).
     static func reference(_ contents: [UInt8]) -> String {
@@ -54,6 +59,68 @@ struct UnescapeTests {
         return String(scalars)
     }
 
+    /// The 64-byte form with and without VBMI2's byte compress (where the processor has it), and
+    /// each other form the processor runs.
+    static let kernelPaths: [(form: UTF8Validation.KernelForm, compress: Bool)] =
+        UTF8Validation.runnableForms.map { ($0, false) }
+        + (tether_has_vbmi2() != 0 ? [(UTF8Validation.KernelForm.avx512, true)] : [])
+
+    /// Runs the kernel on `"text"` followed by `after`, from each starting point a reader may use
+    /// (the contents' start, the first backslash with the text before it copied first), and with
+    /// the input cut at every length inside the string (then it must find no quote).
+    static func checkKernel(_ text: String, after: String = ",1]", sourceLocation: SourceLocation = #_sourceLocation) {
+        let contents = Array(text.utf8)
+        let bytes = Array(("\"" + text + "\"" + after).utf8)
+        let expected = Array(reference(contents).utf8)
+        let quote = contents.count + 1
+        var starts = [1]
+        if let backslash = contents.firstIndex(of: UInt8(ascii: "\\")) { starts.append(backslash + 1) }
+        var ends = [bytes.count, quote + 1]
+        if contents.count < 80 { ends += Array(1..<quote) } else { ends += [1, quote / 2, quote - 1] }
+        for path in kernelPaths {
+            for start in starts {
+                for end in ends where end >= start {
+                    // In an allocation of exactly `end` bytes, so that AddressSanitizer sees any read past it.
+                    let input = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: end)
+                    defer { input.deallocate() }
+                    _ = input.initialize(from: bytes[..<end])
+                    var output = [UInt8](repeating: 0, count: end + 16)
+                    var written = start - 1
+                    var high: Int32 = bytes[1..<start].contains { $0 >= 0x80 } ? 1 : 0
+                    let found = output.withUnsafeMutableBufferPointer { out in
+                        for index in 1..<start { out[index - 1] = bytes[index] }
+                        return tether_json_unescape_validated_using(
+                            input.baseAddress,
+                            start,
+                            end,
+                            out.baseAddress,
+                            &written,
+                            &high,
+                            Int32(path.form.rawValue),
+                            path.compress ? 1 : 0
+                        )
+                    }
+                    let name = "\(path.form)\(path.compress ? " (compress)" : ""), from \(start) to \(end)"
+                    if end > quote {
+                        #expect(found == quote, "\(text.prefix(60)): \(name)", sourceLocation: sourceLocation)
+                        #expect(
+                            Array(output[..<written]) == expected,
+                            "\(text.prefix(60)): \(name)",
+                            sourceLocation: sourceLocation
+                        )
+                        #expect(
+                            (high != 0) == expected.contains { $0 >= 0x80 },
+                            "\(name)",
+                            sourceLocation: sourceLocation
+                        )
+                    } else {
+                        #expect(found == end, "\(text.prefix(60)) cut: \(name)", sourceLocation: sourceLocation)
+                    }
+                }
+            }
+        }
+    }
+
     static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let contents = Array(text.utf8)
         let decoded = JSONScanner.unescape(contents.backDeployedSpan)
@@ -77,6 +144,8 @@ struct UnescapeTests {
                 for after in ["", "z", "é", String(repeating: "y", count: 70)] {
                     Self.check(String(repeating: "x", count: before) + escape + after)
                     Self.check(String(repeating: "é", count: before / 2) + escape + #"\n"# + after)
+                    Self.checkKernel(String(repeating: "x", count: before) + escape + after)
+                    Self.checkKernel(String(repeating: "é", count: before / 2) + escape + #"\n"# + after)
                 }
             }
         }
@@ -92,6 +161,7 @@ struct UnescapeTests {
             var text = ""
             for _ in 0..<Int.random(in: 0...60, using: &rng) { text += pieces.randomElement(using: &rng)! }
             Self.check(text)
+            Self.checkKernel(text)
         }
     }
 
@@ -120,6 +190,25 @@ struct UnescapeTests {
             }
         }
         #expect(JSONScanner.readStringValue(Array("1".utf8), 0, 1) == nil)
+    }
+
+    /// Runs of backslashes of every length at every lane of a block (each run starts an escape
+    /// at every other backslash, from its first), quotes escaped and not, and escapes whose
+    /// backslash ends a block.
+    @Test func backslashRunsAcrossTheBlocks() {
+        for run in 1...9 {
+            for before in 0..<(130 - run) {
+                let backslashes = String(repeating: "\\", count: run)
+                // An odd run escapes what follows it: a quote, or an n.
+                let text = String(repeating: "a", count: before) + backslashes + (run % 2 == 1 ? #"""# : "") + "x\\n"
+                Self.checkKernel(text)
+                Self.checkKernel(String(repeating: "a", count: before) + backslashes + (run % 2 == 1 ? "t" : "") + "é")
+            }
+        }
+        TestReport.note(
+            "JSON unescape kernel tested in: "
+                + Self.kernelPaths.map { "\($0.form)\($0.compress ? " with VBMI2" : "")" }.joined(separator: ", ")
+        )
     }
 
     @Test func noEscapesAndEmpty() {

@@ -66,6 +66,24 @@ int tether_runnable_form(int form) {
     return form < best ? form : best;
 }
 
+#if defined(__x86_64__)
+/// -1 until detected; then whether the processor has AVX-512 VBMI2.
+static int vbmi2_state = -1;
+
+int tether_has_vbmi2(void) {
+    int state = __atomic_load_n(&vbmi2_state, __ATOMIC_RELAXED);
+    if (state < 0) {
+        unsigned eax, ebx, ecx, edx;
+        state = tether_best_vector_form() == tether_form_avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+                (ecx & (1u << 6)) != 0;
+        __atomic_store_n(&vbmi2_state, state, __ATOMIC_RELAXED);
+    }
+    return state;
+}
+#else
+int tether_has_vbmi2(void) { return 0; }
+#endif
+
 int tether_wide_vectors(void) { return tether_vector_form() != tether_form_portable; }
 int tether_has_wide_vectors(void) { return tether_best_vector_form() != tether_form_portable; }
 void tether_allow_wide_vectors(int allowed) {

@@ -5,8 +5,10 @@
 // a time into bit masks (quotes, backslashes, control characters, non-ASCII bytes) whose bits
 // are then walked, escapes checked in place; contents checked as UTF-8 when they have non-ASCII
 // bytes. It accepts exactly what `JSONScanner.skipValue` (Swift, validating mode) accepts: the
-// tests and the fuzz target compare the two. Also here: the end of an already validated string
-// with escapes, for the typed readers (`tether_json_validated_string_end`).
+// tests and the fuzz target compare the two. Also here, for the typed readers: the end of an
+// already validated string with escapes (`tether_json_validated_string_end`), and its contents
+// decoded (`tether_json_unescape_validated`: one escape at a time in bit masks, or on processors
+// with AVX-512 VBMI2 a whole 64-byte block at a time with a byte compress).
 //
 // The kernels' bodies are in json_kernels.h, compiled with the portable `masks_at` (16-byte
 // vectors) and, on x86-64, twice more: with `masks_at_avx2` (two 32-byte loads, AVX2) and with
@@ -118,6 +120,82 @@ __attribute__((always_inline)) static inline size_t escape_length(const uint8_t 
     default:
         return 0;
     }
+}
+
+/// Copies `n` bytes of text from `from` to `to`, 16 bytes per store: the stores may write up to
+/// 15 bytes past `to + n` (the caller's buffer has room for them), and read past `from + n` only
+/// where that is before `limit`.
+__attribute__((always_inline)) static inline void copy_text(uint8_t *to, const uint8_t *from, size_t n, const uint8_t *limit) {
+    size_t k = 0;
+    if ((size_t)(limit - from) >= ((n + 15) & ~(size_t)15)) {
+        for (; k < n; k += 16) memcpy(to + k, from + k, 16);
+        return;
+    }
+    for (; k + 16 <= n; k += 16) memcpy(to + k, from + k, 16);
+    if (k < n) memcpy(to + k, from + k, n - k);
+}
+
+static inline uint32_t hex_digit(uint8_t byte) {
+    return byte <= '9' ? (uint32_t)(byte - '0') : (uint32_t)((byte | 0x20) - 'a' + 10);
+}
+
+/// The value of the four (validated) hex digits at `p`.
+static inline uint32_t hex4_at(const uint8_t *p) {
+    return hex_digit(p[0]) << 12 | hex_digit(p[1]) << 8 | hex_digit(p[2]) << 4 | hex_digit(p[3]);
+}
+
+/// What the letter after a backslash stands for, for the escapes other than \u (validated:
+/// " \ / b f n r t).
+static const uint8_t simple_escapes[128] = {
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = 0x08, ['f'] = 0x0C, ['n'] = 0x0A, ['r'] = 0x0D, ['t'] = 0x09,
+};
+
+/// Decodes the validated escape whose backslash is at `i` into `out + *o` (advancing `*o`, and
+/// setting `*high` for a non-ASCII scalar): returns the offset after it, or 0 if it is not all
+/// before `end`. A \u pair of surrogates becomes its one scalar; a lone surrogate becomes U+FFFD
+/// (as `JSONScanner.unescape`).
+__attribute__((always_inline)) static inline size_t decode_escape(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *o, int *high) {
+    if (i + 1 >= end) return 0;
+    uint8_t letter = s[i + 1];
+    if (letter != 'u') {
+        out[(*o)++] = simple_escapes[letter & 0x7F];
+        return i + 2;
+    }
+    if (end - i < 6) return 0;
+    uint32_t unit = hex4_at(s + i + 2);
+    size_t after = i + 6;
+    if (unit >= 0xD800 && unit < 0xDC00 && end - after >= 6 && s[after] == '\\' && s[after + 1] == 'u') {
+        uint32_t low = hex4_at(s + after + 2);
+        if (low >= 0xDC00 && low < 0xE000) {
+            unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            after += 6;
+        }
+    }
+    if (unit >= 0xD800 && unit < 0xE000) unit = 0xFFFD;
+    uint8_t *p = out + *o;
+    if (unit < 0x80) {
+        p[0] = (uint8_t)unit;
+        *o += 1;
+        return after;
+    }
+    *high = 1;
+    if (unit < 0x800) {
+        p[0] = (uint8_t)(0xC0 | unit >> 6);
+        p[1] = (uint8_t)(0x80 | (unit & 0x3F));
+        *o += 2;
+    } else if (unit < 0x10000) {
+        p[0] = (uint8_t)(0xE0 | unit >> 12);
+        p[1] = (uint8_t)(0x80 | ((unit >> 6) & 0x3F));
+        p[2] = (uint8_t)(0x80 | (unit & 0x3F));
+        *o += 3;
+    } else {
+        p[0] = (uint8_t)(0xF0 | unit >> 18);
+        p[1] = (uint8_t)(0x80 | ((unit >> 12) & 0x3F));
+        p[2] = (uint8_t)(0x80 | ((unit >> 6) & 0x3F));
+        p[3] = (uint8_t)(0x80 | (unit & 0x3F));
+        *o += 4;
+    }
+    return after;
 }
 
 /// The offset after the number at `i`, or SIZE_MAX: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
@@ -286,6 +364,65 @@ WIDE static size_t skip_escaped_string_wide(const uint8_t *s, size_t i, size_t e
 #undef KERNEL_ATTRIBUTES
 #undef KERNEL_MASKS_AT
 #undef KERNEL_OWN_ESCAPED_SKIP
+
+/// `unescape_walk_wide` without a step per escape, for processors with AVX-512 VBMI2: per 64-byte
+/// block, the backslashes that start escapes and the bytes they escape from the backslash mask,
+/// the closing quote as the first quote not escaped, the letters of the escapes replaced by what they stand for (masked
+/// moves), and the backslashes that start escapes dropped with one byte compress. The block's
+/// lanes up to the closing quote are stored at once. A block with a \u escape, whose value
+/// needs its digits, goes on with `unescape_walk_wide` from its start; so does nothing else. A
+/// block whose last lane starts an escape stops before it (the next block starts there), so
+/// that no escape runs across two blocks.
+#define EVEN_LANES 0x5555555555555555u
+
+WIDE_VBMI2 static size_t unescape_compress_wide(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high) {
+    size_t o = *written;
+    int high = 0;
+    while (i < end) {
+        __mmask64 valid = lanes_below(end - i);
+        __m512i v = _mm512_maskz_loadu_epi8(valid, s + i);
+        // In a run of backslashes, every other one starts an escape, from the run's first; the
+        // runs that start on an even lane are those the addition of their first bit clears.
+        uint64_t runs = _mm512_cmpeq_epi8_mask(v, B64('\\'));
+        uint64_t firsts = runs & ~(runs << 1);
+        uint64_t even_runs = runs & ~(runs + (firsts & EVEN_LANES));
+        uint64_t starts = (even_runs & EVEN_LANES) | (runs & ~even_runs & ~EVEN_LANES);
+        uint64_t escaped = starts << 1;
+        uint64_t closing = _mm512_cmpeq_epi8_mask(v, B64('"')) & ~escaped;
+        uint64_t lanes = closing ? (closing & -closing) - 1 : valid;
+        size_t step = 64;
+        if (!closing && (starts >> 63)) {
+            lanes &= ~((uint64_t)1 << 63);
+            step = 63;
+        }
+        uint64_t letters = escaped & lanes;
+        if (letters & _mm512_cmpeq_epi8_mask(v, B64('u'))) break;
+        __m512i decoded = v;
+        decoded = _mm512_mask_mov_epi8(decoded, letters & _mm512_cmpeq_epi8_mask(v, B64('n')), B64(0x0A));
+        decoded = _mm512_mask_mov_epi8(decoded, letters & _mm512_cmpeq_epi8_mask(v, B64('t')), B64(0x09));
+        decoded = _mm512_mask_mov_epi8(decoded, letters & _mm512_cmpeq_epi8_mask(v, B64('r')), B64(0x0D));
+        decoded = _mm512_mask_mov_epi8(decoded, letters & _mm512_cmpeq_epi8_mask(v, B64('b')), B64(0x08));
+        decoded = _mm512_mask_mov_epi8(decoded, letters & _mm512_cmpeq_epi8_mask(v, B64('f')), B64(0x0C));
+        uint64_t kept = lanes & ~starts;
+        size_t count = (size_t)__builtin_popcountll(kept);
+        _mm512_mask_storeu_epi8(out + o, lanes_below(count), _mm512_maskz_compress_epi8(kept, decoded));
+        o += count;
+        high |= (_mm512_movepi8_mask(v) & lanes) != 0;
+        if (closing) {
+            *has_high |= high;
+            *written = o;
+            return i + (size_t)__builtin_ctzll(closing);
+        }
+        i += step;
+    }
+    if (i >= end) {
+        *has_high |= high;
+        return end;
+    }
+    *has_high |= high;
+    *written = o;
+    return unescape_walk_wide(s, i, end, out, written, has_high);
+}
 #endif
 
 static size_t skip_value_form(
@@ -330,4 +467,30 @@ size_t tether_json_validated_string_end_using(const uint8_t *s, size_t i, size_t
 
 size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
     return validated_string_end_form(s, i, end, has_high, tether_vector_form());
+}
+
+static size_t unescape_validated_form(
+    const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high, int form, int compress) {
+#if defined(__x86_64__)
+    switch (form) {
+    case tether_form_avx512:
+        return compress && tether_has_vbmi2() ? unescape_compress_wide(s, i, end, out, written, has_high)
+                                              : unescape_walk_wide(s, i, end, out, written, has_high);
+    case tether_form_avx2: return unescape_walk_avx2(s, i, end, out, written, has_high);
+    default: break;
+    }
+#else
+    (void)form;
+    (void)compress;
+#endif
+    return unescape_walk_portable(s, i, end, out, written, has_high);
+}
+
+size_t tether_json_unescape_validated_using(
+    const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high, int form, int compress) {
+    return unescape_validated_form(s, i, end, out, written, has_high, tether_runnable_form(form), compress);
+}
+
+size_t tether_json_unescape_validated(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high) {
+    return unescape_validated_form(s, i, end, out, written, has_high, tether_vector_form(), 1);
 }

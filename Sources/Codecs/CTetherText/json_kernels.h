@@ -73,6 +73,52 @@ KERNEL_ATTRIBUTES static size_t KERNEL(validated_string_end)(const uint8_t *s, s
     return end;
 }
 
+/// `tether_json_unescape_validated` one escape at a time: 64 bytes at a time into quote and
+/// backslash masks whose bits are then walked; the text between two stops is copied 16 bytes
+/// per store and each escape decoded in place. Returns the closing quote's offset, or `end` if
+/// it (or the whole of an escape) is not before `end`.
+KERNEL_ATTRIBUTES static size_t KERNEL(unescape_walk)(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high) {
+    size_t o = *written;
+    int high = 0;
+    while (i < end) {
+        block_masks m = KERNEL_MASKS_AT(s, i, end);
+        uint64_t stops = m.quotes | m.backslashes;
+        size_t done = 0;  // lanes of this block already copied or decoded
+        size_t next = i + 64;
+        for (;;) {
+            size_t lane = stops ? (size_t)__builtin_ctzll(stops) : 64;
+            size_t stop = i + lane < end ? i + lane : end;
+            copy_text(out + o, s + i + done, stop - (i + done), s + end);
+            o += stop - (i + done);
+            if (stop == end) {
+                *has_high |= high;
+                return end;
+            }
+            if (lane == 64) break;
+            if (m.quotes & ((uint64_t)1 << lane)) {
+                *has_high |= high | ((m.high & below(lane)) != 0);
+                *written = o;
+                return stop;
+            }
+            size_t after = decode_escape(s, stop, end, out, &o, &high);
+            if (after == 0) {
+                *has_high |= high;
+                return end;
+            }
+            done = after - i;
+            if (done >= 64) {
+                next = after;
+                break;
+            }
+            stops &= ~below(done);
+        }
+        high |= (m.high & below(next - i)) != 0;
+        i = next;
+    }
+    *has_high |= high;
+    return end;
+}
+
 /// The offset after the string whose opening quote is at `i`, or SIZE_MAX: escapes checked,
 /// control characters refused, and the contents checked as UTF-8 when they have non-ASCII bytes.
 /// Plain text is scanned a word at a time up to the first quote, backslash or control character

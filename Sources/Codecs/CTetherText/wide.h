@@ -10,6 +10,8 @@
 
 #define AVX2 __attribute__((target("avx2,bmi,bmi2")))
 #define WIDE __attribute__((target("avx512f,avx512bw,avx512vl,bmi,bmi2")))
+/// `WIDE` and VBMI2's byte compress, for kernels that run only where `tether_has_vbmi2()`.
+#define WIDE_VBMI2 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2,bmi,bmi2,popcnt")))
 #define B64(x) _mm512_set1_epi8((char)(x))
 
 /// Lanes 0..<n of a 64-lane mask (all of them for n ≥ 64).

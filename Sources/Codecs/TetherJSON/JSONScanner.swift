@@ -222,24 +222,12 @@ public struct JSONScanner {
     }
 
     /// Writes the decoded contents into `buffer` (at least `span.count` bytes); returns the length.
+    /// (Also the reference the tests hold `tether_json_unescape_validated` to, in every form.)
     static func unescape(
         _ span: Span<UInt8>,
         into buffer: UnsafeMutableBufferPointer<UInt8>,
         isASCII: inout Bool
     ) -> Int {
-        unsafe unescape(span, into: buffer, isASCII: &isASCII, stopAtQuote: false).length
-    }
-
-    /// `unescape(_:into:isASCII:)`; with `stopAtQuote`, `span` starts inside a validated string
-    /// and decoding stops at its closing quote: returns the decoded length and the quote's offset
-    /// in `span` (`span.count` if it is not there).
-    @inline(__always)
-    static func unescape(
-        _ span: Span<UInt8>,
-        into buffer: UnsafeMutableBufferPointer<UInt8>,
-        isASCII: inout Bool,
-        stopAtQuote: Bool
-    ) -> (length: Int, end: Int) {
         var high: UInt64 = 0
         var out = 0
         var index = 0
@@ -255,11 +243,7 @@ public struct JSONScanner {
                     let word = unsafe source.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                     unsafe target.storeBytes(of: word, toByteOffset: out, as: UInt64.self)
                     let flipped = UInt64(littleEndian: word) ^ 0x5C5C_5C5C_5C5C_5C5C
-                    var backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
-                    if stopAtQuote {
-                        let quoted = UInt64(littleEndian: word) ^ 0x2222_2222_2222_2222
-                        backslashes |= (quoted &- 0x0101_0101_0101_0101) & ~quoted & 0x8080_8080_8080_8080
-                    }
+                    let backslashes = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
                     if backslashes != 0 {
                         let length = backslashes.trailingZeroBitCount >> 3
                         high |= UInt64(littleEndian: word) & ((1 << UInt64(8 * length)) &- 1)
@@ -271,9 +255,7 @@ public struct JSONScanner {
                     index += 8
                     out += 8
                 }
-                while index < count, unsafe input[index] != UInt8(ascii: "\\"),
-                    unsafe !stopAtQuote || input[index] != UInt8(ascii: "\"")
-                {
+                while index < count, unsafe input[index] != UInt8(ascii: "\\") {
                     unsafe target.storeBytes(of: input[index], toByteOffset: out, as: UInt8.self)
                     high |= UInt64(unsafe input[index])
                     index += 1
@@ -281,15 +263,6 @@ public struct JSONScanner {
                 }
             }
             if index == count { break }
-            if stopAtQuote {
-                if span[index] == UInt8(ascii: "\"") { break }
-                // An escape cut off by the end of the stretch: stop there (the caller then finds
-                // the end first).
-                guard index + 1 < count, span[index + 1] != UInt8(ascii: "u") || index + 6 <= count else {
-                    index = count
-                    break
-                }
-            }
             let letter = span[index + 1]
             index += 2
             let scalar: UInt32
@@ -337,15 +310,15 @@ public struct JSONScanner {
             }
         }
         isASCII = high & 0x8080_8080_8080_8080 == 0
-        return (out, index)
+        return out
     }
 
     /// The validated string whose opening quote is at `at` (before `end`), and the offset after
     /// its closing quote, read in one pass: plain text a word at a time up to the first escape
-    /// (most strings end there) and from there decoded while the closing quote is looked for,
-    /// so that a string with escapes is not scanned twice. The decoding buffer is bounded
-    /// (`fusedLimit`): a longer string is found first and then decoded. Nil if there is no
-    /// string at `at`.
+    /// (most strings end there) and from there decoded while the closing quote is looked for
+    /// (`tether_json_unescape_validated`, in C), so that a string with escapes is not scanned
+    /// twice. The decoding buffer is bounded (`fusedLimit`): a longer string is found first and
+    /// then decoded. Nil if there is no string at `at`.
     static func readStringValue(_ bytes: [UInt8], _ at: Int, _ end: Int) -> (String, Int)? {
         let span = bytes.backDeployedSpan
         guard at < end, span[at] == UInt8(ascii: "\"") else { return nil }
@@ -357,17 +330,30 @@ public struct JSONScanner {
             return (UTF8Validation.string(validated: span.extracting(start..<run.end), isASCII: isASCII), run.end + 1)
         }
         let limit = min(end - start, fusedLimit)
-        let fused = unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: limit) { buffer -> (String, Int)? in
-            var isASCII = true
-            let (length, quote) = unsafe unescape(
-                span.extracting(start..<(start + limit)),
-                into: buffer,
-                isASCII: &isASCII,
-                stopAtQuote: true
+        let prefix = run.end - start
+        // (16 bytes more: the C kernels copy text 16 bytes per store.)
+        let fused = unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: limit + 16) {
+            buffer -> (String, Int)? in
+            guard prefix < limit else { return nil }
+            var written = prefix
+            var hasHigh: Int32 = run.bytes & 0x8080_8080_8080_8080 == 0 ? 0 : 1
+            let quote = unsafe span.withUnsafeBufferPointer { input in
+                unsafe buffer.baseAddress!.update(from: input.baseAddress! + start, count: prefix)
+                return unsafe tether_json_unescape_validated(
+                    input.baseAddress,
+                    run.end,
+                    start + limit,
+                    buffer.baseAddress,
+                    &written,
+                    &hasHigh
+                )
+            }
+            guard quote < start + limit else { return nil }
+            let string = unsafe UTF8Validation.string(
+                validated: buffer.span.extracting(0..<written),
+                isASCII: hasHigh == 0
             )
-            guard quote < limit else { return nil }
-            let string = unsafe UTF8Validation.string(validated: buffer.span.extracting(0..<length), isASCII: isASCII)
-            return (string, start + quote + 1)
+            return (string, quote + 1)
         }
         if let fused { return fused }
         guard let (token, next) = try? readString(span, at, end, validated: true) else { return nil }

@@ -89,6 +89,27 @@ size_t tether_json_validated_string_end(const uint8_t *bytes, size_t start, size
 /// `tether_json_validated_string_end` in the given form, as `tether_utf8_check_using`.
 size_t tether_json_validated_string_end_using(const uint8_t *bytes, size_t start, size_t end, int *has_high, int form);
 
+/// In a JSON string that has been validated (`tether_json_skip_value`), from `start` (in its
+/// contents): decodes the contents up to the closing quote into `out + *written`, advancing
+/// `*written`, and returns the quote's offset; `end` if the quote, or the whole of an escape, is
+/// not before `end` (then what was written is to be dropped). Escapes are decoded as
+/// `JSONScanner.unescape` does (a lone surrogate becomes U+FFFD). Sets `*has_high` if a byte
+/// written is not ASCII (leaves it alone otherwise). Reads only bytes[start..<end]; `out` must
+/// have room for `end - start + 16` bytes past `*written` (text is copied 16 bytes per store).
+size_t tether_json_unescape_validated(
+    const uint8_t *bytes, size_t start, size_t end, uint8_t *out, size_t *written, int *has_high);
+
+/// `tether_json_unescape_validated` in the given form, as `tether_utf8_check_using`; in the
+/// 64-byte form with AVX-512 VBMI2's byte compress if `compress` is not 0 and the processor has
+/// it (`tether_has_vbmi2`), otherwise one escape at a time (as the other forms).
+size_t tether_json_unescape_validated_using(
+    const uint8_t *bytes, size_t start, size_t end, uint8_t *out, size_t *written, int *has_high, int form,
+    int compress);
+
+/// Whether the processor has the 64-byte form and AVX-512 VBMI2 (whose byte compress
+/// `tether_json_unescape_validated` uses there).
+int tether_has_vbmi2(void);
+
 /// The offset of the first `byte` in bytes[start..<end], or `end`.
 static inline size_t tether_find_byte(const uint8_t *bytes, size_t start, size_t end, uint8_t byte) {
     if (start >= end) return end;
