@@ -50,8 +50,10 @@ final class ReadThreads: Sendable {
     /// The threads' name (in `top -H`, a debugger, a crash log).
     static let threadName = "tether.read"
 
-    /// One watched socket.
-    private struct Entry {
+    /// One watched socket: an object, so that a thread takes it from the table once per input
+    /// (one lookup, one reference) and changes it in place. Its `var`s are guarded by the
+    /// table's mutex.
+    private final class Entry: @unchecked Sendable {
         let socket: Int32
         let queue: DispatchQueue
         /// Runs on `queue` when the socket has input; false: stop watching it (the connection is
@@ -60,11 +62,23 @@ final class ReadThreads: Sendable {
         /// Runs on `queue` when the socket cannot be watched any more (the kernel refused to arm
         /// it again): the connection must end, as no input would reach it.
         let failed: @Sendable (Int32) -> Void
-        /// A thread is running `handler`.
+        /// A thread is running `handler` (guarded by the table's mutex).
         var handling = false
         /// Canceled while a thread was handling: that thread removes the socket, then runs this on
-        /// `queue`.
+        /// `queue` (guarded by the table's mutex).
         var onCanceled: (@Sendable () -> Void)?
+
+        init(
+            socket: Int32,
+            queue: DispatchQueue,
+            handler: @escaping @Sendable () -> Bool,
+            failed: @escaping @Sendable (Int32) -> Void
+        ) {
+            self.socket = socket
+            self.queue = queue
+            self.handler = handler
+            self.failed = failed
+        }
     }
 
     private struct Table {
@@ -135,10 +149,9 @@ final class ReadThreads: Sendable {
 
     private func cancel(_ token: UInt64, then: @escaping @Sendable () -> Void) {
         let queue = table.withLock { table -> DispatchQueue? in
-            guard var entry = table.entries[token] else { return nil }
+            guard let entry = table.entries[token] else { return nil }
             if entry.handling {
                 entry.onCanceled = then
-                table.entries[token] = entry
                 return nil
             }
             table.entries[token] = nil
@@ -210,26 +223,24 @@ final class ReadThreads: Sendable {
     /// again, or removes it when it was canceled meanwhile or asked to stop.
     private func handle(_ token: UInt64) {
         let taken = table.withLock { table -> Entry? in
-            guard var entry = table.entries[token] else { return nil }
+            guard let entry = table.entries[token] else { return nil }
             entry.handling = true
-            table.entries[token] = entry
             return entry
         }
-        guard let taken else { return }
-        let handler = taken.handler
-        let queue = taken.queue
+        guard let entry = taken else { return }
+        let queue = entry.queue
         // The untyped `sync` (the generic one's helper looks up type metadata on every call).
         var keepWatching = false
-        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, handler) }
+        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, entry.handler) }
+        // The entry is still in the table: a cancel while `handling` leaves it there for this
+        // thread to remove.
         let next = table.withLock { table -> (@Sendable () -> Void)? in
-            guard var entry = table.entries[token] else { return nil }
             entry.handling = false
             if let onCanceled = entry.onCanceled {
                 table.entries[token] = nil
                 _ = tether_event_poll_remove(poll, entry.socket)
                 return onCanceled
             }
-            table.entries[token] = entry
             // Not armed again when the handler stopped watching: the socket stays quiet (in the
             // queue, disarmed) until the cancel.
             guard keepWatching, tether_event_poll_rearm(poll, entry.socket, token) != 0 else { return nil }
