@@ -124,6 +124,64 @@ struct XMLSerializerTests {
 /// The single-allocation tree storage owns its name references: they live exactly as long as a
 /// tree (or an unfinished builder) refers to them.
 struct XMLTreeStorageTests {
+    /// Escaping looks at eight bytes per step for the bytes that may need it: every such byte
+    /// (and the ones that look like them to that test) at every position around the steps, in
+    /// attribute values and in text, against a byte-by-byte reference; and what is written
+    /// parses back to the same value.
+    @Test func escapesEveryByteAtEveryPosition() throws {
+        func reference(_ value: [UInt8], attribute: Bool) -> [UInt8] {
+            value.flatMap { byte -> [UInt8] in
+                switch byte {
+                case UInt8(ascii: "&"): Array("&amp;".utf8)
+                case UInt8(ascii: "<"): Array("&lt;".utf8)
+                case UInt8(ascii: ">"): Array("&gt;".utf8)
+                case 0x0D: Array("&#13;".utf8)
+                case UInt8(ascii: "'") where attribute: Array("&apos;".utf8)
+                case 0x0A where attribute: Array("&#10;".utf8)
+                case 0x09 where attribute: Array("&#9;".utf8)
+                default: [byte]
+                }
+            }
+        }
+        let specials: [UInt8] = [0x26, 0x3C, 0x3E, 0x0D, 0x27, 0x0A, 0x09, 0x22, 0x3D, 0x3F, 0x25, 0x0B, 0xC3]
+        for length in 0...20 {
+            for position in 0..<max(length, 1) {
+                for special in specials {
+                    var value = Array(repeating: UInt8(ascii: "a"), count: length)
+                    if length > 0 { value[position] = special }
+                    if special == 0xC3 && length > 0 {
+                        // A two-byte sequence (é): its lead byte must not be taken for anything.
+                        if position + 1 < length { value[position + 1] = 0xA9 } else { value[position] = 0x62 }
+                    }
+                    if special == 0x0B && length > 0 { value[position] = 0x62 }  // not allowed in XML
+                    let text = String(decoding: value, as: UTF8.self)
+                    var attributeBytes: [UInt8] = []
+                    XMLSerializer.appendAttributeValue(text, &attributeBytes)
+                    #expect(attributeBytes == reference(value, attribute: true), "attribute \(value)")
+                    var textBytes: [UInt8] = []
+                    XMLSerializer.appendText(value.backDeployedSpan, &textBytes)
+                    #expect(textBytes == reference(value, attribute: false), "text \(value)")
+                    let element = XElement(
+                        XMLName("e"),
+                        attributes: [XMLAttribute(XMLName("v"), text)],
+                        children: [.text(text)]
+                    )
+                    var parser = XMLStreamParser()
+                    parser.append(Array("<s>".utf8) + Array(element.description.utf8))
+                    _ = try parser.next()
+                    guard case .element(let parsed) = try parser.next() else {
+                        Issue.record("no element for \(value)")
+                        continue
+                    }
+                    #expect(parsed.attribute("v") == text, "\(value)")
+                    // Carriage returns in text come back as newlines (XML end-of-line handling)
+                    // unless escaped, which they are.
+                    #expect(parsed.text == text, "\(value)")
+                }
+            }
+        }
+    }
+
     @Test func namesLiveAsLongAsTheirTree() {
         weak var weakName: XMLNameBox?
         var element: XElement?

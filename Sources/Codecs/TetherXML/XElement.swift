@@ -169,7 +169,7 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         namespaceDeclarations: [XMLNamespaceDeclaration] = [],
         children: [XNode] = []
     ) {
-        var builder = XMLTreeBuilder()
+        var builder = XMLTreeBuilder(small: ())
         builder.append(name, attributes: attributes, namespaceDeclarations: namespaceDeclarations, children: children)
         self = builder.finish()
     }
@@ -218,18 +218,35 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 /// declarations then refer to them by index. After an element's attributes and declarations,
 /// `endHeader(of:)` marks where its children start.
 @safe struct XMLTreeBuilder: ~Copyable {
-    var nodes = PlainBuffer<XMLTree.Node>()
-    var text = PlainBuffer<UInt8>(capacity: 1024)
+    var nodes: PlainBuffer<XMLTree.Node>
+    var text: PlainBuffer<UInt8>
     /// The name table, each reference retained by the builder until `finish()` hands it to the
     /// tree (or `reset()` or `deinit` releases it).
-    var names = unsafe PlainBuffer<Unmanaged<XMLNameBox>>(capacity: 16)
+    var names: PlainBuffer<Unmanaged<XMLNameBox>>
     /// Indices of the elements still open.
-    var open = PlainBuffer<Int>(capacity: 16)
+    var open: PlainBuffer<Int>
     /// The text node that character data continues (Expat delivers text in pieces), if any.
     var currentText: Int?
     /// Identifies the tree being built (incremented by `finish()` and `reset()`), so that a name
     /// cache can tell whether a name is already in this tree's table.
     private(set) var generation: UInt64 = 1
+
+    /// A builder with the parser's buffers (sized for stanzas, reused from one to the next).
+    init() {
+        nodes = PlainBuffer(capacity: 64)
+        text = PlainBuffer(capacity: 1024)
+        unsafe names = PlainBuffer(capacity: 16)
+        open = PlainBuffer(capacity: 16)
+    }
+
+    /// A builder for one small tree made in code (a request, an answer): buffers that the
+    /// allocator's per-thread caches serve, grown as needed.
+    init(small: Void) {
+        nodes = PlainBuffer(capacity: 16)
+        text = PlainBuffer(capacity: 128)
+        unsafe names = PlainBuffer(capacity: 8)
+        open = PlainBuffer(capacity: 8)
+    }
 
     var depth: Int { open.count }
 

@@ -94,21 +94,34 @@ public enum XMLSerializer {
     /// `</stream:stream>`.
     public static let streamFooter: [UInt8] = Array("</stream:stream>".utf8)
 
+    /// Appends a literal's bytes (one copy: `append(contentsOf: "…".utf8)` goes through the
+    /// generic sequence path, several times the cost for these few bytes).
+    @inline(__always)
+    private static func append(_ literal: StaticString, _ bytes: inout [UInt8]) {
+        bytes.append(copying: unsafe Span(_unsafeStart: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends a string's UTF-8 bytes, the same way.
+    @inline(__always)
+    private static func append(_ string: String, _ bytes: inout [UInt8]) {
+        string.withUTF8Span { bytes.append(copying: $0) }
+    }
+
     private static func qualifiedName(_ prefix: String?, _ local: String, _ bytes: inout [UInt8]) {
         if let prefix, !prefix.isEmpty {
-            bytes.append(contentsOf: prefix.utf8)
+            append(prefix, &bytes)
             bytes.append(UInt8(ascii: ":"))
         }
-        bytes.append(contentsOf: local.utf8)
+        append(local, &bytes)
     }
 
     private static func declare(_ prefix: String?, _ uri: String, _ bytes: inout [UInt8]) {
-        bytes.append(contentsOf: " xmlns".utf8)
+        append(" xmlns", &bytes)
         if let prefix {
             bytes.append(UInt8(ascii: ":"))
-            bytes.append(contentsOf: prefix.utf8)
+            append(prefix, &bytes)
         }
-        bytes.append(contentsOf: "='".utf8)
+        append("='", &bytes)
         appendAttributeValue(uri, &bytes)
         bytes.append(UInt8(ascii: "'"))
     }
@@ -182,19 +195,19 @@ public enum XMLSerializer {
             }
             bytes.append(UInt8(ascii: " "))
             qualifiedName(attributePrefix, attributeName.local, &bytes)
-            bytes.append(contentsOf: "='".utf8)
+            append("='", &bytes)
             tree.withBytes(of: attribute) { appendEscaped($0, &bytes, attribute: true) }
             bytes.append(UInt8(ascii: "'"))
         }
         if let extra {
             bytes.append(UInt8(ascii: " "))
-            bytes.append(contentsOf: extra.local.utf8)
-            bytes.append(contentsOf: "='".utf8)
+            append(extra.local, &bytes)
+            append("='", &bytes)
             appendAttributeValue(extra.value, &bytes)
             bytes.append(UInt8(ascii: "'"))
         }
         if element.isEmpty {
-            bytes.append(contentsOf: "/>".utf8)
+            append("/>", &bytes)
             return
         }
         bytes.append(UInt8(ascii: ">"))
@@ -206,7 +219,7 @@ public enum XMLSerializer {
                 tree.withBytes(of: child) { appendText($0, &bytes) }
             }
         }
-        bytes.append(contentsOf: "</".utf8)
+        append("</", &bytes)
         qualifiedName(prefix, name.local, &bytes)
         bytes.append(UInt8(ascii: ">"))
     }
@@ -223,8 +236,30 @@ public enum XMLSerializer {
 
     private static func appendEscaped(_ text: Span<UInt8>, _ bytes: inout [UInt8], attribute: Bool) {
         var runStart = 0
-        for index in 0..<text.count {
-            let replacement: String
+        var index = 0
+        let count = text.count
+        while index < count {
+            // Eight bytes per step up to the next byte that may need escaping: below 0x0E (tab,
+            // newline, carriage return), `&` or `'` (0x26, 0x27), `<` or `>` (0x3C, 0x3E). Most
+            // text and values have none; a byte found is then looked at exactly.
+            if index + 8 <= count {
+                let word = UInt64(
+                    littleEndian: unsafe text.withUnsafeBytes {
+                        unsafe $0.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    }
+                )
+                let candidates =
+                    ((word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word)
+                    | zeroBytes((word & 0xFEFE_FEFE_FEFE_FEFE) ^ 0x2626_2626_2626_2626)
+                    | zeroBytes((word & 0xFDFD_FDFD_FDFD_FDFD) ^ 0x3C3C_3C3C_3C3C_3C3C)
+                let high = candidates & 0x8080_8080_8080_8080
+                if high == 0 {
+                    index += 8
+                    continue
+                }
+                index += high.trailingZeroBitCount >> 3
+            }
+            let replacement: StaticString
             switch text[index] {
             case UInt8(ascii: "&"): replacement = "&amp;"
             case UInt8(ascii: "<"): replacement = "&lt;"
@@ -233,12 +268,21 @@ public enum XMLSerializer {
             case UInt8(ascii: "'") where attribute: replacement = "&apos;"
             case 0x0A where attribute: replacement = "&#10;"
             case 0x09 where attribute: replacement = "&#9;"
-            default: continue
+            default:
+                index += 1
+                continue
             }
             if runStart < index { bytes.append(copying: text.extracting(runStart..<index)) }
-            bytes.append(contentsOf: replacement.utf8)
-            runStart = index + 1
+            append(replacement, &bytes)
+            index += 1
+            runStart = index
         }
-        if runStart < text.count { bytes.append(copying: text.extracting(runStart..<text.count)) }
+        if runStart < count { bytes.append(copying: text.extracting(runStart..<count)) }
+    }
+
+    /// The high bit of each zero byte of `word` (exact for the lowest one).
+    @inline(__always)
+    private static func zeroBytes(_ word: UInt64) -> UInt64 {
+        (word &- 0x0101_0101_0101_0101) & ~word
     }
 }

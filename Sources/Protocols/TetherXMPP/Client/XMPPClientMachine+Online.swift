@@ -78,6 +78,7 @@ extension XMPPClientMachine {
         }
         var bytes: [UInt8] = []
         if let limit = serverLimits?.maximumBytes {
+            bytes = Self.stanzaBuffer()
             XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
             guard bytes.count <= limit else {
                 throw XMPPClientError(
@@ -131,7 +132,7 @@ extension XMPPClientMachine {
     /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
     /// presence), counting it for XEP-0198.
     mutating func sendOwnStanza(_ element: XElement, secret: Bool = false, session: Session, now: Instant) {
-        var bytes: [UInt8] = []
+        var bytes = Self.stanzaBuffer()
         XMLSerializer.write(element, in: elementScope, into: &bytes)
         sendOwnStanza(bytes: bytes, secret: secret, session: session, now: now)
     }

@@ -110,6 +110,14 @@ extension XMPPClientMachine {
         }
     }
 
+    /// An empty buffer with room for a typical stanza, so that serializing one does not grow
+    /// the array several times over (it doubles past that).
+    static func stanzaBuffer() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        return bytes
+    }
+
     mutating func sendRaw(_ text: String, generation: TransportGeneration, containsCredentials: Bool = false) {
         enqueue(.send(Array(text.utf8), generation: generation, containsCredentials: containsCredentials))
     }
@@ -122,7 +130,7 @@ extension XMPPClientMachine {
         generation: TransportGeneration,
         containsCredentials: Bool = false
     ) {
-        var bytes: [UInt8] = []
+        var bytes = Self.stanzaBuffer()
         XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
     }
