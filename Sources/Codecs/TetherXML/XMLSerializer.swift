@@ -133,21 +133,10 @@ public enum XMLSerializer {
         _ bytes: inout [UInt8],
         adding extra: (local: String, value: String)? = nil
     ) {
-        // Bindings made here are undone on the way out (cheaper than copying the scope).
-        var savedDefault: String?
-        var savedPrefixes: [(prefix: String, previous: String?)] = []
-        func bind(_ prefix: String?, _ uri: String) {
-            if let prefix {
-                savedPrefixes.append((prefix, scope.prefixes[prefix]))
-            } else if savedDefault == nil {
-                savedDefault = scope.defaultNamespace
-            }
-            scope.bind(prefix, to: uri)
-        }
-        defer {
-            if let savedDefault { scope.defaultNamespace = savedDefault }
-            for saved in savedPrefixes.reversed() { scope.prefixes[saved.prefix] = saved.previous }
-        }
+        // Bindings made here are undone on the way out (cheaper than copying the scope), by
+        // `unbind` before each return. (Not a nested function and a `defer`: capturing the
+        // scope made every access to it a run-time exclusivity check.)
+        var saved = SavedBindings()
         let tree = element.tree
         let name = element.name
         let uri = name.namespace ?? ""
@@ -162,11 +151,11 @@ public enum XMLSerializer {
             guard declaration.prefix != "xml", scope.uri(for: declaration.prefix) != declaredURI else { continue }
             if declaration.prefix != nil && declaredURI.isEmpty { continue }
             declare(declaration.prefix, declaredURI, &bytes)
-            bind(declaration.prefix, declaredURI)
+            saved.bind(declaration.prefix, declaredURI, in: &scope)
         }
         if scope.uri(for: prefix) != uri {
             declare(prefix, uri, &bytes)
-            bind(prefix, uri)
+            saved.bind(prefix, uri, in: &scope)
         }
         for position in element.headerRange where tree.node(position).kind == .attribute {
             let attribute = tree.node(position)
@@ -189,7 +178,7 @@ public enum XMLSerializer {
                         } while scope.prefixes[candidate] != nil
                     }
                     declare(candidate, namespace, &bytes)
-                    bind(candidate, namespace)
+                    saved.bind(candidate, namespace, in: &scope)
                     attributePrefix = candidate
                 }
             }
@@ -208,6 +197,7 @@ public enum XMLSerializer {
         }
         if element.isEmpty {
             append("/>", &bytes)
+            saved.unbind(in: &scope)
             return
         }
         bytes.append(UInt8(ascii: ">"))
@@ -222,6 +212,28 @@ public enum XMLSerializer {
         append("</", &bytes)
         qualifiedName(prefix, name.local, &bytes)
         bytes.append(UInt8(ascii: ">"))
+        saved.unbind(in: &scope)
+    }
+
+    /// The bindings an element's writing made in the scope, and what they replaced.
+    private struct SavedBindings {
+        var defaultNamespace: String?
+        var prefixes: [(prefix: String, previous: String?)] = []
+
+        mutating func bind(_ prefix: String?, _ uri: String, in scope: inout XMLNamespaceScope) {
+            if let prefix {
+                prefixes.append((prefix, scope.prefixes[prefix]))
+            } else if defaultNamespace == nil {
+                defaultNamespace = scope.defaultNamespace
+            }
+            scope.bind(prefix, to: uri)
+        }
+
+        /// Puts back what the bindings replaced, the last one first.
+        func unbind(in scope: inout XMLNamespaceScope) {
+            if let defaultNamespace { scope.defaultNamespace = defaultNamespace }
+            for saved in prefixes.reversed() { scope.prefixes[saved.prefix] = saved.previous }
+        }
     }
 
     /// Appends character data, escaped.
