@@ -182,6 +182,24 @@ struct XMLTreeStorageTests {
         }
     }
 
+    /// Values with nothing to escape, short (held inline by `String`) and long, come out as they
+    /// are: the ids and domains every request carries.
+    @Test func plainValuesOfEveryLength() {
+        var rng = SeededRandomNumberGenerator(seed: 6120)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_".utf8)
+        for length in 0...64 {
+            for _ in 0..<20 {
+                let value = String(
+                    decoding: (0..<length).map { _ in alphabet.randomElement(using: &rng)! },
+                    as: UTF8.self
+                )
+                var bytes: [UInt8] = []
+                XMLSerializer.appendAttributeValue(value, &bytes)
+                #expect(bytes == Array(value.utf8), "\(value)")
+            }
+        }
+    }
+
     @Test func namesLiveAsLongAsTheirTree() {
         weak var weakName: XMLNameBox?
         var element: XElement?

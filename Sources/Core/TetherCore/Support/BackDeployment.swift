@@ -1,18 +1,21 @@
 // Spans of standard-library storage that the platform floor (iOS 18, macOS 15, …) lacks:
 // `String.UTF8View.span`, `String(copying: UTF8Span)` and `Array.span` came with the 2025
 // systems. These helpers take the 2025 path where it exists (always on Linux, where availability
-// checks are true) and a back-deployable one before it. `.ci/check-availability.py` keeps the
+// checks are true) and a back-deployable one before it; `withUTF8Span` always takes the second
+// (see there). `.ci/check-availability.py` keeps the
 // package at its floor (Specs/platforms.md).
 
 extension String {
     /// Calls `body` with the string's UTF-8 bytes.
+    ///
+    /// A string's own storage where it has one; a short string's bytes, which it holds inline,
+    /// from a copy on the stack. (Not `utf8.span` of the temporary view: for inline strings, in
+    /// optimized builds, the span's bytes were found overwritten before `body` read them, which
+    /// turned `XMLSerializer.appendAttributeValue("localhost")` into garbage.)
     @inlinable
     package func withUTF8Span<Result, Failure: Error>(
         _ body: (Span<UInt8>) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-            return try body(utf8.span)
-        }
         var copy = self
         let outcome: Swift.Result<Result, Failure> = copy.withUTF8 { buffer in
             Swift.Result { () throws(Failure) -> Result in try body(unsafe buffer.span) }
