@@ -365,14 +365,13 @@ WIDE static size_t skip_escaped_string_wide(const uint8_t *s, size_t i, size_t e
 #undef KERNEL_MASKS_AT
 #undef KERNEL_OWN_ESCAPED_SKIP
 
-/// `unescape_walk_wide` without a step per escape, for processors with AVX-512 VBMI2: per 64-byte
-/// block, the backslashes that start escapes and the bytes they escape from the backslash mask,
-/// the closing quote as the first quote not escaped, the letters of the escapes replaced by what they stand for (masked
-/// moves), and the backslashes that start escapes dropped with one byte compress. The block's
-/// lanes up to the closing quote are stored at once. A block with a \u escape, whose value
-/// needs its digits, goes on with `unescape_walk_wide` from its start; so does nothing else. A
-/// block whose last lane starts an escape stops before it (the next block starts there), so
-/// that no escape runs across two blocks.
+/// `unescape_walk_wide` without a step per escape, for processors with AVX-512 VBMI2. Per 64-byte
+/// block: the backslashes that start escapes and the bytes they escape, from the backslash mask;
+/// the closing quote as the first quote not escaped; the escapes' letters replaced by what they
+/// stand for (masked moves) and the backslashes that start them dropped (one byte compress); the
+/// block's lanes up to the closing quote stored at once. From a block with a \u escape (whose
+/// value needs its digits) on, `unescape_walk_wide` takes over. A block whose last lane starts an
+/// escape stops before it (the next block starts there), so no escape spans two blocks.
 #define EVEN_LANES 0x5555555555555555u
 
 WIDE_VBMI2 static size_t unescape_compress_wide(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high) {
@@ -415,11 +414,8 @@ WIDE_VBMI2 static size_t unescape_compress_wide(const uint8_t *s, size_t i, size
         }
         i += step;
     }
-    if (i >= end) {
-        *has_high |= high;
-        return end;
-    }
     *has_high |= high;
+    if (i >= end) return end;
     *written = o;
     return unescape_walk_wide(s, i, end, out, written, has_high);
 }

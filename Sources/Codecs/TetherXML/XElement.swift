@@ -169,7 +169,7 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         namespaceDeclarations: [XMLNamespaceDeclaration] = [],
         children: [XNode] = []
     ) {
-        var builder = XMLTreeBuilder(small: ())
+        var builder = XMLTreeBuilder(nodes: 16, textBytes: 128, names: 8, depth: 8)
         builder.append(name, attributes: attributes, namespaceDeclarations: namespaceDeclarations, children: children)
         self = builder.finish()
     }
@@ -233,19 +233,17 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 
     /// A builder with the parser's buffers (sized for stanzas, reused from one to the next).
     init() {
-        nodes = PlainBuffer(capacity: 64)
-        text = PlainBuffer(capacity: 1024)
-        unsafe names = PlainBuffer(capacity: 16)
-        open = PlainBuffer(capacity: 16)
+        self.init(nodes: 64, textBytes: 1024, names: 16, depth: 16)
     }
 
-    /// A builder for one small tree made in code (a request, an answer): buffers that the
-    /// allocator's per-thread caches serve, grown as needed.
-    init(small: Void) {
-        nodes = PlainBuffer(capacity: 16)
-        text = PlainBuffer(capacity: 128)
-        unsafe names = PlainBuffer(capacity: 8)
-        open = PlainBuffer(capacity: 8)
+    /// A builder whose buffers start with room for this much (each grows as needed). A tree
+    /// made in code (a request, an answer) starts small, in buffers the allocator's per-thread
+    /// caches serve.
+    init(nodes: Int, textBytes: Int, names: Int, depth: Int) {
+        self.nodes = PlainBuffer(capacity: nodes)
+        text = PlainBuffer(capacity: textBytes)
+        unsafe self.names = PlainBuffer(capacity: names)
+        open = PlainBuffer(capacity: depth)
     }
 
     var depth: Int { open.count }

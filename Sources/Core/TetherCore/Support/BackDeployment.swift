@@ -10,8 +10,8 @@ extension String {
     ///
     /// A string's own storage where it has one; a short string's bytes, which it holds inline,
     /// from a copy on the stack. (Not `utf8.span` of the temporary view: for inline strings, in
-    /// optimized builds, the span's bytes were found overwritten before `body` read them, which
-    /// turned `XMLSerializer.appendAttributeValue("localhost")` into garbage.)
+    /// optimized builds, `body` read garbage through that span once `XMLSerializer`'s escaping
+    /// loaded it word by word; `appendAttributeValue("localhost")` wrote garbage.)
     @inlinable
     package func withUTF8Span<Result, Failure: Error>(
         _ body: (Span<UInt8>) throws(Failure) -> Result
