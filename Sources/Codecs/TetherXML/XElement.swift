@@ -214,8 +214,9 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 /// Builds element trees into reusable buffers: the stream parser keeps one and copies each
 /// finished stanza out into an exactly sized `XMLTreeStorage`.
 ///
-/// Names go into the tree's name table first (`addName`); elements, attributes and namespace
-/// declarations then refer to them by index. After an element's attributes and declarations,
+/// Names go into the tree's name table first (`addName`), or, for the stream parser's trees, into
+/// the parser's shared table (`XMLNameTable`); elements, attributes and namespace declarations
+/// then refer to them by index. After an element's attributes and declarations,
 /// `endHeader(of:)` marks where its children start.
 @safe struct XMLTreeBuilder: ~Copyable {
     var nodes: PlainBuffer<XMLTree.Node>
@@ -227,9 +228,6 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
     var open: PlainBuffer<Int>
     /// The text node that character data continues (Expat delivers text in pieces), if any.
     var currentText: Int?
-    /// Identifies the tree being built (incremented by `finish()` and `reset()`), so that a name
-    /// cache can tell whether a name is already in this tree's table.
-    private(set) var generation: UInt64 = 1
 
     /// A builder with the parser's buffers (sized for stanzas, reused from one to the next).
     init() {
@@ -346,7 +344,22 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         nodes.removeAll()
         text.removeAll()
         unsafe names.removeAll()  // Now owned by the storage.
-        generation += 1
+        return XElement(tree: XMLTree(storage: storage), index: 0)
+    }
+
+    /// The finished tree (root at node 0), its names the first `nameCount` of `table` (the
+    /// stream parser's shared names; the builder's own table must be empty), copied out into one
+    /// exactly sized storage; the builder is emptied and keeps its capacity.
+    mutating func finish(sharing table: XMLNameTable, nameCount: Int) -> XElement {
+        precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
+        unsafe precondition(names.isEmpty, "a tree with names of its own and shared names")
+        let storage = unsafe nodes.withUnsafeBufferPointer { nodes in
+            unsafe text.withUnsafeBufferPointer { text in
+                unsafe XMLTreeStorage.make(nodes: nodes, sharing: table, nameCount: nameCount, text: text)
+            }
+        }
+        nodes.removeAll()
+        text.removeAll()
         return XElement(tree: XMLTree(storage: storage), index: 0)
     }
 
@@ -357,7 +370,6 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         text.removeAll()
         releaseNames()
         open.removeAll()
-        generation += 1
     }
 
     mutating func append(

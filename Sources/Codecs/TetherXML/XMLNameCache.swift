@@ -1,15 +1,17 @@
 /// The stream parser's cache of names: from the bytes Expat reports for a name (its namespace
-/// triplet `uri␟local␟prefix`, or a namespace declaration's prefix and URI) to the `XMLName`
-/// built from them, and from each cached name to its index in the name table of the tree being
-/// built. A recurring name therefore costs one hash and one byte comparison, and each distinct
-/// name is stored once per tree (the tree's nodes hold 4-byte indices, never strings).
+/// triplet `uri␟local␟prefix`, or a namespace declaration's prefix and URI) to the index of the
+/// `XMLName` built from them in the parser's shared name table (`XMLNameTable`), which the trees'
+/// nodes hold. A recurring name therefore costs one hash and one byte comparison, and a tree
+/// costs one counted reference to the table however many names it uses.
 ///
 /// Open addressing with linear probing over a power-of-two table. The table starts small (32
-/// slots, about 2.5 KiB, so that an idle connection's parser stays small) and doubles when half of
+/// slots, about 1.3 KiB, so that an idle connection's parser stays small) and doubles when half of
 /// it is in use, up to `capacity`; at that size it is emptied instead, so a peer that sends ever new
 /// names costs bounded memory (`capacity` entries of at most `maximumKeyLength` bytes each; longer
-/// names are not cached) and an occasional rebuild. The hash is seeded per cache so that colliding
-/// names cannot be prepared in advance.
+/// names are not cached) and an occasional rebuild. The shared name table is only replaced
+/// between trees (`startTree`): until then, names met again after the cache was emptied are
+/// appended to it again. The hash is seeded per cache so that colliding names cannot be prepared
+/// in advance.
 ///
 /// The slots and key bytes are fixed-size memory that the cache allocates once and owns alone
 /// (hence `~Copyable`); lookups reach them without bounds or exclusivity checks at run time
@@ -23,10 +25,7 @@
         var last: UInt64 = 0
         var keyStart: Int32 = 0
         var keyLength: Int32 = 0
-        /// The tree (`XMLTreeBuilder.generation`) in which `treeIndex` is valid.
-        var generation: UInt64 = 0
-        var treeIndex: UInt32 = 0
-        /// The index of the cached name in `names`.
+        /// The index of the cached name in `table`.
         var name: UInt32 = 0
     }
 
@@ -35,7 +34,11 @@
 
     private var slots: UnsafeMutableBufferPointer<Slot>
     private var keys: UnsafeMutableRawBufferPointer
-    private var names: [XMLNameBox] = []
+    /// The names the slots index (and the names of keys too long to cache), shared with the
+    /// trees made since the table was started.
+    private(set) var table: XMLNameTable
+    /// Slots in use.
+    private var entries = 0
     /// Bytes of the key arena in use.
     private var keyBytes = 0
     private var mask: Int
@@ -58,6 +61,7 @@
         unsafe keys = .allocate(byteCount: max(initial * 32, Self.maximumKeyLength), alignment: 8)
         mask = initial - 1
         seed = UInt64.random(in: 1...UInt64.max)
+        table = XMLNameTable.make(capacity: initial / 2)
     }
 
     /// The number of slots now.
@@ -93,23 +97,18 @@
         unsafe keys.deallocate()
     }
 
-    /// The index in `builder`'s name table of the name whose key is the `count` bytes at `key`,
-    /// made by `make` and added to the table if this tree has not used it yet.
-    mutating func treeIndex(
+    /// The index in `table` of the name whose key is the `count` bytes at `key`, made by `make`
+    /// and added to the table if it is not cached.
+    mutating func index(
         of key: UnsafeRawPointer,
         count: Int,
-        in builder: inout XMLTreeBuilder,
         make: (UnsafeRawBufferPointer) -> XMLName
     ) -> UInt32 {
         guard count > 0, count <= Self.maximumKeyLength else {
-            return unsafe builder.addName(make(UnsafeRawBufferPointer(start: key, count: count)))
+            return unsafe append(make(UnsafeRawBufferPointer(start: key, count: count)))
         }
         let slot = unsafe find(key, count, make)
-        if unsafe slots[slot].generation != builder.generation {
-            unsafe slots[slot].generation = builder.generation
-            unsafe slots[slot].treeIndex = builder.addName(names[Int(slots[slot].name)])
-        }
-        return unsafe slots[slot].treeIndex
+        return unsafe slots[slot].name
     }
 
     /// The name whose key is the `count` bytes at `key`.
@@ -122,7 +121,30 @@
             return unsafe make(UnsafeRawBufferPointer(start: key, count: count))
         }
         let slot = unsafe find(key, count, make)
-        return unsafe names[Int(slots[slot].name)].name
+        return unsafe table.box(Int(slots[slot].name)).name
+    }
+
+    /// Called before a tree's first name: starts a new shared table (and empties the cache,
+    /// whose slots index the old one) once the table holds more names than the cache can
+    /// (names met again after the cache was emptied, or too long to cache). The trees made so far
+    /// keep the old table.
+    mutating func startTree() {
+        guard table.count > maximumSize / 2 else { return }
+        table = XMLNameTable.make(capacity: (mask + 1) / 2)
+        empty()
+    }
+
+    /// Appends a name to the shared table (continuing in a larger copy when it is full).
+    private mutating func append(_ name: XMLName) -> UInt32 {
+        if table.isFull { table = XMLNameTable.make(capacity: 2 * table.count, copying: table) }
+        return table.append(XMLNameBox(name))
+    }
+
+    /// Empties the slots and the key arena (the shared table keeps its names).
+    private mutating func empty() {
+        unsafe slots.update(repeating: Slot())
+        entries = 0
+        keyBytes = 0
     }
 
     /// The slot of the key (1...maximumKeyLength bytes), inserted (with a name from `make`) if
@@ -146,34 +168,31 @@
             }
             slot = (slot + 1) & mask
         }
-        while unsafe names.count >= (mask + 1) / 2 || keyBytes + count > keys.count {
+        while unsafe entries >= (mask + 1) / 2 || keyBytes + count > keys.count {
             if mask + 1 < maximumSize {
                 grow()
             } else {
-                // Full: start again (names already in trees stay there).
-                unsafe slots.update(repeating: Slot())
-                names.removeAll(keepingCapacity: true)
-                keyBytes = 0
+                // Full: start again (the names stay in the shared table until `startTree`).
+                empty()
             }
             slot = Int(truncatingIfNeeded: hash >> 32) & mask
             while unsafe slots[slot].hash != 0 { slot = (slot + 1) & mask }
         }
         let bytes = unsafe UnsafeRawBufferPointer(start: key, count: count)
+        let name = unsafe append(make(bytes))
         unsafe slots[slot] = Slot(
             hash: hash,
             first: first,
             last: last,
             keyStart: Int32(keyBytes),
             keyLength: Int32(count),
-            generation: 0,
-            treeIndex: 0,
-            name: UInt32(names.count)
+            name: name
         )
+        entries += 1
         unsafe UnsafeMutableRawBufferPointer(rebasing: keys[keyBytes..<(keyBytes + count)]).copyMemory(
             from: bytes
         )
         keyBytes += count
-        names.append(XMLNameBox(unsafe make(bytes)))
         return slot
     }
 

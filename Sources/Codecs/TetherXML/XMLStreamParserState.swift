@@ -201,6 +201,8 @@ import TetherCore
         if depth == 1 {
             elementCount = 0
             elementStart = Int(unsafe XML_GetCurrentByteIndex(parser))
+            // (When the element declares namespaces, `startNamespace` started the tree.)
+            if declared == 0 { names.startTree() }
         }
         elementCount += 1
         guard depth <= limits.maximumDepth else {
@@ -209,7 +211,7 @@ import TetherCore
         guard elementCount <= limits.maximumElements else {
             return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
         }
-        let name = unsafe names.treeIndex(of: rawName, count: strlen(rawName), in: &builder, make: Self.name)
+        let name = unsafe names.index(of: rawName, count: strlen(rawName), make: Self.name)
         let element = builder.startElement(name)
         if !declarations.isEmpty {
             for declaration in declarations { builder.namespaceDeclaration(declaration) }
@@ -219,12 +221,7 @@ import TetherCore
             var index = 0
             while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
                 guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes() }
-                let name = unsafe names.treeIndex(
-                    of: attributeName,
-                    count: strlen(attributeName),
-                    in: &builder,
-                    make: Self.name
-                )
+                let name = unsafe names.index(of: attributeName, count: strlen(attributeName), make: Self.name)
                 unsafe builder.attribute(name, bytes: UnsafeRawPointer(value), count: strlen(value))
                 index += 2
             }
@@ -273,7 +270,7 @@ import TetherCore
         builder.endElement()
         if depth == 1 {
             guard !elementTooLarge() else { return tooLarge() }
-            event = .element(builder.finish())
+            event = .element(builder.finish(sharing: names.table, nameCount: names.table.count))
             stopAfterEvent()
         }
     }
@@ -305,6 +302,8 @@ import TetherCore
             return
         }
         guard declarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
+        // A top-level element's tree starts with its first declaration's name.
+        if depth == 1 && declarations.isEmpty { names.startTree() }
         // The key: 0x1E (never in a name, so no element or attribute name collides), the prefix,
         // 0x1F, the URI.
         declarationKey.removeAll(keepingCapacity: true)
@@ -320,7 +319,7 @@ import TetherCore
         }
         let key = declarationKey
         let index = unsafe key.withUnsafeBytes { key in
-            unsafe names.treeIndex(of: key.baseAddress!, count: key.count, in: &builder, make: Self.declarationName)
+            unsafe names.index(of: key.baseAddress!, count: key.count, make: Self.declarationName)
         }
         declarations.append(index)
     }

@@ -62,16 +62,86 @@ final class XMLNameBox: Sendable {
     }
 }
 
+/// The names of the trees one stream parser builds, shared by those trees: a tree's nodes index
+/// the table (each tree holds one reference to it) instead of each tree holding a counted
+/// reference to every name it uses. Append-only: an index, once given, names the same box for the
+/// table's whole life. The parser's name cache appends (on the parser's thread); when the table
+/// is full, the cache continues in a larger copy (same indices) and, at the start of a tree, in
+/// a new empty table once it has grown past its limit. Trees keep the tables they index.
+///
+/// Trees on other threads read entries below the count their tree was made with, while the
+/// parser may append above it: disjoint memory, and the header's count is read only by the
+/// parser (a tree checks indices against its own count).
+@safe final class XMLNameTable: ManagedBuffer<XMLNameTable.Header, XMLNameBox> {
+    struct Header {
+        var count: Int
+        let capacity: Int
+    }
+
+    /// An empty table with room for `capacity` names, or a copy of `previous` with that room.
+    static func make(capacity: Int, copying previous: XMLNameTable? = nil) -> XMLNameTable {
+        let count = previous?.count ?? 0
+        precondition(capacity >= count, "a name table smaller than its contents")
+        let buffer = Self.create(minimumCapacity: capacity) { _ in Header(count: count, capacity: capacity) }
+        let table = unsafe unsafeDowncast(buffer, to: XMLNameTable.self)
+        if let previous, count > 0 {
+            unsafe table.withUnsafeMutablePointerToElements { target in
+                unsafe previous.withUnsafeMutablePointerToElements { source in
+                    unsafe target.initialize(from: source, count: count)
+                }
+            }
+        }
+        return table
+    }
+
+    /// The number of names (the parser's thread only).
+    var count: Int { header.count }
+
+    /// Whether another name fits.
+    var isFull: Bool { header.count == header.capacity }
+
+    /// Appends a name (the parser's thread only; not when `isFull`) and returns its index.
+    func append(_ box: XMLNameBox) -> UInt32 {
+        unsafe withUnsafeMutablePointers { header, elements in
+            let index = unsafe header.pointee.count
+            unsafe precondition(index < header.pointee.capacity, "name table full")
+            unsafe (elements + index).initialize(to: box)
+            unsafe header.pointee.count = index + 1
+            return UInt32(index)
+        }
+    }
+
+    /// The name at `index`, which the caller has checked against its own count of this table.
+    @inline(__always)
+    func box(_ index: Int) -> XMLNameBox {
+        unsafe withUnsafeMutablePointerToElements { unsafe $0[index] }
+    }
+
+    deinit {
+        _ = unsafe withUnsafeMutablePointers { header, elements in
+            unsafe elements.deinitialize(count: header.pointee.count)
+        }
+    }
+}
+
 /// The counts in the header of an `XMLTreeStorage`.
-struct XMLTreeCounts {
+@safe struct XMLTreeCounts {
     var nodes: Int
+    /// The names the nodes may index (in the tail, or the first this many of `sharedNames`).
     var names: Int
     var textBytes: Int
+    /// The stream parser's table the names are in (retained by the tree), or nil when the tree
+    /// holds its own names in the tail.
+    var sharedNames: Unmanaged<XMLNameTable>?
+
+    /// The names held in the tail.
+    var ownNames: Int { unsafe sharedNames == nil ? names : 0 }
 }
 
 /// One element tree in one allocation: the counts in the header; in the tail, the nodes, then
-/// the name references (each owned: retained on creation, released in `deinit`), then the text
-/// bytes. Immutable once created; every access is checked against the counts.
+/// the name references (each owned: retained on creation, released in `deinit`; none when the
+/// tree indexes a parser's shared table instead), then the text bytes. Immutable once created;
+/// every access is checked against the counts.
 @safe final class XMLTreeStorage: ManagedBuffer<XMLTreeCounts, XMLTree.Node> {
     /// A tree holding copies of the nodes and text and the (already retained) name references,
     /// whose ownership passes to the tree.
@@ -80,12 +150,44 @@ struct XMLTreeCounts {
         names: UnsafeBufferPointer<Unmanaged<XMLNameBox>>,
         text: UnsafeBufferPointer<UInt8>
     ) -> XMLTreeStorage {
+        unsafe make(nodes: nodes, names: names, nameCount: names.count, shared: nil, text: text)
+    }
+
+    /// A tree holding copies of the nodes and text whose names are the first `nameCount` of
+    /// `table` (which the tree retains).
+    static func make(
+        nodes: UnsafeBufferPointer<XMLTree.Node>,
+        sharing table: XMLNameTable,
+        nameCount: Int,
+        text: UnsafeBufferPointer<UInt8>
+    ) -> XMLTreeStorage {
+        unsafe make(
+            nodes: nodes,
+            names: UnsafeBufferPointer(start: nil, count: 0),
+            nameCount: nameCount,
+            shared: Unmanaged.passRetained(table),
+            text: text
+        )
+    }
+
+    private static func make(
+        nodes: UnsafeBufferPointer<XMLTree.Node>,
+        names: UnsafeBufferPointer<Unmanaged<XMLNameBox>>,
+        nameCount: Int,
+        shared: Unmanaged<XMLNameTable>?,
+        text: UnsafeBufferPointer<UInt8>
+    ) -> XMLTreeStorage {
         let nodeStride = MemoryLayout<XMLTree.Node>.stride
         let nameStride = unsafe MemoryLayout<Unmanaged<XMLNameBox>>.stride
         // Room for the nodes, alignment padding, the names and the text, in node-sized units.
         let bytes = nodes.count * nodeStride + nameStride + names.count * nameStride + text.count
         let units = (bytes + nodeStride - 1) / nodeStride
-        let counts = XMLTreeCounts(nodes: nodes.count, names: names.count, textBytes: text.count)
+        let counts = unsafe XMLTreeCounts(
+            nodes: nodes.count,
+            names: nameCount,
+            textBytes: text.count,
+            sharedNames: shared
+        )
         let buffer = Self.create(minimumCapacity: units) { _ in counts }
         let storage = unsafe unsafeDowncast(buffer, to: XMLTreeStorage.self)
         unsafe storage.withUnsafeMutablePointerToElements { elements in
@@ -102,6 +204,10 @@ struct XMLTreeCounts {
 
     deinit {
         unsafe withUnsafeMutablePointers { counts, elements in
+            if let shared = unsafe counts.pointee.sharedNames {
+                unsafe shared.release()
+                return
+            }
             let names = unsafe Self.names(elements, counts.pointee.nodes)
             for index in unsafe 0..<counts.pointee.names { unsafe names[index].release() }
         }
@@ -126,6 +232,9 @@ struct XMLTreeCounts {
     func name(_ index: Int) -> XMLNameBox {
         unsafe withUnsafeMutablePointers { counts, elements in
             unsafe precondition(index >= 0 && index < counts.pointee.names, "name index out of range")
+            if let shared = unsafe counts.pointee.sharedNames {
+                return unsafe shared._withUnsafeGuaranteedRef { $0.box(index) }
+            }
             return unsafe Self.names(elements, counts.pointee.nodes)[index].takeUnretainedValue()
         }
     }
@@ -137,7 +246,7 @@ struct XMLTreeCounts {
                 "text out of range"
             )
             let names = unsafe Self.names(elements, counts.pointee.nodes)
-            let text = unsafe UnsafeRawPointer(names + counts.pointee.names).assumingMemoryBound(to: UInt8.self)
+            let text = unsafe UnsafeRawPointer(names + counts.pointee.ownNames).assumingMemoryBound(to: UInt8.self)
             let buffer = unsafe UnsafeBufferPointer(start: text + range.lowerBound, count: range.count)
             return try body(unsafe buffer.span)
         }
