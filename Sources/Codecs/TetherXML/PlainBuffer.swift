@@ -63,9 +63,9 @@
 }
 
 extension PlainBuffer where Element == UInt8 {
-    /// Appends `count` bytes from `source`. Short runs (names, attribute values, text pieces
-    /// between entities) are copied with two overlapping loads and stores instead of a call to
-    /// `memcpy`.
+    /// Appends `count` bytes from `source`. Runs of up to 32 bytes (names, attribute values,
+    /// text pieces between entities) are copied with two overlapping loads and stores instead of
+    /// a call to `memcpy`.
     @inline(__always)
     mutating func append(bytes source: UnsafeRawPointer, count length: Int) {
         if count + length > capacity { grow(to: count + length) }
@@ -92,7 +92,12 @@ extension PlainBuffer where Element == UInt8 {
                 toByteOffset: length - 1,
                 as: UInt8.self
             )
-        } else if length > 16 {
+        } else if length > 16 && length <= 32 {
+            let head = unsafe source.loadUnaligned(as: SIMD16<UInt8>.self)
+            let tail = unsafe source.loadUnaligned(fromByteOffset: length - 16, as: SIMD16<UInt8>.self)
+            unsafe target.storeBytes(of: head, as: SIMD16<UInt8>.self)
+            unsafe target.storeBytes(of: tail, toByteOffset: length - 16, as: SIMD16<UInt8>.self)
+        } else if length > 32 {
             unsafe target.copyMemory(from: source, byteCount: length)
         }
         count += length

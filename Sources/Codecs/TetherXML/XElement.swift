@@ -268,7 +268,7 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 
     /// Starts an element named by the name-table entry `name` and returns its node index; add
     /// its attributes and namespace declarations next, then call `endHeader(of:)`.
-    @discardableResult
+    @discardableResult @inline(__always)
     mutating func startElement(_ name: UInt32) -> Int {
         currentText = nil
         let index = nodes.count
@@ -324,6 +324,7 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         nodes.append(XMLTree.Node(kind: .text, name: 0, start: start, end: Int32(text.count)))
     }
 
+    @inline(__always)
     mutating func endElement() {
         currentText = nil
         let element = open.removeLast()

@@ -166,7 +166,7 @@
             {
                 return slot
             }
-            slot = (slot + 1) & mask
+            slot = (slot &+ 1) & mask
         }
         while unsafe entries >= (mask + 1) / 2 || keyBytes + count > keys.count {
             if mask + 1 < maximumSize {
@@ -199,6 +199,7 @@
     /// The first and last eight bytes of a key of at least one byte (overlapping when shorter
     /// than 16). Under eight bytes: the first four and last four, or the first, middle and last
     /// byte. Together with the length they determine keys of up to 16 bytes completely.
+    @inline(__always)
     static func edges(_ key: UnsafeRawPointer, _ count: Int) -> (UInt64, UInt64) {
         if count >= 8 {
             return unsafe (
@@ -221,16 +222,17 @@
     /// Whether two keys of `count` (> 16) bytes whose edges are equal are equal in between.
     static func middleEquals(_ lhs: UnsafeRawPointer, _ rhs: UnsafeRawPointer, _ count: Int) -> Bool {
         var offset = 8
-        while offset < count - 8 {
+        while offset &+ 8 < count {
             let left = unsafe lhs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             let right = unsafe rhs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             if left != right { return false }
-            offset += 8
+            offset &+= 8
         }
         return true
     }
 
     /// A 64-bit hash of the key, never 0: its edges, and its middle words for keys over 16 bytes.
+    @inline(__always)
     private static func hash(
         _ key: UnsafeRawPointer,
         _ count: Int,
@@ -242,11 +244,11 @@
         hash = (hash ^ first) &* 0x9E37_79B9_7F4A_7C15
         hash ^= hash >> 29
         var offset = 8
-        while offset < count - 8 {
+        while offset &+ 8 < count {
             let word = unsafe key.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
             hash ^= hash >> 29
-            offset += 8
+            offset &+= 8
         }
         hash = (hash ^ last) &* 0xD6E8_FEB8_6659_FD93
         hash ^= hash >> 32

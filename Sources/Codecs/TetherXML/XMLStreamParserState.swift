@@ -9,13 +9,13 @@ import TetherCore
     var builder = XMLTreeBuilder()
     var names: XMLNameCache
     /// Namespace declarations reported for the element about to start (name-table indices).
-    var declarations: [UInt32] = []
+    var declarations = PlainBuffer<UInt32>(capacity: 8)
     /// Namespace declarations reported for the stream header.
     var headerDeclarations: [XMLNamespaceDeclaration] = []
     /// The open stream's root name and declarations (to replay after releasing the buffers).
     var openHeader: (name: XMLName, declarations: [XMLNamespaceDeclaration])?
     /// Scratch space for the cache key of a namespace declaration.
-    var declarationKey: [UInt8] = []
+    var declarationKey = PlainBuffer<UInt8>(capacity: 64)
 
     /// Open elements, the stream root included.
     var depth = 0
@@ -78,7 +78,7 @@ import TetherCore
 
     mutating func reset() {
         builder.reset()
-        declarations.removeAll(keepingCapacity: true)
+        declarations.removeAll()
         headerDeclarations.removeAll(keepingCapacity: true)
         openHeader = nil
         depth = 0
@@ -214,8 +214,8 @@ import TetherCore
         let name = unsafe names.index(of: rawName, count: strlen(rawName), make: Self.name)
         let element = builder.startElement(name)
         if !declarations.isEmpty {
-            for declaration in declarations { builder.namespaceDeclaration(declaration) }
-            declarations.removeAll(keepingCapacity: true)
+            for index in 0..<declarations.count { builder.namespaceDeclaration(declarations[index]) }
+            declarations.removeAll()
         }
         if let rawAttributes = unsafe rawAttributes {
             var index = 0
@@ -306,19 +306,12 @@ import TetherCore
         if depth == 1 && declarations.isEmpty { names.startTree() }
         // The key: 0x1E (never in a name, so no element or attribute name collides), the prefix,
         // 0x1F, the URI.
-        declarationKey.removeAll(keepingCapacity: true)
+        declarationKey.removeAll()
         declarationKey.append(0x1E)
-        if let prefix = unsafe prefix {
-            unsafe declarationKey.append(
-                contentsOf: UnsafeRawBufferPointer(start: prefix, count: strlen(prefix))
-            )
-        }
+        if let prefix = unsafe prefix { unsafe declarationKey.append(bytes: prefix, count: strlen(prefix)) }
         declarationKey.append(0x1F)
-        if let uri = unsafe uri {
-            unsafe declarationKey.append(contentsOf: UnsafeRawBufferPointer(start: uri, count: strlen(uri)))
-        }
-        let key = declarationKey
-        let index = unsafe key.withUnsafeBytes { key in
+        if let uri = unsafe uri { unsafe declarationKey.append(bytes: uri, count: strlen(uri)) }
+        let index = unsafe declarationKey.withUnsafeBufferPointer { key in
             unsafe names.index(of: key.baseAddress!, count: key.count, make: Self.declarationName)
         }
         declarations.append(index)

@@ -95,10 +95,12 @@ final class XMLNameBox: Sendable {
     }
 
     /// The number of names (the parser's thread only).
-    var count: Int { header.count }
+    var count: Int { unsafe withUnsafeMutablePointerToHeader { unsafe $0.pointee.count } }
 
     /// Whether another name fits.
-    var isFull: Bool { header.count == header.capacity }
+    var isFull: Bool {
+        unsafe withUnsafeMutablePointerToHeader { unsafe $0.pointee.count == $0.pointee.capacity }
+    }
 
     /// Appends a name (the parser's thread only; not when `isFull`) and returns its index.
     func append(_ box: XMLNameBox) -> UInt32 {
