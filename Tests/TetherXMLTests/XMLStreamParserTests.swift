@@ -467,3 +467,45 @@ struct FuzzFoundXMLTests {
         }
     }
 }
+
+/// The stream's end: an empty root reports both its opening and its end, and nothing after the
+/// closing tag is parsed (the peer ends the connection next), however the bytes were cut.
+struct StreamEndTests {
+    static let open = RestrictedXMLTests.open
+
+    @Test func anEmptyRootOpensAndCloses() throws {
+        let result = parseAllWays(
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='\(streamsNamespace)'/>"
+        )
+        #expect(result.error == nil)
+        try #require(result.events.count == 2)
+        guard case .streamOpen(let header) = result.events[0] else {
+            Issue.record("the first event is not the stream's opening: \(result.events[0])")
+            return
+        }
+        #expect(header.name == XMLName("stream", namespace: streamsNamespace, prefix: "stream"))
+        #expect(result.events[1] == .streamClose)
+    }
+
+    @Test(arguments: [Array("q".utf8), Array("q.".utf8) + [0xC7], Array("<message/>".utf8), [0xFF, 0x00], []])
+    func bytesAfterTheClosingTagAreNotParsed(tail: [UInt8]) {
+        let bytes = Array((Self.open + "<message><body>hi</body></message></stream:stream>").utf8) + tail
+        let whole = parse(bytes)
+        #expect(whole.error == nil)
+        #expect(whole.events.count == 3)
+        #expect(whole.events.last == .streamClose)
+        for cut in 1..<bytes.count {
+            let split = parse(bytes, chunks: [cut, bytes.count])
+            #expect(split.events == whole.events, "cut at \(cut)")
+            #expect(split.error == nil, "cut at \(cut)")
+        }
+        var parser = XMLStreamParser()
+        parser.append(bytes)
+        while (try? parser.next()) ?? nil != nil {}
+        parser.append(Array(repeating: UInt8(ascii: "x"), count: 100_000))
+        let pending = parser.hasPendingBytes
+        #expect(!pending)
+        let next = try? parser.next()
+        #expect(next == nil)
+    }
+}

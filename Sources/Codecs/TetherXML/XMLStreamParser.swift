@@ -8,7 +8,9 @@ import CExpat
 /// parser stops after each event (Expat's suspend/resume), so that a stream restart can happen at
 /// the exact byte where an element ended: `restart()` resets Expat (never from inside a callback)
 /// and returns the bytes that followed, which belong to the next stream (after SASL `<success/>`)
-/// or to TLS (after `<proceed/>`).
+/// or to TLS (after `<proceed/>`). After the stream's end (`.streamClose`, which follows the
+/// `.streamOpen` of an empty root too) nothing more is parsed or kept: the peer closes the
+/// connection next (RFC 6120 §4.4).
 ///
 /// Everything RFC 6120 §11 restricts is an error: comments, processing instructions, DTDs,
 /// entity declarations and references to undeclared entities (`restricted-xml`); anything not
@@ -180,7 +182,7 @@ import CExpat
     public mutating func append(_ bytes: Span<UInt8>) {
         guard !bytes.isEmpty else { return }
         let state = unsafe active().state
-        guard unsafe state.pointee.failure == nil else { return }
+        guard unsafe state.pointee.failure == nil, unsafe !state.pointee.ended else { return }
         unsafe state.pointee.pending.append(copying: bytes)
     }
 
@@ -209,8 +211,14 @@ import CExpat
             if let failure = unsafe state.pointee.failure { throw failure }
             if let event = unsafe state.pointee.event {
                 unsafe state.pointee.event = nil
+                if unsafe state.pointee.closesAfterEvent {
+                    unsafe state.pointee.closesAfterEvent = false
+                    unsafe state.pointee.event = .streamClose
+                }
                 return event
             }
+            // Nothing after the stream's closing tag is parsed.
+            if unsafe state.pointee.ended { return nil }
             let status: XML_Status
             if unsafe state.pointee.suspended {
                 status = unsafe XML_ResumeParser(parser)

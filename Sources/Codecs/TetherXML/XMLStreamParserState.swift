@@ -22,6 +22,12 @@ import TetherCore
     /// Elements in the current top-level element.
     var elementCount = 0
     var event: XMLStreamEvent?
+    /// The stream's root ended in the token that opened it (`<stream/>`): `.streamClose` follows
+    /// the `.streamOpen` still in `event`.
+    var closesAfterEvent = false
+    /// The stream's closing tag was read: nothing after it is parsed (the peer ends the
+    /// connection next; bytes it sends first are dropped, not buffered).
+    var ended = false
     var failure: XMLStreamError?
     var suspended = false
 
@@ -45,13 +51,13 @@ import TetherCore
     }
 
     var hasPendingBytes: Bool {
-        !pending.isEmpty || suspended || totalFed > lastBoundary
+        !ended && (!pending.isEmpty || suspended || totalFed > lastBoundary)
     }
 
     /// Whether there are bytes to feed Expat: the stream's first two bytes go in together, so
     /// that `takePending` judges its opening the same however the reads were cut.
     var canFeed: Bool {
-        totalFed > 0 ? !pending.isEmpty : pending.count >= 2
+        !ended && (totalFed > 0 ? !pending.isEmpty : pending.count >= 2)
     }
 
     /// Inside the stream, between top-level elements, with nothing buffered or waiting.
@@ -84,6 +90,8 @@ import TetherCore
         depth = 0
         elementCount = 0
         event = nil
+        closesAfterEvent = false
+        ended = false
         failure = nil
         suspended = false
         pending.removeAll(keepingCapacity: true)
@@ -263,7 +271,11 @@ import TetherCore
         guard failure == nil else { return }
         depth -= 1
         if depth == 0 {
-            event = .streamClose
+            ended = true
+            pending.removeAll()
+            // An empty root (`<stream/>`) ends in the token that opened it, whose event is
+            // still waiting.
+            if event == nil { event = .streamClose } else { closesAfterEvent = true }
             stopAfterEvent()
             return
         }

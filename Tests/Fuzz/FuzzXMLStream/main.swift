@@ -1,7 +1,11 @@
 // libFuzzer target: the XML stream parser (small limits, so that they are hit; a stream
 // restart after `<success/>` as after SASL) and the XMPP views over what it yields. The first
 // byte picks the split. Invariants: any split of the stream gives the same events and the same
-// error condition as the whole stream (where a limit is broken as well as the syntax, either); every element serializes and its views never crash.
+// error condition as the whole stream (where a limit is broken as well as the syntax, either);
+// every element serializes to text that parses back to an equal element; the same element built
+// again in code from its names and strings is equal and serializes to the same text (so the
+// optimized build's string and serializer paths are checked too, which the debug-built unit
+// tests cannot be); its views never crash.
 import FuzzSupport
 import TetherCore
 import TetherXML
@@ -38,7 +42,7 @@ func run(_ pieces: [ArraySlice<UInt8>]) -> Outcome {
             guard let event else { break }
             outcome.events.append(event)
             if case .element(let element) = event {
-                _ = XMLSerializer.string(element)
+                checkRoundTrip(element)
                 _ = StreamFeatures(element)?.mechanisms
                 _ = StreamError(element)?.condition
                 _ = Stanza(element)?.from
@@ -52,6 +56,44 @@ func run(_ pieces: [ArraySlice<UInt8>]) -> Outcome {
         }
     }
     return outcome
+}
+
+/// The element built again through the public initializer, from its names, attribute values and
+/// text as `String`s, children included.
+func rebuilt(_ element: XElement) -> XElement {
+    XElement(
+        element.name,
+        attributes: element.attributes,
+        namespaceDeclarations: element.namespaceDeclarations,
+        children: element.childNodes.map { child in
+            switch child {
+            case .element(let child): .element(rebuilt(child))
+            case .text(let text): .text(text)
+            }
+        }
+    )
+}
+
+/// A stream header with no default namespace: the scope `XMLSerializer.string` writes for.
+let streamOpen = Array("<stream:stream xmlns:stream='http://etherx.jabber.org/streams'>".utf8)
+
+func checkRoundTrip(_ element: XElement) {
+    let text = XMLSerializer.string(element)
+    var parser = XMLStreamParser()
+    parser.append(streamOpen + Array(text.utf8))
+    var reparsed: XElement?
+    do {
+        while let event = try parser.next() {
+            if case .element(let element) = event { reparsed = element }
+        }
+    } catch {
+        require(false, "the serialization of an element does not parse (\(error)): \(text)")
+    }
+    require(reparsed == element, "the serialization of an element parses to another element: \(text)")
+    let again = rebuilt(element)
+    require(again == element, "an element built again from its strings differs: \(text)")
+    let againText = XMLSerializer.string(again)
+    require(againText == text, "an element built again serializes differently: \(againText) against \(text)")
 }
 
 @c(LLVMFuzzerTestOneInput)
