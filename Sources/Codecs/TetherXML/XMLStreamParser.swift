@@ -37,11 +37,11 @@ import CExpat
         /// `c2s_max_child_elements`).
         public var maximumElements: Int
         /// The most slots of the parser's name cache (default 512, rounded up to a power of two;
-        /// about 80 bytes each with their key space and names, so at most 40 KiB by default). The cache starts with 32 slots and
-        /// doubles as names arrive. At most half of the slots hold a name at a time, with 32 bytes
-        /// of key space per slot (longer names than 512 bytes are not cached); when either runs
-        /// out at full size the cache starts again, so a peer inventing new names costs bounded
-        /// memory and only the time to build those names.
+        /// about 80 bytes each with their key space and names, so at most 40 KiB by default).
+        /// The cache starts with 32 slots and doubles as names arrive. At most half of the slots
+        /// hold a name at a time, with 32 bytes of key space per slot (longer names than 512
+        /// bytes are not cached); when either runs out at full size the cache starts again, so a
+        /// peer inventing new names costs bounded memory and only the time to build those names.
         public var nameCacheCapacity: Int
 
         /// Creates a configuration.
