@@ -42,7 +42,7 @@ struct SharedNameTableTests {
 
     /// Trees handed to other threads are read there while the parser goes on adding names to
     /// the table they index (growing it, emptying the cache, starting new tables).
-    @Test func treesAreReadOnOtherThreadsWhileTheParserAddsNames() async throws {
+    @Test func treesAreReadOnOtherThreadsWhileTheParserAddsNames() throws {
         let stanzas = 400
         var text = Self.open
         for index in 0..<stanzas {

@@ -348,15 +348,15 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         return XElement(tree: XMLTree(storage: storage), index: 0)
     }
 
-    /// The finished tree (root at node 0), its names the first `nameCount` of `table` (the
-    /// stream parser's shared names; the builder's own table must be empty), copied out into one
-    /// exactly sized storage; the builder is emptied and keeps its capacity.
-    mutating func finish(sharing table: XMLNameTable, nameCount: Int) -> XElement {
+    /// The finished tree (root at node 0), its names in `table` (the stream parser's shared
+    /// names, of which it may index those there now; the builder's own table must be empty),
+    /// copied out into one exactly sized storage; the builder is emptied and keeps its capacity.
+    mutating func finish(sharing table: XMLNameTable) -> XElement {
         precondition(open.isEmpty && !nodes.isEmpty, "no finished element")
         unsafe precondition(names.isEmpty, "a tree with names of its own and shared names")
         let storage = unsafe nodes.withUnsafeBufferPointer { nodes in
             unsafe text.withUnsafeBufferPointer { text in
-                unsafe XMLTreeStorage.make(nodes: nodes, sharing: table, nameCount: nameCount, text: text)
+                unsafe XMLTreeStorage.make(nodes: nodes, sharing: table, nameCount: table.count, text: text)
             }
         }
         nodes.removeAll()

@@ -282,7 +282,7 @@ import TetherCore
         builder.endElement()
         if depth == 1 {
             guard !elementTooLarge() else { return tooLarge() }
-            event = .element(builder.finish(sharing: names.table, nameCount: names.table.count))
+            event = .element(builder.finish(sharing: names.table))
             stopAfterEvent()
         }
     }
