@@ -232,7 +232,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzXMLStream",
-            dependencies: ["FuzzSupport", "TetherCore", "TetherXML", "TetherXMPP"],
+            dependencies: ["FuzzSupport", "TetherCore", "TetherXML", "TetherXMPP", "CExpat"],
             path: "Tests/Fuzz/FuzzXMLStream",
             swiftSettings: strictSettings
         ),

@@ -46,6 +46,18 @@
         count = 0
     }
 
+    /// Keeps the first `newCount` elements (at most `count`).
+    mutating func truncate(to newCount: Int) {
+        precondition(newCount >= 0 && newCount <= count, "truncating beyond the contents")
+        count = newCount
+    }
+
+    /// The address of the element at `index` (valid until the buffer next grows or is freed).
+    func address(of index: Int) -> UnsafePointer<Element> {
+        precondition(index >= 0 && index <= count, "index out of range")
+        return unsafe UnsafePointer(base + index)
+    }
+
     /// Calls `body` with the contents.
     func withUnsafeBufferPointer<Result>(_ body: (UnsafeBufferPointer<Element>) throws -> Result) rethrows -> Result {
         try unsafe body(UnsafeBufferPointer(start: base, count: count))

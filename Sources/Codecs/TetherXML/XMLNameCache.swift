@@ -1,8 +1,9 @@
-/// The stream parser's cache of names: from the bytes Expat reports for a name (its namespace
-/// triplet `uri␟local␟prefix`, or a namespace declaration's prefix and URI) to the index of the
-/// `XMLName` built from them in the parser's shared name table (`XMLNameTable`), which the trees'
-/// nodes hold. A recurring name therefore costs one hash and one byte comparison, and a tree
-/// costs one counted reference to the table however many names it uses.
+/// The stream parser's cache of names: from a key (a qualified name as written, `prefix:local`
+/// or `local`, with the namespace declaration in scope for it; or a namespace declaration's
+/// prefix and URI) to the index of the `XMLName` built from it in the parser's shared name table
+/// (`XMLNameTable`), which the trees' nodes hold. A recurring name therefore costs one hash and
+/// one byte comparison, and a tree costs one counted reference to the table however many names
+/// it uses.
 ///
 /// Open addressing with linear probing over a power-of-two table. The table starts small (32
 /// slots, about 1.3 KiB, so that an idle connection's parser stays small) and doubles when half of
@@ -27,7 +28,14 @@
         var keyLength: Int32 = 0
         /// The index of the cached name in `table`.
         var name: UInt32 = 0
+        /// The key's scope: the table index of the namespace declaration a qualified name was
+        /// resolved with, or `noScope`.
+        var scope: UInt32 = 0
     }
+
+    /// The scope of a name in no namespace (an unprefixed attribute, an unprefixed element with
+    /// no default namespace), and of keys that are not names (declarations).
+    static let noScope = UInt32.max
 
     /// The longest key that is cached.
     static let maximumKeyLength = 512
@@ -97,41 +105,59 @@
         unsafe keys.deallocate()
     }
 
-    /// The index in `table` of the name whose key is the `count` bytes at `key`, made by `make`
-    /// and added to the table if it is not cached.
+    /// The index in `table` of the name whose key is the `count` bytes at `key` in `scope`, made
+    /// by `make` (from the key's bytes and the table, where the scope's declaration is) and added
+    /// to the table if it is not cached.
+    @inline(__always)
     mutating func index(
         of key: UnsafeRawPointer,
         count: Int,
-        make: (UnsafeRawBufferPointer) -> XMLName
+        scope: UInt32,
+        make: (UnsafeRawBufferPointer, XMLNameTable) -> XMLName
     ) -> UInt32 {
         guard count > 0, count <= Self.maximumKeyLength else {
-            return unsafe append(make(UnsafeRawBufferPointer(start: key, count: count)))
+            return unsafe append(make(UnsafeRawBufferPointer(start: key, count: count), table))
         }
-        let slot = unsafe find(key, count, make)
+        let slot = unsafe find(key, count, scope, make)
         return unsafe slots[slot].name
     }
 
-    /// The name whose key is the `count` bytes at `key`.
-    mutating func name(
-        of key: UnsafeRawPointer,
-        count: Int,
-        make: (UnsafeRawBufferPointer) -> XMLName
-    ) -> XMLName {
-        guard count > 0, count <= Self.maximumKeyLength else {
-            return unsafe make(UnsafeRawBufferPointer(start: key, count: count))
+    /// The index in `table` of the name whose key is the `count` bytes at `key` in `scope`, if
+    /// it is cached.
+    @inline(__always)
+    func cachedIndex(of key: UnsafeRawPointer, count: Int, scope: UInt32) -> UInt32? {
+        guard count > 0, count <= Self.maximumKeyLength else { return nil }
+        let (first, last) = unsafe Self.edges(key, count)
+        let hash = unsafe Self.hash(key, count, first, last, seed: seed ^ UInt64(scope) &* Self.scopeMultiplier)
+        var slot = Int(truncatingIfNeeded: hash >> 32) & mask
+        while true {
+            let candidate = unsafe slots[slot]
+            if candidate.hash == 0 { return nil }
+            if candidate.hash == hash, candidate.first == first, candidate.last == last,
+                Int(candidate.keyLength) == count, candidate.scope == scope,
+                unsafe count <= 16 || Self.middleEquals(keys.baseAddress! + Int(candidate.keyStart), key, count)
+            {
+                return candidate.name
+            }
+            slot = (slot &+ 1) & mask
         }
-        let slot = unsafe find(key, count, make)
-        return unsafe table.box(Int(slots[slot].name)).name
     }
+
+    /// Spreads a key's scope over the hash seed.
+    private static let scopeMultiplier: UInt64 = 0xFF51_AFD7_ED55_8CCD
 
     /// Called before a tree's first name: starts a new shared table (and empties the cache,
     /// whose slots index the old one) once the table holds more names than the cache can
     /// (names met again after the cache was emptied, or too long to cache). The trees made so far
-    /// keep the old table.
-    mutating func startTree() {
-        guard table.count > maximumSize / 2 else { return }
+    /// keep the old table. Returns the old table when it was replaced (indices the caller holds
+    /// refer to it).
+    @discardableResult
+    mutating func startTree() -> XMLNameTable? {
+        guard table.count > maximumSize / 2 else { return nil }
+        let old = table
         table = XMLNameTable.make(capacity: (mask + 1) / 2)
         empty()
+        return old
     }
 
     /// Appends a name to the shared table (continuing in a larger copy when it is full).
@@ -147,21 +173,22 @@
         keyBytes = 0
     }
 
-    /// The slot of the key (1...maximumKeyLength bytes), inserted (with a name from `make`) if
-    /// it is not cached.
+    /// The slot of the key (1...maximumKeyLength bytes in `scope`), inserted (with a name from
+    /// `make`) if it is not cached.
     private mutating func find(
         _ key: UnsafeRawPointer,
         _ count: Int,
-        _ make: (UnsafeRawBufferPointer) -> XMLName
+        _ scope: UInt32,
+        _ make: (UnsafeRawBufferPointer, XMLNameTable) -> XMLName
     ) -> Int {
         let (first, last) = unsafe Self.edges(key, count)
-        let hash = unsafe Self.hash(key, count, first, last, seed: seed)
+        let hash = unsafe Self.hash(key, count, first, last, seed: seed ^ UInt64(scope) &* Self.scopeMultiplier)
         var slot = Int(truncatingIfNeeded: hash >> 32) & mask
         while true {
             let candidate = unsafe slots[slot]
             if candidate.hash == 0 { break }
             if candidate.hash == hash, candidate.first == first, candidate.last == last,
-                Int(candidate.keyLength) == count,
+                Int(candidate.keyLength) == count, candidate.scope == scope,
                 unsafe count <= 16 || Self.middleEquals(keys.baseAddress! + Int(candidate.keyStart), key, count)
             {
                 return slot
@@ -179,14 +206,15 @@
             while unsafe slots[slot].hash != 0 { slot = (slot + 1) & mask }
         }
         let bytes = unsafe UnsafeRawBufferPointer(start: key, count: count)
-        let name = unsafe append(make(bytes))
+        let name = unsafe append(make(bytes, table))
         unsafe slots[slot] = Slot(
             hash: hash,
             first: first,
             last: last,
             keyStart: Int32(keyBytes),
             keyLength: Int32(count),
-            name: name
+            name: name,
+            scope: scope
         )
         entries += 1
         unsafe UnsafeMutableRawBufferPointer(rebasing: keys[keyBytes..<(keyBytes + count)]).copyMemory(

@@ -99,13 +99,14 @@ import CExpat
     }
 
     private static func makeCore(_ configuration: Configuration) -> (Core, ReparseDeferral) {
-        // The separator byte 0x1F cannot occur in names or namespace URIs.
-        guard let parser = unsafe XML_ParserCreateNS("UTF-8", 0x1F) else {
+        // Without Expat's namespace processing: the parser state resolves qualified names itself
+        // (`XMLNamespaceBindings`), keyed by the names as written, which is cheaper than Expat
+        // building each name's URI-qualified form.
+        guard let parser = unsafe XML_ParserCreate("UTF-8") else {
             fatalError("Expat could not allocate a parser (out of memory)")
         }
         let state = UnsafeMutablePointer<XMLStreamParserState>.allocate(capacity: 1)
         unsafe state.initialize(to: XMLStreamParserState(configuration: configuration, parser: parser))
-        unsafe XML_SetReturnNSTriplet(parser, 1)
         let deferral = unsafe Self.configure(parser, state)
         return (unsafe Core(parser: parser, state: state), deferral)
     }
@@ -162,7 +163,6 @@ import CExpat
         unsafe XML_SetUserData(parser, UnsafeMutableRawPointer(state))
         unsafe XML_SetElementHandler(parser, xmlStartElement, xmlEndElement)
         unsafe XML_SetCharacterDataHandler(parser, xmlCharacters)
-        unsafe XML_SetStartNamespaceDeclHandler(parser, xmlStartNamespace)
         unsafe XML_SetXmlDeclHandler(parser, xmlDeclaration)
         unsafe XML_SetCommentHandler(parser, xmlComment)
         unsafe XML_SetProcessingInstructionHandler(parser, xmlProcessingInstruction)

@@ -8,9 +8,11 @@ import TetherCore
     let parser: XML_Parser
     var builder = XMLTreeBuilder()
     var names: XMLNameCache
-    /// Namespace declarations reported for the element about to start (name-table indices).
+    /// The namespace bindings in scope.
+    var bindings = XMLNamespaceBindings()
+    /// Namespace declarations of the element about to start (name-table indices).
     var declarations = PlainBuffer<UInt32>(capacity: 8)
-    /// Namespace declarations reported for the stream header.
+    /// Namespace declarations of the stream header.
     var headerDeclarations: [XMLNamespaceDeclaration] = []
     /// The open stream's root name and declarations (to replay after releasing the buffers).
     var openHeader: (name: XMLName, declarations: [XMLNamespaceDeclaration])?
@@ -48,6 +50,18 @@ import TetherCore
         self.configuration = configuration
         unsafe self.parser = parser
         names = XMLNameCache(capacity: configuration.nameCacheCapacity)
+        bindImplicitXML()
+    }
+
+    /// Binds `xml` to its namespace, as it is without a declaration (below the root's level, so
+    /// that it stays bound for the stream's life).
+    private mutating func bindImplicitXML() {
+        let prefix: StaticString = "xml"
+        let scope = unsafe declarationIndex(
+            prefix: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount),
+            uri: UnsafeRawBufferPointer(start: Self.xmlNamespace.utf8Start, count: Self.xmlNamespace.utf8CodeUnitCount)
+        )
+        unsafe bindings.bind(prefix: prefix.utf8Start, count: prefix.utf8CodeUnitCount, scope: scope, level: -1)
     }
 
     var hasPendingBytes: Bool {
@@ -84,6 +98,8 @@ import TetherCore
 
     mutating func reset() {
         builder.reset()
+        bindings.removeAll()
+        bindImplicitXML()
         declarations.removeAll()
         headerDeclarations.removeAll(keepingCapacity: true)
         openHeader = nil
@@ -201,25 +217,40 @@ import TetherCore
     ) {
         guard failure == nil else { return }
         let limits = configuration
-        if depth == 0 {
-            return unsafe startStream(rawName, rawAttributes)
+        let level = depth
+        if level >= 1 {
+            if level == 1 {
+                elementCount = 0
+                elementStart = Int(unsafe XML_GetCurrentByteIndex(parser))
+                // Every name of the tree goes into the table it is finished with.
+                if let old = names.startTree() { rescopeBindings(from: old) }
+            }
+            elementCount += 1
+            guard level <= limits.maximumDepth else {
+                return abort(.init(.policyViolation, "elements nested deeper than \(limits.maximumDepth)"))
+            }
+            guard elementCount <= limits.maximumElements else {
+                return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
+            }
         }
-        // Namespace declarations (already reported) count as attributes.
-        let declared = declarations.count
-        if depth == 1 {
-            elementCount = 0
-            elementStart = Int(unsafe XML_GetCurrentByteIndex(parser))
-            // (When the element declares namespaces, `startNamespace` started the tree.)
-            if declared == 0 { names.startTree() }
+        // The declarations first: they apply to the element's own name and attributes. Most
+        // elements have none, which a look at each attribute name's first bytes tells.
+        if let rawAttributes = unsafe rawAttributes {
+            var index = 0
+            while let attributeName = unsafe rawAttributes[index] {
+                if unsafe Self.isDeclaration(attributeName) {
+                    // (Checks the number of attributes too.)
+                    guard unsafe declareNamespaces(rawAttributes, level: level) else { return }
+                    break
+                }
+                index &+= 2
+            }
+            guard index / 2 <= limits.maximumAttributes else { return tooManyAttributes() }
         }
-        elementCount += 1
-        guard depth <= limits.maximumDepth else {
-            return abort(.init(.policyViolation, "elements nested deeper than \(limits.maximumDepth)"))
-        }
-        guard elementCount <= limits.maximumElements else {
-            return abort(.init(.policyViolation, "more than \(limits.maximumElements) elements in one element"))
-        }
-        let name = unsafe names.index(of: rawName, count: strlen(rawName), make: Self.name)
+        if level == 0 { return unsafe startStream(rawName, rawAttributes) }
+        var prefixed = 0
+        guard let name = unsafe qualifiedName(rawName, isAttribute: false, prefixed: &prefixed) else { return }
+        let elementPrefixed = prefixed
         let element = builder.startElement(name)
         if !declarations.isEmpty {
             for index in 0..<declarations.count { builder.namespaceDeclaration(declarations[index]) }
@@ -228,34 +259,44 @@ import TetherCore
         if let rawAttributes = unsafe rawAttributes {
             var index = 0
             while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
-                guard declared + index / 2 < limits.maximumAttributes else { return tooManyAttributes() }
-                let name = unsafe names.index(of: attributeName, count: strlen(attributeName), make: Self.name)
+                index &+= 2
+                if unsafe Self.isDeclaration(attributeName) { continue }
+                guard let name = unsafe qualifiedName(attributeName, isAttribute: true, prefixed: &prefixed) else {
+                    return
+                }
                 unsafe builder.attribute(name, bytes: UnsafeRawPointer(value), count: strlen(value))
-                index += 2
             }
             // Attribute values count like text (see `characters`): bounded while arriving.
             guard builder.text.count <= limits.maximumElementSize else { return tooLarge() }
+            if prefixed - elementPrefixed > 1 {
+                guard unsafe distinctExpandedNames(rawAttributes) else { return }
+            }
         }
         builder.endHeader(of: element)
         depth += 1
     }
 
-    /// The stream header (the root element's start tag).
+    /// The stream header (the root element's start tag), its namespaces already bound.
     private mutating func startStream(
         _ rawName: UnsafePointer<CChar>,
         _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>?
     ) {
-        let name = unsafe names.name(of: rawName, count: strlen(rawName), make: Self.name)
+        var prefixed = 0
+        guard let nameIndex = unsafe qualifiedName(rawName, isAttribute: false, prefixed: &prefixed) else { return }
+        let elementPrefixed = prefixed
+        let name = names.table.box(Int(nameIndex)).name
         var attributes: [XMLAttribute] = []
         if let rawAttributes = unsafe rawAttributes {
             var index = 0
             while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
-                guard headerDeclarations.count + index / 2 < configuration.maximumAttributes else {
-                    return tooManyAttributes()
-                }
-                let attribute = unsafe names.name(of: attributeName, count: strlen(attributeName), make: Self.name)
-                unsafe attributes.append(XMLAttribute(attribute, String(cString: value)))
                 index += 2
+                if unsafe Self.isDeclaration(attributeName) { continue }
+                guard let attribute = unsafe qualifiedName(attributeName, isAttribute: true, prefixed: &prefixed)
+                else { return }
+                unsafe attributes.append(XMLAttribute(names.table.box(Int(attribute)).name, String(cString: value)))
+            }
+            if prefixed - elementPrefixed > 1 {
+                guard unsafe distinctExpandedNames(rawAttributes) else { return }
             }
         }
         event = .streamOpen(
@@ -270,6 +311,7 @@ import TetherCore
     mutating func endElement() {
         guard failure == nil else { return }
         depth -= 1
+        bindings.unbind(level: depth)
         if depth == 0 {
             ended = true
             pending.removeAll()
@@ -301,48 +343,307 @@ import TetherCore
         }
     }
 
-    mutating func startNamespace(_ prefix: UnsafePointer<CChar>?, _ uri: UnsafePointer<CChar>?) {
-        guard failure == nil else { return }
-        if depth == 0 {
-            guard headerDeclarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
-            unsafe headerDeclarations.append(
-                XMLNamespaceDeclaration(
-                    prefix: prefix.map { unsafe String(cString: $0) },
-                    uri: uri.map { unsafe String(cString: $0) } ?? ""
-                )
-            )
-            return
-        }
-        guard declarations.count < configuration.maximumAttributes else { return tooManyAttributes() }
-        // A top-level element's tree starts with its first declaration's name.
-        if depth == 1 && declarations.isEmpty { names.startTree() }
-        // The key: 0x1E (never in a name, so no element or attribute name collides), the prefix,
-        // 0x1F, the URI.
-        declarationKey.removeAll()
-        declarationKey.append(0x1E)
-        if let prefix = unsafe prefix { unsafe declarationKey.append(bytes: prefix, count: strlen(prefix)) }
-        declarationKey.append(0x1F)
-        if let uri = unsafe uri { unsafe declarationKey.append(bytes: uri, count: strlen(uri)) }
-        let index = unsafe declarationKey.withUnsafeBufferPointer { key in
-            unsafe names.index(of: key.baseAddress!, count: key.count, make: Self.declarationName)
-        }
-        declarations.append(index)
+    // MARK: Namespaces
+
+    /// Whether an attribute name is a namespace declaration (`xmlns` or `xmlns:…`).
+    @inline(__always)
+    static func isDeclaration(_ name: UnsafePointer<CChar>) -> Bool {
+        // Byte by byte: the name is NUL-terminated, and the comparisons stop at the first byte
+        // that differs, the terminator at the latest.
+        let raw = unsafe UnsafeRawPointer(name)
+        guard unsafe raw.load(as: UInt8.self) == UInt8(ascii: "x") else { return false }
+        guard unsafe raw.load(fromByteOffset: 1, as: UInt8.self) == UInt8(ascii: "m"),
+            unsafe raw.load(fromByteOffset: 2, as: UInt8.self) == UInt8(ascii: "l"),
+            unsafe raw.load(fromByteOffset: 3, as: UInt8.self) == UInt8(ascii: "n"),
+            unsafe raw.load(fromByteOffset: 4, as: UInt8.self) == UInt8(ascii: "s")
+        else { return false }
+        let next = unsafe raw.load(fromByteOffset: 5, as: UInt8.self)
+        return next == 0 || next == UInt8(ascii: ":")
     }
 
-    /// The name for Expat's triplet `uri␟local␟prefix`, `uri␟local` or `local` (valid UTF-8).
-    static func name(_ bytes: UnsafeRawBufferPointer) -> XMLName {
-        guard let first = unsafe bytes.firstIndex(of: 0x1F) else {
-            return unsafe XMLName(String(decoding: bytes, as: UTF8.self))
+    /// Binds the namespace declarations among an element's attributes (checking the limit on
+    /// attributes, declarations included); false after a failure.
+    private mutating func declareNamespaces(
+        _ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>,
+        level: Int
+    ) -> Bool {
+        var index = 0
+        while let attributeName = unsafe rawAttributes[index], let value = unsafe rawAttributes[index + 1] {
+            guard index / 2 < configuration.maximumAttributes else {
+                tooManyAttributes()
+                return false
+            }
+            index += 2
+            guard unsafe Self.isDeclaration(attributeName) else { continue }
+            let nameCount = unsafe strlen(attributeName)
+            let prefix = unsafe UnsafeRawBufferPointer(
+                start: UnsafeRawPointer(attributeName) + min(6, nameCount),
+                count: max(0, nameCount - 6)
+            )
+            if nameCount > 5 {
+                // `xmlns:prefix`: the prefix must be an NCName.
+                guard unsafe validQualifiedName(UnsafeRawPointer(attributeName), count: nameCount, colon: 5) else {
+                    return false
+                }
+            }
+            let uri = unsafe UnsafeRawBufferPointer(start: UnsafeRawPointer(value), count: strlen(value))
+            if let problem = unsafe Self.reservedBindingProblem(prefix: prefix, uri: uri) {
+                abort(.init(.notWellFormed, problem))
+                return false
+            }
+            let declaration = unsafe declarationIndex(prefix: prefix, uri: uri)
+            if level == 0 {
+                unsafe headerDeclarations.append(
+                    XMLNamespaceDeclaration(
+                        prefix: nameCount > 5 ? String(decoding: prefix, as: UTF8.self) : nil,
+                        uri: String(decoding: uri, as: UTF8.self)
+                    )
+                )
+            } else {
+                declarations.append(declaration)
+            }
+            let scope = unsafe uri.isEmpty ? XMLNameCache.noScope : declaration
+            unsafe bindings.bind(prefix: prefix.baseAddress!, count: prefix.count, scope: scope, level: level)
         }
-        let namespace = unsafe String(decoding: bytes[..<first], as: UTF8.self)
-        let rest = unsafe bytes[(first + 1)...]
-        guard let second = unsafe rest.firstIndex(of: 0x1F) else {
-            return unsafe XMLName(String(decoding: rest, as: UTF8.self), namespace: namespace)
+        return true
+    }
+
+    /// Why binding `prefix` (empty: the default namespace) to `uri` breaks Namespaces in XML 1.0
+    /// (§3: a prefix cannot be undeclared; `xml` belongs to its namespace and that namespace to
+    /// it; `xmlns` and its namespace are bound to nothing), or nil.
+    static func reservedBindingProblem(prefix: UnsafeRawBufferPointer, uri: UnsafeRawBufferPointer) -> String? {
+        if unsafe !prefix.isEmpty && uri.isEmpty { return "a prefix undeclared (xmlns:prefix='')" }
+        let isXMLPrefix = unsafe Self.equals(prefix, "xml")
+        let isXMLNamespace = unsafe Self.equals(uri, Self.xmlNamespace)
+        if isXMLPrefix != isXMLNamespace {
+            return isXMLPrefix
+                ? "the prefix xml bound to another namespace" : "the XML namespace bound to a prefix other than xml"
+        }
+        if unsafe Self.equals(prefix, "xmlns") { return "the prefix xmlns declared" }
+        if unsafe Self.equals(uri, Self.xmlnsNamespace) { return "the xmlns namespace bound to a prefix" }
+        return nil
+    }
+
+    /// Whether `bytes` are the UTF-8 of `text` (the length compared first: most differ in it).
+    @inline(__always)
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        unsafe bytes.count == text.utf8CodeUnitCount
+            && memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
+    }
+
+    /// The namespace of `xmlns` declarations, which nothing may be bound to.
+    static let xmlnsNamespace: StaticString = "http://www.w3.org/2000/xmlns/"
+    /// The namespace `xml` is bound to (`XMLName.xmlNamespace`).
+    static let xmlNamespace: StaticString = "http://www.w3.org/XML/1998/namespace"
+
+    /// The table index of the declaration binding `prefix` (empty: the default namespace) to
+    /// `uri`: its key is 0x1E (never in a name, so no name collides), the prefix, 0x1F, the URI.
+    private mutating func declarationIndex(prefix: UnsafeRawBufferPointer, uri: UnsafeRawBufferPointer) -> UInt32 {
+        declarationKey.removeAll()
+        declarationKey.append(0x1E)
+        if unsafe !prefix.isEmpty { unsafe declarationKey.append(bytes: prefix.baseAddress!, count: prefix.count) }
+        declarationKey.append(0x1F)
+        if unsafe !uri.isEmpty { unsafe declarationKey.append(bytes: uri.baseAddress!, count: uri.count) }
+        return unsafe declarationKey.withUnsafeBufferPointer { key in
+            unsafe names.index(
+                of: key.baseAddress!,
+                count: key.count,
+                scope: XMLNameCache.noScope,
+                make: { bytes, _ in unsafe Self.declarationName(bytes) }
+            )
+        }
+    }
+
+    /// After the name table was replaced at a tree's start: the bindings in scope (the stream
+    /// header's) get their declarations' indices in the new table.
+    private mutating func rescopeBindings(from old: XMLNameTable) {
+        for index in 0..<bindings.count {
+            let scope = bindings[index].scope
+            guard scope != XMLNameCache.noScope else { continue }
+            let declaration = old.box(Int(scope)).name
+            let prefix = Array((declaration.prefix ?? "").utf8)
+            let uri = Array((declaration.namespace ?? "").utf8)
+            let newScope = unsafe prefix.withUnsafeBytes { prefix in
+                unsafe uri.withUnsafeBytes { uri in unsafe declarationIndex(prefix: prefix, uri: uri) }
+            }
+            bindings[index].scope = newScope
+        }
+    }
+
+    /// The table index of the name of an element or attribute, resolved in the bindings in
+    /// scope; nil (and a failure) if it is not a valid qualified name or its prefix is unbound.
+    /// Counts the names with a prefix in `prefixed`.
+    ///
+    /// A name is first looked up as if it had no prefix (in the default namespace's scope for an
+    /// element, in none for an attribute): a prefixed name is never cached in either scope (a
+    /// prefix's declaration is never the default namespace's), so a hit is exact and the common
+    /// case costs no search for a colon.
+    @inline(__always)
+    private mutating func qualifiedName(
+        _ rawName: UnsafePointer<CChar>,
+        isAttribute: Bool,
+        prefixed: inout Int
+    ) -> UInt32? {
+        let raw = unsafe UnsafeRawPointer(rawName)
+        let count = unsafe strlen(rawName)
+        let unprefixedScope = isAttribute ? XMLNameCache.noScope : bindings.defaultScope
+        if let index = unsafe names.cachedIndex(of: raw, count: count, scope: unprefixedScope) { return index }
+        return unsafe uncachedName(
+            raw,
+            count: count,
+            isAttribute: isAttribute,
+            unprefixedScope: unprefixedScope,
+            prefixed: &prefixed
+        )
+    }
+
+    /// `qualifiedName` for a name not cached in the unprefixed scope.
+    private mutating func uncachedName(
+        _ raw: UnsafeRawPointer,
+        count: Int,
+        isAttribute: Bool,
+        unprefixedScope: UInt32,
+        prefixed: inout Int
+    ) -> UInt32? {
+        let colon = unsafe Self.colon(in: raw, count: count)
+        let scope: UInt32
+        if colon < 0 {
+            scope = unprefixedScope
+        } else {
+            prefixed += 1
+            guard unsafe validQualifiedName(raw, count: count, colon: colon) else { return nil }
+            guard let bound = unsafe bindings.scope(ofPrefix: raw, count: colon) else {
+                abort(
+                    .init(
+                        .notWellFormed,
+                        isAttribute ? "an attribute's prefix is unbound" : "an element's prefix is unbound"
+                    )
+                )
+                return nil
+            }
+            scope = bound
+        }
+        return unsafe names.index(of: raw, count: count, scope: scope) { bytes, table in
+            unsafe Self.name(bytes, scope: scope, table: table)
+        }
+    }
+
+    /// Whether a name with a colon at `colon` is a qualified name (Namespaces in XML 1.0 §4): one
+    /// colon, with a prefix before it and a local part after it that starts as names start (Expat
+    /// checked the rest of the name). Otherwise fails the stream.
+    private mutating func validQualifiedName(_ raw: UnsafeRawPointer, count: Int, colon: Int) -> Bool {
+        var valid = colon > 0 && colon < count - 1
+        if valid {
+            let local = unsafe UnsafeRawBufferPointer(start: raw + colon + 1, count: count - colon - 1)
+            if unsafe local.contains(UInt8(ascii: ":")) {
+                valid = false
+            } else {
+                let first = unsafe local[0]
+                switch first {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"):
+                    valid = true
+                case 0x80...:
+                    // Let Expat judge with its own character tables, as it judged the rest.
+                    valid = unsafe Self.startsLikeName(local)
+                default:
+                    valid = false
+                }
+            }
+        }
+        if !valid { abort(.init(.notWellFormed, "a name that is not a qualified name (prefix:local)")) }
+        return valid
+    }
+
+    /// Whether Expat takes `local` (a run of name characters) as an element name: whether its
+    /// first character may start a name. Only for a local part starting with a non-ASCII
+    /// character, which is rare.
+    static func startsLikeName(_ local: UnsafeRawBufferPointer) -> Bool {
+        guard let checker = unsafe XML_ParserCreate("UTF-8") else { return false }
+        defer { unsafe XML_ParserFree(checker) }
+        var document = Array("<".utf8)
+        unsafe document.append(contentsOf: local)
+        document.append(contentsOf: "/>".utf8)
+        return unsafe document.withUnsafeBufferPointer { buffer in
+            unsafe XML_Parse(
+                checker,
+                UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                Int32(buffer.count),
+                1
+            )
+        } == XML_STATUS_OK
+    }
+
+    /// Whether no two of an element's prefixed attributes have the same local name and namespace
+    /// (Namespaces in XML 1.0 §6.3; equal qualified names Expat already refused). Otherwise fails.
+    private mutating func distinctExpandedNames(_ rawAttributes: UnsafeMutablePointer<UnsafePointer<CChar>?>) -> Bool {
+        var seen: [XMLName] = []
+        var index = 0
+        while let attributeName = unsafe rawAttributes[index] {
+            index += 2
+            var prefixed = 0
+            guard unsafe !Self.isDeclaration(attributeName),
+                let name = unsafe qualifiedName(attributeName, isAttribute: true, prefixed: &prefixed),
+                prefixed == 1
+            else { continue }
+            let expanded = names.table.box(Int(name)).name
+            if seen.contains(expanded) {
+                abort(.init(.notWellFormed, "two attributes with the same local name and namespace"))
+                return false
+            }
+            seen.append(expanded)
+        }
+        return true
+    }
+
+    /// The offset of the first colon in the `count` bytes at `raw`, or -1: names of up to 16
+    /// bytes (most) in two overlapping word loads.
+    @inline(__always)
+    static func colon(in raw: UnsafeRawPointer, count: Int) -> Int {
+        if count >= 8 {
+            var offset = 0
+            while true {
+                if let found = unsafe colon(inWordAt: raw + offset) { return offset &+ found }
+                if offset &+ 16 > count { break }
+                offset &+= 8
+            }
+            let last = count &- 8
+            guard let found = unsafe colon(inWordAt: raw + last) else { return -1 }
+            return last &+ found
+        }
+        if count >= 4 {
+            let head = unsafe raw.loadUnaligned(as: UInt32.self)
+            let tail = unsafe raw.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)
+            let word = (UInt64(tail) << 32 | UInt64(head)) ^ 0x3A3A_3A3A_3A3A_3A3A
+            let zero = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+            guard zero != 0 else { return -1 }
+            let byte = zero.trailingZeroBitCount / 8
+            return byte < 4 ? byte : count &- 8 &+ byte
+        }
+        for offset in 0..<count where unsafe raw.load(fromByteOffset: offset, as: UInt8.self) == UInt8(ascii: ":") {
+            return offset
+        }
+        return -1
+    }
+
+    /// The index of the first colon among the eight bytes at `raw`, if any.
+    @inline(__always)
+    private static func colon(inWordAt raw: UnsafeRawPointer) -> Int? {
+        let word = unsafe raw.loadUnaligned(as: UInt64.self) ^ 0x3A3A_3A3A_3A3A_3A3A
+        let zero = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+        return zero == 0 ? nil : zero.trailingZeroBitCount / 8
+    }
+
+    /// The name for a qualified name (`prefix:local` or `local`, valid UTF-8) resolved to the
+    /// declaration at `scope` in `table` (or to no namespace).
+    static func name(_ bytes: UnsafeRawBufferPointer, scope: UInt32, table: XMLNameTable) -> XMLName {
+        let namespace = scope == XMLNameCache.noScope ? nil : table.box(Int(scope)).name.namespace
+        guard let colon = unsafe bytes.firstIndex(of: UInt8(ascii: ":")) else {
+            return unsafe XMLName(String(decoding: bytes, as: UTF8.self), namespace: namespace)
         }
         return unsafe XMLName(
-            String(decoding: bytes[(first + 1)..<second], as: UTF8.self),
+            String(decoding: bytes[(colon + 1)...], as: UTF8.self),
             namespace: namespace,
-            prefix: String(decoding: bytes[(second + 1)...], as: UTF8.self)
+            prefix: String(decoding: bytes[..<colon], as: UTF8.self)
         )
     }
 
@@ -373,10 +674,6 @@ let xmlEndElement: XML_EndElementHandler = { userData, _ in
 let xmlCharacters: XML_CharacterDataHandler = { userData, text, length in
     guard let text = unsafe text else { return }
     unsafe parserState(userData).pointee.characters(text, Int(length))
-}
-
-let xmlStartNamespace: XML_StartNamespaceDeclHandler = { userData, prefix, uri in
-    unsafe parserState(userData).pointee.startNamespace(prefix, uri)
 }
 
 let xmlDeclaration: XML_XmlDeclHandler = { userData, _, encoding, _ in
