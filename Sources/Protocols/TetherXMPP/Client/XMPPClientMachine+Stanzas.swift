@@ -7,7 +7,10 @@ extension XMPPClientMachine {
         // The machine answers some stanzas itself (pings, iq requests), and those wait for the
         // server's acknowledgement like any other: a server that never acknowledges must not make
         // that queue grow without bound.
-        if let sm = streamManagement, sm.unacknowledged.count >= 2 * configuration.maximumQueuedStanzas {
+        // (The count read in place: binding the stream management state would copy it.)
+        if let unacknowledged = streamManagement?.unacknowledged.count,
+            unacknowledged >= 2 * configuration.maximumQueuedStanzas, let sm = streamManagement
+        {
             streamManagement = nil
             reportUnacknowledged(sm.unacknowledgedAppStanzas)
             return protocolViolation(

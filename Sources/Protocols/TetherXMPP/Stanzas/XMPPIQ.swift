@@ -60,8 +60,12 @@ public struct XMPPIQ: Hashable, Sendable {
 
     /// An XEP-0199 ping to `to` (the server when nil).
     public static func ping(to: JID? = nil, id: String? = nil) -> XMPPIQ {
-        .get(XElement(XMLName("ping", namespace: XMPPNamespace.ping)), to: to, id: id)
+        // The server's ping without an id (the connection adds one), the common one, is built once.
+        if to == nil && id == nil { return serverPing }
+        return .get(XElement(XMLName("ping", namespace: XMPPNamespace.ping)), to: to, id: id)
     }
+
+    private static let serverPing = XMPPIQ.get(XElement(XMLName("ping", namespace: XMPPNamespace.ping)))
 
     /// The `result` answering this request, addressed to its sender, with an optional payload.
     public func result(payload: XElement? = nil) -> XMPPIQ {
