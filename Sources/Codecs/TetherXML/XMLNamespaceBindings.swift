@@ -37,15 +37,6 @@ import CExpat
         }
     }
 
-    /// The prefix of the binding at `index` (empty for the default namespace).
-    func prefix(at index: Int) -> UnsafeRawBufferPointer {
-        let binding = bindings[index]
-        return unsafe UnsafeRawBufferPointer(
-            start: prefixes.address(of: Int(binding.prefixStart)),
-            count: Int(binding.prefixCount)
-        )
-    }
-
     /// Binds the `count` bytes at `prefix` (none: the default namespace) to the declaration
     /// `scope`, for the element at `level` and its descendants.
     mutating func bind(prefix: UnsafeRawPointer, count: Int, scope: UInt32, level: Int) {
