@@ -232,6 +232,65 @@ struct IncrementalDeliveryTests {
         }
     }
 
+    /// A read of many stanzas is parsed ahead in one pass (Expat suspended only when
+    /// `maximumEventsAhead` wait): every event comes out in order, and a restart after one of them
+    /// hands back exactly the bytes after it, even when what followed failed in the old stream.
+    @Test func stanzasParsedAheadAreHandedOutInOrderAndARestartCutsAfterTheLastOne() throws {
+        let count = 3 * XMLStreamParser.Configuration().maximumEventsAhead + 7
+        let stanzas = (0..<count).map { "<m id='\($0)'/>" }.joined()
+        let success = "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>"
+        let after =
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='\(streamsNamespace)' id='2'>"
+        var parser = XMLStreamParser()
+        parser.append(Array((ProsodyWireTests.header + stanzas + success + after + stanzas).utf8))
+        guard case .streamOpen = try parser.next() else {
+            Issue.record("no header")
+            return
+        }
+        for index in 0..<count {
+            guard case .element(let element) = try parser.next() else {
+                Issue.record("element \(index) missing")
+                return
+            }
+            #expect(element.attribute("id") == "\(index)")
+        }
+        guard case .element(let successElement) = try parser.next() else {
+            Issue.record("no success")
+            return
+        }
+        #expect(successElement.localName == "success")
+        // Parsed ahead in the old stream, the XML declaration was an error; the restart takes it
+        // back with everything after `<success/>`.
+        let rest = parser.restart()
+        #expect(rest == Array((after + stanzas).utf8))
+        parser.append(rest)
+        guard case .streamOpen(let header) = try parser.next() else {
+            Issue.record("no second header")
+            return
+        }
+        #expect(header.attribute("id") == "2")
+        var elements = 0
+        while case .element = try parser.next() { elements += 1 }
+        #expect(elements == count)
+    }
+
+    /// Elements that followed the restart's element in the same read, parsed ahead and waiting,
+    /// are not handed out: the restart gives their bytes back.
+    @Test func aRestartGivesBackElementsParsedAhead() throws {
+        let success = "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>"
+        let after = "<m id='a'/><m id='b'/>"
+        var parser = XMLStreamParser()
+        parser.append(Array((ProsodyWireTests.header + success + after).utf8))
+        _ = try parser.next()
+        guard case .element(let element) = try parser.next() else {
+            Issue.record("no success")
+            return
+        }
+        #expect(element.localName == "success")
+        #expect(parser.restart() == Array(after.utf8))
+        #expect(try parser.next() == nil)
+    }
+
     @Test func restartAfterProceedReturnsTheTLSBytes() throws {
         var parser = XMLStreamParser()
         let tlsRecord: [UInt8] = [0x16, 0x03, 0x03, 0x00, 0x05, 0x01, 0x02]

@@ -5,12 +5,14 @@ import CExpat
 ///
 /// Feed it bytes in any chunking with `append(_:)` and pull events with `next()`: the stream
 /// header, each complete depth-1 element as an `XElement` tree, and the stream's end. The
-/// parser stops after each event (Expat's suspend/resume), so that a stream restart can happen at
-/// the exact byte where an element ended: `restart()` resets Expat (never from inside a callback)
-/// and returns the bytes that followed, which belong to the next stream (after SASL `<success/>`)
-/// or to TLS (after `<proceed/>`). After the stream's end (`.streamClose`, which follows the
-/// `.streamOpen` of an empty root too) nothing more is parsed or kept: the peer closes the
-/// connection next (RFC 6120 §4.4).
+/// parser reads what it was given in one pass and hands the events out one at a time (at most
+/// `maximumEventsAhead` wait; Expat is suspended until they are taken). A stream restart happens at the exact
+/// byte where the last event handed out ended: `restart()` resets Expat (never from inside a
+/// callback) and returns the bytes that followed, which belong to the next stream (after SASL
+/// `<success/>`) or to TLS (after `<proceed/>`); whatever the parser read ahead of them in the old
+/// stream's context, events and errors alike, is dropped with it. After the stream's end
+/// (`.streamClose`, which follows the `.streamOpen` of an empty root too) nothing more is
+/// parsed or taken: the peer closes the connection next (RFC 6120 §4.4).
 ///
 /// Everything RFC 6120 §11 restricts is an error: comments, processing instructions, DTDs,
 /// entity declarations and references to undeclared entities (`restricted-xml`); anything not
@@ -43,6 +45,10 @@ import CExpat
         /// bytes are not cached); when either runs out at full size the cache starts again, so a
         /// peer inventing new names costs bounded memory and only the time to build those names.
         public var nameCacheCapacity: Int
+        /// The most events parsed ahead of `next()` (default 256, at least 1): when that many
+        /// wait, Expat is suspended until they are taken. It bounds the trees one read of many
+        /// small stanzas makes at once; reading many at a time saves a suspension per stanza.
+        public var maximumEventsAhead: Int
 
         /// Creates a configuration.
         public init(
@@ -50,13 +56,15 @@ import CExpat
             maximumDepth: Int = 64,
             maximumAttributes: Int = 64,
             maximumElements: Int = 25_000,
-            nameCacheCapacity: Int = 512
+            nameCacheCapacity: Int = 512,
+            maximumEventsAhead: Int = 256
         ) {
             self.maximumElementSize = maximumElementSize
             self.maximumDepth = maximumDepth
             self.maximumAttributes = maximumAttributes
             self.maximumElements = maximumElements
             self.nameCacheCapacity = nameCacheCapacity
+            self.maximumEventsAhead = maximumEventsAhead
         }
     }
 
@@ -208,15 +216,8 @@ import CExpat
         let parser = unsafe core.parser
         let state = unsafe core.state
         while true {
+            if let event = unsafe state.pointee.takeEvent() { return event }
             if let failure = unsafe state.pointee.failure { throw failure }
-            if let event = unsafe state.pointee.event {
-                unsafe state.pointee.event = nil
-                if unsafe state.pointee.closesAfterEvent {
-                    unsafe state.pointee.closesAfterEvent = false
-                    unsafe state.pointee.event = .streamClose
-                }
-                return event
-            }
             // Nothing after the stream's closing tag is parsed.
             if unsafe state.pointee.ended { return nil }
             let status: XML_Status
@@ -251,7 +252,7 @@ import CExpat
     }
 
     /// Resets the parser for a new stream (after SASL success or STARTTLS) and returns the bytes
-    /// received after the last reported event, which the old stream did not consume.
+    /// received after the last event `next()` returned (those the parser read ahead included).
     ///
     /// Call it right after the event that ends the old stream's life (`<success/>`,
     /// `<proceed/>`); after `<success/>` append the returned bytes again, after `<proceed/>` they

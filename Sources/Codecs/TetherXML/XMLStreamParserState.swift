@@ -23,14 +23,19 @@ import TetherCore
     var depth = 0
     /// Elements in the current top-level element.
     var elementCount = 0
-    var event: XMLStreamEvent?
-    /// The stream's root ended in the token that opened it (`<stream/>`): `.streamClose` follows
-    /// the `.streamOpen` still in `event`.
-    var closesAfterEvent = false
+    /// Events parsed and not yet taken by `next()`, each with the stream offset just after its
+    /// bytes. A read holding many stanzas is parsed in one Expat call; Expat is suspended only
+    /// when `maximumEventsAhead` wait (which bounds the trees a read can make at once).
+    var queued: [(event: XMLStreamEvent, end: Int)] = []
+    /// How many of `queued` `next()` has taken.
+    var taken = 0
+    /// The stream offset just after the last event `next()` returned: where `restart()` cuts.
+    var delivered = 0
     /// The stream's closing tag was read: nothing after it is parsed (the peer ends the
     /// connection next; bytes it sends first are dropped, not buffered).
     var ended = false
     var failure: XMLStreamError?
+    /// Expat is suspended (too many events waiting, or the stream's end).
     var suspended = false
 
     /// Bytes received but not yet fed to Expat.
@@ -76,7 +81,7 @@ import TetherCore
 
     /// Inside the stream, between top-level elements, with nothing buffered or waiting.
     var isIdle: Bool {
-        failure == nil && event == nil && depth == 1 && !hasPendingBytes
+        failure == nil && taken == queued.count && depth == 1 && !hasPendingBytes
     }
 
     /// The open stream's header as bytes that recreate its root element and namespace scope.
@@ -105,8 +110,9 @@ import TetherCore
         openHeader = nil
         depth = 0
         elementCount = 0
-        event = nil
-        closesAfterEvent = false
+        queued.removeAll(keepingCapacity: true)
+        taken = 0
+        delivered = 0
         ended = false
         failure = nil
         suspended = false
@@ -144,28 +150,28 @@ import TetherCore
         case XML_STATUS_SUSPENDED:
             suspended = true
         case XML_STATUS_OK:
+            // (`chunk` is kept until the next feed: a restart after one of its events takes the
+            // bytes that followed from it.)
             suspended = false
-            chunk.removeAll(keepingCapacity: true)
         default:
             suspended = false
             fail(XMLStreamParser.error(for: unsafe XML_GetErrorCode(parser)))
         }
         // Bound what the parser holds: the current element (or the bytes since the last
         // element, such as an unfinished start tag) must stay within the size limit. Only once
-        // Expat has consumed the whole chunk: when it suspended at an element's end, the bytes
-        // after that are not parsed yet (a read holding many small elements is not one large one).
+        // Expat has consumed the whole chunk: when it is suspended, the bytes after the last event
+        // are not parsed yet (a read holding many small elements is not one large one).
         if failure == nil, !suspended, totalFed - lastBoundary > configuration.maximumElementSize {
             tooLarge()
         }
     }
 
-    /// The bytes received after the last event.
+    /// The bytes received after the last event `next()` returned (what Expat parsed beyond it
+    /// was parsed ahead in the old stream's context, and is given back to be parsed again).
     func unconsumedBytes() -> [UInt8] {
         var remainder: [UInt8] = []
-        if suspended || !chunk.isEmpty {
-            let offset = max(0, lastBoundary - chunkStart)
-            if offset < chunk.count { remainder.append(contentsOf: chunk[offset...]) }
-        }
+        let offset = max(0, delivered - chunkStart)
+        if offset < chunk.count { remainder.append(contentsOf: chunk[offset...]) }
         remainder.append(contentsOf: pending)
         return remainder
     }
@@ -175,11 +181,11 @@ import TetherCore
         currentEnd() - elementStart > configuration.maximumElementSize
     }
 
+    /// Fails the stream. The received bytes stay (nothing more is taken): the failure may lie
+    /// in bytes parsed ahead of a restart, which gives them back to the next stream.
     mutating func fail(_ error: XMLStreamError) {
         if failure == nil { failure = error }
         builder.reset()
-        pending.removeAll()
-        chunk.removeAll()
     }
 
     /// Fails the stream and aborts parsing.
@@ -197,10 +203,32 @@ import TetherCore
         abort(.init(.policyViolation, "more than \(limit) attributes (namespace declarations included)"))
     }
 
-    /// Ends the current `XML_Parse`/`XML_ResumeParser` call after an event (resumable), noting
-    /// where the event's bytes end.
-    mutating func stopAfterEvent() {
+    /// The next queued event (noting where it ends, for `restart()`), if any.
+    @inline(__always)
+    mutating func takeEvent() -> XMLStreamEvent? {
+        guard taken < queued.count else { return nil }
+        let (event, end) = queued[taken]
+        taken += 1
+        delivered = end
+        if taken == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            taken = 0
+        }
+        return event
+    }
+
+    /// Queues an event, noting where its bytes end; suspends Expat when `maximumEventsAhead`
+    /// wait (resumed once `next()` has taken them).
+    mutating func enqueue(_ event: XMLStreamEvent) {
         lastBoundary = currentEnd()
+        queued.append((event, lastBoundary))
+        if queued.count - taken >= max(1, configuration.maximumEventsAhead) {
+            _ = unsafe XML_StopParser(parser, 1)
+        }
+    }
+
+    /// Stops parsing after the stream's end (Expat stays suspended, never resumed).
+    mutating func stopAtStreamEnd() {
         _ = unsafe XML_StopParser(parser, 1)
     }
 
@@ -299,13 +327,12 @@ import TetherCore
                 guard unsafe distinctExpandedNames(rawAttributes) else { return }
             }
         }
-        event = .streamOpen(
-            XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: headerDeclarations)
+        enqueue(
+            .streamOpen(XMLStreamHeader(name: name, attributes: attributes, namespaceDeclarations: headerDeclarations))
         )
         openHeader = (name, headerDeclarations)
         headerDeclarations.removeAll(keepingCapacity: true)
         depth = 1
-        stopAfterEvent()
     }
 
     mutating func endElement() {
@@ -314,18 +341,14 @@ import TetherCore
         bindings.unbind(level: depth)
         if depth == 0 {
             ended = true
-            pending.removeAll()
-            // An empty root (`<stream/>`) ends in the token that opened it, whose event is
-            // still waiting.
-            if event == nil { event = .streamClose } else { closesAfterEvent = true }
-            stopAfterEvent()
+            enqueue(.streamClose)
+            stopAtStreamEnd()
             return
         }
         builder.endElement()
         if depth == 1 {
             guard !elementTooLarge() else { return tooLarge() }
-            event = .element(builder.finish(sharing: names.table))
-            stopAfterEvent()
+            enqueue(.element(builder.finish(sharing: names.table)))
         }
     }
 

@@ -1,5 +1,6 @@
-// libFuzzer target: the XML stream parser (small limits, so that they are hit; a stream
-// restart after `<success/>` as after SASL) and the XMPP views over what it yields. The first
+// libFuzzer target: the XML stream parser (small limits, so that they are hit, three events
+// parsed ahead at most, so that Expat is suspended and resumed; a stream restart after
+// `<success/>` as after SASL, cutting what was parsed ahead) and the XMPP views over what it yields. The first
 // byte picks the split. Invariants: any split of the stream gives the same events and the same
 // error condition as the whole stream (where a limit is broken as well as the syntax, either);
 // every element serializes to text that parses back to an equal element; the same element built
@@ -28,7 +29,13 @@ struct Outcome: Equatable {
 
 func run(_ pieces: [ArraySlice<UInt8>], restarted: inout Bool) -> Outcome {
     var parser = XMLStreamParser(
-        configuration: .init(maximumElementSize: 2048, maximumDepth: 8, maximumAttributes: 8, maximumElements: 64)
+        configuration: .init(
+            maximumElementSize: 2048,
+            maximumDepth: 8,
+            maximumAttributes: 8,
+            maximumElements: 64,
+            maximumEventsAhead: 3
+        )
     )
     var outcome = Outcome()
     for piece in pieces {
