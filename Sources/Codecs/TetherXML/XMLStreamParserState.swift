@@ -31,8 +31,8 @@ import TetherCore
     var taken = 0
     /// The stream offset just after the last event `next()` returned: where `restart()` cuts.
     var delivered = 0
-    /// The stream's closing tag was read: nothing after it is parsed (the peer ends the
-    /// connection next; bytes it sends first are dropped, not buffered).
+    /// The stream's closing tag was read: nothing after it is parsed, and no more bytes are
+    /// taken (the peer ends the connection next).
     var ended = false
     var failure: XMLStreamError?
     /// Expat is suspended (too many events waiting, or the stream's end).
