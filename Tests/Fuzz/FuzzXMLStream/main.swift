@@ -153,36 +153,33 @@ final class ExpatNamespaces {
                 if reference.depth == 0 { _ = unsafe XML_StopParser(reference.parser, 1) }
             }
         )
-        let restricted: XML_CommentHandler = { userData, _ in
-            let reference = unsafe Unmanaged<ExpatNamespaces>.fromOpaque(userData!).takeUnretainedValue()
-            reference.failed = true
-            _ = unsafe XML_StopParser(reference.parser, 0)
-        }
-        unsafe XML_SetCommentHandler(parser, restricted)
-        unsafe XML_SetProcessingInstructionHandler(parser) { userData, _, _ in
-            let reference = unsafe Unmanaged<ExpatNamespaces>.fromOpaque(userData!).takeUnretainedValue()
-            reference.failed = true
-            _ = unsafe XML_StopParser(reference.parser, 0)
-        }
-        unsafe XML_SetStartDoctypeDeclHandler(parser) { userData, _, _, _, _ in
-            let reference = unsafe Unmanaged<ExpatNamespaces>.fromOpaque(userData!).takeUnretainedValue()
-            reference.failed = true
-            _ = unsafe XML_StopParser(reference.parser, 0)
-        }
-        let status = unsafe bytes.withUnsafeBufferPointer { buffer in
-            unsafe XML_Parse(
-                parser,
-                UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                    .assumingMemoryBound(to: CChar.self),
-                Int32(buffer.count),
-                0
-            )
-        }
-        if status == XML_STATUS_ERROR {
+        unsafe XML_SetCommentHandler(parser) { userData, _ in ExpatNamespaces.refuse(userData) }
+        unsafe XML_SetProcessingInstructionHandler(parser) { userData, _, _ in ExpatNamespaces.refuse(userData) }
+        unsafe XML_SetStartDoctypeDeclHandler(parser) { userData, _, _, _, _ in ExpatNamespaces.refuse(userData) }
+        if expatParse(parser, bytes, final: false) == XML_STATUS_ERROR {
             failed = true
             failure = Int(unsafe XML_GetCurrentByteIndex(parser))
         }
         unsafe self.parser = nil
+    }
+
+    /// What RFC 6120 restricts (a comment, a processing instruction, a DTD) fails the stream.
+    static func refuse(_ userData: UnsafeMutableRawPointer?) {
+        let reference = unsafe Unmanaged<ExpatNamespaces>.fromOpaque(userData!).takeUnretainedValue()
+        reference.failed = true
+        _ = unsafe XML_StopParser(reference.parser, 0)
+    }
+}
+
+/// Feeds all of `bytes` to `parser` in one call.
+func expatParse(_ parser: XML_Parser, _ bytes: [UInt8], final: Bool) -> XML_Status {
+    unsafe bytes.withUnsafeBufferPointer { buffer in
+        unsafe XML_Parse(
+            parser,
+            UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+            Int32(buffer.count),
+            final ? 1 : 0
+        )
     }
 }
 
@@ -193,16 +190,7 @@ func unfinishedTokenStart(_ stream: [UInt8]) -> Int? {
     func parse(_ bytes: [UInt8], final: Bool) -> (XML_Error, Int)? {
         guard let parser = unsafe XML_ParserCreate("UTF-8") else { fatalError("no parser") }
         defer { unsafe XML_ParserFree(parser) }
-        let status = unsafe bytes.withUnsafeBufferPointer { buffer in
-            unsafe XML_Parse(
-                parser,
-                UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                    .assumingMemoryBound(to: CChar.self),
-                Int32(buffer.count),
-                final ? 1 : 0
-            )
-        }
-        guard status == XML_STATUS_ERROR else { return nil }
+        guard expatParse(parser, bytes, final: final) == XML_STATUS_ERROR else { return nil }
         return (unsafe XML_GetErrorCode(parser), Int(unsafe XML_GetCurrentByteIndex(parser)))
     }
     if let (code, offset) = parse(stream, final: true),
