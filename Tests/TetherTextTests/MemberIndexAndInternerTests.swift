@@ -89,4 +89,26 @@ struct StringInternerTests {
             #expect(interner.intern(Array((name + "y").utf8).span) == name + "y")
         }
     }
+
+    @Test func validatingRefusesWhatIsNotUTF8AndTrustsOnlyEqualBytes() {
+        var interner = StringInterner(capacity: 64, maximumLength: 16)
+        #expect(interner.intern(validating: Array("Send".utf8).span) == "Send")
+        #expect(interner.intern(validating: Array("Send".utf8).span) == "Send")  // from the cache
+        #expect(interner.intern(validating: Array("Zoë".utf8).span) == "Zoë")
+        // Invalid bytes: refused whether or not a string sits in their slot, and never cached.
+        let invalid: [[UInt8]] = [
+            [0x53, 0x65, 0x6e, 0xff], [0xc3], [0x5a, 0x6f, 0xc3], [0xed, 0xa0, 0x80], [0xc0, 0x80],
+            Array("Send".utf8) + [0x80],
+        ]
+        for bytes in invalid {
+            for _ in 0..<2 { #expect(interner.intern(validating: bytes.span) == nil) }
+        }
+        // The cached strings are still there and the same length but other bytes miss them.
+        #expect(interner.intern(validating: Array("Send".utf8).span) == "Send")
+        #expect(interner.intern(validating: [0x53, 0x65, 0x6e, 0xe4].span) == nil)
+        // Longer than the cache takes: checked, not cached.
+        let long = "a name longer than sixteen bytes, é"
+        #expect(interner.intern(validating: Array(long.utf8).span) == long)
+        #expect(interner.intern(validating: (Array(long.utf8) + [0xff]).span) == nil)
+    }
 }

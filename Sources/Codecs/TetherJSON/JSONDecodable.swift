@@ -103,7 +103,7 @@ public struct JSONReader {
 
     /// Reads a member's key and its colon; returns the case of `keys` it equals, or nil for any
     /// other key (then read or skip the value).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func readKey<Key>(in keys: CodingKeySet<Key>) throws -> Key? {
         guard let index = try readKey(in: keys.keySet) else { return nil }
         return keys.key(at: index)
@@ -111,7 +111,7 @@ public struct JSONReader {
 
     /// Reads a member's key and its colon; returns the index in `keys` of the key it equals, or
     /// nil for any other key (then read or skip the value).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func readKey(in keys: KeySet) throws -> Int? {
         // Most objects list their keys in the same order each time and write them as the
         // encoders do: first try the expected key's own bytes (`"Name":`, quoted, escaped as

@@ -52,7 +52,7 @@ public protocol MessagePackDecodable: Decodable {
 extension MessagePackReader {
     /// Reads a map key and returns the case of `keys` it equals, or nil for any other string or
     /// integer key (see `readKey(in:)` for `KeySet`).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func readKey<Key>(in keys: CodingKeySet<Key>) throws(MessagePackError) -> Key? {
         guard let index = try readKey(in: keys.keySet) else { return nil }
         return keys.key(at: index)
@@ -61,7 +61,7 @@ extension MessagePackReader {
     /// Reads a map key and returns the index in `keys` of the key it equals, or nil for any other
     /// string or integer key. A string key that is not UTF-8, or a key of another type, is an
     /// error (as it is for `Codable`, whose keys are strings or integers).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func readKey(in keys: KeySet) throws(MessagePackError) -> Int? {
         // First the key expected next, as the writers encode it: two word compares, no parsing
         // (inlined into the caller's decoder).

@@ -186,12 +186,12 @@ enum MessagePackHubRecord {
         if reader.readNilIfPresent() { return nil }
         let start = reader.position
         guard let range = try? reader.readStringRange(),
-            UTF8Validation.check(reader.bytes.backDeployedSpan.extracting(range)) != .invalid
+            let target = targets.intern(validating: reader.bytes.backDeployedSpan.extracting(range))
         else {
             reader.position = start
             throw readFailed("target", "String")
         }
-        return targets.intern(reader.bytes.backDeployedSpan.extracting(range))
+        return target
     }
 
     static func readInvocationId(
