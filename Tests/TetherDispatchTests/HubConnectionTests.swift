@@ -229,6 +229,34 @@ struct HubConnectionTests {
         }
     }
 
+    /// From a task on the connection's executor, sends are held until the job ends, but an
+    /// invocation whose result the task awaits is written at once, with what was held before it
+    /// (the task cannot add to the write before it suspends).
+    @Test func anAwaitedInvocationFromTheExecutorIsWrittenAtOnce() async throws {
+        let server = try await startedHub()
+        let calls = XMPPClientTests.TransportCalls()
+        var builder = HubConnectionBuilder(url: server.url)
+        builder.options.transportFactory = { request, options, queue, onEvent in
+            XMPPClientTests.RecordingTransport(defaultTransportFactory(request, options, queue, onEvent), calls: calls)
+        }
+        let connection = try builder.build()
+        try await connection.start()
+        calls.reset()
+        calls.executor = connection.executor
+        try await withTaskExecutorPreference(connection.executor) {
+            try await connection.send("Echo", "held 0")
+            let echoed: String = try await connection.invoke("Echo", "answer")
+            #expect(echoed == "answer")
+        }
+        let recorded = calls.reset()
+        calls.executor = nil
+        let firstFlush = recorded.firstIndex(of: "hold held").flatMap { held in
+            recorded[held...].first { $0.hasPrefix("flush") }
+        }
+        #expect(firstFlush == "flush in job", "\(recorded)")
+        await connection.stop()
+    }
+
     /// Tasks on the connections' executors: with a read thread, each answer resumes its task on
     /// the thread that read it; the calls a task makes on its own connection run on the queue at
     /// once, and calls across (each connection's task calling the other's connection at the same

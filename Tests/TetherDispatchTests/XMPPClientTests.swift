@@ -2,11 +2,12 @@ import Dispatch
 import Foundation
 import Testing
 import TetherCore
-import TetherDispatch
 import TetherTestServers
 import TetherXML
 import TetherXMPP
 import TetherXMPPClient
+
+@testable import TetherDispatch
 
 /// `XMPPClient` against a real prosody on 127.0.0.1 (started and stopped by each test), through
 /// a byte relay where a test cuts or stalls the link. Serialized: the timing tests must not
@@ -247,11 +248,26 @@ struct XMPPClientTests {
         #expect(held.lastIndex(of: "hold held").map { held[($0 + 1)...].contains("flush") } == true, "\(held)")
         #expect(!held.contains("send held"), "\(held)")
 
+        // A request: the task waits for its answer, so what the job held goes out with the
+        // request at once, while the job still runs, not when the task has suspended.
+        calls.reset()
+        calls.executor = alice.executor
+        try await withTaskExecutorPreference(alice.executor) {
+            try await alice.send(XMPPMessage(to: target, body: "held 20"))
+            _ = try await alice.request(.ping(to: nil))
+        }
+        let requested = calls.reset()
+        calls.executor = nil
+        let firstFlush = requested.firstIndex(of: "hold held").flatMap { held in
+            requested[held...].first { $0.hasPrefix("flush") }
+        }
+        #expect(firstFlush == "flush in job", "\(requested)")
+
         for index in 0..<5 { try await alice.send(XMPPMessage(to: target, body: "sent \(index)")) }
         let sent = calls.reset()
         #expect(sent.filter { $0 == "send sent" }.count == 5 && !sent.contains("hold sent"), "\(sent)")
 
-        let expected = (0..<20).map { "held \($0)" } + (0..<5).map { "sent \($0)" }
+        let expected = (0..<21).map { "held \($0)" } + (0..<5).map { "sent \($0)" }
         #expect(await events.wait { _ in events.bodies.count >= expected.count })
         #expect(events.bodies == expected)
         await alice.disconnect()
@@ -283,10 +299,19 @@ struct XMPPClientTests {
     final class TransportCalls: @unchecked Sendable {
         private let lock = NSLock()
         private var calls: [String] = []
+        /// When set, a `flush` made while a job of this executor runs is recorded as
+        /// "flush in job" (read on the executor's queue, where the flag is kept).
+        var executor: ConnectionExecutor? {
+            get { lock.withLock { storedExecutor } }
+            set { lock.withLock { storedExecutor = newValue } }
+        }
+        private var storedExecutor: ConnectionExecutor?
 
         func record(_ call: String, _ bytes: [UInt8] = []) {
             let text = String(decoding: bytes, as: UTF8.self)
-            let kind = text.contains("<body>held ") ? " held" : text.contains("<body>sent ") ? " sent" : ""
+            // (A hub invocation's argument, `"held …"`, counts as held too.)
+            let held = text.contains("<body>held ") || text.contains("\"held ")
+            let kind = held ? " held" : text.contains("<body>sent ") ? " sent" : ""
             lock.withLock { calls.append(call + kind) }
         }
 
@@ -323,7 +348,7 @@ struct XMPPClientTests {
             inner.hold(bytes)
         }
         func flush() {
-            calls.record("flush")
+            calls.record(calls.executor?.isRunningJob == true ? "flush in job" : "flush")
             inner.flush()
         }
         func startTLS(serverName: String, bufferedBytes: [UInt8]) {

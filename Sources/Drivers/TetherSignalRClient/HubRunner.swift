@@ -76,13 +76,14 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
     // MARK: - Commands (on the queue)
 
     /// Runs `command`, waiting for room as `Options.backPressure` says; `fail` is called if it
-    /// cannot run.
+    /// cannot run. `writingAtOnce`: as `ConnectionRunner.submit` (for an invocation awaited).
     func submit(
         _ command: @escaping (inout HubConnectionMachine, Instant) throws(HubConnectionError) -> Void,
         call: RunnerCall? = nil,
+        writingAtOnce: Bool = false,
         fail: @escaping (HubConnectionError) -> Void
     ) {
-        runner.submit(.init(run: command, fail: fail, call: call))
+        runner.submit(.init(run: command, fail: fail, call: call), writingAtOnce: writingAtOnce)
     }
 
     /// Invokes; the completion goes to `handoff` (unless `call` is canceled first).
@@ -104,6 +105,7 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
                 if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
             },
             call: call,
+            writingAtOnce: true,
             fail: { handoff.resume(returning: .failure($0)) }
         )
     }

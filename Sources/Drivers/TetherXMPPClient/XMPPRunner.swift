@@ -78,7 +78,8 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
                 },
                 fail: { handoff.resume(returning: .failure($0)) },
                 call: call
-            )
+            ),
+            writingAtOnce: true
         )
     }
 

@@ -317,8 +317,11 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
 
     /// Runs `command` now, or, while others wait for room, after them; when it finds no room (the
     /// protocol's queue, or the network holding more than `maximumUnsentBytes`) it waits for some
-    /// (`BackPressure.wait`) or fails with `sendQueueFull`.
-    @inlinable package func submit(_ command: Command) {
+    /// (`BackPressure.wait`) or fails with `sendQueueFull`. With `writingAtOnce` (for a request
+    /// whose caller waits for the answer, and so cannot add to the write before it suspends),
+    /// what the executor's job held is written now instead of when the job ends: the request is
+    /// on the wire while the task suspends.
+    @inlinable package func submit(_ command: Command, writingAtOnce: Bool = false) {
         if let call = command.call as? RunnerCall, call.isCanceled {
             return command.fail(Failure(.canceled, "The call's task was canceled."))
         }
@@ -343,6 +346,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
             }
         }
         drive()
+        if writingAtOnce { flushHeldBytes() }
     }
 
     /// Runs `body` on the machine now and carries out its actions.

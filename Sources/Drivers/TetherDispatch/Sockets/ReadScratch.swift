@@ -34,6 +34,17 @@ enum ReadScratch {
         return body(UnsafeMutableRawBufferPointer(start: current.base, count: capacity))
     }
 
+    /// The first `count` bytes of `scratch` as an array of exactly that size: one copy
+    /// (`Array(_:)` of a raw buffer takes the generic collection path, a byte at a time).
+    static func bytes(_ scratch: UnsafeMutableRawBufferPointer, count: Int) -> [UInt8] {
+        precondition(count <= scratch.count, "more bytes than the buffer holds")
+        guard count > 0, let base = scratch.baseAddress else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count)
+            initialized = count
+        }
+    }
+
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in

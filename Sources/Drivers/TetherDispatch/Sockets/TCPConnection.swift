@@ -431,7 +431,7 @@ package final class TCPConnection: @unchecked Sendable {
         let socket = socket
         let (count, bytes) = ReadScratch.withBuffer(capacity: maximumReadSize) { scratch -> (Int, [UInt8]) in
             let count = systemRead(socket, scratch.baseAddress, scratch.count)
-            return (count, count > 0 ? Array(UnsafeRawBufferPointer(rebasing: scratch[..<count])) : [])
+            return (count, ReadScratch.bytes(scratch, count: count))
         }
         if count > 0 {
             deliver(.received(bytes))

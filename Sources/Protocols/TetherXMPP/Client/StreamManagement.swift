@@ -81,7 +81,6 @@ struct StreamManagement: Sendable {
 /// any data that arrives during a ping as life (Smack #279/#296).
 struct AutoPing: Sendable {
     let configuration: XMPPClientMachine.AutoPingConfiguration
-    private(set) var lastReceived: Instant
     /// A ping out: its id and when it went.
     struct Ping: Sendable {
         var id: String
@@ -102,13 +101,12 @@ struct AutoPing: Sendable {
         inBackground ? (configuration.backgroundInterval ?? configuration.interval) : configuration.interval
     }
 
-    init(configuration: XMPPClientMachine.AutoPingConfiguration, now: Instant) {
+    init(configuration: XMPPClientMachine.AutoPingConfiguration) {
         self.configuration = configuration
-        lastReceived = now
     }
 
-    /// When something is next due.
-    var deadline: Instant {
+    /// When something is next due, if bytes last arrived at `lastReceived`.
+    func deadline(lastReceived: Instant) -> Instant {
         if let outstanding { return outstanding.due }
         return lastReceived + interval
     }
@@ -118,11 +116,6 @@ struct AutoPing: Sendable {
         case sendPing
         /// The link is dead (`probe`: a probe after a network change went unanswered).
         case dead(probe: Bool)
-    }
-
-    /// Anything arrived: the link is alive.
-    mutating func received(at now: Instant) {
-        lastReceived = now
     }
 
     mutating func pingSent(id: String, at now: Instant) {
@@ -137,6 +130,12 @@ struct AutoPing: Sendable {
         outstanding = (Ping(id: id, sentAt: now), due, earlier?.ping, true)
     }
 
+    /// Whether `id` answers the outstanding ping (or the one out before a probe).
+    func awaits(answer id: String) -> Bool {
+        guard let sent = outstanding else { return false }
+        return sent.ping.id == id || sent.earlier?.id == id
+    }
+
     /// When the outstanding ping went out, if `id` answers it (a result or an error: both
     /// prove liveness); nil otherwise.
     mutating func answered(id: String) -> Instant? {
@@ -148,8 +147,9 @@ struct AutoPing: Sendable {
         return answered.sentAt
     }
 
-    /// What is due at `now`.
-    mutating func check(now: Instant) -> Due {
+    /// What is due at `now`, if bytes last arrived at `lastReceived` (anything that arrives
+    /// proves the link alive).
+    mutating func check(now: Instant, lastReceived: Instant) -> Due {
         if let sent = outstanding {
             guard now >= sent.due else { return .nothing }
             outstanding = nil

@@ -85,7 +85,7 @@ extension XMPPClientMachine {
         autoPing.inBackground = background
         session.autoPing = autoPing
         state = .connected(session)
-        timers.set(.ping, at: autoPing.deadline)
+        timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived))
     }
 
     /// Checks the link now: a ping whose own answer must arrive within the probe timeout (or the
@@ -105,7 +105,7 @@ extension XMPPClientMachine {
         )
         session.autoPing = autoPing
         state = .connected(session)
-        timers.set(.ping, at: autoPing.deadline)
+        timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived))
     }
 
     /// The path came back without `reconnectWhenPathReturns`: the back-off goes on where it was.

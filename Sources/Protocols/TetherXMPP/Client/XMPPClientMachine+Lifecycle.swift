@@ -85,7 +85,7 @@ extension XMPPClientMachine {
             autoPing.pingSent(id: id, at: now)
             session.autoPing = autoPing
             state = .connected(session)
-            timers.set(.ping, at: autoPing.deadline)
+            timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived))
         }
     }
 
@@ -119,11 +119,7 @@ extension XMPPClientMachine {
     /// Bytes arrived on the transport of `generation`.
     public mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant) {
         guard acceptsXML(from: generation) else { return }
-        if case .connected(var session) = state, var autoPing = session.autoPing {
-            autoPing.received(at: now)
-            session.autoPing = autoPing
-            state = .connected(session)
-        }
+        lastReceived = now
         if let idle = configuration.releaseBuffersAfterIdle { timers.set(.releaseBuffers, at: now + idle) }
         health.bytesReceived += bytes.count
         parser.append(bytes)
@@ -264,7 +260,7 @@ extension XMPPClientMachine {
 
     private mutating func autoPingDue(now: Instant) {
         guard case .connected(var session) = state, var autoPing = session.autoPing else { return }
-        switch autoPing.check(now: now) {
+        switch autoPing.check(now: now, lastReceived: lastReceived) {
         case .nothing:
             break
         case .sendPing:
@@ -272,7 +268,7 @@ extension XMPPClientMachine {
             sendPing(id: id, session: session)
             autoPing.pingSent(id: id, at: now)
         case .dead(let probe):
-            health.lastDeadLinkDetection = now - autoPing.lastReceived
+            health.lastDeadLinkDetection = now - lastReceived
             let configuration = autoPing.configuration
             return lost(
                 XMPPClientError(
@@ -287,7 +283,7 @@ extension XMPPClientMachine {
         }
         session.autoPing = autoPing
         state = .connected(session)
-        timers.set(.ping, at: autoPing.deadline)
+        timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived))
     }
 
     // MARK: - Attempts, loss, reconnect

@@ -166,7 +166,8 @@ extension XMPPClientMachine {
         boundJID = jid
         health.onlineSince = now
         if resumed { health.resumes += 1 }
-        let autoPing = configuration.autoPing.map { AutoPing(configuration: $0, now: now) }
+        let autoPing = configuration.autoPing.map { AutoPing(configuration: $0) }
+        lastReceived = now
         let session = Session(
             generation: negotiation.attempt.generation,
             endpoint: negotiation.attempt.endpoint,
@@ -177,7 +178,7 @@ extension XMPPClientMachine {
             clientStateIndication: negotiation.features?.clientStateIndication ?? false
         )
         state = .connected(session)
-        if let autoPing { timers.set(.ping, at: autoPing.deadline) }
+        if let autoPing { timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived)) }
         if let idle = serverLimits?.idleSeconds {
             bytesSentAtKeepAliveCheck = health.bytesSent
             timers.set(.keepAlive, at: now + .seconds(max(1, idle / 3)))

@@ -123,12 +123,15 @@ extension XMPPClientMachine {
 
     mutating func iqAnswerReceived(_ iq: XMPPIQ, _ session: Session, now: Instant) {
         guard let id = iq.id else { return }
-        if var autoPing = session.autoPing, let sentAt = autoPing.answered(id: id) {
+        // (Asked before the auto-ping is copied out to be changed: most answers are the app's.)
+        if session.autoPing?.awaits(answer: id) == true, var autoPing = session.autoPing,
+            let sentAt = autoPing.answered(id: id)
+        {
             health.roundTrip(now - sentAt)
             var session = session
             session.autoPing = autoPing
             state = .connected(session)
-            timers.set(.ping, at: autoPing.deadline)
+            timers.set(.ping, at: autoPing.deadline(lastReceived: lastReceived))
             return
         }
         // Only the addressee may answer (RFC 6120 §8.2.3); anything else is an unknown id.

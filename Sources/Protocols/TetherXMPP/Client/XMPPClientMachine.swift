@@ -359,6 +359,10 @@ public struct XMPPClientMachine: ~Copyable {
     var caughtUpIDs: Set<String> = []
     /// The push registration, enabled at every new session.
     var push: XMPPPushRegistration?
+    /// When bytes last arrived on a stream: the auto-ping's measure of life. (Kept here, not in
+    /// the session's `AutoPing`: updating it on every read would copy the session out of the
+    /// state and back.)
+    var lastReceived = Instant.zero
     /// `health.bytesSent` at the last keep-alive check: nothing sent since means silence.
     var bytesSentAtKeepAliveCheck = 0
     /// The SASL2 user-agent id: the state's, or one made on the first SASL2 login.

@@ -21,18 +21,34 @@ public struct XMPPIQ: Hashable, Sendable {
 
         /// Whether an iq of this type is a request that must be answered.
         public var isRequest: Bool { self == .get || self == .set }
+
+        /// The type spelled `rawValue`, or nil for any other text. (Written out: the synthesized
+        /// initializer compares the text with each case through the runtime's string switch, on
+        /// every iq received.)
+        public init?(rawValue: String) {
+            switch rawValue {
+            case "result": self = .result
+            case "get": self = .get
+            case "set": self = .set
+            case "error": self = .error
+            default: return nil
+            }
+        }
     }
 
     /// The stanza.
     public let element: XElement
+    /// The type (read from the element once, when the view is made).
+    public let type: IQType
 
     /// The view of `element`; nil unless it is an `<iq/>` in the client namespace with a known
     /// type.
     public init?(_ element: XElement) {
         guard element.localName == "iq", element.namespace == XMPPNamespace.client,
-            element.attribute("type").flatMap(IQType.init(rawValue:)) != nil
+            let type = element.attribute("type").flatMap(IQType.init(rawValue:))
         else { return nil }
         self.element = element
+        self.type = type
     }
 
     /// An iq of `type` with `payload` (the connection adds an `id` when nil).
@@ -46,6 +62,7 @@ public struct XMPPIQ: Hashable, Sendable {
             attributes: attributes.attributes,
             children: payload.map { [.element($0)] } ?? []
         )
+        self.type = type
     }
 
     /// A `get` request.
@@ -83,16 +100,15 @@ public struct XMPPIQ: Hashable, Sendable {
                 .client("iq"),
                 attributes: attributes.attributes,
                 children: [.element(error.element)]
-            )
+            ),
+            type: .error
         )
     }
 
-    init(uncheckedElement: XElement) {
+    init(uncheckedElement: XElement, type: IQType) {
         element = uncheckedElement
+        self.type = type
     }
-
-    /// The type.
-    public var type: IQType { element.attribute("type").flatMap(IQType.init(rawValue:)) ?? .error }
     /// The `id` attribute.
     public var id: String? { element.attribute("id") }
     /// The sender (nil when absent: the user's own server or account).
