@@ -115,6 +115,27 @@ struct PayloadTests {
         #expect(decoded.customerId == 0)
     }
 
+    /// Each argument of a received invocation decodes at its index, whatever whitespace the
+    /// sender put around it (the first one is found without walking the array).
+    @Test func argumentsDecodeAtTheirIndexAcrossWhitespace() throws {
+        for spacing in ["", " ", "\n\t ", "\r\n"] {
+            let text =
+                #"{"type":1,"target":"T","arguments":["# + spacing + #""first""# + spacing + ","
+                + spacing + "[1,2]" + spacing + "," + spacing + "3" + spacing + "]}\u{1E}"
+            var parser = JSONHubProtocol().makeParser()
+            parser.append(Array(text.utf8))
+            guard case .invocation(let invocation) = try parser.next() else {
+                Issue.record("not an invocation: \(text)")
+                continue
+            }
+            #expect(invocation.arguments.count == 3)
+            #expect(try invocation.arguments.decode(String.self, at: 0) == "first")
+            #expect(try invocation.arguments.decode([Int].self, at: 1) == [1, 2])
+            #expect(try invocation.arguments.decode(Int.self, at: 2) == 3)
+            #expect(invocation.arguments[0] == (try EncodedValue(json: Array(#""first""#.utf8))))
+        }
+    }
+
     @Test func integersBeyondTwoToTheFiftyThreeSurvive() throws {
         let text =
             #"{"type":1,"target":"T","arguments":[9007199254740993,18446744073709551615,-9223372036854775808,1e400]}"#

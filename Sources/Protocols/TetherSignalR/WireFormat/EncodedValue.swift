@@ -337,8 +337,12 @@ public struct EncodedArguments: Hashable, Sendable, Sequence {
     /// the arguments before it, not the argument. Precondition: `index < count`.
     @usableFromInline func start(of index: Int) -> Int {
         precondition(index >= 0 && index < count, "argument index out of range")
-        // The first argument (the usual one) without an iterator, which would copy `self`.
-        if index == 0 && encoding == .messagePack { return messagePackElementsStart }
+        // The first argument (the usual one) without an iterator, which would copy `self`: after
+        // the MessagePack array's header, or after the JSON array's `[` and any whitespace.
+        if index == 0 {
+            guard encoding == .json else { return messagePackElementsStart }
+            return JSONScanner.skipWhitespace(storage.backDeployedSpan, range.lowerBound + 1, range.upperBound)
+        }
         var iterator = makeIterator()
         for _ in 0..<index { _ = iterator.next() }
         guard encoding == .json else { return iterator.position }
