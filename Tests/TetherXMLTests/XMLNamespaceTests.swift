@@ -131,8 +131,10 @@ struct XMLNamespaceTests {
             "<m xmlns=''><n/></m>",
             // The same local name in two namespaces, and with and without a prefix.
             "<m xmlns:a='urn:a' xmlns:b='urn:b' a:x='1' b:x='2' x='3'/>",
-            // A local part starting with a letter outside ASCII.
+            // A local part starting with a letter outside ASCII (two and three bytes in UTF-8),
+            // and names that start with the same letter (Expat's verdict on it remembered).
             "<p:\u{E9}t\u{E9} xmlns:p='urn:p'/>",
+            "<p:\u{65E5}\u{672C} xmlns:p='urn:p'><p:\u{65E5}x/><p:\u{E9}a p:\u{E9}b='1'/></p:\u{65E5}\u{672C}>",
         ]
         for stanza in allowed { #expect(element(stanza) != nil, "\(stanza)") }
         let undeclared = try #require(element("<m xmlns=''><n/></m>"))
@@ -170,8 +172,11 @@ struct XMLNamespaceTests {
         "<m xmlns:='urn:a'/>",
         "<m xmlns:a:b='urn:a'/>",
         "<m xmlns:1a='urn:a'/>",
-        // A local part starting with a combining character (a name character, not a start).
+        // A local part starting with a combining character (a name character, not a start),
+        // also after a name with that character inside it, and after the same refusal once.
         "<p:\u{300}x xmlns:p='urn:p'/>",
+        "<p:x\u{300} xmlns:p='urn:p'><p:\u{300}y/></p:x\u{300}>",
+        "<p:\u{E9}a xmlns:p='urn:p'><p:\u{E9}\u{300}/><p:\u{B7}z/></p:\u{E9}a>",
     ]
 
     @Test(arguments: refused)
@@ -192,6 +197,15 @@ struct XMLNamespaceTests {
                 "two attributes with the same local name and namespace"
             ),
             ("<a:b:c xmlns:a='urn:a'/>", "a name that is not a qualified name (prefix:local)"),
+            ("<p:\u{300}x xmlns:p='urn:p'/>", "a name that is not a qualified name (prefix:local)"),
+            (
+                "<p:x\u{300} xmlns:p='urn:p'><p:\u{300}y/><p:\u{300}z/></p:x\u{300}>",
+                "a name that is not a qualified name (prefix:local)"
+            ),
+            (
+                "<p:\u{E9}a xmlns:p='urn:p'><p:\u{E9}\u{300}/><p:\u{B7}z/></p:\u{E9}a>",
+                "a name that is not a qualified name (prefix:local)"
+            ),
         ]
         for (stanza, message) in cases {
             #expect(parse(Array((Self.open + stanza).utf8)).error?.message == message, "\(stanza)")

@@ -10,6 +10,10 @@ import TetherCore
     var names: XMLNameCache
     /// The namespace bindings in scope.
     var bindings = XMLNamespaceBindings()
+    /// Whether a non-ASCII character may start a name, as Expat judged it (`startsLikeName`),
+    /// by the character's UTF-8 bytes: a name whose local part starts with one costs Expat's
+    /// judgement once per character, not once per name. Bounded: emptied when full.
+    var nameStartVerdicts: [UInt32: Bool] = [:]
     /// Namespace declarations of the element about to start (name-table indices).
     var declarations = PlainBuffer<UInt32>(capacity: 8)
     /// Namespace declarations of the stream header.
@@ -567,7 +571,7 @@ import TetherCore
                     valid = true
                 case 0x80...:
                     // Let Expat judge with its own character tables, as it judged the rest.
-                    valid = unsafe Self.startsLikeName(local)
+                    valid = unsafe nameStarts(local)
                 default:
                     valid = false
                 }
@@ -577,9 +581,28 @@ import TetherCore
         return valid
     }
 
-    /// Whether Expat takes `local` (a run of name characters) as an element name: whether its
-    /// first character may start a name. Only for a local part starting with a non-ASCII
-    /// character, which is rare.
+    /// The most characters `nameStartVerdicts` keeps.
+    static let maximumNameStartVerdicts = 256
+
+    /// Whether the first character of `local` (a run of name characters that starts with a
+    /// non-ASCII one) may start a name: Expat's verdict, remembered per character.
+    private mutating func nameStarts(_ local: UnsafeRawBufferPointer) -> Bool {
+        let lead = unsafe local[0]
+        let length = min(local.count, lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2)
+        var key: UInt32 = 0
+        for index in 0..<length { key = key << 8 | UInt32(unsafe local[index]) }
+        if let verdict = nameStartVerdicts[key] { return verdict }
+        let verdict = unsafe Self.startsLikeName(UnsafeRawBufferPointer(rebasing: local[0..<length]))
+        if nameStartVerdicts.count >= Self.maximumNameStartVerdicts {
+            nameStartVerdicts.removeAll(keepingCapacity: true)
+        }
+        nameStartVerdicts[key] = verdict
+        return verdict
+    }
+
+    /// Whether Expat takes `local` (name characters) as an element name; given a name's first
+    /// character, whether that character may start a name. Only for a local part starting with
+    /// a non-ASCII character, which is rare.
     static func startsLikeName(_ local: UnsafeRawBufferPointer) -> Bool {
         guard let checker = unsafe XML_ParserCreate("UTF-8") else { return false }
         defer { unsafe XML_ParserFree(checker) }
