@@ -41,26 +41,36 @@ struct SignalRBenchmarks {
             parser.append(stream.backDeployedSpan.extracting(offset..<end))
             offset = end
             while let message = try parser.next() {
-                switch message {
-                case .invocation(let invocation):
-                    checksum &+= invocation.arguments.count &+ invocation.target.utf8.count
-                    if typing != .none {
-                        checksum &+= try payload(invocation.arguments, typing).userId
-                    }
-                case .completion(let completion):
-                    if case .value(let value) = completion.result {
-                        checksum &+= typing == .none ? value.bytes.count : try payload(value, typing).customerId
-                    }
-                case .streamItem(let item):
-                    checksum &+= typing == .none ? item.item.bytes.count : Int(try payload(item.item, typing).time)
-                case .ping:
-                    checksum &+= 1
-                default:
-                    break
-                }
+                checksum &+= try sum(message, typing)
             }
         }
         return checksum
+    }
+
+    /// What one message adds to the checksum. The message is borrowed: switching over it where
+    /// the loop bound it copied it (a retain and a release of each of its references, about a
+    /// tenth of the MessagePack row), which the C references' loops do not do either.
+    @inline(__always)
+    func sum(_ message: borrowing HubMessage, _ typing: Typing) throws -> Int {
+        switch message {
+        case .invocation(let invocation):
+            var checksum = invocation.arguments.count &+ invocation.target.utf8.count
+            if typing != .none {
+                checksum &+= try payload(invocation.arguments, typing).userId
+            }
+            return checksum
+        case .completion(let completion):
+            if case .value(let value) = completion.result {
+                return typing == .none ? value.bytes.count : try payload(value, typing).customerId
+            }
+            return 0
+        case .streamItem(let item):
+            return typing == .none ? item.item.bytes.count : Int(try payload(item.item, typing).time)
+        case .ping:
+            return 1
+        default:
+            return 0
+        }
     }
 
     /// The ParamData of an invocation's first argument, decoded as `typing` says.
