@@ -7,8 +7,9 @@ import TetherSignalR
 struct SignalRBenchmarks {
     /// Every benchmark this group runs.
     static let names = [
-        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-codable-decode",
-        "signalr-json-parse-only", "signalr-msgpack-decode",
+        "foundation-jsondecoder (baseline)", "signalr-json-decode", "signalr-json-binder-decode",
+        "signalr-json-codable-decode", "signalr-json-parse-only", "signalr-msgpack-decode",
+        "signalr-msgpack-next-decode",
         "signalr-msgpack-codable-decode", "signalr-msgpack-parse-only", "codable-floor (ParamData from constants)",
         "signalr-json-encode", "signalr-json-codable-encode",
         "signalr-msgpack-encode", "signalr-msgpack-codable-encode",
@@ -25,8 +26,20 @@ struct SignalRBenchmarks {
         /// Through `Codable` (`init(from:)`) only.
         case codable
         /// With the fast paths the payload type offers (`init(json:)`, `init(messagePack:)`,
-        /// `encode(json:)`, `encode(messagePack:)`).
+        /// `encode(json:)`, `encode(messagePack:)`), by the faster of the two ways below for the
+        /// protocol: `bound` for MessagePack (one pass over the payload), `afterNext` for JSON
+        /// (whose binder validates the record first, and costs about 2.5 % more instructions than
+        /// decoding after `next()`: `Specs/performance.md`).
         case fastest
+        /// The fast paths, each payload decoded from the message `next()` returned.
+        case afterNext
+        /// The fast paths, each payload read by a `HubMessageBinder` (`next(binding:)`).
+        case bound
+
+        /// The way `fastest` decodes `encoding`.
+        static func fastest(for encoding: ValueEncoding) -> Typing {
+            encoding == .messagePack ? .bound : .afterNext
+        }
     }
 
     /// Decodes every message of `stream` and the ParamData it carries; returns a checksum. (Not
@@ -36,15 +49,68 @@ struct SignalRBenchmarks {
         var parser = hubProtocol.makeParser()
         var checksum = 0
         var offset = 0
+        let typing = typing == .fastest ? Typing.fastest(for: hubProtocol.valueEncoding) : typing
         while offset < stream.count {
             let end = min(offset + chunkSize, stream.count)
             parser.append(stream.backDeployedSpan.extracting(offset..<end))
             offset = end
-            while let message = try parser.next() {
-                checksum &+= try sum(message, typing)
+            if typing == .bound {
+                var binder = ParamDataBinder()
+                while let message = try parser.next(binding: &binder) {
+                    checksum &+= framingSum(message)
+                }
+                if let failure = binder.failure { throw failure }
+                checksum &+= binder.checksum
+            } else {
+                while let message = try parser.next() {
+                    checksum &+= try sum(message, typing)
+                }
             }
         }
         return checksum
+    }
+
+    /// Reads every payload of the corpus as a `ParamData` while the parser reads its message, and
+    /// adds to the checksum what `sum(_:_:)` adds for it.
+    struct ParamDataBinder: HubMessageBinder {
+        var checksum = 0
+        /// The first payload that could not be read as a `ParamData`, and why.
+        var failure: (any Error)?
+
+        mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+            do {
+                checksum &+= try arguments.read(ParamData.self).userId
+            } catch {
+                failure = failure ?? error
+            }
+        }
+
+        mutating func bindResult(of invocationId: String, from result: inout HubPayloadReader) {
+            do {
+                checksum &+= try result.read(ParamData.self).customerId
+            } catch {
+                failure = failure ?? error
+            }
+        }
+
+        mutating func bindItem(of invocationId: String, from item: inout HubPayloadReader) {
+            do {
+                checksum &+= Int(try item.read(ParamData.self).time)
+            } catch {
+                failure = failure ?? error
+            }
+        }
+    }
+
+    /// What one message adds to the checksum beside its payload (which a `ParamDataBinder` adds):
+    /// with the binder's, the same as `sum(_:_:)` with the fast paths.
+    @inline(__always)
+    func framingSum(_ message: borrowing HubMessage) -> Int {
+        switch message {
+        case .invocation(let invocation): invocation.arguments.count &+ invocation.target.utf8.count
+        case .ping: 1
+        default: 0
+        }
     }
 
     /// What one message adds to the checksum. The message is borrowed: switching over it where
@@ -184,6 +250,19 @@ struct SignalRBenchmarks {
             if let baseline { result.note = String(format: "%.1fx JSONDecoder", baseline.seconds / result.seconds) }
             results.append(result)
         }
+        if filter("signalr-json-binder-decode") {
+            progress("signalr-json-binder-decode")
+            var result = try measure(
+                "signalr-json-binder-decode",
+                bytes: corpus.json.count,
+                messages: messages,
+                passes: passes
+            ) {
+                try decode(JSONHubProtocol(), corpus.json, typing: .bound)
+            }
+            result.note = "ParamData by a binder (two passes)"
+            results.append(result)
+        }
         if filter("signalr-json-codable-decode") {
             progress("signalr-json-codable-decode")
             var result = try measure(
@@ -217,6 +296,19 @@ struct SignalRBenchmarks {
                 try decode(MessagePackHubProtocol(), corpus.messagePack)
             }
             results.append(decodeMessagePack)
+        }
+        if filter("signalr-msgpack-next-decode") {
+            progress("signalr-msgpack-next-decode")
+            var result = try measure(
+                "signalr-msgpack-next-decode",
+                bytes: corpus.messagePack.count,
+                messages: messages,
+                passes: passes
+            ) {
+                try decode(MessagePackHubProtocol(), corpus.messagePack, typing: .afterNext)
+            }
+            result.note = "ParamData decoded after next()"
+            results.append(result)
         }
         if filter("signalr-msgpack-codable-decode") {
             progress("signalr-msgpack-codable-decode")

@@ -32,3 +32,41 @@ struct InstantTests {
         #expect(Instant(.seconds(2)).sinceOrigin == .seconds(2))
     }
 }
+
+struct UTF8SpanTests {
+    /// `withUTF8Span` hands over exactly the string's UTF-8 bytes, for strings held inline (up to
+    /// 15 bytes), in storage of their own, and made from a substring, and passes through what
+    /// `body` throws. The bytes are read a word at a time where they allow it, as the
+    /// serializers read them (an inline string read through a span of a temporary view once gave
+    /// garbage that way).
+    @Test func spansAreTheStringsBytes() throws {
+        let pieces = ["a", "é", "日", "😀", "localhost"]
+        var strings: [String] = [""]
+        for count in 1...40 { strings.append((0..<count).map { pieces[$0 % pieces.count] }.joined()) }
+        strings.append(String("xx-substring-of-a-longer-string-xx".dropFirst(3).dropLast(3)))
+        for string in strings {
+            let expected = Array(string.utf8)
+            let seen: [UInt8] = string.withUTF8Span { span in
+                var copy: [UInt8] = []
+                var index = 0
+                unsafe span.withUnsafeBytes { raw in
+                    while index + 8 <= raw.count {
+                        let word = unsafe raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                        for shift in stride(from: 0, to: 64, by: 8) {
+                            copy.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+                        }
+                        index += 8
+                    }
+                }
+                while index < span.count {
+                    copy.append(span[index])
+                    index += 1
+                }
+                return copy
+            }
+            #expect(seen == expected, "\(string)")
+        }
+        struct Stop: Error {}
+        #expect(throws: Stop.self) { try "throws".withUTF8Span { (_: Span<UInt8>) throws(Stop) in throw Stop() } }
+    }
+}

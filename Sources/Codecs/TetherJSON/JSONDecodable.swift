@@ -66,8 +66,10 @@ public struct JSONReader {
     @inlinable @inline(__always)
     var bytes: [UInt8] { scanner.bytes }
 
+    /// The offset of the next byte to read (past the value just read, and any whitespace read
+    /// looking for it).
     @inlinable @inline(__always)
-    var position: Int { scanner.position }
+    package var position: Int { scanner.position }
 
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
         JSONValueDecoder.mismatch(in: bytes, at: position, type, expected)

@@ -15,9 +15,13 @@
 /// `T: Decodable` the `Codable` path is used.
 ///
 /// A conformance reads exactly one value, the one the reader is at, and leaves the reader just
-/// past it. The bytes have already been validated (structure and nesting depth) when the
-/// library calls it; strings are checked as they are read. Read maps with `readKey(in:)`, which
-/// matches keys against a `KeySet` without creating strings:
+/// past it. Every read checks what it reads (a truncated value, a reserved byte or text that is
+/// not UTF-8 throws), and `skipValue()` bounds the nesting it skips by the reader's
+/// `maximumDepth`. The bytes of an `EncodedValue` were also validated (structure and nesting
+/// depth) before; those a hub message binder reads (`HubPayloadReader`) were not, so a
+/// conformance that reads its own type recursively must bound its own nesting (by
+/// `maximumDepth`, say). Read maps with `readKey(in:)`, which matches keys against a `KeySet`
+/// without creating strings:
 ///
 /// ```swift
 /// extension ChatMessage: MessagePackDecodable {

@@ -85,6 +85,37 @@ public struct MessagePackDecoder: Sendable {
         }
     }
 
+    /// Decodes a `T` with `T.init(messagePack:)` at `reader`'s position, leaving `reader` past it.
+    /// Errors are those of `decodeValidated`. The value need not have been validated: every read
+    /// checks what it reads, and `reader`'s depth limit bounds what the conformance skips.
+    @inlinable @inline(__always)
+    package static func decode<T: MessagePackDecodable>(
+        _ type: T.Type,
+        from reader: inout MessagePackReader
+    ) throws(DecodingError) -> T {
+        do {
+            return try T(messagePack: &reader)
+        } catch let error as MessagePackError {
+            throw decodingError(error, for: type)
+        } catch let error as DecodingError {
+            throw error
+        } catch {
+            throw .dataCorrupted(
+                .init(
+                    codingPath: [],
+                    debugDescription: "The initializer of \(type) threw an error that is not a DecodingError "
+                        + "(its underlyingError).",
+                    underlyingError: error
+                )
+            )
+        }
+    }
+
+    /// The `DecodingError` for a reader error met while decoding a `type`.
+    package static func readerError(_ error: MessagePackError, decoding type: Any.Type) -> DecodingError {
+        TetherMessagePack.decodingError(error, for: type)
+    }
+
     /// Decodes a `T` from the value at `offset`, which the caller has already validated with
     /// `MessagePackReader.skipValue()` (used by protocols that validate while framing; strings'
     /// UTF-8 is validated as they are decoded).

@@ -78,7 +78,7 @@ public struct EncodedValue: Hashable, Sendable, CustomStringConvertible {
     /// An empty buffer with room for a typical encoded value or argument list.
     static func encodingBuffer() -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
+        bytes.reserveCapacity(512)
         return bytes
     }
 

@@ -34,6 +34,10 @@ public protocol HubMessageParser: Sendable {
     /// The next complete message, or nil if more bytes are needed. Unknown message types are
     /// skipped. After an error the parser stays failed: every later call throws the same error.
     mutating func next() throws(HubProtocolError) -> HubMessage?
+    /// The next complete message, with its payload offered to `binder` while it is read (see
+    /// `HubMessageBinder`); nil if more bytes are needed. Errors and skipped messages are those of
+    /// `next()`.
+    mutating func next<Binder: HubMessageBinder>(binding binder: inout Binder) throws(HubProtocolError) -> HubMessage?
     /// Whether bytes of an unfinished message are buffered (at the end of input that is the
     /// error `HubProtocolError.incomplete`).
     var hasPartialMessage: Bool { get }
@@ -207,6 +211,30 @@ public enum AnyHubMessageParser: HubMessageParser {
         case .messagePack(var parser):
             do throws(HubProtocolError) {
                 result = .success(try parser.next())
+            } catch {
+                result = .failure(error)
+            }
+            self = .messagePack(parser)
+        }
+        return try result.get()
+    }
+
+    @inlinable
+    public mutating func next<Binder: HubMessageBinder>(
+        binding binder: inout Binder
+    ) throws(HubProtocolError) -> HubMessage? {
+        let result: Result<HubMessage?, HubProtocolError>
+        switch consume self {
+        case .json(var parser):
+            do throws(HubProtocolError) {
+                result = .success(try parser.next(binding: &binder))
+            } catch {
+                result = .failure(error)
+            }
+            self = .json(parser)
+        case .messagePack(var parser):
+            do throws(HubProtocolError) {
+                result = .success(try parser.next(binding: &binder))
             } catch {
                 result = .failure(error)
             }

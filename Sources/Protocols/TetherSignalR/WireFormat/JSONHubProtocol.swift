@@ -72,6 +72,24 @@ public struct JSONHubMessageParser: HubMessageParser {
     }
 
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
+        try next(binds: false) { _, _ in }
+    }
+
+    /// The next complete message, its payload offered to `binder` once the record is read and
+    /// validated (see `HubMessageBinder`).
+    @inlinable
+    public mutating func next<Binder: HubMessageBinder>(
+        binding binder: inout Binder
+    ) throws(HubProtocolError) -> HubMessage? {
+        try next(binds: true) { binder.offer($0, &$1) }
+    }
+
+    /// `next()`, offering each payload to `offer` when `binds`.
+    @usableFromInline
+    mutating func next(
+        binds: Bool,
+        offering offer: (HubPayloadOwner, inout HubPayloadReader) -> Void
+    ) throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while true {
             // A record met for the first time is parsed at once, up to its separator; only if
@@ -83,7 +101,9 @@ public struct JSONHubMessageParser: HubMessageParser {
                     buffer.storage,
                     from: start,
                     maximumDepth: maximumDepth,
-                    targets: &targets
+                    targets: &targets,
+                    binds: binds,
+                    offer: offer
                 ) {
                     guard separator - start <= maximumMessageSize else { throw fail(.tooLarge(maximumMessageSize)) }
                     buffer.start = separator + 1
@@ -104,7 +124,9 @@ public struct JSONHubMessageParser: HubMessageParser {
                     buffer.storage,
                     record,
                     maximumDepth: maximumDepth,
-                    targets: &targets
+                    targets: &targets,
+                    binds: binds,
+                    offer: offer
                 ) {
                     return message
                 }

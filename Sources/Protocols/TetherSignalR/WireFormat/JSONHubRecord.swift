@@ -31,12 +31,14 @@ enum JSONHubRecord {
         _ bytes: [UInt8],
         _ record: Range<Int>,
         maximumDepth: Int,
-        targets: inout StringInterner
+        targets: inout StringInterner,
+        binds: Bool = false,
+        offer: MessagePackHubRecord.Offer = { _, _ in }
     ) throws(HubProtocolError) -> HubMessage? {
         var scanner = JSONScanner(bytes, range: record, maximumDepth: maximumDepth)
         let fields = try readObject(&scanner, maximumDepth: maximumDepth, targets: &targets)
         guard scanner.peek() == nil else { throw .errorReadingJSON }
-        return try message(from: fields, bytes)
+        return try message(from: fields, bytes, binds: binds, offer: offer)
     }
 
     /// The record at `bytes[start...]` if it is all there and valid: its message (nil for an
@@ -45,17 +47,21 @@ enum JSONHubRecord {
     /// separator): the caller then finds the separator first and parses the record within it,
     /// which gives the error. A valid record parses the same either way, because its object
     /// ends before the separator (JSON text cannot contain 0x1E raw: it is a control character).
+    /// The payload of the message is offered to `offer` (when `binds`) only once the record is
+    /// known to be whole and valid, so that a binder sees each message once.
     static func parseComplete(
         _ bytes: [UInt8],
         from start: Int,
         maximumDepth: Int,
-        targets: inout StringInterner
+        targets: inout StringInterner,
+        binds: Bool = false,
+        offer: MessagePackHubRecord.Offer = { _, _ in }
     ) -> (message: HubMessage?, separator: Int)? {
         var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
         guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
         let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, scanner.position, bytes.count)
         guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
-            let message = try? message(from: fields, bytes)
+            let message = try? message(from: fields, bytes, binds: binds, offer: offer)
         else { return nil }
         return (message, separator)
     }
@@ -310,8 +316,15 @@ enum JSONHubRecord {
         EncodedValue(encoding: .json, storage: bytes, range: range)
     }
 
-    /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`.
-    static func message(from fields: consuming Fields, _ bytes: [UInt8]) throws(HubProtocolError) -> HubMessage? {
+    /// Applies the per-type rules of ASP.NET Core's `JsonHubProtocol.ParseMessage`; when `binds`,
+    /// offers the payload of a valid message to `offer` (the record was validated: this is the
+    /// binder's pass over it).
+    static func message(
+        from fields: consuming Fields,
+        _ bytes: [UInt8],
+        binds: Bool = false,
+        offer: MessagePackHubRecord.Offer = { _, _ in }
+    ) throws(HubProtocolError) -> HubMessage? {
         guard let type = fields.type else {
             // The official text; for a handshake request, also what to do about it. (`{}`, the
             // handshake response, keeps the bare text the conformance vectors require.)
@@ -325,6 +338,7 @@ enum JSONHubRecord {
             guard let target = fields.target.take() else { throw missing("target") }
             guard let arguments = fields.arguments.take() else { throw missing("arguments") }
             let invocationId = fields.invocationId.take().flatMap { $0.isEmpty ? nil : $0 }
+            if binds { offerArguments(arguments, of: target, to: offer) }
             // (The memberwise initializers: see `InvocationMessage`.)
             return .invocation(
                 InvocationMessage(
@@ -338,6 +352,10 @@ enum JSONHubRecord {
         case 2:
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             guard let item = fields.item.take() else { throw missing("item") }
+            if binds {
+                var payload = HubPayloadReader(value: value(bytes, item))
+                offer(.item(invocationId: invocationId), &payload)
+            }
             return .streamItem(
                 StreamItemMessage(invocationId: invocationId, item: value(bytes, item), headers: fields.headers)
             )
@@ -347,7 +365,12 @@ enum JSONHubRecord {
             switch (fields.error.take(), fields.result) {
             case (.some, .some): throw .invalid("The 'error' and 'result' properties are mutually exclusive.")
             case (.some(let error), nil): result = .error(error)
-            case (nil, .some(let range)): result = .value(value(bytes, range))
+            case (nil, .some(let range)):
+                result = .value(value(bytes, range))
+                if binds {
+                    var payload = HubPayloadReader(value: value(bytes, range))
+                    offer(.result(invocationId: invocationId), &payload)
+                }
             case (nil, nil): result = .void
             }
             return .completion(CompletionMessage(invocationId: invocationId, result: result, headers: fields.headers))
@@ -355,6 +378,7 @@ enum JSONHubRecord {
             guard let invocationId = fields.invocationId.take() else { throw missing("invocationId") }
             guard let target = fields.target.take() else { throw missing("target") }
             guard let arguments = fields.arguments.take() else { throw missing("arguments") }
+            if binds { offerArguments(arguments, of: target, to: offer) }
             return .streamInvocation(
                 StreamInvocationMessage(
                     target: target,
@@ -380,5 +404,11 @@ enum JSONHubRecord {
         default:
             return nil
         }
+    }
+
+    /// Offers validated arguments to a binder.
+    static func offerArguments(_ arguments: EncodedArguments, of target: String, to offer: MessagePackHubRecord.Offer) {
+        var payload = HubPayloadReader(arguments: arguments)
+        offer(.arguments(target: target), &payload)
     }
 }

@@ -134,6 +134,24 @@ public struct MessagePackHubMessageParser: HubMessageParser {
     }
 
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
+        try next(binds: false) { _, _ in }
+    }
+
+    /// The next complete message, its payload offered to `binder` as it is reached: the values
+    /// the binder reads are read once, not skipped first (see `HubMessageBinder`).
+    @inlinable
+    public mutating func next<Binder: HubMessageBinder>(
+        binding binder: inout Binder
+    ) throws(HubProtocolError) -> HubMessage? {
+        try next(binds: true) { binder.offer($0, &$1) }
+    }
+
+    /// `next()`, offering each payload to `offer` when `binds`.
+    @usableFromInline
+    mutating func next(
+        binds: Bool,
+        offering offer: (HubPayloadOwner, inout HubPayloadReader) -> Void
+    ) throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while buffer.pendingCount > 0 {
             // (`buffer.storage` is used in place, not copied to a local: a copy costs a retain and
@@ -154,7 +172,12 @@ public struct MessagePackHubMessageParser: HubMessageParser {
             if reader == nil { reader = MessagePackReader(buffer.storage) }
             reader!.move(to: bodyStart..<(bodyStart + length), maximumDepth: maximumDepth)
             do {
-                if let message = try MessagePackHubRecord.parse(&reader!, targets: &targets) {
+                if let message = try MessagePackHubRecord.parse(
+                    &reader!,
+                    targets: &targets,
+                    binds: binds,
+                    offer: offer
+                ) {
                     return message
                 }
             } catch {

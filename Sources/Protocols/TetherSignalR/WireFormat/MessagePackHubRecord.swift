@@ -26,6 +26,21 @@ enum MessagePackHubRecord {
         _ reader: inout MessagePackReader,
         targets: inout StringInterner
     ) throws(HubProtocolError) -> HubMessage? {
+        try parse(&reader, targets: &targets, binds: false) { _, _ in }
+    }
+
+    /// What a payload offer does when the parser binds nothing.
+    typealias Offer = (HubPayloadOwner, inout HubPayloadReader) -> Void
+
+    /// `parse`, with each payload (arguments, result, stream item) offered to `offer` as it is
+    /// reached when `binds`: what the binder reads is not skipped first (see `HubMessageBinder`).
+    @inline(__always)
+    static func parse(
+        _ reader: inout MessagePackReader,
+        targets: inout StringInterner,
+        binds: Bool,
+        offer: Offer
+    ) throws(HubProtocolError) -> HubMessage? {
         // Offsets in error texts count from the message's first byte.
         let start = reader.position
         guard let count = try? reader.readArrayHeader() else {
@@ -41,7 +56,12 @@ enum MessagePackHubRecord {
             let id = try readString(&reader, "invocationId")
             let target = try readTarget(&reader, &targets)
             guard let target, !target.isEmpty else { throw .invalid("Null or empty target for Invocation message.") }
-            let arguments = try readArguments(&reader, messageStart: start)
+            let arguments = try readArguments(
+                &reader,
+                messageStart: start,
+                offering: binds ? .arguments(target: target) : nil,
+                to: offer
+            )
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .invocation(
@@ -56,7 +76,13 @@ enum MessagePackHubRecord {
         case 2:
             let headers = try readHeaders(&reader)
             let id = try readInvocationId(&reader, "StreamItem")
-            let item = try readValue(&reader, "item", messageStart: start)
+            let item = try readValue(
+                &reader,
+                "item",
+                messageStart: start,
+                offering: binds ? .item(invocationId: id) : nil,
+                to: offer
+            )
             try skipExtraElements(&reader, count, read: 4)
             return .streamItem(StreamItemMessage(invocationId: id, item: item, headers: headers))
         case 3:
@@ -74,7 +100,15 @@ enum MessagePackHubRecord {
                 result = .void
                 read = 4
             case 3:
-                result = .value(try readValue(&reader, "argument", messageStart: start))
+                result = .value(
+                    try readValue(
+                        &reader,
+                        "argument",
+                        messageStart: start,
+                        offering: binds ? .result(invocationId: id) : nil,
+                        to: offer
+                    )
+                )
                 read = 5
             default:
                 throw .invalid("Invalid invocation result kind.")
@@ -88,7 +122,12 @@ enum MessagePackHubRecord {
             guard let target, !target.isEmpty else {
                 throw .invalid("Null or empty target for StreamInvocation message.")
             }
-            let arguments = try readArguments(&reader, messageStart: start)
+            let arguments = try readArguments(
+                &reader,
+                messageStart: start,
+                offering: binds ? .arguments(target: target) : nil,
+                to: offer
+            )
             let streamIds = count > 5 ? try readStreamIds(&reader) : nil
             try skipExtraElements(&reader, count, read: count > 5 ? 6 : 5)
             return .streamInvocation(
@@ -206,13 +245,24 @@ enum MessagePackHubRecord {
 
     static func readArguments(
         _ reader: inout MessagePackReader,
-        messageStart: Int
+        messageStart: Int,
+        offering owner: HubPayloadOwner? = nil,
+        to offer: Offer
     ) throws(HubProtocolError) -> EncodedArguments {
         let start = reader.position
         guard let count = try? reader.readArrayHeader() else {
             throw .invalid("Reading array length for 'arguments' failed.")
         }
-        for _ in 0..<count {
+        // The arguments a binder read are not skipped: its reads checked them (a read that
+        // fails does not move the payload reader).
+        var read = 0
+        if let owner {
+            var payload = HubPayloadReader(messagePack: reader, count: count)
+            offer(owner, &payload)
+            read = count - payload.remaining
+            reader.position = payload.position
+        }
+        for _ in read..<count {
             do {
                 try reader.skipValue()
             } catch {
@@ -230,9 +280,19 @@ enum MessagePackHubRecord {
     static func readValue(
         _ reader: inout MessagePackReader,
         _ field: String,
-        messageStart: Int
+        messageStart: Int,
+        offering owner: HubPayloadOwner? = nil,
+        to offer: Offer
     ) throws(HubProtocolError) -> EncodedValue {
         let start = reader.position
+        if let owner {
+            var payload = HubPayloadReader(messagePack: reader, count: 1)
+            offer(owner, &payload)
+            if payload.remaining == 0 {
+                reader.position = payload.position
+                return EncodedValue(encoding: .messagePack, storage: reader.bytes, range: start..<reader.position)
+            }
+        }
         do {
             try reader.skipValue()
         } catch {

@@ -1,0 +1,329 @@
+import Testing
+import TetherCore
+import TetherMessagePack
+import TetherTestSupport
+
+@testable import TetherJSON
+@testable import TetherSignalR
+
+/// One value read through a fast path, kept as its encoded bytes: what a binder read, to compare
+/// with the message's own encoded payload.
+struct OpaqueValue: JSONDecodable, MessagePackDecodable {
+    var bytes: [UInt8]
+
+    init(json reader: inout JSONReader) throws {
+        _ = reader.nextByte()  // past whitespace
+        let start = reader.position
+        reader.skipValue()
+        bytes = Array(reader.bytes[start..<reader.position])
+    }
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        let start = reader.position
+        _ = try reader.readValue()
+        bytes = Array(reader.bytes[start..<reader.position])
+    }
+
+    init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "fast paths only"))
+    }
+}
+
+/// Records what it is offered, reading up to `limit` arguments of each invocation.
+struct RecordingBinder: HubMessageBinder {
+    enum Entry: Equatable, CustomStringConvertible {
+        case arguments(target: String, values: [[UInt8]])
+        case result(invocationId: String, value: [UInt8])
+        case item(invocationId: String, value: [UInt8])
+        case failed(String)
+
+        var description: String {
+            switch self {
+            case .arguments(let target, let values): "arguments(\(target), \(values.count))"
+            case .result(let id, _): "result(\(id))"
+            case .item(let id, _): "item(\(id))"
+            case .failed(let text): "failed(\(text))"
+            }
+        }
+    }
+
+    var limit: Int
+    var log: [Entry] = []
+
+    mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+        var values: [[UInt8]] = []
+        do {
+            while values.count < limit, arguments.remaining > 0 {
+                values.append(try arguments.read(OpaqueValue.self).bytes)
+            }
+            log.append(.arguments(target: target, values: values))
+        } catch {
+            log.append(.failed("\(error)"))
+        }
+    }
+
+    mutating func bindResult(of invocationId: String, from result: inout HubPayloadReader) {
+        do {
+            log.append(.result(invocationId: invocationId, value: try result.read(OpaqueValue.self).bytes))
+        } catch {
+            log.append(.failed("\(error)"))
+        }
+    }
+
+    mutating func bindItem(of invocationId: String, from item: inout HubPayloadReader) {
+        do {
+            log.append(.item(invocationId: invocationId, value: try item.read(OpaqueValue.self).bytes))
+        } catch {
+            log.append(.failed("\(error)"))
+        }
+    }
+
+    /// What it records for `messages` (as `next()` decodes them), reading up to `limit` arguments.
+    static func expected(_ messages: [HubMessage], limit: Int) -> [Entry] {
+        messages.compactMap { message in
+            switch message {
+            case .invocation(let invocation):
+                .arguments(
+                    target: invocation.target,
+                    values: invocation.arguments.prefix(limit).map { Array($0.bytes) }
+                )
+            case .streamInvocation(let invocation):
+                .arguments(
+                    target: invocation.target,
+                    values: invocation.arguments.prefix(limit).map { Array($0.bytes) }
+                )
+            case .completion(let completion):
+                if case .value(let value) = completion.result {
+                    .result(invocationId: completion.invocationId, value: Array(value.bytes))
+                } else {
+                    nil
+                }
+            case .streamItem(let item): .item(invocationId: item.invocationId, value: Array(item.item.bytes))
+            default: nil
+            }
+        }
+    }
+}
+
+/// Feeds `bytes` to `parser` as `feeding` says, binding with `binder`; collects the messages (or
+/// the first error).
+func bindAll<P: HubMessageParser, B: HubMessageBinder>(
+    _ parser: P,
+    _ binder: inout B,
+    _ bytes: [UInt8],
+    _ feeding: Feeding
+) -> (messages: [HubMessage], error: HubProtocolError?) {
+    var parser = parser
+    var messages: [HubMessage] = []
+    for chunk in feeding.chunks(bytes) {
+        let copy = Array(chunk)
+        parser.append(copy.backDeployedSpan)
+        do {
+            while let message = try parser.next(binding: &binder) { messages.append(message) }
+        } catch {
+            return (messages, error)
+        }
+    }
+    return (messages, nil)
+}
+
+/// A MessagePack-protocol frame: the VarInt length and `body`.
+func messagePackFrame(_ body: [UInt8]) -> [UInt8] {
+    VarInt.encode(body.count) + body
+}
+
+struct BinderTests {
+    /// Random streams of every message type, in both protocols and every feeding: binding
+    /// returns the messages `next()` returns, and the binder is offered each payload exactly once,
+    /// reading exactly the bytes of the arguments it reads (none, one, or all of them).
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func bindingReturnsWhatNextReturnsAndOffersEachPayloadOnce(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        var rng = SeededRandomNumberGenerator(seed: 20_261_205)
+        let messages = try (0..<300).map { _ in try HubProtocolPropertyTests.randomMessage(&rng, encoding) }
+        var stream: [UInt8] = []
+        for message in messages { hubProtocol.write(message, into: &stream) }
+        let decoded = decodeAll(hubProtocol.makeParser(), stream, .whole)
+        #expect(decoded.error == nil)
+        var offered = 0
+        for limit in [0, 1, 3] {
+            for feeding in Feeding.allCases {
+                var binder = RecordingBinder(limit: limit)
+                let bound = bindAll(hubProtocol.makeParser(), &binder, stream, feeding)
+                #expect(bound.error == nil, "\(feeding)")
+                #expect(bound.messages == decoded.messages, "\(feeding), limit \(limit)")
+                #expect(
+                    binder.log == RecordingBinder.expected(decoded.messages, limit: limit),
+                    "\(feeding), limit \(limit)"
+                )
+                offered = binder.log.count
+            }
+        }
+        #expect(offered >= 80)
+        // The protocol's own parser type, not only the enum of both.
+        var binder = RecordingBinder(limit: 3)
+        let bound =
+            encoding == .json
+            ? bindAll(JSONHubProtocol().makeParser(), &binder, stream, .randomChunks)
+            : bindAll(MessagePackHubProtocol().makeParser(), &binder, stream, .randomChunks)
+        #expect(bound.messages == decoded.messages)
+        #expect(binder.log == RecordingBinder.expected(decoded.messages, limit: 3))
+    }
+
+    /// The arguments a MessagePack binder does not read are still validated: a malformed one is
+    /// the protocol error `next()` reports, whether the binder read none, the ones before it, or
+    /// stopped at it (its read failing).
+    @Test func argumentsLeftUnreadAreValidated() throws {
+        // [1, {}, nil, "T", ["ab", 0xc1]]: the second argument is the reserved byte.
+        let invalid = messagePackFrame([0x95, 0x01, 0x80, 0xc0, 0xa1, 0x54, 0x92, 0xa2, 0x61, 0x62, 0xc1])
+        // The same with the second argument cut short: a str8 of 5 bytes with 2 of them.
+        let truncated = messagePackFrame([
+            0x95, 0x01, 0x80, 0xc0, 0xa1, 0x54, 0x92, 0xa2, 0x61, 0x62, 0xd9, 0x05, 0x61, 0x62,
+        ])
+        for frame in [invalid, truncated] {
+            let expected = decodeAll(MessagePackHubProtocol().makeParser(), frame, .whole)
+            let error = try #require(expected.error)
+            for limit in [0, 1, 2] {
+                var binder = RecordingBinder(limit: limit)
+                let bound = bindAll(MessagePackHubProtocol().makeParser(), &binder, frame, .whole)
+                #expect(bound.messages.isEmpty)
+                #expect(bound.error == error, "limit \(limit)")
+            }
+        }
+        // A malformed result and stream item, the binder's read failing on them.
+        let result = messagePackFrame([0x95, 0x03, 0x80, 0xa1, 0x31, 0x03, 0xc1])
+        let item = messagePackFrame([0x94, 0x02, 0x80, 0xa1, 0x31, 0xdc, 0x00])
+        for frame in [result, item] {
+            let error = try #require(decodeAll(MessagePackHubProtocol().makeParser(), frame, .whole).error)
+            var binder = RecordingBinder(limit: 1)
+            let bound = bindAll(MessagePackHubProtocol().makeParser(), &binder, frame, .whole)
+            #expect(bound.error == error)
+            #expect(binder.log.count == 1)
+            #expect(binder.log.first.map { if case .failed = $0 { true } else { false } } == true)
+        }
+    }
+
+    /// A value that is valid but not what the binder reads (a type mismatch; MessagePack text that
+    /// is not UTF-8, which `next()` leaves to the decoding too) fails the binder's read only: the
+    /// message is returned as `next()` returns it, and the parser goes on.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func aValueTheBinderCannotReadFailsTheReadNotTheParser(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        var stream: [UInt8] = []
+        let number = try EncodedValue(42, encoding: encoding)
+        let text = try EncodedValue("after", encoding: encoding)
+        hubProtocol.write(
+            .invocation(
+                InvocationMessage(
+                    target: "Send",
+                    arguments: EncodedArguments(encoding: encoding, values: [number, text])
+                )
+            ),
+            into: &stream
+        )
+        if encoding == .messagePack {
+            // ["\u{FF}"]: a str1 whose byte is not UTF-8.
+            stream += messagePackFrame([0x95, 0x01, 0x80, 0xc0, 0xa1, 0x54, 0x91, 0xa1, 0xff])
+        }
+        hubProtocol.write(.ping, into: &stream)
+        let decoded = decodeAll(hubProtocol.makeParser(), stream, .whole)
+        #expect(decoded.error == nil)
+
+        struct StringBinder: HubMessageBinder {
+            var read: [String] = []
+            var failures: [DecodingError] = []
+            mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+                do {
+                    read.append(try arguments.read(String.self))
+                } catch {
+                    failures.append(error)
+                }
+            }
+        }
+        var binder = StringBinder()
+        let bound = bindAll(hubProtocol.makeParser(), &binder, stream, .whole)
+        #expect(bound.error == nil)
+        #expect(bound.messages == decoded.messages)
+        #expect(binder.read.isEmpty)
+        #expect(binder.failures.count == (encoding == .messagePack ? 2 : 1))
+        if case .typeMismatch? = binder.failures.first {
+        } else {
+            Issue.record("not a type mismatch: \(binder.failures)")
+        }
+        if encoding == .messagePack {
+            if case .dataCorrupted? = binder.failures.last {
+            } else {
+                Issue.record("not data corrupted: \(binder.failures)")
+            }
+        }
+    }
+
+    /// A read past the last argument throws `valueNotFound`, without moving the reader; the
+    /// arguments' count and what is left are the reader's.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func readingPastTheLastArgumentThrows(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        var stream: [UInt8] = []
+        let arguments = try EncodedArguments(encoding: encoding, values: [EncodedValue(7, encoding: encoding)])
+        hubProtocol.write(.invocation(InvocationMessage(target: "One", arguments: arguments)), into: &stream)
+
+        struct GreedyBinder: HubMessageBinder {
+            var numbers: [Int] = []
+            var remaining: [Int] = []
+            var failure: DecodingError?
+            mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+                do {
+                    while true {
+                        remaining.append(arguments.remaining)
+                        numbers.append(try arguments.read(Int.self))
+                    }
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        var binder = GreedyBinder()
+        let bound = bindAll(hubProtocol.makeParser(), &binder, stream, .whole)
+        #expect(bound.error == nil)
+        #expect(bound.messages.count == 1)
+        #expect(binder.numbers == [7])
+        #expect(binder.remaining == [1, 0])
+        if case .valueNotFound? = binder.failure {
+        } else {
+            Issue.record("not valueNotFound: \(String(describing: binder.failure))")
+        }
+    }
+
+    /// The reads choose the fast path by overload, as `EncodedValue.decode` does.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func readsTakeTheFastPathsTheTypeOffers(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        let values = try (0..<3).map { _ in try EncodedValue("fast", encoding: encoding) }
+        var stream: [UInt8] = []
+        hubProtocol.write(
+            .invocation(
+                InvocationMessage(target: "M", arguments: EncodedArguments(encoding: encoding, values: values))
+            ),
+            into: &stream
+        )
+
+        struct PathBinder: HubMessageBinder {
+            var paths: [String] = []
+            mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+                paths.append((try? arguments.read(FastPathTests.MarkedJSON.self).path) ?? "failed")
+                paths.append((try? arguments.read(FastPathTests.MarkedMessagePack.self).path) ?? "failed")
+                paths.append((try? arguments.read(FastPathTests.MarkedBoth.self).path) ?? "failed")
+            }
+        }
+        var binder = PathBinder()
+        _ = bindAll(hubProtocol.makeParser(), &binder, stream, .whole)
+        // A fast path reads the string; the Codable path of a Marked type says "codable".
+        let expected =
+            encoding == .json ? ["fast", "codable", "fast"] : ["codable", "fast", "fast"]
+        #expect(binder.paths == expected)
+    }
+}
