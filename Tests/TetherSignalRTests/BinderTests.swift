@@ -53,7 +53,7 @@ struct RecordingBinder: HubMessageBinder {
     mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
         var values: [[UInt8]] = []
         do {
-            while values.count < limit, arguments.remaining > 0 {
+            while values.count < limit, !arguments.isAtEnd {
                 values.append(try arguments.read(OpaqueValue.self).bytes)
             }
             log.append(.arguments(target: target, values: values))
@@ -260,8 +260,8 @@ struct BinderTests {
         }
     }
 
-    /// A read past the last argument throws `valueNotFound`, without moving the reader; the
-    /// arguments' count and what is left are the reader's.
+    /// A read past the last argument throws `valueNotFound`, without moving the reader, and
+    /// `isAtEnd` says when the last one has been read.
     @Test(arguments: [ValueEncoding.json, .messagePack])
     func readingPastTheLastArgumentThrows(encoding: ValueEncoding) throws {
         let hubProtocol: AnyHubProtocol =
@@ -272,12 +272,12 @@ struct BinderTests {
 
         struct GreedyBinder: HubMessageBinder {
             var numbers: [Int] = []
-            var remaining: [Int] = []
+            var atEnd: [Bool] = []
             var failure: DecodingError?
             mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
                 do {
                     while true {
-                        remaining.append(arguments.remaining)
+                        atEnd.append(arguments.isAtEnd)
                         numbers.append(try arguments.read(Int.self))
                     }
                 } catch {
@@ -290,7 +290,7 @@ struct BinderTests {
         #expect(bound.error == nil)
         #expect(bound.messages.count == 1)
         #expect(binder.numbers == [7])
-        #expect(binder.remaining == [1, 0])
+        #expect(binder.atEnd == [false, true])
         if case .valueNotFound? = binder.failure {
         } else {
             Issue.record("not valueNotFound: \(String(describing: binder.failure))")
@@ -325,5 +325,190 @@ struct BinderTests {
         let expected =
             encoding == .json ? ["fast", "codable", "fast"] : ["codable", "fast", "fast"]
         #expect(binder.paths == expected)
+    }
+
+    /// Binding accepts exactly what `next()` accepts: for valid streams and for the same streams
+    /// with bytes changed, inserted and deleted, the binder's parser returns the messages and
+    /// throws the errors that `next()` does, and what the binder read equals what decoding the
+    /// messages gives. The binder reads every value by hand (`JSONTree`), trying each kind in
+    /// turn and catching the mismatches, as a binder reading unknown values would.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func bindingAcceptsExactlyWhatNextAccepts(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        var rng = SeededRandomNumberGenerator(seed: 20_261_206)
+        var checked = 0
+        var failedBoth = 0
+        for round in 0..<400 {
+            var stream: [UInt8] = []
+            let count = Int.random(in: 1...4, using: &rng)
+            for _ in 0..<count {
+                let message = try HubProtocolPropertyTests.randomMessage(&rng, encoding)
+                hubProtocol.write(message, into: &stream)
+            }
+            if round % 4 != 0 {
+                // Mutate a few bytes (never the separators, so that records stay apart).
+                for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                    let index = Int.random(in: 0..<stream.count, using: &rng)
+                    guard encoding == .messagePack || stream[index] != 0x1E else { continue }
+                    let pool: [UInt8] =
+                        Array(#"{}[],:"\ 0123456789-.eEtrufalsn"#.utf8) + [0x01, 0x7F, 0xC3, 0xA9, 0xFF]
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: stream[index] = pool.randomElement(using: &rng)!
+                    case 1: stream.insert(pool.randomElement(using: &rng)!, at: index)
+                    default: stream.remove(at: index)
+                    }
+                }
+            }
+            for feeding in [Feeding.whole, .randomChunks] {
+                let expected = decodeAll(hubProtocol.makeParser(), stream, feeding)
+                var binder = TreeBinder()
+                let bound = bindAll(hubProtocol.makeParser(), &binder, stream, feeding)
+                #expect(bound.messages == expected.messages, "round \(round), \(feeding)")
+                #expect(bound.error == expected.error, "round \(round), \(feeding)")
+                // (A MessagePack message rejected after its payload was read was offered first.)
+                let trees = TreeBinder.trees(of: expected.messages)
+                #expect(Array(binder.trees.prefix(trees.count)) == trees, "round \(round), \(feeding)")
+                #expect(binder.trees.count <= trees.count + (encoding == .messagePack ? 1 : 0))
+                if expected.error == nil { #expect(binder.trees.count == trees.count) }
+                checked += expected.messages.count
+                if expected.error != nil { failedBoth += 1 }
+            }
+        }
+        #expect(checked > 500)
+        #expect(failedBoth > 100)
+    }
+
+    /// Payloads that are not valid JSON, each as an invocation's argument and as a completion's
+    /// result: binding fails the record as `next()` does, and the binder is offered nothing.
+    @Test(arguments: [
+        #"{"a":}"#, "[1,]", "[,1]", #"{"a":1 "b":2}"#, "{1}", "[1 2]", #"{"a":1]"#, #"[{"a":1]]"#, "tru", "nul",
+        "\"\u{01}\"", #""\q""#, "\"\u{FF}\"", "01", "-", "1.", "[1]]", #"{"a" 1}"#, #"{"a":1,}"#, #"{,"a":1}"#,
+        String(repeating: "[", count: 65) + String(repeating: "]", count: 65),
+    ])
+    func malformedPayloadsFailTheRecord(payload: String) throws {
+        let texts = [
+            #"{"type":1,"target":"T","arguments":["# + payload + "]}",
+            #"{"type":1,"target":"T","arguments":[1,"# + payload + "]}",
+            #"{"type":3,"invocationId":"1","result":"# + payload + "}",
+        ]
+        for text in texts {
+            let bytes = Array(text.utf8).map { $0 == 0xC3 ? 0xFF : $0 } + [0x1E]
+            let expected = decodeAll(JSONHubProtocol().makeParser(), bytes, .whole)
+            #expect(expected.error != nil, "\(text)")
+            var binder = TreeBinder()
+            let bound = bindAll(JSONHubProtocol().makeParser(), &binder, bytes, .whole)
+            #expect(bound.messages.isEmpty, "\(text)")
+            #expect(bound.error == expected.error, "\(text)")
+            #expect(binder.trees.isEmpty, "\(text)")
+        }
+    }
+}
+
+/// Any JSON or MessagePack value, read by hand through the fast paths' readers (each kind tried
+/// in turn, mismatches caught): what a binder reading unknown values would do.
+indirect enum JSONTree: Hashable, JSONDecodable, MessagePackDecodable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONTree])
+    case object([String: JSONTree])
+
+    init(json reader: inout JSONReader) throws {
+        if reader.readNilIfPresent() {
+            self = .null
+            return
+        }
+        if (try? reader.readObjectStart()) != nil {
+            var members: [String: JSONTree] = [:]
+            while reader.nextMember() {
+                let name = try reader.readMemberName()
+                members[name] = try JSONTree(json: &reader)
+            }
+            self = .object(members)
+            return
+        }
+        if (try? reader.readArrayStart()) != nil {
+            var elements: [JSONTree] = []
+            while reader.nextElement() { elements.append(try JSONTree(json: &reader)) }
+            self = .array(elements)
+            return
+        }
+        if let string = try? reader.readString() {
+            self = .string(string)
+        } else if let bool = try? reader.readBool() {
+            self = .bool(bool)
+        } else {
+            self = .number(try reader.readDouble())
+        }
+    }
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        self = JSONTree(try reader.readValue())
+    }
+
+    init(_ value: MessagePackValue) {
+        switch value {
+        case .nil: self = .null
+        case .bool(let bool): self = .bool(bool)
+        case .int(let int): self = .number(Double(int))
+        case .uint(let uint): self = .number(Double(uint))
+        case .double(let double): self = .number(double)
+        case .string(let string): self = .string(string)
+        case .array(let elements): self = .array(elements.map(JSONTree.init))
+        case .map(let pairs):
+            var members: [String: JSONTree] = [:]
+            for pair in pairs { if case .string(let key) = pair.key { members[key] = JSONTree(pair.value) } }
+            self = .object(members)
+        default: self = .null
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "fast paths only"))
+    }
+}
+
+/// Reads every payload as `JSONTree`s (all of an invocation's arguments).
+struct TreeBinder: HubMessageBinder {
+    var trees: [[JSONTree]] = []
+
+    mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+        var values: [JSONTree] = []
+        while !arguments.isAtEnd, let tree = try? arguments.read(JSONTree.self) { values.append(tree) }
+        trees.append(values)
+    }
+
+    mutating func bindResult(of invocationId: String, from result: inout HubPayloadReader) {
+        trees.append([(try? result.read(JSONTree.self)) ?? .null])
+    }
+
+    mutating func bindItem(of invocationId: String, from item: inout HubPayloadReader) {
+        trees.append([(try? item.read(JSONTree.self)) ?? .null])
+    }
+
+    /// What it reads from `messages`, decoded after `next()`.
+    static func trees(of messages: [HubMessage]) -> [[JSONTree]] {
+        messages.compactMap { message in
+            switch message {
+            case .invocation(let invocation):
+                (0..<invocation.arguments.count).map {
+                    (try? invocation.arguments.decode(JSONTree.self, at: $0)) ?? .null
+                }
+            case .streamInvocation(let invocation):
+                (0..<invocation.arguments.count).map {
+                    (try? invocation.arguments.decode(JSONTree.self, at: $0)) ?? .null
+                }
+            case .completion(let completion):
+                if case .value(let value) = completion.result {
+                    [(try? value.decode(JSONTree.self)) ?? .null]
+                } else {
+                    nil
+                }
+            case .streamItem(let item): [(try? item.item.decode(JSONTree.self)) ?? .null]
+            default: nil
+            }
+        }
     }
 }

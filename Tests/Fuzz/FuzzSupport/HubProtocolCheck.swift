@@ -34,7 +34,8 @@ public func parse<P: HubProtocol>(_ hubProtocol: P, _ pieces: [ArraySlice<UInt8>
 /// The invariants of a hub protocol on one input: any split of the stream gives the same
 /// messages and the same error as the whole stream; every message it yields is written back
 /// as one record that parses to a message written with the very same bytes (encode(decode(x))
-/// is stable); rendering and decoding payloads never crash.
+/// is stable); a binder reading every payload as it is read changes neither the messages nor the
+/// error; rendering and decoding payloads never crash.
 public func checkHubProtocol<P: HubProtocol>(_ hubProtocol: P, _ input: [UInt8], seed: UInt8) {
     let whole = parse(hubProtocol, [input[...]])
     let split = parse(hubProtocol, chunks(of: input, seed: seed))
@@ -43,6 +44,14 @@ public func checkHubProtocol<P: HubProtocol>(_ hubProtocol: P, _ input: [UInt8],
         "a split of the stream parsed differently (seed \(seed)): whole \(whole.messages.count) messages, "
             + "error \(String(describing: whole.error)); split \(split.messages.count) messages, "
             + "error \(String(describing: split.error))"
+    )
+    // A binder reading every payload in the same pass accepts exactly what `next()` accepts.
+    let bound = parseBound(hubProtocol, chunks(of: input, seed: seed))
+    require(
+        whole == bound,
+        "binding the payloads parsed differently (seed \(seed)): \(whole.messages.count) messages, error "
+            + "\(String(describing: whole.error)); bound \(bound.messages.count) messages, error "
+            + "\(String(describing: bound.error))"
     )
     for message in whole.messages {
         var written: [UInt8] = []
@@ -58,4 +67,79 @@ public func checkHubProtocol<P: HubProtocol>(_ hubProtocol: P, _ input: [UInt8],
             for argument in invocation.arguments { _ = try? argument.decode([String: String].self) }
         }
     }
+}
+
+/// Any JSON or MessagePack value, read by hand through the fast paths' readers (each kind tried
+/// in turn, mismatches caught), as a binder reading unknown values would.
+indirect enum FuzzTree: JSONDecodable, MessagePackDecodable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([FuzzTree])
+    case object([String: FuzzTree])
+    case other
+
+    init(json reader: inout JSONReader) throws {
+        if reader.readNilIfPresent() {
+            self = .null
+        } else if (try? reader.readObjectStart()) != nil {
+            var members: [String: FuzzTree] = [:]
+            while reader.nextMember() { members[try reader.readMemberName()] = try FuzzTree(json: &reader) }
+            self = .object(members)
+        } else if (try? reader.readArrayStart()) != nil {
+            var elements: [FuzzTree] = []
+            while reader.nextElement() { elements.append(try FuzzTree(json: &reader)) }
+            self = .array(elements)
+        } else if let string = try? reader.readString() {
+            self = .string(string)
+        } else if let bool = try? reader.readBool() {
+            self = .bool(bool)
+        } else {
+            self = .number(try reader.readDouble())
+        }
+    }
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        _ = try reader.readValue()
+        self = .other
+    }
+
+    init(from decoder: any Decoder) throws {
+        self = .other
+    }
+}
+
+/// Reads every payload value it is offered as a `FuzzTree`.
+struct FuzzTreeBinder: HubMessageBinder {
+    var read = 0
+
+    mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+        while !arguments.isAtEnd, (try? arguments.read(FuzzTree.self)) != nil { read += 1 }
+    }
+
+    mutating func bindResult(of invocationId: String, from result: inout HubPayloadReader) {
+        if (try? result.read(FuzzTree.self)) != nil { read += 1 }
+    }
+
+    mutating func bindItem(of invocationId: String, from item: inout HubPayloadReader) {
+        if (try? item.read(FuzzTree.self)) != nil { read += 1 }
+    }
+}
+
+/// `parse` through `next(binding:)`, with a binder that reads every payload by hand.
+public func parseBound<P: HubProtocol>(_ hubProtocol: P, _ pieces: [ArraySlice<UInt8>]) -> ParseOutcome {
+    var parser = hubProtocol.makeParser()
+    var binder = FuzzTreeBinder()
+    var outcome = ParseOutcome()
+    for piece in pieces {
+        parser.append(piece)
+        do {
+            while let message = try parser.next(binding: &binder) { outcome.messages.append(message) }
+        } catch {
+            outcome.error = error
+            return outcome
+        }
+    }
+    return outcome
 }

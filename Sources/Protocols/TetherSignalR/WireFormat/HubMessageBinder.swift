@@ -2,46 +2,59 @@
 public import TetherJSON
 public import TetherMessagePack
 
-/// Decodes the payloads of hub messages while a parser reads them, into the app's own types:
-/// what the official clients call an invocation binder.
+/// Reads the payloads of hub messages into the app's own types while a parser reads the
+/// messages: what the official clients call an invocation binder.
 ///
 /// `HubMessageParser.next()` leaves every argument, result and stream item encoded
 /// (`EncodedArguments`, `EncodedValue`), validated but not interpreted, for the app to decode
-/// later. A binder given to `next(binding:)` is asked for each payload as its message is read
-/// instead, knowing what it belongs to (the invocation's target, the invocation id of a result or
-/// item), and returns the app's value for it, typically an enum of the calls a hub makes:
+/// later, which reads each payload twice: once to validate it, once to decode it. A binder given
+/// to `next(binding:)` is offered each payload as its message is read instead, with what it
+/// belongs to (the invocation's target, the invocation id of a result or item), and reads what it
+/// wants through a `HubPayloadReader`; the values it reads are read once. The message is
+/// returned as `next()` returns it, payload included (still encoded, to decode again if needed):
 ///
 /// ```swift
-/// enum ChatEvent { case message(ChatMessage), typing(String) }
-///
 /// struct ChatBinder: HubMessageBinder {
-///     func bindArguments(of target: String, from arguments: inout HubPayloadReader) throws -> ChatEvent? {
-///         switch target {
-///         case "ReceiveMessage": .message(try arguments.read(ChatMessage.self))
-///         case "UserTyping": .typing(try arguments.read(String.self))
-///         default: nil  // left encoded, in the message
+///     var event: ChatEvent?              // what the last message carried
+///     var failure: (any Error)?
+///
+///     mutating func bindArguments(of target: String, from arguments: inout HubPayloadReader) {
+///         event = nil
+///         do {
+///             switch target {
+///             case "ReceiveMessage": event = .message(try arguments.read(ChatMessage.self))
+///             case "UserTyping": event = .typing(try arguments.read(String.self))
+///             default: break             // left encoded, in the message
+///             }
+///         } catch {
+///             failure = error            // a type mismatch, say: the message still arrives
 ///         }
 ///     }
 /// }
 ///
-/// while let bound = try parser.next(binding: ChatBinder()) {
-///     if case .success(let event)? = bound.value { handle(event) }
+/// var binder = ChatBinder()
+/// while let message = try parser.next(binding: &binder) {
+///     if case .invocation = message, let event = binder.event.take() { handle(event) }
 /// }
 /// ```
 ///
-/// With the `messagepack` protocol the arguments are read once: a bound argument is validated by
-/// the typed read itself (structure, UTF-8 of each string) instead of a validating skip first, and
-/// only the arguments the binder does not read are skipped. (Typed reads check each value they
-/// read; a `MessagePackDecodable` conformance that reads its own type recursively must bound its
-/// own nesting, as `MessagePackReader.skipValue()` bounds what it skips.) With `json` the record
-/// is validated as it is framed and then bound (two passes, as `next()` and `decode` would be).
-///
-/// What a binder throws does not fail the parser: the payload's bytes are then validated as
-/// `next()` validates them (a malformed payload is the protocol error it always is), and a valid
-/// one is returned with the error as its `value` (a binding failure, such as a type mismatch,
-/// which the official clients report and skip). Each method may be called more than once for the
-/// same message (a JSON record read before all of it has arrived is read again), so a binder
-/// should not count calls.
+/// The parser accepts exactly what `next()` accepts, and fails with the same errors: each
+/// MessagePack read checks what it reads (a `MessagePackDecodable` conformance's reads, each
+/// string's UTF-8), a read that fails leaves its value to the parser, and the parser validates
+/// and skips whatever the binder did not read. A type the binder reads through `Codable` only is
+/// validated first and then decoded.
+/// - With `messagepack` every payload is offered as its message is read, and the values the
+///   binder reads are read once.
+/// - With `json` a payload is offered once its record has been read and validated (the reads
+///   then find their way through valid bytes): two passes, as with `next()` and `decode`. (A
+///   JSON read that validates as it goes costs more than the two today: its strings would be
+///   scanned twice unless escapes, control characters and UTF-8 were checked in the pass that
+///   decodes them; `Specs/performance.md`.)
+/// - The binder is offered the payload of each message `next(binding:)` returns once. A
+///   MessagePack message that the parser rejects after its payload (a malformed field after it)
+///   was offered before the error; no other message is.
+/// - A `MessagePackDecodable` conformance that reads its own type recursively must bound its own
+///   nesting (`MessagePackReader.maximumDepth`), as `skipValue()` bounds what it skips.
 public protocol HubMessageBinder {
     /// Reads the arguments of an invocation or stream invocation of `target`. Read as many as
     /// needed: the rest are validated and skipped.
@@ -112,8 +125,9 @@ extension HubMessageParser {
 public struct HubPayloadReader {
     /// How the payload is encoded.
     public let encoding: ValueEncoding
+    /// Whether every value has been read (the end of the arguments, or the result or item read).
+    public var isAtEnd: Bool { left == 0 }
     /// How many values are left to read.
-    public var remaining: Int { left }
     @usableFromInline var left: Int
     @usableFromInline let storage: [UInt8]
     /// The offset of the next value.
@@ -190,7 +204,7 @@ public struct HubPayloadReader {
 
     @inlinable @inline(__always)
     func checkRemaining(_ type: Any.Type) throws(DecodingError) {
-        guard left > 0 else { throw Self.nothingLeft(type) }
+        guard !isAtEnd else { throw Self.nothingLeft(type) }
     }
 
     /// The error for a read past the last value.

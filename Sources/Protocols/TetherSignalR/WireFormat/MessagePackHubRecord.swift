@@ -259,7 +259,7 @@ enum MessagePackHubRecord {
         if let owner {
             var payload = HubPayloadReader(messagePack: reader, count: count)
             offer(owner, &payload)
-            read = count - payload.remaining
+            read = count - payload.left
             reader.position = payload.position
         }
         for _ in read..<count {
@@ -288,7 +288,7 @@ enum MessagePackHubRecord {
         if let owner {
             var payload = HubPayloadReader(messagePack: reader, count: 1)
             offer(owner, &payload)
-            if payload.remaining == 0 {
+            if payload.left == 0 {
                 reader.position = payload.position
                 return EncodedValue(encoding: .messagePack, storage: reader.bytes, range: start..<reader.position)
             }
