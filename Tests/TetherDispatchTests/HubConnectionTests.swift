@@ -803,6 +803,32 @@ struct HubConnectionTests {
         #expect(await connection.state() == .disconnected)
     }
 
+    /// Handlers, results and stream items read a type by its fast path for the connection's
+    /// encoding when it has one (the types reach the connection as `Decodable`, so the path is
+    /// chosen at run time), and by `Codable` otherwise.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func typesWithAFastPathAreReadByIt(_ encoding: ValueEncoding) async throws {
+        let server = try await startedHub()
+        let connection = try HubConnectionBuilder(url: server.url).withHubProtocol(encoding).build()
+        let notes = Recorder<String>()
+        connection.on("notify") { (note: PathMarked) in notes.append("\(note.text) by \(note.path)") }
+        connection.on("notify") { (note: CodableMarked) in notes.append("\(note.text) by \(note.path)") }
+        try await connection.start()
+        try await connection.send("NotifyMe", "ping")
+        #expect(await notes.wait { Set($0) == ["ping by fast", "ping by codable"] })
+        let echoed: PathMarked = try await connection.invoke("Echo", "héllo")
+        #expect(echoed.text == "héllo" && echoed.path == "fast")
+        let codable: CodableMarked = try await connection.invoke("Echo", "héllo")
+        #expect(codable.text == "héllo" && codable.path == "codable")
+        var items: [String] = []
+        for try await item in connection.stream("Counter", 2, of: PathMarkedNumber.self) {
+            items.append("\(item.value) by \(item.path)")
+        }
+        #expect(items == ["0 by fast", "1 by fast"])
+        await connection.stop()
+        server.stop()
+    }
+
     private func startedHub() async throws -> SignalRHubServer {
         let server = try SignalRHubServer()
         try await server.start()
@@ -925,5 +951,57 @@ extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+/// A string read by the fast path of either encoding ("fast") or by `Codable` ("codable").
+struct PathMarked: Decodable, JSONDecodable, MessagePackDecodable, Sendable {
+    var text: String
+    var path: String
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self)
+        path = "codable"
+    }
+
+    init(json reader: inout JSONReader) throws {
+        text = try reader.readString()
+        path = "fast"
+    }
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        text = try reader.readString()
+        path = "fast"
+    }
+}
+
+/// A string with no fast path.
+struct CodableMarked: Decodable, Sendable {
+    var text: String
+    var path = "codable"
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self)
+    }
+}
+
+/// An integer read by the fast path of either encoding, or by `Codable`.
+struct PathMarkedNumber: Decodable, JSONDecodable, MessagePackDecodable, Sendable {
+    var value: Int
+    var path: String
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Int.self)
+        path = "codable"
+    }
+
+    init(json reader: inout JSONReader) throws {
+        value = try reader.readInteger(Int.self)
+        path = "fast"
+    }
+
+    init(messagePack reader: inout MessagePackReader) throws {
+        value = try reader.readInteger(Int.self)
+        path = "fast"
     }
 }

@@ -98,7 +98,7 @@ final class ArgumentCursor {
             )
         }
         do {
-            return try arguments.decode(Value.self, at: index)
+            return try arguments.decodeByItsFastPath(Value.self, at: index)
         } catch {
             throw HubConnectionError(.encoding, "Argument \(index + 1) cannot be decoded as \(Value.self): \(error)")
         }
@@ -134,5 +134,62 @@ extension HubConnection.Event: CustomStringConvertible {
             "unhandled invocation of \(invocation.target) (\(invocation.arguments.count) arguments"
                 + (invocation.invocationId.map { ", id \($0)" } ?? "") + ")"
         }
+    }
+}
+
+// The client's handlers, results and stream items take their types as `Decodable` (parameter
+// packs cannot be overloaded by protocol), so the fast path a type offers for the connection's
+// encoding (`Specs/fast-paths.md`) is looked up at run time here: a conformance check per value,
+// against the `Codable` path's several thousand instructions.
+
+extension EncodedArguments {
+    /// The argument at `index` as a `T`, by `T`'s fast path for this encoding if it has one.
+    func decodeByItsFastPath<T: Decodable>(_ type: T.Type, at index: Int) throws -> T {
+        switch encoding {
+        case .messagePack:
+            if let fast = T.self as? any MessagePackDecodable.Type,
+                let value = try decodeMessagePack(fast, at: index) as? T
+            {
+                return value
+            }
+        case .json:
+            if let fast = T.self as? any JSONDecodable.Type, let value = try decodeJSON(fast, at: index) as? T {
+                return value
+            }
+        }
+        return try decode(T.self, at: index)
+    }
+
+    private func decodeMessagePack<T: MessagePackDecodable>(_ type: T.Type, at index: Int) throws -> T {
+        try decode(T.self, at: index)
+    }
+
+    private func decodeJSON<T: JSONDecodable>(_ type: T.Type, at index: Int) throws -> T {
+        try decode(T.self, at: index)
+    }
+}
+
+extension EncodedValue {
+    /// The value as a `T`, by `T`'s fast path for this encoding if it has one.
+    func decodeByItsFastPath<T: Decodable>(_ type: T.Type) throws -> T {
+        switch encoding {
+        case .messagePack:
+            if let fast = T.self as? any MessagePackDecodable.Type, let value = try decodeMessagePack(fast) as? T {
+                return value
+            }
+        case .json:
+            if let fast = T.self as? any JSONDecodable.Type, let value = try decodeJSON(fast) as? T {
+                return value
+            }
+        }
+        return try decode(T.self)
+    }
+
+    private func decodeMessagePack<T: MessagePackDecodable>(_ type: T.Type) throws -> T {
+        try decode(T.self)
+    }
+
+    private func decodeJSON<T: JSONDecodable>(_ type: T.Type) throws -> T {
+        try decode(T.self)
     }
 }

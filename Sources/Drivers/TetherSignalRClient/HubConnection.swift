@@ -219,9 +219,12 @@ public final class HubConnection: ConnectionClient {
     // MARK: - Server → client
 
     /// Handles the server's invocations of `target` with `handler` (on `queue`, default
-    /// `Options.callbackQueue`), its arguments decoded as the handler's parameter types. Arguments
-    /// beyond those are ignored; an invocation with fewer, or with values that do not decode, is
-    /// logged at `error` and not handled. Several handlers of one target are all called.
+    /// `Options.callbackQueue`), its arguments decoded as the handler's parameter types (by a
+    /// type's own `init(json:)` or `init(messagePack:)` when it has one for the connection's
+    /// encoding, else through `Codable`; the same for `invoke`'s results and `stream`'s items).
+    /// Arguments beyond those are ignored; an invocation with fewer, or with values that do not
+    /// decode, is logged at `error` and not handled. Several handlers of one target are all
+    /// called.
     public func on<each Argument: Decodable & SendableMetatype>(
         _ target: String,
         queue: DispatchQueue? = nil,
@@ -383,7 +386,7 @@ public final class HubConnection: ConnectionClient {
         let method = method
         start(method, arguments: encoded, continuation: continuation) { value throws(HubConnectionError) in
             do {
-                return try value.decode(Item.self)
+                return try value.decodeByItsFastPath(Item.self)
             } catch {
                 throw HubConnectionError(
                     .encoding,
@@ -443,7 +446,7 @@ public final class HubConnection: ConnectionClient {
         encoding: ValueEncoding
     ) throws(HubConnectionError) -> Result {
         do {
-            return try (value ?? .null(encoding)).decode(Result.self)
+            return try (value ?? .null(encoding)).decodeByItsFastPath(Result.self)
         } catch {
             throw HubConnectionError(
                 .encoding,
