@@ -260,6 +260,29 @@ struct BinderTests {
         }
     }
 
+    /// A message over the size limit fails as with `next()`, and its payload is not offered.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func aMessageOverTheSizeLimitIsNotOffered(encoding: ValueEncoding) throws {
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json
+            ? .json(JSONHubProtocol(maximumMessageSize: 40))
+            : .messagePack(MessagePackHubProtocol(maximumMessageSize: 40))
+        let text = try EncodedValue(String(repeating: "x", count: 60), encoding: encoding)
+        var stream: [UInt8] = []
+        hubProtocol.write(
+            .invocation(
+                InvocationMessage(target: "Big", arguments: EncodedArguments(encoding: encoding, values: [text]))
+            ),
+            into: &stream
+        )
+        let expected = decodeAll(hubProtocol.makeParser(), stream, .whole)
+        #expect(expected.error?.kind == .messageTooLarge)
+        var binder = RecordingBinder(limit: 1)
+        let bound = bindAll(hubProtocol.makeParser(), &binder, stream, .whole)
+        #expect(bound.error == expected.error)
+        #expect(binder.log.isEmpty)
+    }
+
     /// A read past the last argument throws `valueNotFound`, without moving the reader, and
     /// `isAtEnd` says when the last one has been read.
     @Test(arguments: [ValueEncoding.json, .messagePack])

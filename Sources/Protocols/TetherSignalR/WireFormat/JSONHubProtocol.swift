@@ -102,6 +102,7 @@ public struct JSONHubMessageParser: HubMessageParser {
                     from: start,
                     maximumDepth: maximumDepth,
                     targets: &targets,
+                    maximumMessageSize: maximumMessageSize,
                     binds: binds,
                     offer: offer
                 ) {

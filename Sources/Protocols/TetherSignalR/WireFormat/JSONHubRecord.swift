@@ -54,13 +54,17 @@ enum JSONHubRecord {
         from start: Int,
         maximumDepth: Int,
         targets: inout StringInterner,
+        maximumMessageSize: Int = .max,
         binds: Bool = false,
         offer: MessagePackHubRecord.Offer = { _, _ in }
     ) -> (message: HubMessage?, separator: Int)? {
         var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
         guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
         let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, scanner.position, bytes.count)
+        // (A record over the size limit is left to the caller's search, which fails it, before
+        // its payload is offered.)
         guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
+            separator - start <= maximumMessageSize,
             let message = try? message(from: fields, bytes, binds: binds, offer: offer)
         else { return nil }
         return (message, separator)
