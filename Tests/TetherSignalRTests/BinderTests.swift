@@ -260,6 +260,32 @@ struct BinderTests {
         }
     }
 
+    /// A parser of one's own that implements only `next()` gets `next(binding:)` by default: the
+    /// payload offered once its message is read, the messages those of `next()`.
+    @Test(arguments: [ValueEncoding.json, .messagePack])
+    func aParserOfOnesOwnBindsByDefault(encoding: ValueEncoding) throws {
+        struct OwnParser: HubMessageParser {
+            var inner: AnyHubMessageParser
+            mutating func append(_ bytes: Span<UInt8>) { inner.append(bytes) }
+            mutating func next() throws(HubProtocolError) -> HubMessage? { try inner.next() }
+            var hasPartialMessage: Bool { inner.hasPartialMessage }
+        }
+        let hubProtocol: AnyHubProtocol =
+            encoding == .json ? .json(JSONHubProtocol()) : .messagePack(MessagePackHubProtocol())
+        var rng = SeededRandomNumberGenerator(seed: 20_261_207)
+        var stream: [UInt8] = []
+        for _ in 0..<100 {
+            hubProtocol.write(try HubProtocolPropertyTests.randomMessage(&rng, encoding), into: &stream)
+        }
+        let decoded = decodeAll(hubProtocol.makeParser(), stream, .whole)
+        var binder = RecordingBinder(limit: 2)
+        let bound = bindAll(OwnParser(inner: hubProtocol.makeParser()), &binder, stream, .randomChunks)
+        #expect(bound.error == nil)
+        #expect(bound.messages == decoded.messages)
+        #expect(binder.log == RecordingBinder.expected(decoded.messages, limit: 2))
+        #expect(binder.log.count >= 20)
+    }
+
     /// A message over the size limit fails as with `next()`, and its payload is not offered.
     @Test(arguments: [ValueEncoding.json, .messagePack])
     func aMessageOverTheSizeLimitIsNotOffered(encoding: ValueEncoding) throws {
