@@ -50,6 +50,10 @@ public protocol ConnectionMachine: ~Copyable {
     mutating func transportConnected(generation: TransportGeneration, tls: TLSChannelBindings, now: Instant)
     /// Input arrived on the transport of `generation`: bytes of a stream, or one whole message.
     mutating func transportReceived(_ bytes: Span<UInt8>, generation: TransportGeneration, now: Instant)
+    /// `transportReceived(_:generation:now:)` with the received array itself, which a machine may
+    /// keep instead of copying its bytes (the SignalR machine's parser does). The default passes
+    /// its span on.
+    mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant)
     /// The transport of `generation` closed, or could not be opened (`error` nil: an orderly end).
     mutating func transportClosed(generation: TransportGeneration, error: TransportError?, now: Instant)
     /// TLS that the machine asked to insert into the transport of `generation` (XMPP's STARTTLS)
@@ -95,6 +99,11 @@ public enum ConnectionPhase: String, Hashable, Sendable, CaseIterable {
 }
 
 extension ConnectionMachine where Self: ~Copyable {
+    /// Input arrived on the transport of `generation` (its span passed on).
+    public mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
+        transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
+    }
+
     /// The transport of `generation` is open, with no channel-binding data told.
     public mutating func transportConnected(generation: TransportGeneration, now: Instant) {
         transportConnected(generation: generation, tls: .none, now: now)

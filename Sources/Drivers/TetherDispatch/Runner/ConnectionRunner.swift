@@ -188,7 +188,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
             machine.tlsEstablished(generation: generation, tls: tls, now: now())
         case .received(let bytes):
             log.trace { "Received " + (self.part?.describe(bytes) ?? "") }
-            machine.transportReceived(bytes.backDeployedSpan, generation: generation, now: now())
+            machine.transportReceived(bytes, generation: generation, now: now())
         case .drained:
             break  // the drive's retry of commands waiting for room follows
         case .closed(let error):

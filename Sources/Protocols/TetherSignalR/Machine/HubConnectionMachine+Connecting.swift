@@ -343,10 +343,10 @@ extension HubConnectionMachine {
             }
             handshakeCompleted(attempt, now: now)
             let rest = Array(received[parsed.consumed...])
-            if !rest.isEmpty { processReceived(rest.backDeployedSpan, now: now) }
+            if !rest.isEmpty { processReceived(count: rest.count, now: now) { $0.append(rest) } }
         case .connected(let session, _):
             guard session.generation == generation else { return }
-            processReceived(bytes, now: now)
+            processReceived(count: bytes.count, now: now) { $0.append(bytes) }
         case .disconnected, .fetchingAccessToken, .negotiating, .connectingTransport, .reconnectWaiting, .suspended,
             .resuming:
             return
@@ -355,9 +355,14 @@ extension HubConnectionMachine {
         }
     }
 
-    /// Bytes received in one WebSocket message of `generation`.
+    /// Bytes received in one WebSocket message of `generation`: once connected, the hub parser
+    /// keeps the array instead of copying it (`HubMessageParser.append(_:)`).
     public mutating func transportReceived(_ bytes: [UInt8], generation: TransportGeneration, now: Instant) {
-        transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
+        guard case .connected(let session, _) = state else {
+            return transportReceived(bytes.backDeployedSpan, generation: generation, now: now)
+        }
+        guard session.generation == generation else { return }
+        processReceived(count: bytes.count, now: now) { $0.append(bytes) }
     }
 
     /// Bytes received in one WebSocket message of `generation`.

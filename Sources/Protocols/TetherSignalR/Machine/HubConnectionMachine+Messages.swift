@@ -246,13 +246,14 @@ extension HubConnectionMachine {
 
     // MARK: - Receiving
 
-    /// Parses and handles received bytes on the connected session.
-    mutating func processReceived(_ bytes: Span<UInt8>, now: Instant) {
+    /// Parses and handles `count` received bytes on the connected session, which `append` gives
+    /// to the parser.
+    mutating func processReceived(count: Int, now: Instant, _ append: (inout AnyHubMessageParser) -> Void) {
         guard case .connected = state, var live = takeLive() else { return }
-        health.bytesReceived += bytes.count
+        health.bytesReceived += count
         live.link.heartbeat.didReceive(at: now)
         if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
-        live.link.parser.append(bytes)
+        append(&live.link.parser)
         while true {
             let message: HubMessage?
             do {

@@ -29,8 +29,13 @@ public protocol HubProtocol: Sendable {
 /// An incremental decoder of hub messages from a byte stream: feed bytes as they arrive, in any
 /// split, and pull complete messages. Any split of the same stream yields the same messages.
 public protocol HubMessageParser: Sendable {
-    /// Adds received bytes.
+    /// Adds received bytes (copied).
     mutating func append(_ bytes: Span<UInt8>)
+    /// Adds a received array. The package's parsers keep the array itself (the messages read from
+    /// it then reference it, as they reference the parser's own buffer otherwise) instead of
+    /// copying it, unless bytes of an unfinished message are pending; then only the array's
+    /// bytes that complete that message are copied. The default implementation copies.
+    mutating func append(_ bytes: [UInt8])
     /// The next complete message, or nil if more bytes are needed. Unknown message types are
     /// skipped. After an error the parser stays failed: every later call throws the same error.
     mutating func next() throws(HubProtocolError) -> HubMessage?
@@ -44,7 +49,7 @@ public protocol HubMessageParser: Sendable {
 }
 
 extension HubMessageParser {
-    /// Adds received bytes.
+    /// Adds a received array (copied: `append(_:)` with its span).
     public mutating func append(_ bytes: [UInt8]) {
         append(bytes.backDeployedSpan)
     }
@@ -59,16 +64,75 @@ extension HubMessageParser {
 ///
 /// Messages keep slices of `storage`, so a chunk is never modified once a message may reference
 /// it: consumed bytes are dropped by starting a new array for the next chunk, and only an
-/// unfinished message's bytes are carried over (copied once per chunk).
+/// unfinished message's bytes are carried over. A received array (`append(_:completing:)`) is
+/// kept itself, not copied, when nothing is pending; when an unfinished message is pending and
+/// the array's first bytes complete it, only those bytes are copied (after the pending ones) and
+/// the array waits behind them (`queued`), taken up by `advance()` once they are consumed.
 struct ReceiveBuffer: Sendable {
     var storage: [UInt8] = []
     /// Offset of the first byte not yet consumed.
     var start = 0
+    /// A received array whose bytes from `queuedStart` on follow those of `storage`; empty when
+    /// there is none. While there is one, the pending bytes of `storage` end with a whole message.
+    private(set) var queued: [UInt8] = []
+    private(set) var queuedStart = 0
 
-    var pendingCount: Int { storage.count - start }
+    var pendingCount: Int { storage.count - start + queued.count - queuedStart }
 
-    mutating func append(_ bytes: Span<UInt8>) {
+    /// Takes up the queued array once `storage` is consumed; returns whether it did (offsets into
+    /// the pending bytes then start again from the new `start`).
+    @inline(__always)
+    mutating func advance() -> Bool {
+        guard start == storage.count, !queued.isEmpty else { return false }
+        storage = queued
+        start = queuedStart
+        queued = []
+        queuedStart = 0
+        return true
+    }
+
+    /// Adds a received array, keeping the array itself when nothing is pending. When something
+    /// is, `completing` is asked how many of the array's first bytes, after the pending ones, end
+    /// a whole message (so that the pending bytes and those are whole messages), or nil when it
+    /// cannot tell: only those are copied (all of the array for nil, as for a span).
+    mutating func append(
+        _ bytes: [UInt8],
+        completing: (_ pending: Span<UInt8>, _ received: Span<UInt8>) -> Int?
+    ) {
+        guard queued.isEmpty else { return append(bytes.backDeployedSpan) }
         if start == storage.count {
+            storage = bytes
+            start = 0
+            return
+        }
+        let held = storage
+        let pending = held.backDeployedSpan.extracting(start..<held.count)
+        guard let count = completing(pending, bytes.backDeployedSpan), count > 0, count < bytes.count else {
+            return append(bytes.backDeployedSpan)
+        }
+        var carried: [UInt8] = []
+        carried.reserveCapacity(pending.count + count)
+        carried.append(copying: pending)
+        carried.append(copying: bytes.backDeployedSpan.extracting(0..<count))
+        storage = carried
+        start = 0
+        queued = bytes
+        queuedStart = count
+    }
+
+    /// Adds received bytes (copied).
+    mutating func append(_ bytes: Span<UInt8>) {
+        if !queued.isEmpty {
+            // Bytes beyond the queued array: everything pending goes into one array.
+            var fresh: [UInt8] = []
+            fresh.reserveCapacity(pendingCount + bytes.count)
+            fresh.append(contentsOf: storage[start...])
+            fresh.append(contentsOf: queued[queuedStart...])
+            fresh.append(copying: bytes)
+            storage = fresh
+            queued = []
+            queuedStart = 0
+        } else if start == storage.count {
             var fresh: [UInt8] = []
             fresh.append(copying: bytes)
             storage = fresh
@@ -188,6 +252,17 @@ public enum AnyHubMessageParser: HubMessageParser {
     // first change.
 
     public mutating func append(_ bytes: Span<UInt8>) {
+        switch consume self {
+        case .json(var parser):
+            parser.append(bytes)
+            self = .json(parser)
+        case .messagePack(var parser):
+            parser.append(bytes)
+            self = .messagePack(parser)
+        }
+    }
+
+    public mutating func append(_ bytes: [UInt8]) {
         switch consume self {
         case .json(var parser):
             parser.append(bytes)

@@ -65,10 +65,24 @@ public struct JSONHubMessageParser: HubMessageParser {
 
     public mutating func append(_ bytes: Span<UInt8>) {
         guard failure == nil else { return }
-        let scannedAbsolute = buffer.start + scanned
-        let oldStart = buffer.start
+        // (`scanned` counts from `buffer.start`: the pending bytes stay first, wherever they are.)
         buffer.append(bytes)
-        scanned = scannedAbsolute - oldStart
+    }
+
+    /// Adds a received array, kept itself rather than copied unless an unfinished record is
+    /// pending; then only its bytes up to the record's separator are copied.
+    public mutating func append(_ bytes: [UInt8]) {
+        guard failure == nil else { return }
+        // Up to the array's first separator, the pending bytes and the array's first ones are
+        // whole records (the pending bytes may already hold some, appended without a `next()`).
+        buffer.append(bytes) { _, received in
+            ByteScanning.firstIndex(
+                of: JSONHubProtocol.recordSeparator,
+                in: received,
+                from: 0,
+                to: received.count
+            ).map { $0 + 1 }
+        }
     }
 
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
@@ -92,6 +106,7 @@ public struct JSONHubMessageParser: HubMessageParser {
     ) throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while true {
+            if buffer.advance() { scanned = 0 }
             // A record met for the first time is parsed at once, up to its separator; only if
             // that fails (the record is not all here yet, or it is invalid) is the separator
             // searched for first. This spares a search over every record.

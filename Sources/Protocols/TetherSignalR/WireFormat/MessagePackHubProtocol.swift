@@ -133,6 +133,22 @@ public struct MessagePackHubMessageParser: HubMessageParser {
         buffer.append(bytes)
     }
 
+    /// Adds a received array, kept itself rather than copied unless an unfinished message is
+    /// pending; then only its bytes up to that message's end are copied.
+    public mutating func append(_ bytes: [UInt8]) {
+        guard failure == nil else { return }
+        reader = nil
+        buffer.append(bytes) { pending, received in
+            // The pending bytes begin a message whose length prefix is complete, and that ends
+            // in the array (not in the pending bytes: they may hold whole messages, appended
+            // without a `next()`).
+            guard case .value(let length, let prefixLength)? = try? VarInt.read(pending) else { return nil }
+            let (end, overflow) = (prefixLength as Int).addingReportingOverflow(Int(length))
+            guard !overflow, end > pending.count, end - pending.count <= received.count else { return nil }
+            return end - pending.count
+        }
+    }
+
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
         try next(binds: false) { _, _ in }
     }
@@ -154,6 +170,7 @@ public struct MessagePackHubMessageParser: HubMessageParser {
     ) throws(HubProtocolError) -> HubMessage? {
         if let failure { throw failure }
         while buffer.pendingCount > 0 {
+            if buffer.advance() { reader = nil }
             // (`buffer.storage` is used in place, not copied to a local: a copy costs a retain and
             // a release of the shared buffer per message.)
             let prefix: VarInt.ReadResult
