@@ -5,6 +5,7 @@
 //   KERNEL_ATTRIBUTES  the variant's target attributes
 //   KERNEL_MASKS_AT    the variant's `masks_at`
 //   KERNEL_OWN_ESCAPED_SKIP  1 if the variant defines its own `skip_escaped_string`
+//   KERNEL_OWN_STRING_SKIP   1 if the variant defines its own `skip_string`
 // Not a header for other files.
 
 #if !KERNEL_OWN_ESCAPED_SKIP
@@ -119,6 +120,7 @@ KERNEL_ATTRIBUTES static size_t KERNEL(unescape_walk)(const uint8_t *s, size_t i
     return end;
 }
 
+#if !KERNEL_OWN_STRING_SKIP
 /// The offset after the string whose opening quote is at `i`, or SIZE_MAX: escapes checked,
 /// control characters refused, and the contents checked as UTF-8 when they have non-ASCII bytes.
 /// Plain text is scanned a word at a time up to the first quote, backslash or control character
@@ -149,6 +151,7 @@ found:
     if (s[i] < 0x20) return SIZE_MAX;
     return KERNEL(skip_escaped_string)(s, i, end, contents, seen);
 }
+#endif
 
 KERNEL_ATTRIBUTES static size_t KERNEL(skip_value)(const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack) {
     size_t depth = 0;  // open containers; bit (depth - 1) of `stack` is 1 for an object

@@ -120,14 +120,12 @@ public struct JSONReader {
         // JSONText escapes, colon right after), inlined into the caller's decoder. Equal bytes
         // are that key; anything else (another key, other escapes, whitespace before the colon)
         // is read the long way.
-        if nextByte() == UInt8(ascii: "\""), !keys.isEmpty {
+        if nextByte() == UInt8(ascii: "\"") {
             let hint = nextKeyHint < keys.count ? nextKeyHint : 0
-            let name = keys.jsonMemberNames[hint]
             let start = position
-            if name.count <= scanner.end - start,
-                KeySet.equalBytes(bytes.backDeployedSpan, at: start, name.backDeployedSpan)
-            {
-                scanner.position = start + name.count
+            let length = keys.encodedJSONMemberNameLength(hint, in: bytes.backDeployedSpan, at: start, end: scanner.end)
+            if length > 0 {
+                scanner.position = start + length
                 nextKeyHint = hint + 1
                 return hint
             }

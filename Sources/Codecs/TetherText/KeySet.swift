@@ -153,7 +153,25 @@ public struct KeySet: Sendable {
     /// reader then takes the general path).
     @inlinable @inline(__always)
     public func encodedMessagePackKeyLength(_ index: Int, in bytes: Span<UInt8>, at offset: Int, end: Int) -> Int {
-        let words = tables.encodedKeys
+        Self.encodedLength(tables.encodedKeys, index, in: bytes, at: offset, end: end)
+    }
+
+    /// The length of key `index` as a JSON member name and colon (`jsonMemberNames[index]`) if
+    /// `bytes[offset..<end]` starts with it, else 0, compared as `encodedMessagePackKeyLength`
+    /// compares.
+    @inlinable @inline(__always)
+    public func encodedJSONMemberNameLength(_ index: Int, in bytes: Span<UInt8>, at offset: Int, end: Int) -> Int {
+        Self.encodedLength(tables.encodedJSONNames, index, in: bytes, at: offset, end: end)
+    }
+
+    @inlinable @inline(__always)
+    static func encodedLength(
+        _ words: [EncodedKey],
+        _ index: Int,
+        in bytes: Span<UInt8>,
+        at offset: Int,
+        end: Int
+    ) -> Int {
         guard index >= 0 && index < words.count else { return 0 }
         let encoded = words[index]
         guard encoded.count > 0, offset >= 0, encoded.count <= end - offset, end <= bytes.count,
