@@ -60,6 +60,40 @@ struct KeySetTests {
         #expect(Self.keys.encodedMessagePackKeyLength(Self.keys.count, in: keyBytes("a").span, at: 0, end: 2) == 0)
     }
 
+    @Test func theExpectedJSONMemberNameIsComparedAsWords() {
+        // encodedJSONMemberNameLength: the same rule over the member name with its quotes and
+        // colon (`"name":`, escaped as the writers escape it).
+        func member(_ name: String) -> [UInt8] {
+            let escaped = name.utf8.flatMap { $0 == UInt8(ascii: "\"") ? [UInt8(ascii: "\\"), $0] : [$0] }
+            return [UInt8(ascii: "\"")] + escaped + Array(#"":"#.utf8)
+        }
+        let names =
+            Self.keys.names + [
+                "I", "Ida", "123456780", "OrganizationCodf", "OrganizationCod", "ID", "OrganizationCodeX",
+                "a key longer thaN sixteen bytes", "a key longer than sixteen byteS", "a\"b",
+            ]
+        for (index, key) in Self.keys.jsonMemberNames.enumerated() {
+            for name in names {
+                for (before, after) in [(0, 0), (0, 1), (0, 16), (3, 16), (5, 2), (2, 40)] {
+                    let bytes =
+                        [UInt8](repeating: 0x20, count: before) + member(name) + [UInt8](repeating: 0x31, count: after)
+                    for end in [bytes.count, bytes.count - after - 1] where end >= before {
+                        let starts = end - before >= key.count && Array(bytes[before..<(before + key.count)]) == key
+                        let readable = key.count <= 16 ? before + 16 <= bytes.count : before + 32 <= bytes.count
+                        let expected = starts && key.count <= 32 && readable ? key.count : 0
+                        let length = Self.keys.encodedJSONMemberNameLength(
+                            index,
+                            in: bytes.backDeployedSpan,
+                            at: before,
+                            end: end
+                        )
+                        #expect(length == expected, "key \(index), \(name), \(before)+\(after), end \(end)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func keysInOrderAndOutOfOrderReadTheSame() throws {
         // In order, each key is the expected one (compared as words when its encoding allows);
         // reversed, none is; both must give every index.
