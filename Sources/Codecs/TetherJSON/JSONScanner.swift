@@ -577,7 +577,7 @@ public struct JSONScanner {
     /// with their escapes checked in place, and one UTF-8 check of the whole value. It accepts
     /// exactly what the Swift `skipValue(validated: false)` accepts (which the tests and the fuzz
     /// target hold it to); about twice its speed on the benchmark's payloads.
-    static func validatingSkip(
+    package static func validatingSkip(
         _ span: Span<UInt8>,
         _ start: Int,
         _ end: Int,

@@ -3,7 +3,7 @@
 
 /// The word-at-a-time scans of JSON string contents (see `ByteScanning` for the technique):
 /// eight bytes per step, the lowest match of each step's mask exact.
-enum JSONTextScanning {
+package enum JSONTextScanning {
     /// The offset of the first `"` or `\` in `span[start..<end]`, or `end`: the end of a run of
     /// an already validated JSON string; and the bytes before it OR-ed together, whose high bits
     /// say whether the run is ASCII (the words are loaded anyway; strings made of the run are
@@ -45,7 +45,7 @@ enum JSONTextScanning {
     /// bytes before it include control characters (below 0x20) or non-ASCII bytes: one pass for
     /// the run of a JSON string that is being validated.
     @inline(__always)
-    static func scanJSONText(
+    package static func scanJSONText(
         in span: Span<UInt8>,
         from start: Int,
         to end: Int

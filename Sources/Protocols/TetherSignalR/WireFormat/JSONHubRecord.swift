@@ -7,7 +7,7 @@ enum JSONHubRecord {
     /// Everything a record may carry; which fields are required depends on `type`.
     struct Fields {
         var type: Int?
-        var headers: HubMessageHeaders = [:]
+        var headers = HubMessageHeaders()
         var invocationId: String?
         var target: String?
         var arguments: EncodedArguments?
@@ -58,20 +58,136 @@ enum JSONHubRecord {
         binds: Bool = false,
         offer: MessagePackHubRecord.Offer = { _, _ in }
     ) -> (message: HubMessage?, separator: Int)? {
-        var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
-        guard let fields = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else { return nil }
-        let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, scanner.position, bytes.count)
+        var fields = Fields()
+        let after: Int
+        if let next = readCanonicalObject(
+            bytes,
+            from: start,
+            end: bytes.count,
+            maximumDepth: maximumDepth,
+            targets: &targets,
+            into: &fields
+        ) {
+            after = next
+        } else {
+            var scanner = JSONScanner(bytes, range: start..<bytes.count, maximumDepth: maximumDepth)
+            guard let read = try? readObject(&scanner, maximumDepth: maximumDepth, targets: &targets) else {
+                return nil
+            }
+            fields = read
+            after = scanner.position
+        }
+        let separator = JSONScanner.skipWhitespace(bytes.backDeployedSpan, after, bytes.count)
         // (A record over the size limit is left to the caller's search, which fails it, before
         // its payload is offered.)
         guard separator < bytes.count, bytes[separator] == JSONHubProtocol.recordSeparator,
-            separator - start <= maximumMessageSize,
-            let message = try? message(from: fields, bytes, binds: binds, offer: offer)
+            separator - start <= maximumMessageSize
         else { return nil }
+        // (`consume`: the fields are moved into the message, not copied.)
+        guard let message = try? message(from: consume fields, bytes, binds: binds, offer: offer) else { return nil }
         return (message, separator)
     }
 
+    /// The record at `bytes[start..<end]` read the short way when it is written as the hub
+    /// protocol's writers write records (ASP.NET Core's and this package's): no whitespace,
+    /// property names without escapes, a one-digit type, ids and targets without escapes or
+    /// control characters (an id ASCII too), and only the properties of invocations, stream
+    /// invocations, stream items, completions and pings. Its fields go into `fields` (a fresh
+    /// `Fields`), and the offset after its closing brace is returned; nil for any other record
+    /// (`fields` then holds whatever was read), which `readObject` then reads from the start, so
+    /// that every other form and every error is the general reader's. Values are validated by
+    /// the same skip as there; the fields are those `readObject` gives (the tests compare the two).
+    static func readCanonicalObject(
+        _ bytes: [UInt8],
+        from start: Int,
+        end: Int,
+        maximumDepth: Int,
+        targets: inout StringInterner,
+        into fields: inout Fields
+    ) -> Int? {
+        let span = bytes.backDeployedSpan
+        guard start < end, end <= bytes.count, bytes[start] == UInt8(ascii: "{") else { return nil }
+        var position = start + 1
+        /// The offset of the closing quote of the string at `position` if it has no escapes and
+        /// no control characters, and whether it is ASCII.
+        func plainString() -> (close: Int, isASCII: Bool)? {
+            guard position < end, bytes[position] == UInt8(ascii: "\"") else { return nil }
+            let run = JSONTextScanning.scanJSONText(in: span, from: position + 1, to: end)
+            guard !run.hasControlCharacters, run.end < end, bytes[run.end] == UInt8(ascii: "\"") else { return nil }
+            return (run.end, !run.hasNonASCII)
+        }
+        /// The end of the (validated) value at `position`.
+        func value() -> Int? {
+            try? JSONScanner.validatingSkip(span, position, end, maximumDepth: maximumDepth)
+        }
+        while true {
+            guard let (property, length) = knownProperty(bytes, position, end) else { return nil }
+            position += length
+            guard position < end else { return nil }
+            switch property {
+            case .type:
+                let digit = bytes[position] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                fields.type = Int(digit)
+                position += 1
+            case .invocationId:
+                guard let (close, isASCII) = plainString(), isASCII else { return nil }
+                fields.invocationId = UTF8Validation.string(
+                    validated: span.extracting((position + 1)..<close),
+                    isASCII: true
+                )
+                position = close + 1
+            case .target:
+                guard let (close, _) = plainString(),
+                    let target = targets.intern(validating: span.extracting((position + 1)..<close))
+                else { return nil }
+                fields.target = target
+                position = close + 1
+            case .arguments:
+                guard bytes[position] == UInt8(ascii: "[") else { return nil }
+                let open = position
+                position += 1
+                var count = 0
+                if position < end && bytes[position] == UInt8(ascii: "]") {
+                    position += 1
+                } else {
+                    while true {
+                        guard let next = value(), next < end else { return nil }
+                        count += 1
+                        position = next + 1
+                        if bytes[next] == UInt8(ascii: ",") { continue }
+                        guard bytes[next] == UInt8(ascii: "]") else { return nil }
+                        break
+                    }
+                }
+                fields.arguments = EncodedArguments(
+                    encoding: .json,
+                    count: count,
+                    storage: bytes,
+                    range: open..<position
+                )
+            case .item, .result:
+                // (No whitespace first: the general reader's range starts after it.)
+                guard bytes[position] > 0x20, let next = value() else { return nil }
+                if property == .item { fields.item = position..<next } else { fields.result = position..<next }
+                position = next
+            case .headers, .streamIds, .error, .allowReconnect, .sequenceId, .handshakeProtocol, .other:
+                return nil
+            }
+            guard position < end else { return nil }
+            if bytes[position] == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            guard bytes[position] == UInt8(ascii: "}") else { return nil }
+            return position + 1
+        }
+    }
+
     /// Checks that the top-level token is an object, as System.Text.Json reports it.
+    @inline(__always)
     static func expectObject(_ scanner: inout JSONScanner) throws(HubProtocolError) {
+        if scanner.peek() == UInt8(ascii: "{") { return }  // every record of a hub
         guard let kind = scanner.peekKind(), scanner.firstTokenIsValid() else { throw .errorReadingJSON }
         guard kind == .object else {
             throw .invalid("Unexpected JSON Token Type '\(kind.rawValue)'. Expected a JSON Object.")
@@ -146,6 +262,7 @@ enum JSONHubRecord {
     @inline(__always)
     static func knownProperty(_ bytes: [UInt8], _ position: Int, _ end: Int) -> (Property, Int)? {
         guard position + 1 < end else { return nil }
+        @inline(__always)
         func matches(_ text: StaticString) -> Bool {
             text.utf8CodeUnitCount <= end - position
                 && KeySet.equalBytes(
@@ -210,6 +327,15 @@ enum JSONHubRecord {
         switch property {
         case .type:
             guard kind == .number else { throw expected("type", "Number") }
+            // One digit and the comma or brace after it: every type of the protocol.
+            let position = scanner.position
+            if position + 1 < scanner.end, case let digit = bytes[position] &- UInt8(ascii: "0"), digit < 10,
+                bytes[position + 1] == UInt8(ascii: ",") || bytes[position + 1] == UInt8(ascii: "}")
+            {
+                scanner.position = position + 1
+                fields.type = Int(digit)
+                return
+            }
             let number = try scan { () throws(JSONScanner.Failure) in try scanner.readNumber() }
             guard number.isInteger, let value = JSONScanner.int64(bytes, number.range), let type = Int(exactly: value)
             else {
