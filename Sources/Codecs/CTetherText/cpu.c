@@ -12,8 +12,9 @@
 
 /// -1 until detected; then the widest form the processor and the operating system support.
 static int best_state = -1;
-/// -1 until decided; then the form in use.
-static int form_state = -1;
+/// -1 until decided; then the form in use (read inline by the kernels' entry points:
+/// form_state.h).
+int tether_form_state = -1;
 
 static int detect(void) {
     unsigned eax, ebx, ecx, edx;
@@ -41,10 +42,10 @@ int tether_best_vector_form(void) {
 }
 
 int tether_vector_form(void) {
-    int state = __atomic_load_n(&form_state, __ATOMIC_RELAXED);
+    int state = __atomic_load_n(&tether_form_state, __ATOMIC_RELAXED);
     if (state < 0) {
         state = tether_best_vector_form();
-        __atomic_store_n(&form_state, state, __ATOMIC_RELAXED);
+        __atomic_store_n(&tether_form_state, state, __ATOMIC_RELAXED);
     }
     return state;
 }
@@ -52,7 +53,7 @@ int tether_vector_form(void) {
 void tether_use_vector_form(int form) {
     int best = tether_best_vector_form();
     if (form < tether_form_portable) form = tether_form_portable;
-    __atomic_store_n(&form_state, form < best ? form : best, __ATOMIC_RELAXED);
+    __atomic_store_n(&tether_form_state, form < best ? form : best, __ATOMIC_RELAXED);
 }
 #else
 int tether_best_vector_form(void) { return tether_form_portable; }

@@ -19,6 +19,7 @@
 // 64-byte form (`skip_string_wide`).
 
 #include "tether_text.h"
+#include "form_state.h"
 #include "wide.h"
 
 #define ONES 0x0101010101010101u
@@ -477,7 +478,7 @@ size_t tether_json_skip_value_using(
 }
 
 size_t tether_json_skip_value(const uint8_t *s, size_t i, size_t end, size_t maximum_depth, uint64_t *stack) {
-    return skip_value_form(s, i, end, maximum_depth, stack, tether_vector_form());
+    return skip_value_form(s, i, end, maximum_depth, stack, current_form());
 }
 
 static size_t validated_string_end_form(const uint8_t *s, size_t i, size_t end, int *has_high, int form) {
@@ -498,7 +499,7 @@ size_t tether_json_validated_string_end_using(const uint8_t *s, size_t i, size_t
 }
 
 size_t tether_json_validated_string_end(const uint8_t *s, size_t i, size_t end, int *has_high) {
-    return validated_string_end_form(s, i, end, has_high, tether_vector_form());
+    return validated_string_end_form(s, i, end, has_high, current_form());
 }
 
 static size_t unescape_validated_form(
@@ -524,5 +525,5 @@ size_t tether_json_unescape_validated_using(
 }
 
 size_t tether_json_unescape_validated(const uint8_t *s, size_t i, size_t end, uint8_t *out, size_t *written, int *has_high) {
-    return unescape_validated_form(s, i, end, out, written, has_high, tether_vector_form(), 1);
+    return unescape_validated_form(s, i, end, out, written, has_high, current_form(), 1);
 }

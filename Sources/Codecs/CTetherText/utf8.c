@@ -7,6 +7,7 @@
 // the standard library's validator.
 
 #include "tether_text.h"
+#include "form_state.h"
 #include "wide.h"
 
 typedef uint8_t bytes16 __attribute__((vector_size(16)));
@@ -278,5 +279,5 @@ tether_utf8_outcome tether_utf8_check_using(const uint8_t *bytes, size_t count, 
 }
 
 tether_utf8_outcome tether_utf8_check(const uint8_t *bytes, size_t count) {
-    return utf8_check_form(bytes, count, tether_vector_form());
+    return utf8_check_form(bytes, count, current_form());
 }
