@@ -69,6 +69,53 @@ enum XMPPDriverBenchmarks {
         )
     }
 
+    /// Sequential pings of the server made with the callback request: each one from the
+    /// completion of the one before (on the client's queue, right after its answer was read), as
+    /// the libstrophe harness sends each ping from its loop. p50 and p99 of the round trip.
+    static func callbackLatency(_ server: Server, jid: String, count: Int) async throws -> String {
+        let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
+        try await client.connect()
+        let pings = CallbackPings(client: client, count: count)
+        let samples = try await withCheckedThrowingContinuation { continuation in
+            pings.finished = { continuation.resume(with: $0) }
+            pings.next()
+        }.sorted()
+        await client.disconnect()
+        return String(
+            format: #"{"client":"tether-callback","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            count,
+            samples[count / 2],
+            samples[Int(Double(count) * 0.99)]
+        )
+    }
+
+    /// The pings of `callbackLatency`: each completion times its ping and sends the next one.
+    /// `@unchecked Sendable`: after `next()` starts it, used only on the client's queue.
+    final class CallbackPings: @unchecked Sendable {
+        let client: XMPPClient
+        let count: Int
+        var index = -50
+        var start: UInt64 = 0
+        var samples: [Double] = []
+        var finished: ((Result<[Double], any Error>) -> Void)?
+
+        init(client: XMPPClient, count: Int) {
+            self.client = client
+            self.count = count
+            samples.reserveCapacity(count)
+        }
+
+        func next() {
+            start = DispatchTime.now().uptimeNanoseconds
+            client.request(.ping(to: nil)) { [self] result in
+                if case .failure(let error) = result { return finished!(.failure(error)) }
+                if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+                index += 1
+                if index < count { next() } else { finished!(.success(samples)) }
+            }
+        }
+    }
+
     /// `count` messages from one account to another, with or without stream management on both
     /// clients, sent as fast as the client takes them; the time until the last one arrived. With
     /// `onExecutor` the sends are made from a task that prefers the sender's executor, so that the

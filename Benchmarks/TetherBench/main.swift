@@ -45,7 +45,7 @@ struct Options {
                tether-bench --echo-floor URL [--count N]
                tether-bench --soak [MINUTES]
                tether-bench --fleet [CLIENTS] [--chart FILE]
-               tether-bench --xmpp latency|latency-executor HOST:PORT JID COUNT
+               tether-bench --xmpp latency|latency-executor|latency-callback HOST:PORT JID COUNT
                tether-bench --xmpp throughput|throughput-executor HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp throughput-sm|throughput-sm-executor HOST:PORT FROM_JID TO_JID COUNT
                tether-bench --xmpp idle HOST:PORT ACCOUNT_JID COUNT
@@ -81,7 +81,8 @@ struct Options {
           --xmpp MODE HOST:PORT …
                          instead of the benchmarks: XMPPClient against the running server (password
                          from TETHER_PASSWORD, cleartext): COUNT sequential pings (p50, p99; with
-                         latency-executor from a task on the client's executor), COUNT messages
+                         latency-executor from a task on the client's executor, with
+                         latency-callback each from the last one's completion), COUNT messages
                          from one account to another without stream management (messages/s), or
                          COUNT idle clients in this process (memory per connection, threads,
                          descriptors; TETHER_IDLE_RELEASE_MS, default 250, is how soon they give
@@ -183,7 +184,8 @@ struct Options {
             case "--xmpp":
                 let rest = Array(arguments[(index + 1)...])
                 let arity = [
-                    "latency": 4, "latency-executor": 4, "idle": 4, "throughput": 5, "throughput-sm": 5,
+                    "latency": 4, "latency-executor": 4, "latency-callback": 4, "idle": 4, "throughput": 5,
+                    "throughput-sm": 5,
                     "throughput-executor": 5, "throughput-sm-executor": 5, "online": 5,
                     "online-sasl2": 5,
                     "online-sasl2-tls": 6,
@@ -333,6 +335,8 @@ if let arguments = options.xmppDriver {
                     onExecutor: arguments[0] == "latency-executor"
                 )
             )
+        case "latency-callback":
+            print(try await XMPPDriverBenchmarks.callbackLatency(server, jid: arguments[2], count: count))
         case "online", "online-sasl2", "online-sasl2-tls":
             guard let controlPort = Int(arguments[3]) else { throw BenchError("expected CONTROL_PORT") }
             let login: XMPPOnlineBenchmark.Login =

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # XMPPClient (the Dispatch driver) against libstrophe (Debian's libstrophe 0.12), on one local
-# prosody, in the same run: sequential pings (p50, p99; Tether's also from a task on the client's
-# executor, as libstrophe's harness runs on its connection's one thread), 10,000 messages from one
+# prosody, in the same run: sequential pings (p50, p99; the same stanza from both; Tether's also
+# from a task on the client's executor and each from the last one's completion, as libstrophe's
+# harness runs on its connection's one thread), 10,000 messages from one
 # account to another without and with stream management (messages/s; Tether's also sent from a
 # task on the client's executor; both clients send the same stanzas: an initial presence, an id on
 # every message), and many idle connections
@@ -116,6 +117,7 @@ for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
     run latency "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings"
     run latency "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/lt "$pings"
+    run latency "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lt "$pings"
     run latency "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings"
     run throughput "$bench" --xmpp throughput "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
     run throughput "$bench" --xmpp throughput-executor "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
@@ -135,7 +137,7 @@ def best(row, client, key, lower):
     values = [r[key] for r in rows if r["row"] == row and r["client"] == client]
     return (min if lower else max)(values) if values else None
 print("XMPPClient vs libstrophe, same prosody, same run (best of the rounds)")
-for client, name in (("tether", "tether"), ("tether-executor", "on executor")):
+for client, name in (("tether", "tether"), ("tether-executor", "on executor"), ("tether-callback", "callback")):
     for key, label in (("p50_us", "ping p50 (µs)"), ("p99_us", "ping p99 (µs)")):
         t, s = best("latency", client, key, True), best("latency", "libstrophe", key, True)
         print(f"  {label:28} {name:11} {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)")

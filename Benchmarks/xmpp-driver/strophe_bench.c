@@ -102,14 +102,14 @@ static int latency(const char *host, int port, const char *jid, const char *pass
     xmpp_conn_t *conn = connect_one(ctx, host, port, jid, password);
     wait_online(ctx, 1);
     double *samples = calloc((size_t)count, sizeof(double));
-    const char *domain = strchr(jid, '@') + 1;
     char id[32];
     for (int i = -50; i < count; i++) {
-        /* From building the request to its answer, as the Tether row times `request(.ping(to:))`. */
+        /* From building the request to its answer, as the Tether rows time `request(.ping(to: nil))`,
+         * and the same stanza: no `to`, so the server answers for the account (RFC 6120 §10.3.3).
+         * (Addressed to the domain, prosody takes about 6 µs longer to answer.) */
         double start = now_us();
         snprintf(id, sizeof id, "p%d", i + 50);
         xmpp_stanza_t *iq = xmpp_iq_new(ctx, "get", id);
-        xmpp_stanza_set_to(iq, domain);
         xmpp_stanza_t *ping = xmpp_stanza_new(ctx);
         xmpp_stanza_set_name(ping, "ping");
         xmpp_stanza_set_ns(ping, "urn:xmpp:ping");

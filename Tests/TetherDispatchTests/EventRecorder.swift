@@ -136,3 +136,56 @@ func expectStallFoundByPingsAndResumed(_ relay: TCPRelay, _ events: EventRecorde
     #expect(detection >= .milliseconds(900), "detected after \(detection)")
     #expect(relay.acceptedCount == 2)
 }
+
+/// What the completions of callback calls (`XMPPClient.request(_:timeout:completion:)`,
+/// `HubConnection.invoke(_:_:returning:completion:)`) saw: their outcomes in order, and whether
+/// each ran inside its call (on the caller's thread before the call returned) or off the read
+/// thread.
+final class CompletionLog: @unchecked Sendable {
+    /// A call under way on the thread that made it, until `set()` (once it returned).
+    final class Returned: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        private let caller = pthread_self()
+        func set() { lock.withLock { value = true } }
+        /// The current thread is the caller's, and the call has not returned.
+        var isInsideCall: Bool { lock.withLock { !value } && pthread_equal(caller, pthread_self()) != 0 }
+    }
+
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var recorded: [String] = []
+    private var early = 0
+    private var offThread = 0
+
+    func callStarted() -> Returned { Returned() }
+
+    /// A completion ran (`onReadThread`: on the thread that read its answer).
+    func completed(returned: Returned, onReadThread: Bool) {
+        let beforeReturning = returned.isInsideCall
+        lock.withLock {
+            if beforeReturning { early += 1 }
+            if !onReadThread { offThread += 1 }
+        }
+    }
+
+    func record(_ result: Result<String, XMPPClientError>) {
+        lock.withLock { recorded.append((try? result.get()) ?? (result.failureKind ?? "")) }
+    }
+
+    func record(_ text: String) {
+        lock.withLock { recorded.append(text) }
+    }
+
+    var outcomes: [String] { lock.withLock { recorded } }
+    var completedInsideCall: Int { lock.withLock { early } }
+    var offReadThread: Int { lock.withLock { offThread } }
+}
+
+extension Result where Failure == XMPPClientError {
+    /// The error's kind, by name (nil for a success).
+    var failureKind: String? {
+        if case .failure(let error) = self { return error.kind.rawValue }
+        return nil
+    }
+}

@@ -298,6 +298,77 @@ struct HubConnectionTests {
         await second.stop()
     }
 
+    /// Invocations with completions: each completion runs on the connection's queue (with a read
+    /// thread, on the thread that read the completion), exactly once, never inside its call; the
+    /// next invocation, made from it, goes out at once, and one made on the other connection from
+    /// it is answered too. A method that fails ends in `invocationFailed`, a result of another
+    /// type in `encoding`, an invocation of a stopped connection in `notConnected`, each also never
+    /// inside the call.
+    @Test(arguments: [SocketReading.default, .dispatchSource])
+    func invocationsWithCompletions(reading: SocketReading) async throws {
+        let server = try await startedHub()
+        func connection() throws -> HubConnection {
+            var builder = HubConnectionBuilder(url: server.url)
+            builder.options.socketReading = reading
+            return try builder.build()
+        }
+        let first = try connection()
+        let second = try connection()
+        try await first.start()
+        try await second.start()
+        let log = CompletionLog()
+        @Sendable func record<Value>(_ result: Result<Value, HubConnectionError>) {
+            switch result {
+            case .success(let value): log.record("\(value)")
+            case .failure(let error): log.record(error.kind.rawValue)
+            }
+        }
+        let outcomes: [String] = await withCheckedContinuation { continuation in
+            @Sendable func echo(_ index: Int) {
+                let returned = log.callStarted()
+                first.invoke("Echo", "call \(index)", returning: String.self) { result in
+                    log.completed(returned: returned, onReadThread: currentThreadName() == "tether.read")
+                    record(result)
+                    guard index < 30 else {
+                        return second.invoke("Add", index, 1, returning: Int.self) { sum in
+                            record(sum)
+                            first.invoke("Fail", "on purpose", returning: String.self) { failed in
+                                record(failed)
+                                first.invoke("Echo", "not a number", returning: Int.self) { mistyped in
+                                    record(mistyped)
+                                    continuation.resume(returning: log.outcomes)
+                                }
+                            }
+                        }
+                    }
+                    echo(index + 1)
+                }
+                returned.set()
+            }
+            echo(0)
+        }
+        #expect(outcomes.prefix(31) == ArraySlice((0...30).map { "call \($0)" }))
+        #expect(outcomes.dropFirst(31) == ["31", "invocationFailed", "encoding"])
+        #expect(log.completedInsideCall == 0)
+        if reading != .dispatchSource { #expect(log.offReadThread == 0) }
+        await first.stop()
+        let stopped: Result<String, HubConnectionError> = await withCheckedContinuation { continuation in
+            let returned = log.callStarted()
+            first.invoke("Echo", "late", returning: String.self) { result in
+                log.completed(returned: returned, onReadThread: true)
+                continuation.resume(returning: result)
+            }
+            returned.set()
+        }
+        if case .failure(let error) = stopped {
+            #expect(error.kind == .notConnected)
+        } else {
+            Issue.record("\(stopped)")
+        }
+        #expect(log.completedInsideCall == 0)
+        await second.stop()
+    }
+
     /// A link that takes nothing (the relay stalls): sends fill the kernel's buffers (over
     /// WebSockets), then the transport's up to `maximumUnsentBytes` (over long polling, queued
     /// behind the unanswered `POST`); then a send throws `sendQueueFull` naming the network

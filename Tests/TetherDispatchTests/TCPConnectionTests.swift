@@ -327,6 +327,56 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
+    /// `tickWindow`: after each input a read thread waits with a 1 ms timer, `tickWindow` / 1 ms
+    /// times, then without one: no wake-ups before the first input, exactly that many after each
+    /// input, and none at all with a zero window.
+    @Test func aReadThreadWaitsWithATimerForTheTickWindowAfterEachInput() async throws {
+        #expect(ReadThreads.timedWaits(.milliseconds(4)) == 4)
+        #expect(ReadThreads.timedWaits(.microseconds(1500)) == 2)
+        #expect(ReadThreads.timedWaits(.zero) == 0)
+        #expect(ReadThreads.timedWaits(.milliseconds(-3)) == 0)
+        #expect(ReadThreads.timedWaits(.seconds(Int64.max)) == Int(Int32.max))
+        for (window, waits) in [(Duration.milliseconds(5), 5), (.zero, 0)] {
+            var pair: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            defer {
+                close(pair[0])
+                close(pair[1])
+            }
+            // One thread, and a window no other test uses: these threads are this test's own.
+            let threads = try #require(ReadThreads.shared(count: 1, tickWindow: window))
+            let queue = DispatchQueue(label: "tick-window-test")
+            let inputs = Received()
+            let watched = pair[0]
+            let watch = threads.watch(
+                socket: watched,
+                queue: queue,
+                handler: {
+                    var byte: UInt8 = 0
+                    if recv(watched, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
+                    return true
+                },
+                failed: { _ in }
+            )
+            #expect(watch != nil)
+            try await Task.sleep(for: .milliseconds(30))
+            #expect(threads.quietWakeUps == 0)
+            for input in 1...2 {
+                var byte = UInt8(input)
+                #expect(send(pair[1], &byte, 1, 0) == 1)
+                let deadline = ContinuousClock.now + .seconds(5)
+                while inputs.snapshot.bytes.count < input && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                try await Task.sleep(for: .milliseconds(60))
+                #expect(threads.quietWakeUps == waits * input, "window \(window), input \(input)")
+            }
+            let canceled = DispatchSemaphore(value: 0)
+            watch?.cancel { canceled.signal() }
+            #expect(canceled.wait(timeout: .now() + 5) == .success)
+        }
+    }
+
     /// A connection whose queue is busy holds up one shared read thread while it is, not the
     /// others: with two threads, while one connection's queue is blocked with its input waiting,
     /// another connection's input still arrives; the first one's follows once its queue is free.

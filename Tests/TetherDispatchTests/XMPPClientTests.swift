@@ -215,6 +215,69 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// Requests with completions: each completion runs on the client's queue (with a read thread,
+    /// on the thread that read the answer), exactly once, never inside its call; the next
+    /// request, made from it, goes out at once, and one made on the other client from it (through
+    /// that client's queue) is answered too. An error reply ends in `iqError`, a request of a
+    /// stopped client in `notConnected`, also never inside the call.
+    @Test(arguments: [SocketReading.default, .dispatchSource])
+    func requestsWithCompletions(reading: SocketReading) async throws {
+        let server = try await startedProsody()
+        var options = XMPPClient.Options()
+        options.socketReading = reading
+        let alice = try XMPPClient(
+            configuration: testConfiguration("alice", port: server.port, resource: "a"),
+            options: options
+        )
+        let bob = try XMPPClient(
+            configuration: testConfiguration("bob", port: server.port, resource: "b"),
+            options: options
+        )
+        try await alice.connect()
+        try await bob.connect()
+        let log = CompletionLog()
+        let outcomes: [String] = await withCheckedContinuation { continuation in
+            @Sendable func ping(_ index: Int) {
+                let returned = log.callStarted()
+                alice.request(.ping(to: nil)) { result in
+                    log.completed(returned: returned, onReadThread: currentThreadName() == "tether.read")
+                    log.record(result.map { "\($0.type)" })
+                    guard index < 30 else {
+                        // Across: bob's client, from alice's queue, asks alice's full JID.
+                        return bob.request(.ping(to: JID("alice@localhost/a"))) { answer in
+                            log.record(answer.map { "across \($0.type)" })
+                            // An error reply: nobody is at this full JID.
+                            alice.request(.ping(to: JID("bob@localhost/nobody"))) { error in
+                                log.record(error.map { "\($0.type)" })
+                                continuation.resume(returning: log.outcomes)
+                            }
+                        }
+                    }
+                    ping(index + 1)
+                }
+                returned.set()
+            }
+            ping(0)
+        }
+        #expect(outcomes.prefix(31) == ArraySlice(repeating: "result", count: 31))
+        #expect(outcomes.dropFirst(31) == ["across result", "iqError"])
+        #expect(log.completedInsideCall == 0)
+        if reading != .dispatchSource { #expect(log.offReadThread == 0) }
+        await alice.disconnect()
+        let stopped: Result<XMPPIQ, XMPPClientError> = await withCheckedContinuation { continuation in
+            let returned = log.callStarted()
+            alice.request(.ping(to: nil)) { result in
+                log.completed(returned: returned, onReadThread: true)
+                continuation.resume(returning: result)
+            }
+            returned.set()
+        }
+        #expect(throws: XMPPClientError.self) { try stopped.get() }
+        if case .failure(let error) = stopped { #expect(error.kind == .notConnected) }
+        #expect(log.completedInsideCall == 0)
+        await bob.disconnect()
+    }
+
     /// The sends a task on the client's executor makes before it next waits are held by the
     /// transport and written together when its job ends (`Transport.hold`, then one `flush`); an
     /// ordinary task's sends go out one by one. Every message arrives, in order.

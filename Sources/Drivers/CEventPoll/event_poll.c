@@ -26,9 +26,9 @@ int tether_event_poll_remove(int poll, int socket) {
     return epoll_ctl(poll, EPOLL_CTL_DEL, socket, &unused);
 }
 
-int tether_event_poll_wait(int poll, uint64_t *token) {
+int tether_event_poll_wait(int poll, uint64_t *token, int timeout_ms) {
     struct epoll_event event;
-    int count = epoll_wait(poll, &event, 1, -1);
+    int count = epoll_wait(poll, &event, 1, timeout_ms < 0 ? -1 : timeout_ms);
     if (count < 0) return errno == EINTR ? 0 : -1;
     if (count == 0) return 0;
     *token = event.data.u64;
@@ -64,9 +64,10 @@ int tether_event_poll_rearm(int poll, int socket, uint64_t token) {
 
 int tether_event_poll_remove(int poll, int socket) { return control(poll, socket, EV_DELETE, 0); }
 
-int tether_event_poll_wait(int poll, uint64_t *token) {
+int tether_event_poll_wait(int poll, uint64_t *token, int timeout_ms) {
     struct kevent event;
-    int count = kevent(poll, NULL, 0, &event, 1, NULL);
+    struct timespec limit = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    int count = kevent(poll, NULL, 0, &event, 1, timeout_ms < 0 ? NULL : &limit);
     if (count < 0) return errno == EINTR ? 0 : -1;
     if (count == 0) return 0;
     *token = (uint64_t)(uintptr_t)event.udata;

@@ -315,6 +315,51 @@ public final class HubConnection: ConnectionClient {
         )
     }
 
+    /// Invokes the hub method `method` and calls `completion` with its result decoded as
+    /// `Result`, or with the error the awaited `invoke` would throw (never `canceled` by a task:
+    /// there is none; the connection closing first still ends it with `canceled`).
+    ///
+    /// `completion` runs on the connection's queue, as a task on `executor` does: right after the
+    /// input that carried the completion, on the thread that read it, and what it sends leaves
+    /// when it returns. The connection's input waits while it runs: keep it short, and hand
+    /// anything heavy or blocking to another queue. An invocation made from it is sent at once.
+    /// The least work per call, for clients that make many; `async` code awaits `invoke`.
+    public func invoke<Result: Decodable & SendableMetatype, each Argument: Encodable>(
+        _ method: String,
+        _ arguments: repeat each Argument,
+        returning: Result.Type = Result.self,
+        completion: @escaping @Sendable (Swift.Result<Result, HubConnectionError>) -> Void
+    ) {
+        let encoding = encoding
+        let encoded: EncodedArguments
+        do {
+            encoded = try encode(repeat each arguments)
+        } catch {
+            return core.runner.executor.perform { completion(.failure(error)) }
+        }
+        invoke(method, arguments: encoded) { result in
+            completion(
+                result.flatMap { value in
+                    Swift.Result { () throws(HubConnectionError) in
+                        try Self.decodeResult(value, method: method, encoding: encoding)
+                    }
+                }
+            )
+        }
+    }
+
+    /// Invokes `method` with already encoded arguments (in this connection's encoding) and calls
+    /// `completion` with the encoded result (nil for a void method), as the typed
+    /// `invoke(_:_:returning:completion:)` does.
+    public func invoke(
+        _ method: String,
+        arguments: EncodedArguments,
+        completion: @escaping @Sendable (Swift.Result<EncodedValue?, HubConnectionError>) -> Void
+    ) {
+        let core = core
+        core.runner.onQueue { core.invoke(method, arguments: arguments, completion: completion) }
+    }
+
     private func invoke(
         _ method: String,
         arguments: EncodedArguments,

@@ -25,8 +25,15 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
     private var handlers: [String: [HubConnection.InvocationHandler]] = [:]
     private var resultHandlers: [String: HubConnection.ResultHandler] = [:]
 
+    /// Who waits for an invocation's completion: a task (`invoke` awaited), or a completion run as
+    /// a job of the executor (`invoke(_:arguments:completion:)`).
+    private enum CompletionWaiter {
+        case task(Handoff<Result<EncodedValue?, HubConnectionError>>)
+        case completion(@Sendable (Result<EncodedValue?, HubConnectionError>) -> Void)
+    }
+
     // Waiters.
-    private var completionWaiters: [String: Handoff<Result<EncodedValue?, HubConnectionError>>] = [:]
+    private var completionWaiters: [String: CompletionWaiter] = [:]
     private var streamSinks: [String: HubConnection.StreamSink] = [:]
 
     init(
@@ -100,7 +107,7 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
                     [try machine.makeUploadStream(now: now)]
                 }
                 let id = try machine.invoke(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
-                completionWaiters[id] = handoff
+                completionWaiters[id] = .task(handoff)
                 call.id = id
                 if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
             },
@@ -110,14 +117,40 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         )
     }
 
+    /// Invokes; the completion goes to `completion`, run as a job of the executor.
+    func invoke(
+        _ target: String,
+        arguments: EncodedArguments,
+        completion: @escaping @Sendable (Result<EncodedValue?, HubConnectionError>) -> Void
+    ) {
+        let executor = runner.executor
+        submit(
+            { [self] (machine, now) throws(HubConnectionError) in
+                let id = try machine.invoke(target, arguments: arguments, streamIds: [], now: now)
+                completionWaiters[id] = .completion(completion)
+            },
+            writingAtOnce: true,
+            fail: { error in executor.perform { completion(.failure(error)) } }
+        )
+    }
+
+    /// Hands `result` to `waiter`: a task at once, a completion as a job of the executor.
+    private func complete(_ waiter: CompletionWaiter, with result: Result<EncodedValue?, HubConnectionError>) {
+        switch waiter {
+        case .task(let handoff): handoff.resume(returning: result)
+        case .completion(let completion): runner.executor.perform { completion(result) }
+        }
+    }
+
     /// The task awaiting `call` (an invocation, or a send waiting for room) was canceled: it
     /// fails at once with `canceled`. An invocation already sent is not canceled on the server
     /// (SignalR has no such message for invocations, as with the official clients); its
     /// completion, when it comes, is dropped.
     func cancel(_ call: RunnerCall) {
         if runner.cancelWaitingCommand(call) { return }
-        guard let id = call.id else { return }
-        completionWaiters.removeValue(forKey: id)?.resume(returning: .failure(.canceledByTask))
+        guard let id = call.id, case .task(let handoff)? = completionWaiters[id] else { return }
+        completionWaiters[id] = nil
+        handoff.resume(returning: .failure(.canceledByTask))
     }
 
     /// Sends (no completion); `handoff` learns whether it was sent (unless `call` is canceled
@@ -324,7 +357,7 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
             log.warning("No client method with the name '\(message.target)' found.")
             runner.delivery.deliver(.unhandledInvocation(message))
         case .completion(let invocationId, let result):
-            completionWaiters.removeValue(forKey: invocationId)?.resume(returning: result)
+            if let waiter = completionWaiters.removeValue(forKey: invocationId) { complete(waiter, with: result) }
         case .streamItem(let invocationId, let item):
             if let sink = streamSinks[invocationId], !sink.yield(item) {
                 // The item did not decode (the consumer has the error): cancel on the server.
@@ -345,8 +378,9 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
     /// The connection closed for good: anything still waiting (the machine completed what was
     /// pending) ends with `failure`.
     func closed(_ failure: HubConnectionError) {
-        for waiter in completionWaiters.values { waiter.resume(returning: .failure(failure)) }
+        let waiters = completionWaiters.values
         completionWaiters.removeAll()
+        for waiter in waiters { complete(waiter, with: .failure(failure)) }
         for sink in streamSinks.values { sink.finish(failure) }
         streamSinks.removeAll()
         for request in negotiations.values { request.cancel() }

@@ -187,6 +187,25 @@ public final class XMPPClient: ConnectionClient {
         return try result.get()
     }
 
+    /// Sends an iq request (`get` or `set`) and calls `completion` with its `result`, or with the
+    /// error `request(_:timeout:)` would throw (never `canceled`: there is no task to cancel).
+    ///
+    /// `completion` runs on the client's queue, as a task on `executor` does: right after the
+    /// input that carried the answer, on the thread that read it (no thread hand-off), and what
+    /// it sends leaves when it returns. The client's input waits while it runs: keep it short,
+    /// and hand anything heavy or blocking to another queue. A request made from it is sent at
+    /// once. The least work per request, for clients that make many (a bot, a gateway); `async`
+    /// code uses `request(_:timeout:)`.
+    public func request(
+        _ iq: XMPPIQ,
+        timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<XMPPIQ, XMPPClientError>) -> Void
+    ) {
+        precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
+        let core = core
+        core.runner.onQueue { core.request(iq, timeout: timeout, completion: completion) }
+    }
+
     /// Pings `jid` (the server when nil, XEP-0199) and returns the round-trip time. An error
     /// reply also proves the peer alive and counts as an answer.
     public func ping(_ jid: JID? = nil, timeout: Duration? = nil) async throws(XMPPClientError) -> Duration {

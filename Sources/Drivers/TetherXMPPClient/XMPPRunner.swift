@@ -24,8 +24,15 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         let handoff: Handoff<Result<Void, XMPPClientError>>
     }
 
+    /// Who waits for a request's answer: a task (`request(_:timeout:)`), or a completion run as
+    /// a job of the executor (`request(_:timeout:completion:)`).
+    private enum RequestWaiter {
+        case task(Handoff<Result<XMPPIQ, XMPPClientError>>)
+        case completion(@Sendable (Result<XMPPIQ, XMPPClientError>) -> Void)
+    }
+
     private var flushWaiters: [FlushWaiter] = []
-    private var requestWaiters: [String: Handoff<Result<XMPPIQ, XMPPClientError>>] = [:]
+    private var requestWaiters: [String: RequestWaiter] = [:]
     /// Requests whose task was canceled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []
 
@@ -74,10 +81,28 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
                 run: { [unowned self] machine, now throws(XMPPClientError) in
                     let id = try machine.send(iq, timeout: timeout, now: now)
                     call.id = id
-                    requestWaiters[id] = handoff
+                    requestWaiters[id] = .task(handoff)
                 },
                 fail: { handoff.resume(returning: .failure($0)) },
                 call: call
+            ),
+            writingAtOnce: true
+        )
+    }
+
+    /// Sends an iq request; its answer goes to `completion`, run as a job of the executor.
+    func request(
+        _ iq: XMPPIQ,
+        timeout: Duration?,
+        completion: @escaping @Sendable (Result<XMPPIQ, XMPPClientError>) -> Void
+    ) {
+        let executor = runner.executor
+        runner.submit(
+            .init(
+                run: { [unowned self] machine, now throws(XMPPClientError) in
+                    requestWaiters[try machine.send(iq, timeout: timeout, now: now)] = .completion(completion)
+                },
+                fail: { error in executor.perform { completion(.failure(error)) } }
             ),
             writingAtOnce: true
         )
@@ -87,7 +112,8 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     /// comes, is dropped (a request still waiting for room is never sent).
     func cancel(_ call: RunnerCall) {
         if runner.cancelWaitingCommand(call) { return }
-        guard let id = call.id, let waiter = requestWaiters.removeValue(forKey: id) else { return }
+        guard let id = call.id, case .task(let waiter)? = requestWaiters[id] else { return }
+        requestWaiters[id] = nil
         abandonedRequests.insert(id)
         waiter.resume(returning: .failure(XMPPClientError(.canceled, "The request's task was canceled.")))
     }
@@ -201,8 +227,12 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
 
     func handle(_ event: XMPPClient.Event) {
         if case .iqResponse(let id, let outcome) = event {
-            if let waiter = requestWaiters.removeValue(forKey: id) {
-                return waiter.resume(returning: Self.result(of: outcome))
+            switch requestWaiters.removeValue(forKey: id) {
+            case .task(let handoff): return handoff.resume(returning: Self.result(of: outcome))
+            case .completion(let completion):
+                let result = Self.result(of: outcome)
+                return runner.executor.perform { completion(result) }
+            case nil: break
             }
             if abandonedRequests.remove(id) != nil { return }
         }

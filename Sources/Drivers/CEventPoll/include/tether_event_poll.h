@@ -26,7 +26,8 @@ int tether_event_poll_rearm(int poll, int socket, uint64_t token);
 /* Stops watching `socket` (before it is closed). */
 int tether_event_poll_remove(int poll, int socket);
 
-/* Waits for one socket's event and stores its token: 1; interrupted by a signal: 0. */
-int tether_event_poll_wait(int poll, uint64_t *token);
+/* Waits for one socket's event, at most `timeout_ms` milliseconds (negative: without a limit), and
+ * stores its token: 1; interrupted by a signal, or the time is up: 0. */
+int tether_event_poll_wait(int poll, uint64_t *token, int timeout_ms);
 
 #endif

@@ -40,16 +40,30 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
         self.queue = queue
     }
 
-    private func run(_ job: UnownedJob) {
+    private func run(_ job: InlineJobs.Job) {
         isRunningJob = true
-        job.runSynchronously(on: asUnownedTaskExecutor())
+        switch job {
+        case .task(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+        case .call(let body): body()
+        }
         isRunningJob = false
         afterJob?()
     }
 
     /// Runs `job` on the connection's queue (inline after the input that resumed it, when one is being handled on this thread).
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
+        schedule(.task(UnownedJob(job)))
+    }
+
+    /// Runs `body` on the connection's queue as a job of this executor, as `enqueue` runs a task's:
+    /// right after the input being handled on this thread, when it is this queue's; else as a
+    /// block on the queue. What `body` sends leaves when it returns (`Transport.hold`). For the
+    /// completions of the clients' callback calls (`XMPPClient.request(_:timeout:completion:)`).
+    @usableFromInline package func perform(_ body: @escaping @Sendable () -> Void) {
+        schedule(.call(body))
+    }
+
+    private func schedule(_ job: InlineJobs.Job) {
         if let inline = InlineJobs.current, inline.queue === queue {
             inline.jobs.append((job, self))
         } else {
@@ -84,9 +98,15 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
 
 /// The jobs collected by `ConnectionExecutor.runningInline` on one thread.
 private final class InlineJobs {
+    /// A task's job, or a completion (`ConnectionExecutor.perform`).
+    enum Job {
+        case task(UnownedJob)
+        case call(@Sendable () -> Void)
+    }
+
     /// The queue whose input the thread runs inline now; nil between inputs.
     var queue: DispatchQueue?
-    var jobs: [(UnownedJob, ConnectionExecutor)] = []
+    var jobs: [(Job, ConnectionExecutor)] = []
 
     /// The collector of the thread, when it runs an input inline now.
     static var current: InlineJobs? {

@@ -413,6 +413,17 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         }
     }
 
+    /// Runs `body` on the queue as `call` runs its `start`: at once when called on it (by a task
+    /// on `executor`, or a completion), with `queue.sync` from elsewhere, and as a block when
+    /// called on another runner's queue (no queue waits for another).
+    @inlinable package func onQueue(_ body: @escaping @Sendable () -> Void) {
+        switch DispatchQueue.getSpecific(key: runnerQueueKey) {
+        case .none: queue.sync(execute: body)
+        case .some(let current) where current == ObjectIdentifier(queue): body()
+        case .some: queue.async(execute: body)
+        }
+    }
+
     /// `connect()` / `start()`.
     @inlinable package func connect() async throws(Failure) -> Session {
         let result: Result<Session, Failure> = await call(

@@ -17,15 +17,30 @@ public enum SocketReading: Sendable, Equatable {
     /// serial queue runs right there) and resumes a task on the connection's `ConnectionExecutor`
     /// there too: one thread wake-up per input, as with a blocking client. A connection whose queue
     /// is busy holds up one of the threads while it is; the others go on serving the rest.
-    case sharedThreads(count: Int)
+    ///
+    /// `tickWindow` (Linux): for this long after its last input, a thread waits for the next one
+    /// with a 1 ms timer armed (one wake-up per quiet millisecond, `tickWindow` / 1 ms of them at
+    /// most after each input), and then without one. An idle processor with no timer due within a
+    /// scheduler tick stops its tick, and restarting it when an input wakes the thread delays that
+    /// input: 8–11 µs on a virtual machine (`Specs/performance.md`, "The ping's wake-up"), about
+    /// 1 µs on bare hardware. With the timer armed the tick keeps running while answers are due,
+    /// as it does for a client whose event loop polls with a timeout. Zero: never a timer (no
+    /// wake-ups at all while no input comes). Ignored on Apple platforms, whose kernel has no such
+    /// tick.
+    case sharedThreads(count: Int, tickWindow: Duration = SocketReading.defaultTickWindow)
     /// A Dispatch read source per socket, served by Dispatch's shared threads. On Linux an input
     /// then reaches the queue through Dispatch's event thread and a worker, and the event thread
     /// is woken again to watch the socket anew: three thread wake-ups per input, tens of µs more
     /// per answer on a busy machine.
     case dispatchSource
 
-    /// The default: `sharedThreads` with one thread per processor (at least 2, at most 8).
+    /// The default: `sharedThreads` with one thread per processor (at least 2, at most 8) and the
+    /// default tick window.
     public static let `default` = SocketReading.sharedThreads(count: ReadThreads.defaultCount)
+
+    /// `sharedThreads`' default `tickWindow`: 4 ms, a request's answer from a server nearby (a few
+    /// wake-ups after the last input of a burst, none while idle).
+    public static let defaultTickWindow = Duration.milliseconds(4)
 
     /// Replaced by `sharedThreads(count:)`, whose threads do not grow with the connections.
     @available(*, unavailable, message: "a thread per socket is gone: use .sharedThreads(count:) (or .default)")
@@ -84,35 +99,64 @@ final class ReadThreads: Sendable {
     private struct Table {
         var entries: [UInt64: Entry] = [:]
         var nextToken: UInt64 = 1
+        /// Timed waits that came back without input, over all the threads (for the tests).
+        var quietWakeUps = 0
     }
+
+    /// How many times the threads woke from a timed wait without input (`tickWindow`).
+    var quietWakeUps: Int { table.withLock { $0.quietWakeUps } }
 
     /// The kernel's readiness queue.
     private let poll: Int32
     private let table = PThreadLocked(Table())
 
-    /// The process's sets of threads, by thread count (created at first use, kept for the life of
-    /// the process, as Dispatch keeps its own threads).
-    private static let sets = PThreadLocked<[Int: ReadThreads]>([:])
+    /// How many 1 ms waits with a timer a thread makes after an input before it waits without one
+    /// (`SocketReading.sharedThreads`' `tickWindow`; zero on Apple platforms).
+    private let timedWaits: Int
 
-    /// The process's `count` threads (started at first use); nil when the system gives no
-    /// readiness queue or no thread (the caller then uses a Dispatch source).
-    static func shared(count: Int) -> ReadThreads? {
-        let count = max(count, 1)
+    /// The process's sets of threads, by thread count and timed waits (created at first use, kept
+    /// for the life of the process, as Dispatch keeps its own threads).
+    private static let sets = PThreadLocked<[SetKey: ReadThreads]>([:])
+
+    private struct SetKey: Hashable {
+        let count: Int
+        let timedWaits: Int
+    }
+
+    /// The process's `count` threads for `tickWindow` (started at first use); nil when the system
+    /// gives no readiness queue or no thread (the caller then uses a Dispatch source).
+    static func shared(count: Int, tickWindow: Duration = SocketReading.defaultTickWindow) -> ReadThreads? {
+        let key = SetKey(count: max(count, 1), timedWaits: timedWaits(tickWindow))
         return sets.withLock { sets -> ReadThreads? in
-            if let existing = sets[count] { return existing }
+            if let existing = sets[key] { return existing }
             let poll = tether_event_poll_create()
             guard poll >= 0 else { return nil }
-            let threads = ReadThreads(poll: poll)
+            let threads = ReadThreads(poll: poll, timedWaits: key.timedWaits)
             var started = 0
-            for _ in 0..<count where threads.startThread() { started += 1 }
+            for _ in 0..<key.count where threads.startThread() { started += 1 }
             guard started > 0 else { return nil }  // the queue stays open: a few bytes, once
-            sets[count] = threads
+            sets[key] = threads
             return threads
         }
     }
 
-    private init(poll: Int32) {
+    /// The 1 ms waits `tickWindow` makes (rounded up; none on Apple platforms).
+    static func timedWaits(_ tickWindow: Duration) -> Int {
+        #if os(Linux)
+            let (seconds, attoseconds) = tickWindow.components
+            guard seconds >= 0, tickWindow > .zero else { return 0 }
+            let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
+            guard !milliseconds.overflow, milliseconds.partialValue < Int64(Int32.max) else { return Int(Int32.max) }
+            let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            return Int(min(milliseconds.partialValue + rest, Int64(Int32.max)))
+        #else
+            return 0
+        #endif
+    }
+
+    private init(poll: Int32, timedWaits: Int) {
         self.poll = poll
+        self.timedWaits = timedWaits
     }
 
     /// Watches `socket`: `handler` runs on `queue` (from one of the threads) whenever it has input,
@@ -206,16 +250,24 @@ final class ReadThreads: Sendable {
                 _ = systemClose(file)
             }
         #endif
+        // The waits since this thread's last input that came back without one (none armed before
+        // the first input).
+        var quietWaits = timedWaits
         while true {
             var token: UInt64 = 0
-            let waited = tether_event_poll_wait(poll, &token)
+            let waited = tether_event_poll_wait(poll, &token, quietWaits < timedWaits ? 1 : -1)
             if waited < 0 {
                 // Only ENOMEM can happen here: wait a moment and watch again.
                 usleep(1000)
                 continue
             }
-            guard waited == 1 else { continue }
+            guard waited == 1 else {
+                if quietWaits < timedWaits { table.withLock { $0.quietWakeUps += 1 } }
+                quietWaits += 1
+                continue
+            }
             handle(token)
+            quietWaits = 0
         }
     }
 

@@ -398,8 +398,8 @@ package final class TCPConnection: @unchecked Sendable {
     private func connected() {
         isConnected = true
         let fd = socket
-        if case .sharedThreads(let count) = reading {
-            readWatch = ReadThreads.shared(count: count)?.watch(
+        if case .sharedThreads(let count, let tickWindow) = reading {
+            readWatch = ReadThreads.shared(count: count, tickWindow: tickWindow)?.watch(
                 socket: fd,
                 queue: queue,
                 handler: { [weak self] in self?.readable() ?? false },
