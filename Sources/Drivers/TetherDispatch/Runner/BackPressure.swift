@@ -50,33 +50,6 @@ public enum BackPressure: Sendable, Equatable {
         commands.append(command)
     }
 
-    /// Runs `command` now unless others wait (then it waits behind them, in order). When it finds
-    /// no room (`isFull`) and the app chose to wait (`backPressure`), it waits and this returns
-    /// true (the caller may log it, or ask the server to acknowledge); any other error fails it.
-    @inlinable package mutating func submit(
-        _ command: Command,
-        on machine: inout Machine,
-        now: Instant,
-        backPressure: BackPressure,
-        isFull: (Failure) -> Bool
-    ) -> Bool {
-        guard isEmpty else {
-            append(command)
-            return false
-        }
-        do throws(Failure) {
-            try command.run(&machine, now)
-        } catch {
-            guard isFull(error), backPressure == .wait else {
-                command.fail(error)
-                return false
-            }
-            append(command)
-            return true
-        }
-        return false
-    }
-
     /// Runs the waiting commands in order until one finds no room (`isFull`) again.
     @inlinable package mutating func retry(on machine: inout Machine, now: Instant, isFull: (Failure) -> Bool) {
         while let command = commands.first {

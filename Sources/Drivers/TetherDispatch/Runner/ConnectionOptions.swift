@@ -105,14 +105,6 @@ public struct ConnectionOptions: Sendable {
         self.transportFactory = transportFactory
     }
 
-    /// Why the app's sends must wait for the network: the transports hold `unsent` bytes it has not
-    /// taken, more than `maximumUnsentBytes` (nil: there is room). Each client throws it as its
-    /// protocol's "full" error.
-    @usableFromInline package func networkFullReason(unsent: Int) -> String? {
-        guard unsent > maximumUnsentBytes else { return nil }
-        return "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, "
-            + "\(maximumUnsentBytes))."
-    }
 }
 
 // Names of earlier versions, kept so that the compiler names their replacements (CHANGELOG.md).

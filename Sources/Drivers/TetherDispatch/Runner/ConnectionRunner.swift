@@ -325,28 +325,50 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         if let call = command.call as? RunnerCall, call.isCanceled {
             return command.fail(Failure(.canceled, "The call's task was canceled."))
         }
-        let checked = Command(
-            run: { [unowned self] machine, now throws(Failure) in
-                if let reason = options.networkFullReason(unsent: unsentByteCount) {
-                    throw Failure(.sendQueueFull, reason)
+        if blocked.isEmpty {
+            // Nothing waits: it runs now, the network's room checked here (no wrapper to build).
+            do throws(Failure) {
+                if let reason = networkFullReason() { throw Failure(.sendQueueFull, reason) }
+                try command.run(&machine, now())
+            } catch {
+                if error.kind == .sendQueueFull && options.backPressure == .wait {
+                    blocked.append(checkingTheNetwork(command))
+                    if let reason = networkFullReason() {
+                        log.debug("\(reason) A send waits for room.")
+                    } else {
+                        part?.queueFull()
+                    }
+                } else {
+                    command.fail(error)
                 }
+            }
+        } else {
+            blocked.append(checkingTheNetwork(command))
+        }
+        drive()
+        if writingAtOnce { flushHeldBytes() }
+    }
+
+    /// `command`, failing with `sendQueueFull` first while the network holds too much, for
+    /// retrying when it waits.
+    @inlinable func checkingTheNetwork(_ command: Command) -> Command {
+        Command(
+            run: { [unowned self] machine, now throws(Failure) in
+                if let reason = networkFullReason() { throw Failure(.sendQueueFull, reason) }
                 try command.run(&machine, now)
             },
             fail: command.fail,
             call: command.call
         )
-        let waits = blocked.submit(checked, on: &machine, now: now(), backPressure: options.backPressure) {
-            $0.kind == .sendQueueFull
-        }
-        if waits {
-            if let reason = options.networkFullReason(unsent: unsentByteCount) {
-                log.debug("\(reason) A send waits for room.")
-            } else {
-                part?.queueFull()
-            }
-        }
-        drive()
-        if writingAtOnce { flushHeldBytes() }
+    }
+
+    /// Why sends must wait for the network now (`ConnectionOptions.networkFullReason`), nil when
+    /// there is room. Reads the limit alone: the options are not copied for it.
+    @inlinable func networkFullReason() -> String? {
+        let unsent = unsentByteCount
+        let limit = options.maximumUnsentBytes
+        guard unsent > limit else { return nil }
+        return "The network has not taken the \(unsent) bytes sent already (more than maximumUnsentBytes, \(limit))."
     }
 
     /// Runs `body` on the machine now and carries out its actions.

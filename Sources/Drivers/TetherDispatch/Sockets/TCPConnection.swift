@@ -242,8 +242,12 @@ package final class TCPConnection: @unchecked Sendable {
     /// one write; at `heldLimit` they are written at once.
     package func hold(_ bytes: [UInt8]) {
         guard !isClosed, isConnected, !bytes.isEmpty else { return }
-        if held.isEmpty { held.reserveCapacity(min(Self.heldLimit, 4 * bytes.count)) }
-        held += bytes
+        if held.isEmpty {
+            // The first bytes are kept as they are (no copy); more are appended to them.
+            held = bytes
+        } else {
+            held += bytes
+        }
         if held.count >= Self.heldLimit { flushHeld() }
     }
 
