@@ -330,4 +330,33 @@ struct WrittenBytesTests {
             #expect(XMPPClientMachine.emptyResult(to: from, id: id, standalone: true) == standalone)
         }
     }
+
+    /// The app's server ping (`XMPPIQ.ping()`, one constant tree) is written from its known bytes:
+    /// the same bytes the serializer writes for that tree with the id added, in a stream and over
+    /// WebSocket, whatever the id holds. Only that very tree is: an equal one built anew, or the
+    /// ping with an id, is serialized as any stanza.
+    @Test func theServerPingIsWrittenFromItsKnownBytes() throws {
+        for id in ["iqx-1", "a'b&c<d\"e>", "", "é\t\n"] {
+            for overWebSocket in [false, true] {
+                var reference: [UInt8] = []
+                XMLSerializer.write(
+                    XMPPIQ.ping().element,
+                    in: overWebSocket ? XMLNamespaceScope() : .clientStream,
+                    adding: ("id", id),
+                    into: &reference
+                )
+                let written = XMPPClientMachine.serverPingBytes(id: id, overWebSocket: overWebSocket)
+                #expect(written == reference, "\(id) \(overWebSocket)")
+            }
+        }
+        #expect(XMPPIQ.ping().isTheServerPing && XMPPIQ.ping(to: nil).isTheServerPing)
+        #expect(!XMPPIQ.get(XElement(XMLName("ping", namespace: XMPPNamespace.ping))).isTheServerPing)
+        #expect(!XMPPIQ.ping(id: "mine").isTheServerPing && !XMPPIQ.ping(to: JID("example.com")).isTheServerPing)
+        // Through the machine: the bytes on the wire, with the id it chose.
+        let harness = XMPPClientHarness()
+        harness.login()
+        let id = try harness.machine.send(XMPPIQ.ping(), now: harness.now)
+        harness.drain()
+        #expect(harness.lastSent == "<iq type='get' id='\(id)'><ping xmlns='urn:xmpp:ping'/></iq>")
+    }
 }

@@ -183,6 +183,12 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 
     // MARK: - Equality
 
+    /// Whether `other` is this very node of this very tree (not merely an equal element): a
+    /// constant tree, recognised without comparing it.
+    package func isSameNode(as other: XElement) -> Bool {
+        tree.storage === other.tree.storage && index == other.index
+    }
+
     public static func == (lhs: XElement, rhs: XElement) -> Bool {
         guard lhs.name == rhs.name, lhs.attributes == rhs.attributes else { return false }
         return lhs.mergedChildren == rhs.mergedChildren

@@ -94,6 +94,11 @@ public enum XMLSerializer {
     /// `</stream:stream>`.
     public static let streamFooter: [UInt8] = Array("</stream:stream>".utf8)
 
+    /// Appends a literal's bytes, as the serializer does (for bytes written without a tree).
+    package static func appendLiteral(_ literal: StaticString, to bytes: inout [UInt8]) {
+        append(literal, &bytes)
+    }
+
     /// Appends a literal's bytes (one copy: `append(contentsOf: "…".utf8)` goes through the
     /// generic sequence path, several times the cost for these few bytes).
     @inline(__always)

@@ -33,7 +33,11 @@ extension XMPPClientMachine {
             return id
         }
         precondition(pendingIQs[id] == nil, "an iq request with the id '\(id)' is already pending")
-        try sendAppStanza(iq.element, addingID: addedID, now: now)
+        // The server ping `XMPPIQ.ping()` returns (the app's round-trip measure) is written from
+        // its known bytes, as the auto-ping is.
+        let serialized =
+            addedID != nil && iq.isTheServerPing ? Self.serverPingBytes(id: id, overWebSocket: overWebSocket) : nil
+        try sendAppStanza(iq.element, addingID: addedID, serialized: serialized, now: now)
         awaitIQ(id, PendingIQ(deadline: now + (timeout ?? configuration.iqTimeout), to: iq.to, purpose: .app))
         return id
     }
@@ -55,9 +59,11 @@ extension XMPPClientMachine {
     }
 
     /// Sends a stanza of the app's (`addedID`: an id the connection gave it, added on the wire).
+    /// (`serialized`: its bytes with that id, when already written.)
     mutating func sendAppStanza(
         _ element: XElement,
         addingID addedID: String? = nil,
+        serialized: [UInt8]? = nil,
         now: Instant
     )
         throws(XMPPClientError)
@@ -76,10 +82,12 @@ extension XMPPClientMachine {
                 "\(configuration.maximumQueuedStanzas) stanzas are waiting to be sent or acknowledged."
             )
         }
-        var bytes: [UInt8] = []
+        var bytes = serialized ?? []
         if let limit = serverLimits?.maximumBytes {
-            bytes = Self.stanzaBuffer()
-            XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
+            if bytes.isEmpty {
+                bytes = Self.stanzaBuffer()
+                XMLSerializer.write(element, in: elementScope, adding: addedID.map { ("id", $0) }, into: &bytes)
+            }
             guard bytes.count <= limit else {
                 throw XMPPClientError(
                     .stanzaTooLarge,

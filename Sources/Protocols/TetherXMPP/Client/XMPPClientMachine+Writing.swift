@@ -135,6 +135,20 @@ extension XMPPClientMachine {
         enqueue(.send(bytes, generation: generation, containsCredentials: containsCredentials))
     }
 
+    /// The bytes `XMPPIQ.ping()` with the id `id` serialises to in the stream's scope (over
+    /// WebSocket every stanza declares its namespace), written without the tree.
+    static func serverPingBytes(id: String, overWebSocket: Bool) -> [UInt8] {
+        var bytes = stanzaBuffer()
+        if overWebSocket {
+            XMLSerializer.appendLiteral("<iq xmlns='jabber:client' type='get' id='", to: &bytes)
+        } else {
+            XMLSerializer.appendLiteral("<iq type='get' id='", to: &bytes)
+        }
+        XMLSerializer.appendAttributeValue(id, &bytes)
+        XMLSerializer.appendLiteral("'><ping xmlns='urn:xmpp:ping'/></iq>", to: &bytes)
+        return bytes
+    }
+
     /// Sends an auto-ping, counted by XEP-0198 like any other stanza but without asking for an
     /// acknowledgement of its own (its answer shows the link works).
     mutating func sendPing(id: String, session: Session) {

@@ -84,6 +84,10 @@ public struct XMPPIQ: Hashable, Sendable {
 
     private static let serverPing = XMPPIQ.get(XElement(XMLName("ping", namespace: XMPPNamespace.ping)))
 
+    /// Whether this is the server ping `ping()` returns (that very tree, not an equal one): the
+    /// connection writes its bytes without walking the tree (`XMPPClientMachine.serverPingBytes`).
+    var isTheServerPing: Bool { element.isSameNode(as: Self.serverPing.element) }
+
     /// The `result` answering this request, addressed to its sender, with an optional payload.
     public func result(payload: XElement? = nil) -> XMPPIQ {
         XMPPIQ(type: .result, payload: payload, to: from, id: id ?? "")
