@@ -304,6 +304,35 @@ struct IdleMemoryTests {
     }
 }
 
+struct AnswerAddressTests {
+    /// Who may answer a request, decided from the `from` attribute as written: the same as from
+    /// the parsed JID for every spelling (the user's own addresses exactly as the client spells
+    /// them are recognised without parsing; other spellings, others' addresses, malformed ones
+    /// are parsed), for requests to the server and to someone else.
+    @Test func answersAreMatchedTheSameFromTheWrittenAddress() throws {
+        let jid = try #require(JID("alice@example.com/phone"))
+        let written: [String?] = [
+            nil, "example.com", "alice@example.com", "alice@example.com/phone", "alice@example.com/tablet",
+            "example.com/phone", "bob@example.com", "alice@example.org", "ALICE@Example.COM", "alice@EXAMPLE.com/phone",
+            "alice@example.com/phone/x", "alice@example.com/ph@ne", "@example.com", "alice@", "", "alice@example.com/",
+            "example.co", "xample.com", "alice@example.comm", "bob@example.com/phone",
+        ]
+        let targets: [JID?] = [nil, jid.bare, jid, jid.domainJID, JID("bob@example.com/laptop"), JID("example.org")]
+        for to in targets {
+            for text in written {
+                let parsed = XMPPClientMachine.answer(from: text.flatMap(JID.init), matches: to, session: jid)
+                let asWritten = XMPPClientMachine.answer(from: text, matches: to, session: jid)
+                #expect(parsed == asWritten, "from \(text ?? "nil") to \(to?.description ?? "nil")")
+            }
+        }
+        #expect(XMPPClientMachine.isOwn(written: "alice@example.com/phone", jid))
+        #expect(XMPPClientMachine.isOwn(written: "example.com", jid))
+        #expect(!XMPPClientMachine.isOwn(written: "alice@EXAMPLE.com", jid))  // left to the parser
+        #expect(XMPPClientMachine.answer(from: "alice@EXAMPLE.com", matches: nil, session: jid))
+        #expect(!XMPPClientMachine.answer(from: "bob@example.com", matches: nil, session: jid))
+    }
+}
+
 struct WrittenBytesTests {
     /// The hand-written ping and answer bytes equal what the builders serialise to.
     @Test func fastPathsMatchTheBuilders() {

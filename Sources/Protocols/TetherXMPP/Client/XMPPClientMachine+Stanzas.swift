@@ -135,7 +135,9 @@ extension XMPPClientMachine {
             return
         }
         // Only the addressee may answer (RFC 6120 §8.2.3); anything else is an unknown id.
-        guard let pending = pendingIQs[id], Self.answer(from: iq.from, matches: pending.to, session: session.jid) else {
+        guard let pending = pendingIQs[id],
+            Self.answer(from: iq.element.attribute("from"), matches: pending.to, session: session.jid)
+        else {
             return
         }
         iqAnswered(id)
@@ -165,12 +167,42 @@ extension XMPPClientMachine {
     /// account answer for themselves (with or without `from`), anyone else only from the address
     /// the request went to.
     static func answer(from: JID?, matches to: JID?, session jid: JID) -> Bool {
-        func isOwn(_ address: JID?) -> Bool {
-            guard let address else { return true }
-            return address == jid.bare || address == jid || address == jid.domainJID
-        }
-        if isOwn(to) { return isOwn(from) }
+        if isOwn(to, jid) { return isOwn(from, jid) }
         return from == to
+    }
+
+    /// `answer(from:matches:session:)` for `from` as written (nil when absent): an answer from the
+    /// user's own server written as this client spells its JIDs (the common case) is recognised
+    /// without parsing it; anything else is parsed and compared.
+    static func answer(from text: String?, matches to: JID?, session jid: JID) -> Bool {
+        if isOwn(to, jid), let text, isOwn(written: text, jid) { return true }
+        return answer(from: text.flatMap(JID.init), matches: to, session: jid)
+    }
+
+    /// Whether `address` is the user's bare JID, full JID or server (nil: the server), compared
+    /// part by part (no JID is built for the comparison).
+    static func isOwn(_ address: JID?, _ jid: JID) -> Bool {
+        guard let address else { return true }
+        guard address.domainpart == jid.domainpart else { return false }
+        if address.localpart == nil && address.resourcepart == nil { return true }  // the server
+        return address.localpart == jid.localpart
+            && (address.resourcepart == nil || address.resourcepart == jid.resourcepart)
+    }
+
+    /// `isOwn` for a JID as written, when its parts are exactly those of `jid` (already
+    /// normalized, so the text parses to that JID); false when they are not, which `JID` parsing
+    /// may still find equal (another spelling of the same address).
+    static func isOwn(written text: String, _ jid: JID) -> Bool {
+        let slash = text.firstIndex(of: "/")
+        let head = text[..<(slash ?? text.endIndex)]
+        let resource = slash.map { text[text.index(after: $0)...] }
+        let at = head.firstIndex(of: "@")
+        let domain = at.map { head[head.index(after: $0)...] } ?? head
+        guard domain == jid.domainpart else { return false }
+        guard let at else { return resource == nil }  // the server
+        guard let localpart = jid.localpart, head[..<at] == localpart else { return false }
+        guard let resource else { return true }
+        return jid.resourcepart.map { resource == $0 } ?? false
     }
 
     mutating func updateContacts(with items: [RosterItem]) {
