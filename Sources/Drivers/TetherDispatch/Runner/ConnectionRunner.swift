@@ -40,7 +40,12 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @usableFromInline package let queue: DispatchQueue
     /// The queue as a task executor (`ConnectionExecutor`).
     public let executor: ConnectionExecutor
-    @usableFromInline package var machine: Machine
+    /// Used only on `queue`, by one access at a time: `drive()` ends each access (`pollAction`)
+    /// before it carries the action out, so a call made while an action is carried out (a
+    /// command, a nested drive) never overlaps one. Unchecked at run time (a check is a call into
+    /// the runtime and a thread-local lookup per access, several per input); the tests run under
+    /// ThreadSanitizer for the queue's confinement.
+    @exclusivity(unchecked) @usableFromInline package var machine: Machine
     @usableFromInline package let options: ConnectionOptions
     @usableFromInline package let log: ConnectionLog
     @usableFromInline package let delivery: EventDelivery<ClientEvent>

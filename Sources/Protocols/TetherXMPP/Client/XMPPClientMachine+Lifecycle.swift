@@ -193,18 +193,7 @@ extension XMPPClientMachine {
     /// the current one, and its stream is not waiting for TLS. (Asked before every element; one
     /// switch that reads only the generations, no copy of the state's payload.)
     func acceptsXML(from generation: TransportGeneration) -> Bool {
-        switch state {
-        case .negotiating(let negotiation):
-            guard negotiation.attempt.generation == generation else { return false }
-            if case .awaitingTLS = negotiation.step { return false }
-            return true
-        case .connected(let session):
-            return session.generation == generation
-        case .closing(let closing):
-            return closing == generation
-        case .disconnected, .connectingTransport, .reconnectWaiting, .suspended:
-            return false
-        }
+        xmlGeneration == generation
     }
 
     // MARK: - Timers

@@ -299,6 +299,22 @@ public struct XMPPClientMachine: ~Copyable {
         /// `next` nil: the configured server.
         case reconnectWaiting(next: Endpoint?, redirects: Int)
         case suspended
+
+        /// The generation whose bytes are XML to parse in this state: the stream's while it is
+        /// negotiated (not while TLS is set up on it), online or closing; nil otherwise.
+        var xmlGeneration: TransportGeneration? {
+            switch self {
+            case .negotiating(let negotiation):
+                if case .awaitingTLS = negotiation.step { return nil }
+                return negotiation.attempt.generation
+            case .connected(let session):
+                return session.generation
+            case .closing(let closing):
+                return closing
+            case .disconnected, .connectingTransport, .reconnectWaiting, .suspended:
+                return nil
+            }
+        }
     }
 
     /// An iq request awaiting its answer.
@@ -324,7 +340,12 @@ public struct XMPPClientMachine: ~Copyable {
     public let configuration: Configuration
     let hashProvider: any SCRAMHashProvider
     let makeNonce: @Sendable () -> String
-    var state: State = .disconnected
+    var state: State = .disconnected {
+        didSet { xmlGeneration = state.xmlGeneration }
+    }
+    /// The generation whose transport's bytes are parsed now (`State.xmlGeneration`), kept as the
+    /// state changes: every input asks it, and reading it from the state copied the session.
+    private(set) var xmlGeneration: TransportGeneration?
     var parser: XMLStreamParser
     var timers = TimerTable<Timer>()
     var actions = ActionQueue<Action>()
