@@ -31,7 +31,10 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         case completion(@Sendable (Result<XMPPIQ, XMPPClientError>) -> Void)
     }
 
-    private var flushWaiters: [FlushWaiter] = []
+    private var flushWaiters: [FlushWaiter] = [] {
+        // `afterDrain` has work only while a flush waits.
+        didSet { runner.wantsAfterDrain = !flushWaiters.isEmpty }
+    }
     private var requestWaiters: [String: RequestWaiter] = [:]
     /// Requests whose task was canceled: their answers, when they come, are dropped.
     private var abandonedRequests: Set<String> = []

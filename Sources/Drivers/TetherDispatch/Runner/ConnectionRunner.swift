@@ -20,7 +20,8 @@ public import Dispatch
 /// SignalR's invocations and streams).
 ///
 /// `@unchecked Sendable` because Dispatch carries it into handlers: `machine` and everything else
-/// mutable are used only on `queue` (`dispatchPrecondition` checks the loop).
+/// mutable are used only on `queue` (`dispatchPrecondition` checks the loop in debug builds, so
+/// in every test).
 ///
 /// SPI-public, with `@inlinable package` members, only so that each client's module compiles its
 /// own copy specialized for its machine: a generic type used from another module runs
@@ -64,6 +65,9 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @usableFromInline var stopWaiters: [Handoff<Void>] = []
     /// Commands waiting for room (`BackPressure.wait`), in order.
     @usableFromInline var blocked = BlockedCommands<Machine, Failure>()
+    /// The protocol's part has work after each drain (`ConnectionProtocolPart.afterDrain`): set by
+    /// the part, so that a drive does not call it for nothing.
+    @usableFromInline package var wantsAfterDrain = false
     /// The generation whose transport holds bytes sent by a job of `executor` (`Transport.hold`),
     /// written when the job ends.
     @usableFromInline var heldGeneration: TransportGeneration?
@@ -110,11 +114,15 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// the machine queued, retries the commands waiting for room, then arms the timer at the
     /// machine's earliest deadline.
     @inlinable package func drive() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        #if DEBUG
+            // In debug builds only: in release a check per drive (two per request) costs the
+            // queue lookup each time, on every answer's path.
+            dispatchPrecondition(condition: .onQueue(queue))
+        #endif
         guard !isShutDown else { return }
         while let action = machine.pollAction() { perform(action) }
         if !blocked.isEmpty { blocked.retry(on: &machine, now: now()) { $0.kind == .sendQueueFull } }
-        part?.afterDrain()
+        if wantsAfterDrain { part?.afterDrain() }
         // What the retries and `afterDrain` asked of the machine is carried out now, not at the
         // next input.
         while let action = machine.pollAction() { perform(action) }
@@ -617,7 +625,8 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
     func perform(_ request: Request)
     /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
     func handle(_ event: Event)
-    /// After every drain (flushes waiting for acknowledgements).
+    /// After every drain while `ConnectionRunner.wantsAfterDrain` is set (flushes waiting for
+    /// acknowledgements).
     func afterDrain()
     /// The connection closed for good: end the protocol's own waiting calls with `failure`.
     func closed(_ failure: Failure)

@@ -95,8 +95,9 @@ extension XMPPClientMachine {
                 )
             }
         }
-        if case .connected(let session) = state {
-            sendStanza(element, addingID: addedID, serialized: bytes, session: session, now: now)
+        // (The generation kept for this: binding the session would copy it.)
+        if let generation = onlineGeneration {
+            sendStanza(element, addingID: addedID, serialized: bytes, generation: generation, now: now)
         } else {
             outbox.append(addedID.map { element.settingAttribute("id", to: $0) } ?? element)
         }
@@ -125,16 +126,16 @@ extension XMPPClientMachine {
         _ element: XElement,
         addingID addedID: String? = nil,
         serialized: [UInt8] = [],
-        session: Session,
+        generation: TransportGeneration,
         now: Instant
     ) {
         health.messagesSent += 1
         if serialized.isEmpty {
-            send(element, addingID: addedID, generation: session.generation)
+            send(element, addingID: addedID, generation: generation)
         } else {
-            enqueue(.send(serialized, generation: session.generation, containsCredentials: false))
+            enqueue(.send(serialized, generation: generation, containsCredentials: false))
         }
-        track(.app(element, addedID: addedID), session: session, now: now)
+        track(.app(element, addedID: addedID), generation: generation, now: now)
     }
 
     /// Writes a stanza the machine sends on its own (an answer, the roster request, the initial
@@ -150,22 +151,22 @@ extension XMPPClientMachine {
     mutating func sendOwnStanza(bytes: [UInt8], secret: Bool = false, session: Session, now: Instant) {
         health.messagesSent += 1
         enqueue(.send(bytes, generation: session.generation, containsCredentials: secret))
-        track(.own(bytes, secret: secret), session: session, now: now)
+        track(.own(bytes, secret: secret), generation: session.generation, now: now)
     }
 
     /// Keeps a sent stanza until acknowledged and asks for an acknowledgement when due.
-    mutating func track(_ stanza: SentStanza, session: Session, now: Instant) {
+    mutating func track(_ stanza: SentStanza, generation: TransportGeneration, now: Instant) {
         guard streamManagement != nil, let configuration = configuration.streamManagement else { return }
         streamManagement!.sentStanza(stanza)
         if streamManagement!.sentSinceRequest >= configuration.requestAckAfterStanzas {
-            requestAck(generation: session.generation)
+            requestAck(generation: generation)
         } else if !timers.isArmed(.ackRequest) {
             timers.set(.ackRequest, at: now + configuration.requestAckAfter)
         }
     }
 
     mutating func flushOutbox(_ session: Session, now: Instant) {
-        for stanza in outbox.removeAll() { sendStanza(stanza, session: session, now: now) }
+        for stanza in outbox.removeAll() { sendStanza(stanza, generation: session.generation, now: now) }
     }
 
     mutating func requestAck(generation: TransportGeneration) {

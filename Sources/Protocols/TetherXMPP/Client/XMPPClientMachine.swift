@@ -341,11 +341,20 @@ public struct XMPPClientMachine: ~Copyable {
     let hashProvider: any SCRAMHashProvider
     let makeNonce: @Sendable () -> String
     var state: State = .disconnected {
-        didSet { xmlGeneration = state.xmlGeneration }
+        didSet {
+            xmlGeneration = state.xmlGeneration
+            if case .connected(let session) = state {
+                onlineGeneration = session.generation
+            } else {
+                onlineGeneration = nil
+            }
+        }
     }
     /// The generation whose transport's bytes are parsed now (`State.xmlGeneration`), kept as the
     /// state changes: every input asks it, and reading it from the state copied the session.
     private(set) var xmlGeneration: TransportGeneration?
+    /// The online stream's generation (nil unless connected), kept the same way for every send.
+    private(set) var onlineGeneration: TransportGeneration?
     var parser: XMLStreamParser
     var timers = TimerTable<Timer>()
     var actions = ActionQueue<Action>()
