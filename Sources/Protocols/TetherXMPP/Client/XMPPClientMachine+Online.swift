@@ -330,18 +330,12 @@ extension XMPPClientMachine {
     }
 
     /// Adds a pending iq request. The timer only moves sooner, so that a request costs the same
-    /// however many others are pending; an answer leaves it armed (`iqAnswered`), and when it fires
+    /// however many others are pending; an answer leaves it armed (`iqAnswerReceived`), and when it fires
     /// before any deadline has passed, `expireIQs` finds nothing and arms it again.
     mutating func awaitIQ(_ id: String, _ pending: PendingIQ) {
         pendingIQs[id] = pending
         if let armed = timers.deadline(.iqTimeout), armed <= pending.deadline { return }
         timers.set(.iqTimeout, at: pending.deadline)
-    }
-
-    /// Removes an answered (or abandoned) iq request; the timer stops with the last one.
-    mutating func iqAnswered(_ id: String) {
-        pendingIQs[id] = nil
-        if pendingIQs.isEmpty { timers.cancel(.iqTimeout) }
     }
 
     mutating func expireIQs(now: Instant) {

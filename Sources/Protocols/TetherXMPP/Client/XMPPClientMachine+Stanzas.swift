@@ -135,12 +135,13 @@ extension XMPPClientMachine {
             return
         }
         // Only the addressee may answer (RFC 6120 §8.2.3); anything else is an unknown id.
-        guard let pending = pendingIQs[id],
-            Self.answer(from: iq.element.attribute("from"), matches: pending.to, session: session.jid)
-        else {
+        // Taken out at once (one lookup), and put back when it is not the addressee's answer.
+        guard let pending = pendingIQs.removeValue(forKey: id) else { return }
+        guard Self.answer(from: iq.element.attribute("from"), matches: pending.to, session: session.jid) else {
+            pendingIQs[id] = pending
             return
         }
-        iqAnswered(id)
+        if pendingIQs.isEmpty { timers.cancel(.iqTimeout) }  // the timer stops with the last one
         switch pending.purpose {
         case .app:
             emit(.iqResponse(id: id, iq.type == .result ? .result(iq) : .error(iq)))
