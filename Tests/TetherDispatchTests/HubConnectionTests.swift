@@ -369,6 +369,25 @@ struct HubConnectionTests {
         await second.stop()
     }
 
+    /// An invocation's completion is called even when the connection is released before the
+    /// completion comes (the hub method takes seconds): once, with `notConnected`.
+    @Test func aCompletionIsCalledWhenItsConnectionIsReleased() async throws {
+        let server = try await startedHub()
+        var connection: HubConnection? = try HubConnectionBuilder(url: server.url).build()
+        try await connection?.start()
+        let calls = Recorder<String>()
+        connection?.invoke("Delay", 5.0, returning: String.self) { result in
+            switch result {
+            case .success(let value): calls.append(value)
+            case .failure(let error): calls.append(error.kind.rawValue)
+            }
+        }
+        connection = nil
+        #expect(await calls.wait { !$0.isEmpty })
+        try await Task.sleep(for: .milliseconds(100))  // no second call
+        #expect(calls.values == ["notConnected"])
+    }
+
     /// A link that takes nothing (the relay stalls): sends fill the kernel's buffers (over
     /// WebSockets), then the transport's up to `maximumUnsentBytes` (over long polling, queued
     /// behind the unanswered `POST`); then a send throws `sendQueueFull` naming the network

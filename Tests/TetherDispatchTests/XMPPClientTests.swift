@@ -278,6 +278,28 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// A request's completion is called even when the client is released before the answer
+    /// comes (the link stalled): once, with `notConnected`, on the client's queue.
+    @Test func aCompletionIsCalledWhenItsClientIsReleased() async throws {
+        let server = try await startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var client: XMPPClient? = try XMPPClient(configuration: testConfiguration("alice", port: relay.port))
+        try await client?.connect()
+        relay.stallAll()
+        let calls = Recorder<String>()
+        client?.request(.ping(to: nil)) { result in
+            switch result {
+            case .success: calls.append("answered")
+            case .failure(let error): calls.append(error.kind.rawValue)
+            }
+        }
+        client = nil
+        #expect(await calls.wait { !$0.isEmpty })
+        try await Task.sleep(for: .milliseconds(100))  // no second call
+        #expect(calls.values == ["notConnected"])
+        relay.cutAll()
+    }
+
     /// The sends a task on the client's executor makes before it next waits are held by the
     /// transport and written together when its job ends (`Transport.hold`, then one `flush`); an
     /// ordinary task's sends go out one by one. Every message arrives, in order.

@@ -317,7 +317,8 @@ public final class HubConnection: ConnectionClient {
 
     /// Invokes the hub method `method` and calls `completion` with its result decoded as
     /// `Result`, or with the error the awaited `invoke` would throw (never `canceled` by a task:
-    /// there is none; the connection closing first still ends it with `canceled`).
+    /// there is none; the connection closing first still ends it with `canceled`). It is called
+    /// exactly once, also when the connection is released first (`notConnected`).
     ///
     /// `completion` runs on the connection's queue, as a task on `executor` does: right after the
     /// input that carried the completion, on the thread that read it, and what it sends leaves

@@ -189,6 +189,7 @@ public final class XMPPClient: ConnectionClient {
 
     /// Sends an iq request (`get` or `set`) and calls `completion` with its `result`, or with the
     /// error `request(_:timeout:)` would throw (never `canceled`: there is no task to cancel).
+    /// It is called exactly once, also when the client is released first (`notConnected`).
     ///
     /// `completion` runs on the client's queue, as a task on `executor` does: right after the
     /// input that carried the answer, on the thread that read it (no thread hand-off), and what

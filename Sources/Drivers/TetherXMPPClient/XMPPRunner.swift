@@ -63,6 +63,17 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         for waiter in flushing { waiter.handoff.resume(returning: .failure(failure)) }
     }
 
+    /// The client is gone (released) while requests with completions wait: each completion is
+    /// called with `notConnected`, as the machine ends the requests of a connection that closes.
+    /// (A task awaiting a call holds the client, so none waits now.)
+    func shutDown() {
+        let failure = XMPPClientError(.notConnected, "The client was released.")
+        let waiting = requestWaiters.values
+        requestWaiters.removeAll()
+        for case .completion(let completion) in waiting { runner.executor.perform { completion(.failure(failure)) } }
+        closed(failure)
+    }
+
     func queueFull() {
         runner.log.debug("The queue of unacknowledged stanzas is full: a send waits for room.")
         runner.machine.requestAcknowledgement(now: runner.now())

@@ -375,8 +375,9 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         )
     }
 
-    /// Why sends must wait for the network now (`ConnectionOptions.networkFullReason`), nil when
-    /// there is room. Reads the limit alone: the options are not copied for it.
+    /// Why sends must wait for the network now: the transports hold more bytes it has not taken
+    /// than `maximumUnsentBytes` (nil: there is room). Each client throws it as its protocol's
+    /// "full" error. Reads the limit alone: the options are not copied for it.
     @inlinable func networkFullReason() -> String? {
         let unsent = unsentByteCount
         let limit = options.maximumUnsentBytes
