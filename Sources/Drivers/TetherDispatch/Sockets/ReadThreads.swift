@@ -26,7 +26,8 @@ public enum SocketReading: Sendable, Equatable {
     /// 1 µs on bare hardware. With the timer armed the tick keeps running while answers are due,
     /// as it does for a client whose event loop polls with a timeout. Zero: never a timer (no
     /// wake-ups at all while no input comes). Ignored on Apple platforms, whose kernel has no such
-    /// tick.
+    /// tick. Connections with another count or window get threads of their own: keep to one
+    /// setting per process.
     case sharedThreads(count: Int, tickWindow: Duration = SocketReading.defaultTickWindow)
     /// A Dispatch read source per socket, served by Dispatch's shared threads. On Linux an input
     /// then reaches the queue through Dispatch's event thread and a worker, and the event thread
