@@ -257,15 +257,13 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
-    /// Tasks on the connections' executors: with a read thread, each answer resumes its task on
-    /// the thread that read it; the calls a task makes on its own connection run on the queue at
-    /// once, and calls across (each connection's task calling the other's connection at the same
-    /// time) never wait for each other's queue. The same with Dispatch sources (no read thread).
-    @Test(arguments: [SocketReading.default, .dispatchSource])
-    func callsFromTasksOnTheConnectionsExecutors(reading: SocketReading) async throws {
-        let server = try await startedHub()
+    /// Two connections to the hub at `url`, both started, reading their sockets as `reading` says.
+    static func twoStartedConnections(
+        url: String,
+        reading: SocketReading
+    ) async throws -> (HubConnection, HubConnection) {
         func connection() throws -> HubConnection {
-            var builder = HubConnectionBuilder(url: server.url)
+            var builder = HubConnectionBuilder(url: url)
             builder.options.socketReading = reading
             return try builder.build()
         }
@@ -273,6 +271,17 @@ struct HubConnectionTests {
         let second = try connection()
         try await first.start()
         try await second.start()
+        return (first, second)
+    }
+
+    /// Tasks on the connections' executors: with a read thread, each answer resumes its task on
+    /// the thread that read it; the calls a task makes on its own connection run on the queue at
+    /// once, and calls across (each connection's task calling the other's connection at the same
+    /// time) never wait for each other's queue. The same with Dispatch sources (no read thread).
+    @Test(arguments: [SocketReading.default, .dispatchSource])
+    func callsFromTasksOnTheConnectionsExecutors(reading: SocketReading) async throws {
+        let server = try await startedHub()
+        let (first, second) = try await Self.twoStartedConnections(url: server.url, reading: reading)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (mine, other) in [(first, second), (second, first)] {
                 group.addTask {
@@ -307,15 +316,7 @@ struct HubConnectionTests {
     @Test(arguments: [SocketReading.default, .dispatchSource])
     func invocationsWithCompletions(reading: SocketReading) async throws {
         let server = try await startedHub()
-        func connection() throws -> HubConnection {
-            var builder = HubConnectionBuilder(url: server.url)
-            builder.options.socketReading = reading
-            return try builder.build()
-        }
-        let first = try connection()
-        let second = try connection()
-        try await first.start()
-        try await second.start()
+        let (first, second) = try await Self.twoStartedConnections(url: server.url, reading: reading)
         let log = CompletionLog()
         @Sendable func record<Value>(_ result: Result<Value, HubConnectionError>) {
             switch result {

@@ -285,8 +285,7 @@ struct TCPConnectionTests {
     /// instead of going quiet; the watch still stands until it is canceled, and the cancel's
     /// completion runs then.
     @Test func aSocketThatCannotBeArmedAgainIsReported() async throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let pair = try Self.socketPair()
         let null = open("/dev/null", O_RDONLY)
         defer {
             close(pair[0])
@@ -327,6 +326,13 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
+    /// A connected pair of Unix stream sockets (the caller closes both).
+    static func socketPair() throws -> [Int32] {
+        var pair: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        return pair
+    }
+
     /// `tickWindow`: after each input a read thread waits with a 1 ms timer, `tickWindow` / 1 ms
     /// times, then without one: no wake-ups before the first input, exactly that many after each
     /// input, and none at all with a zero window.
@@ -337,8 +343,7 @@ struct TCPConnectionTests {
         #expect(ReadThreads.timedWaits(.milliseconds(-3)) == 0)
         #expect(ReadThreads.timedWaits(.seconds(Int64.max)) == Int(Int32.max))
         for (window, waits) in [(Duration.milliseconds(5), 5), (.zero, 0)] {
-            var pair: [Int32] = [0, 0]
-            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            let pair = try Self.socketPair()
             defer {
                 close(pair[0])
                 close(pair[1])
@@ -368,8 +373,14 @@ struct TCPConnectionTests {
                 while inputs.snapshot.bytes.count < input && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(1))
                 }
-                try await Task.sleep(for: .milliseconds(60))
-                #expect(threads.quietWakeUps == waits * input, "window \(window), input \(input)")
+                // The window's wake-ups come, then no more (several windows later).
+                let expected = waits * input
+                let wakeUpsDeadline = ContinuousClock.now + .seconds(5)
+                while threads.quietWakeUps < expected && ContinuousClock.now < wakeUpsDeadline {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                try await Task.sleep(for: .milliseconds(30))
+                #expect(threads.quietWakeUps == expected, "window \(window), input \(input)")
             }
             let canceled = DispatchSemaphore(value: 0)
             watch?.cancel { canceled.signal() }

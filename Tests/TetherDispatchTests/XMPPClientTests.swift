@@ -172,6 +172,21 @@ struct XMPPClientTests {
         #expect(aliceEvents.events.last == .lifecycle(.closed(nil)))
     }
 
+    /// alice (resource `a`) and bob (resource `b`), both connected, reading their sockets as
+    /// `reading` says.
+    static func connectedAliceAndBob(port: Int, reading: SocketReading) async throws -> (XMPPClient, XMPPClient) {
+        var options = XMPPClient.Options()
+        options.socketReading = reading
+        let alice = try XMPPClient(
+            configuration: testConfiguration("alice", port: port, resource: "a"),
+            options: options
+        )
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: port, resource: "b"), options: options)
+        try await alice.connect()
+        try await bob.connect()
+        return (alice, bob)
+    }
+
     /// Tasks on the clients' executors: with a read thread, each answer resumes its task on the
     /// thread that read it; a task's requests on its own client run on the queue at once, and
     /// requests across (alice's task pinging through bob's client while bob's pings through
@@ -179,18 +194,7 @@ struct XMPPClientTests {
     @Test(arguments: [SocketReading.default, .dispatchSource])
     func requestsFromTasksOnTheClientsExecutors(reading: SocketReading) async throws {
         let server = try await startedProsody()
-        var options = XMPPClient.Options()
-        options.socketReading = reading
-        let alice = try XMPPClient(
-            configuration: testConfiguration("alice", port: server.port, resource: "a"),
-            options: options
-        )
-        let bob = try XMPPClient(
-            configuration: testConfiguration("bob", port: server.port, resource: "b"),
-            options: options
-        )
-        try await alice.connect()
-        try await bob.connect()
+        let (alice, bob) = try await Self.connectedAliceAndBob(port: server.port, reading: reading)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (mine, other, peer) in [(alice, bob, "alice@localhost/a"), (bob, alice, "bob@localhost/b")] {
                 group.addTask {
@@ -223,18 +227,7 @@ struct XMPPClientTests {
     @Test(arguments: [SocketReading.default, .dispatchSource])
     func requestsWithCompletions(reading: SocketReading) async throws {
         let server = try await startedProsody()
-        var options = XMPPClient.Options()
-        options.socketReading = reading
-        let alice = try XMPPClient(
-            configuration: testConfiguration("alice", port: server.port, resource: "a"),
-            options: options
-        )
-        let bob = try XMPPClient(
-            configuration: testConfiguration("bob", port: server.port, resource: "b"),
-            options: options
-        )
-        try await alice.connect()
-        try await bob.connect()
+        let (alice, bob) = try await Self.connectedAliceAndBob(port: server.port, reading: reading)
         let log = CompletionLog()
         let outcomes: [String] = await withCheckedContinuation { continuation in
             @Sendable func ping(_ index: Int) {

@@ -341,20 +341,16 @@ public struct XMPPClientMachine: ~Copyable {
     let hashProvider: any SCRAMHashProvider
     let makeNonce: @Sendable () -> String
     var state: State = .disconnected {
-        didSet {
-            xmlGeneration = state.xmlGeneration
-            if case .connected(let session) = state {
-                onlineGeneration = session.generation
-            } else {
-                onlineGeneration = nil
-            }
-        }
+        didSet { xmlGeneration = state.xmlGeneration }
     }
     /// The generation whose transport's bytes are parsed now (`State.xmlGeneration`), kept as the
     /// state changes: every input asks it, and reading it from the state copied the session.
     private(set) var xmlGeneration: TransportGeneration?
-    /// The online stream's generation (nil unless connected), kept the same way for every send.
-    private(set) var onlineGeneration: TransportGeneration?
+    /// The online stream's generation (nil unless connected), for every send: online, the parsed
+    /// generation is the session's (the case is tested without binding, so nothing is copied).
+    var onlineGeneration: TransportGeneration? {
+        if case .connected = state { xmlGeneration } else { nil }
+    }
     var parser: XMLStreamParser
     var timers = TimerTable<Timer>()
     var actions = ActionQueue<Action>()
