@@ -370,6 +370,47 @@ struct HubConnectionTests {
         await second.stop()
     }
 
+    /// Invocations with completions into a link that takes nothing: with `backPressure: .fail`
+    /// the first that finds the network full gets `sendQueueFull` at once; with the default the
+    /// rest wait for room (none fails meanwhile). Once the link is cut, every completion has come,
+    /// exactly once.
+    @Test(arguments: [BackPressure.fail, .wait])
+    func invocationsWithCompletionsIntoAStalledLink(backPressure: BackPressure) async throws {
+        let server = try await startedHub()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var builder = HubConnectionBuilder(url: "http://127.0.0.1:\(relay.port)/hub").withTransports(.webSockets)
+        builder.options.maximumUnsentBytes = 256 * 1024
+        builder.options.backPressure = backPressure
+        let connection = try builder.build()
+        try await connection.start()
+        relay.stallAll()
+        let payload = String(repeating: "x", count: 64 * 1024)
+        let invocations = 400  // 25 MiB: more than the loopback buffers take
+        let outcomes = Recorder<(Int, String)>()
+        for index in 0..<invocations {
+            connection.invoke("Echo", payload, returning: String.self) { result in
+                switch result {
+                case .success: outcomes.append((index, "answered"))
+                case .failure(let error): outcomes.append((index, error.kind.rawValue))
+                }
+            }
+        }
+        switch backPressure {
+        case .fail:
+            #expect(await outcomes.wait { $0.contains { $0.1 == "sendQueueFull" } })
+        case .wait:
+            let waiting = await eventually { await connection.health().callsWaitingForRoom > 0 }
+            #expect(waiting, "no invocation waited for room")
+            #expect(outcomes.values.isEmpty, "\(outcomes.values.prefix(3))")
+        }
+        relay.cutAll()
+        #expect(await outcomes.wait(timeout: .seconds(30)) { $0.count >= invocations })
+        try await Task.sleep(for: .milliseconds(100))  // no second call
+        #expect(outcomes.values.count == invocations)
+        #expect(Set(outcomes.values.map(\.0)).count == invocations)
+        await connection.stop()
+    }
+
     /// An invocation's completion is called even when the connection is released before the
     /// completion comes (the hub method takes seconds): once, with `notConnected`.
     @Test func aCompletionIsCalledWhenItsConnectionIsReleased() async throws {

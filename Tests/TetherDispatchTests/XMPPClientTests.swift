@@ -271,6 +271,133 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// One input answers a request made with a completion and carries a message too: the
+    /// completion runs right after the input, and the message reaches the app's handler without
+    /// waiting for another input (the input's drive finishes, handing on its events and arming
+    /// the timer, once the completion's job ends).
+    @Test func anInputsEventsReachTheAppWhenACompletionFollowsIt() async throws {
+        let server = try await startedProsody()
+        let merging = MergedInputs()
+        var options = XMPPClient.Options()
+        options.transportFactory = { request, options, queue, onEvent in
+            defaultTransportFactory(request, options, queue, merging.merging(onEvent))
+        }
+        // Nothing else arrives or fires meanwhile: no stream management, auto-ping or idle timer.
+        var configuration = testConfiguration("alice", port: server.port, resource: "a")
+        configuration.streamManagement = nil
+        configuration.autoPing = nil
+        configuration.releaseBuffersAfterIdle = nil
+        let alice = try XMPPClient(configuration: configuration, options: options)
+        let bob = try XMPPClient(configuration: testConfiguration("bob", port: server.port, resource: "b"))
+        let events = EventRecorder(alice)
+        try await alice.connect()
+        try await bob.connect()
+        merging.holdNextMessage()
+        try await bob.send(XMPPMessage(to: JID("alice@localhost/a"), body: "with the answer"))
+        #expect(await merging.wait { $0.holding })
+        let completed = Recorder<Bool>()
+        alice.request(.ping(to: nil)) { result in
+            completed.append((try? result.get()) != nil)
+        }
+        #expect(await completed.wait { !$0.isEmpty })
+        #expect(completed.values == [true])
+        #expect(merging.merged.count == 1)
+        #expect(merging.merged.first.map { $0.contains("<message") && $0.contains("type='result'") } == true)
+        #expect(await events.wait(timeout: .seconds(5)) { _ in events.bodies == ["with the answer"] })
+        await alice.disconnect()
+        await bob.disconnect()
+    }
+
+    /// Keeps back the first input that carries a `<message` (once asked to) and hands it on
+    /// with the next input, as one.
+    final class MergedInputs: @unchecked Sendable {
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var armed = false
+        private var held: [UInt8]?
+        private var mergedTexts: [String] = []
+
+        struct State { var holding: Bool }
+
+        func holdNextMessage() { lock.withLock { armed = true } }
+        var merged: [String] { lock.withLock { mergedTexts } }
+
+        func wait(_ condition: (State) -> Bool) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if condition(State(holding: lock.withLock { held != nil })) { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+
+        func merging(_ onEvent: @escaping (TransportEvent) -> Void) -> (TransportEvent) -> Void {
+            { [self] event in
+                guard case .received(let bytes) = event else { return onEvent(event) }
+                let passed: [UInt8]? = lock.withLock {
+                    if let earlier = held {
+                        held = nil
+                        mergedTexts.append(String(decoding: earlier + bytes, as: UTF8.self))
+                        return earlier + bytes
+                    }
+                    if armed, String(decoding: bytes, as: UTF8.self).contains("<message") {
+                        armed = false
+                        held = bytes
+                        return nil
+                    }
+                    return bytes
+                }
+                if let passed { onEvent(.received(passed)) }
+            }
+        }
+    }
+
+    /// Requests with completions into a full queue (three stanzas, the link stalled so that no
+    /// acknowledgement comes): with `backPressure: .fail` the fourth's completion gets
+    /// `sendQueueFull`; with the default it waits for room, and once the link is cut and the
+    /// session resumed, every request is answered, in order.
+    @Test(arguments: [BackPressure.fail, .wait])
+    func requestsWithCompletionsIntoAFullQueue(backPressure: BackPressure) async throws {
+        let server = try await startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var configuration = testConfiguration("alice", port: relay.port, resource: "full")
+        configuration.maximumQueuedStanzas = 3
+        let alice = try XMPPClient(configuration: configuration, options: .init(backPressure: backPressure))
+        let events = EventRecorder(alice)
+        try await alice.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        relay.stallAll()
+        let outcomes = Recorder<String>()
+        for index in 1...5 {
+            alice.request(.ping(to: nil)) { result in
+                switch result {
+                case .success: outcomes.append("\(index) answered")
+                case .failure(let error): outcomes.append("\(index) \(error.kind.rawValue)")
+                }
+            }
+        }
+        switch backPressure {
+        case .fail:
+            // (A stanza sent before the stall may still wait for its acknowledgement, taking a
+            // place: the last two at least fail, at once.)
+            #expect(await outcomes.wait { $0.count >= 2 })
+            try await Task.sleep(for: .milliseconds(200))
+            let failed = outcomes.values
+            let sent = 5 - failed.count
+            #expect(failed == (sent + 1...5).map { "\($0) sendQueueFull" })
+            relay.cutAll()
+            #expect(await outcomes.wait(timeout: .seconds(30)) { $0.count == 5 })
+            #expect(outcomes.values.dropFirst(failed.count) == ArraySlice((1...sent).map { "\($0) answered" }))
+        case .wait:
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(outcomes.values.isEmpty)
+            relay.cutAll()
+            #expect(await outcomes.wait(timeout: .seconds(30)) { $0.count == 5 })
+            #expect(outcomes.values == (1...5).map { "\($0) answered" })
+        }
+        await alice.disconnect()
+    }
+
     /// A request's completion is called even when the client is released before the answer
     /// comes (the link stalled): once, with `notConnected`, on the client's queue.
     @Test func aCompletionIsCalledWhenItsClientIsReleased() async throws {

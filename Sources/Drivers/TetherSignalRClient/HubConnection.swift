@@ -358,7 +358,12 @@ public final class HubConnection: ConnectionClient {
         completion: @escaping @Sendable (Swift.Result<EncodedValue?, HubConnectionError>) -> Void
     ) {
         let core = core
-        core.runner.onQueue { core.invoke(method, arguments: arguments, completion: completion) }
+        if core.runner.executor.isRunningJobOnThisThread {
+            // From a completion (on the queue): no closure made to get there.
+            core.invoke(method, arguments: arguments, completion: completion)
+        } else {
+            core.runner.onQueue { core.invoke(method, arguments: arguments, completion: completion) }
+        }
     }
 
     private func invoke(

@@ -124,14 +124,31 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         completion: @escaping @Sendable (Result<EncodedValue?, HubConnectionError>) -> Void
     ) {
         let executor = runner.executor
-        submit(
-            { [self] (machine, now) throws(HubConnectionError) in
-                let id = try machine.invoke(target, arguments: arguments, streamIds: [], now: now)
-                completionWaiters[id] = .completion(completion)
+        let failure = runner.runForCompletion(
+            { machine, now throws(HubConnectionError) in
+                try invoke(target, arguments: arguments, on: &machine, now: now, completion: completion)
             },
-            writingAtOnce: true,
-            fail: { error in executor.perform { completion(.failure(error)) } }
+            later: {
+                .init(
+                    run: { [self] machine, now throws(HubConnectionError) in
+                        try invoke(target, arguments: arguments, on: &machine, now: now, completion: completion)
+                    },
+                    fail: { error in executor.perform { completion(.failure(error)) } }
+                )
+            }
         )
+        if let failure { executor.perform { completion(.failure(failure)) } }
+    }
+
+    private func invoke(
+        _ target: String,
+        arguments: EncodedArguments,
+        on machine: inout HubConnectionMachine,
+        now: Instant,
+        completion: @escaping @Sendable (Result<EncodedValue?, HubConnectionError>) -> Void
+    ) throws(HubConnectionError) {
+        let id = try machine.invoke(target, arguments: arguments, streamIds: [], now: now)
+        completionWaiters[id] = .completion(completion)
     }
 
     /// Hands `result` to `waiter`: a task at once, a completion as a job of the executor.

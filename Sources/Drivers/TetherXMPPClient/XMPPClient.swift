@@ -204,7 +204,12 @@ public final class XMPPClient: ConnectionClient {
     ) {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
         let core = core
-        core.runner.onQueue { core.request(iq, timeout: timeout, completion: completion) }
+        if core.runner.executor.isRunningJobOnThisThread {
+            // From a completion (on the queue): no closure made to get there.
+            core.request(iq, timeout: timeout, completion: completion)
+        } else {
+            core.runner.onQueue { core.request(iq, timeout: timeout, completion: completion) }
+        }
     }
 
     /// Pings `jid` (the server when nil, XEP-0199) and returns the round-trip time. An error

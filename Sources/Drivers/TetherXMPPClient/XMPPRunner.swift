@@ -111,15 +111,30 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         completion: @escaping @Sendable (Result<XMPPIQ, XMPPClientError>) -> Void
     ) {
         let executor = runner.executor
-        runner.submit(
-            .init(
-                run: { [unowned self] machine, now throws(XMPPClientError) in
-                    requestWaiters[try machine.send(iq, timeout: timeout, now: now)] = .completion(completion)
-                },
-                fail: { error in executor.perform { completion(.failure(error)) } }
-            ),
-            writingAtOnce: true
+        let failure = runner.runForCompletion(
+            { machine, now throws(XMPPClientError) in
+                try send(iq, timeout: timeout, on: &machine, now: now, completion: completion)
+            },
+            later: {
+                .init(
+                    run: { [unowned self] machine, now throws(XMPPClientError) in
+                        try send(iq, timeout: timeout, on: &machine, now: now, completion: completion)
+                    },
+                    fail: { error in executor.perform { completion(.failure(error)) } }
+                )
+            }
         )
+        if let failure { executor.perform { completion(.failure(failure)) } }
+    }
+
+    private func send(
+        _ iq: XMPPIQ,
+        timeout: Duration?,
+        on machine: inout XMPPClientMachine,
+        now: Instant,
+        completion: @escaping @Sendable (Result<XMPPIQ, XMPPClientError>) -> Void
+    ) throws(XMPPClientError) {
+        requestWaiters[try machine.send(iq, timeout: timeout, now: now)] = .completion(completion)
     }
 
     /// The task awaiting a request was canceled: it throws `canceled` at once; the answer, when it

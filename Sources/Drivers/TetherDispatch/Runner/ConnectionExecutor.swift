@@ -41,13 +41,23 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     private func run(_ job: InlineJobs.Job) {
+        let thread = InlineJobs.ofThisThread
+        let outer = thread.runningExecutor
+        thread.runningExecutor = ObjectIdentifier(self)
         isRunningJob = true
         switch job {
         case .task(let job): job.runSynchronously(on: asUnownedTaskExecutor())
         case .call(let body): body()
         }
         isRunningJob = false
+        thread.runningExecutor = outer
         afterJob?()
+    }
+
+    /// This thread runs a job of this executor now, and so is on the queue (a completion that
+    /// calls again): asked of any thread, without a queue lookup.
+    @usableFromInline package var isRunningJobOnThisThread: Bool {
+        InlineJobs.runningExecutorOfThisThread == ObjectIdentifier(self)
     }
 
     /// Runs `job` on the connection's queue (inline after the input that resumed it, when one is being handled on this thread).
@@ -61,6 +71,14 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     /// completions of the clients' callback calls (`XMPPClient.request(_:timeout:completion:)`).
     @usableFromInline package func perform(_ body: @escaping @Sendable () -> Void) {
         schedule(.call(body))
+    }
+
+    /// Jobs of this executor wait to run on this thread right after the input it handles now
+    /// (`runningInline`), and `afterJob` will be called after them, still on the queue: work
+    /// that only has to be done before the queue is left can wait for that.
+    @usableFromInline var jobsFollowThisInput: Bool {
+        guard let inline = InlineJobs.current, inline.queue === queue else { return false }
+        return inline.jobs.contains { $0.1 === self }
     }
 
     private func schedule(_ job: InlineJobs.Job) {
@@ -96,7 +114,8 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// The jobs collected by `ConnectionExecutor.runningInline` on one thread.
+/// The jobs collected by `ConnectionExecutor.runningInline` on one thread, and the executor whose
+/// job the thread runs.
 private final class InlineJobs {
     /// A task's job, or a completion (`ConnectionExecutor.perform`).
     enum Job {
@@ -107,6 +126,14 @@ private final class InlineJobs {
     /// The queue whose input the thread runs inline now; nil between inputs.
     var queue: DispatchQueue?
     var jobs: [(Job, ConnectionExecutor)] = []
+    /// The executor whose job the thread runs now.
+    var runningExecutor: ObjectIdentifier?
+
+    /// The executor whose job this thread runs now.
+    static var runningExecutorOfThisThread: ObjectIdentifier? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue().runningExecutor
+    }
 
     /// The collector of the thread, when it runs an input inline now.
     static var current: InlineJobs? {
@@ -115,8 +142,8 @@ private final class InlineJobs {
         return inline.queue == nil ? nil : inline
     }
 
-    /// The thread's collector, made at its first input (a thread-specific value, released when
-    /// the thread ends).
+    /// The thread's collector, made at its first input or job (a thread-specific value, released
+    /// when the thread ends).
     static var ofThisThread: InlineJobs {
         if let pointer = pthread_getspecific(key) {
             return Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue()

@@ -71,6 +71,8 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// The generation whose transport holds bytes sent by a job of `executor` (`Transport.hold`),
     /// written when the job ends.
     @usableFromInline var heldGeneration: TransportGeneration?
+    /// A drive's last part waits for the end of the executor's next job (`drive`).
+    @usableFromInline var drivePending = false
 
     /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
     /// concurrent queue (not an overcommitting one of its own), so that many connections share a
@@ -112,8 +114,14 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
 
     /// After every input (a transport event, a timer, an app command): carries out every action
     /// the machine queued, retries the commands waiting for room, then arms the timer at the
-    /// machine's earliest deadline.
-    @inlinable package func drive() {
+    /// machine's earliest deadline. With `writingHeldBytes` (a request whose caller waits for
+    /// its answer), what the executor's job held is written before that last part.
+    ///
+    /// When jobs this input resumed (or completions it called) run next on this thread, the last
+    /// part (the app's events handed on, the timer armed) waits until the first of them ended
+    /// (`jobEnded`), still on the queue: the answer reaches them, and their requests the wire, that
+    /// much sooner.
+    @inlinable package func drive(writingHeldBytes: Bool = false) {
         #if DEBUG
             // In debug builds only: in release a check per drive (two per request) costs the
             // queue lookup each time, on every answer's path.
@@ -126,17 +134,32 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         // What the retries and `afterDrain` asked of the machine is carried out now, not at the
         // next input.
         while let action = machine.pollAction() { perform(action) }
+        if writingHeldBytes { flushHeldBytes() }
+        if executor.jobsFollowThisInput {
+            drivePending = true
+        } else {
+            finishDrive()
+        }
+    }
+
+    /// The last part of `drive`: the events for the app handed on, the timer armed.
+    @inlinable func finishDrive() {
+        drivePending = false
         delivery.flush()
         timer.arm(at: machine.pollTimeout())
     }
 
     /// A job of the executor ended: what its sends held is written, and a command that waits for
     /// room is retried (held bytes count as unsent, and once written without the kernel refusing
-    /// any, no `drained` event comes to retry it).
+    /// any, no `drained` event comes to retry it); the last part of a drive that waited for the
+    /// job is done.
     @inlinable func jobEnded() {
-        guard !isShutDown, heldGeneration != nil else { return }
-        flushHeldBytes()
-        if !blocked.isEmpty { drive() }
+        guard !isShutDown else { return }
+        if heldGeneration != nil {
+            flushHeldBytes()
+            if !blocked.isEmpty { drive() }
+        }
+        if drivePending { finishDrive() }
     }
 
     /// Writes what the sends of the executor's job held.
@@ -358,8 +381,46 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         } else {
             blocked.append(checkingTheNetwork(command))
         }
-        drive()
-        if writingAtOnce { flushHeldBytes() }
+        drive(writingHeldBytes: writingAtOnce)
+    }
+
+    /// Runs `body` on the machine now and drives (writing what the executor's job held first,
+    /// with `writingAtOnce`), as `submit` runs a command when nothing waits for room and the
+    /// network has some, but without a `Command` to build; its failure is thrown after the drive.
+    /// False, with nothing run, when it would have to wait (commands wait already, the network is
+    /// full, or `body` found the machine's queue full and `BackPressure.wait` holds): `submit` the
+    /// command then.
+    @inlinable package func runAtOnce(
+        writingAtOnce: Bool = false,
+        _ body: (inout Machine, Instant) throws(Failure) -> Void
+    ) throws(Failure) -> Bool {
+        guard blocked.isEmpty, networkFullReason() == nil else { return false }
+        do throws(Failure) {
+            try body(&machine, now())
+        } catch {
+            if error.kind == .sendQueueFull && options.backPressure == .wait { return false }
+            drive(writingHeldBytes: writingAtOnce)
+            throw error
+        }
+        drive(writingHeldBytes: writingAtOnce)
+        return true
+    }
+
+    /// Runs `body` for a callback call of a client: at once when it can (`runAtOnce`, writing at
+    /// once), else as the command `later` makes (nothing is made for it on the way that runs at
+    /// once). The failure of a `body` run at once is returned, for the caller to hand to the
+    /// call's completion as a job of the executor (never inside the call).
+    @inlinable package func runForCompletion(
+        _ body: (inout Machine, Instant) throws(Failure) -> Void,
+        later: () -> Command
+    ) -> Failure? {
+        do throws(Failure) {
+            if try runAtOnce(writingAtOnce: true, body) { return nil }
+        } catch {
+            return error
+        }
+        submit(later(), writingAtOnce: true)
+        return nil
     }
 
     /// `command`, failing with `sendQueueFull` first while the network holds too much, for
