@@ -33,7 +33,7 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
     }
 
     // Waiters.
-    private var completionWaiters: [String: CompletionWaiter] = [:]
+    @exclusivity(unchecked) private var completionWaiters: [String: CompletionWaiter] = [:]
     private var streamSinks: [String: HubConnection.StreamSink] = [:]
 
     init(

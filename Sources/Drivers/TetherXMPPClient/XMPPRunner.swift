@@ -35,9 +35,9 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         // `afterDrain` has work only while a flush waits.
         didSet { runner.wantsAfterDrain = !flushWaiters.isEmpty }
     }
-    private var requestWaiters: [String: RequestWaiter] = [:]
+    @exclusivity(unchecked) private var requestWaiters: [String: RequestWaiter] = [:]
     /// Requests whose task was canceled: their answers, when they come, are dropped.
-    private var abandonedRequests: Set<String> = []
+    @exclusivity(unchecked) private var abandonedRequests: Set<String> = []
 
     init(configuration: XMPPClient.Configuration, options: XMPPClient.Options, hashProvider: any SCRAMHashProvider) {
         var machineConfiguration = configuration

@@ -32,9 +32,9 @@ import Dispatch
 public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     private let queue: DispatchQueue
     /// A job of this executor runs now (on the queue).
-    @usableFromInline private(set) var isRunningJob = false
+    @exclusivity(unchecked) @usableFromInline private(set) var isRunningJob = false
     /// Runs on the queue after each job (the runner writes what the job's sends held).
-    @usableFromInline var afterJob: (() -> Void)?
+    @exclusivity(unchecked) @usableFromInline var afterJob: (() -> Void)?
 
     @usableFromInline init(queue: DispatchQueue) {
         self.queue = queue
@@ -124,10 +124,10 @@ private final class InlineJobs {
     }
 
     /// The queue whose input the thread runs inline now; nil between inputs.
-    var queue: DispatchQueue?
-    var jobs: [(Job, ConnectionExecutor)] = []
+    @exclusivity(unchecked) var queue: DispatchQueue?
+    @exclusivity(unchecked) var jobs: [(Job, ConnectionExecutor)] = []
     /// The executor whose job the thread runs now.
-    var runningExecutor: ObjectIdentifier?
+    @exclusivity(unchecked) var runningExecutor: ObjectIdentifier?
 
     /// The executor whose job this thread runs now.
     static var runningExecutorOfThisThread: ObjectIdentifier? {

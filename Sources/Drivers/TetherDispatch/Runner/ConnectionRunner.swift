@@ -53,26 +53,28 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// Where event handlers run unless a queue is given when they are registered.
     @usableFromInline package let callbackQueue: DispatchQueue
     @usableFromInline let timer: DeadlineTimer
-    @usableFromInline package private(set) var isShutDown = false
+    @exclusivity(unchecked) @usableFromInline package private(set) var isShutDown = false
     /// The protocol's part (`bind`), reached unowned: it holds the runner, and its `shutDown()`
     /// ends the runner's calls into it. Nil before `bind` and after the shutdown.
-    @usableFromInline unowned var part: (any ConnectionProtocolPart<Machine.Request, Machine.Event, Failure>)?
+    @exclusivity(unchecked) @usableFromInline unowned var part:
+        (any ConnectionProtocolPart<Machine.Request, Machine.Event, Failure>)?
     /// The client's event for a lifecycle change.
     @usableFromInline let lifecycleEvent: (Lifecycle) -> ClientEvent
     /// The open transports by generation.
-    @usableFromInline package private(set) var transports: [TransportGeneration: any Transport] = [:]
+    @exclusivity(unchecked) @usableFromInline package private(set) var transports:
+        [TransportGeneration: any Transport] = [:]
     @usableFromInline var startWaiters: [Handoff<Result<Session, Failure>>] = []
     @usableFromInline var stopWaiters: [Handoff<Void>] = []
     /// Commands waiting for room (`BackPressure.wait`), in order.
     @usableFromInline var blocked = BlockedCommands<Machine, Failure>()
     /// The protocol's part has work after each drain (`ConnectionProtocolPart.afterDrain`): set by
     /// the part, so that a drive does not call it for nothing.
-    @usableFromInline package var wantsAfterDrain = false
+    @exclusivity(unchecked) @usableFromInline package var wantsAfterDrain = false
     /// The generation whose transport holds bytes sent by a job of `executor` (`Transport.hold`),
     /// written when the job ends.
-    @usableFromInline var heldGeneration: TransportGeneration?
+    @exclusivity(unchecked) @usableFromInline var heldGeneration: TransportGeneration?
     /// A drive's last part waits for the end of the executor's next job (`drive`).
-    @usableFromInline var drivePending = false
+    @exclusivity(unchecked) @usableFromInline var drivePending = false
 
     /// A runner for `machine` on a new serial queue named `label`. The queue targets the global
     /// concurrent queue (not an overcommitting one of its own), so that many connections share a

@@ -10,7 +10,7 @@ public import TetherCore
 /// message. Used only on the runner's queue.
 @usableFromInline package final class DeadlineTimer {
     private let source: any DispatchSourceTimer
-    private var armed: Instant?
+    @exclusivity(unchecked) private var armed: Instant?
     /// Called at each deadline.
     @usableFromInline package var onFire: (() -> Void)?
 

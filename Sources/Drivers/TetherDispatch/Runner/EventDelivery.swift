@@ -9,13 +9,13 @@ public import Dispatch
 /// `deliver(_:then:)` runs `then` on the runner's queue once every handler and observer has run.
 @_spi(TetherInternal) public final class EventDelivery<Event: Sendable>: @unchecked Sendable {
     @usableFromInline let runnerQueue: DispatchQueue
-    @usableFromInline var handler: (queue: DispatchQueue, body: @Sendable (Event) -> Void)?
+    @exclusivity(unchecked) @usableFromInline var handler: (queue: DispatchQueue, body: @Sendable (Event) -> Void)?
     @usableFromInline var observers: [(queue: DispatchQueue, body: @Sendable (Event) -> Void)] = []
     @usableFromInline var streams: [Int: AsyncStream<Event>.Continuation] = [:]
     @usableFromInline var nextStream = 0
     /// Events for the handler and observers not yet sent to their queues: a drain's events go in
     /// one block per queue (`flush()`), not one each, which saves a thread wake-up per message.
-    @usableFromInline var pending: [Event] = []
+    @exclusivity(unchecked) @usableFromInline var pending: [Event] = []
 
     @inlinable package init(runnerQueue: DispatchQueue) {
         self.runnerQueue = runnerQueue

@@ -35,14 +35,17 @@ enum ReadScratch {
     }
 
     /// The first `count` bytes of `scratch` as an array of exactly that size: one copy
-    /// (`Array(_:)` of a raw buffer takes the generic collection path, a byte at a time).
+    /// (`Array(_:)` of a raw buffer takes the generic collection path, a byte at a time; and
+    /// `Array(unsafeUninitializedCapacity:)` reaches an unspecialized allocation in the standard
+    /// library on Linux, which looks up the array storage's type metadata in the runtime's cache
+    /// on every call, while a reservation and an append of typed bytes are specialized here).
     static func bytes(_ scratch: UnsafeMutableRawBufferPointer, count: Int) -> [UInt8] {
         precondition(count <= scratch.count, "more bytes than the buffer holds")
         guard count > 0, let base = scratch.baseAddress else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count)
-            initialized = count
-        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count))
+        return bytes
     }
 
     private static let key: pthread_key_t = {

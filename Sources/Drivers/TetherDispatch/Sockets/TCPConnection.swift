@@ -68,7 +68,7 @@ package final class TCPConnection: @unchecked Sendable {
     private var addressAnswers: [(DNSRecordType, Result<DNSResponse, DNSResolverMachine.Failure>)] = []
     private let connectTimeout: Duration
     private let attemptDelay: Duration
-    private var onEvent: ((Event) -> Void)?
+    @exclusivity(unchecked) private var onEvent: ((Event) -> Void)?
 
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
@@ -77,7 +77,7 @@ package final class TCPConnection: @unchecked Sendable {
     private var attempts: [Int32: Attempt] = [:]
     /// Starts the next attempt if none has connected by then.
     private var attemptDelayTimer: (any DispatchSourceTimer)?
-    private var socket: Int32 = -1
+    @exclusivity(unchecked) private var socket: Int32 = -1
     private let reading: SocketReading
     private var readSource: (any DispatchSourceRead)?
     /// The read source is suspended: a lingering connection saw the end of the peer's stream.
@@ -86,17 +86,17 @@ package final class TCPConnection: @unchecked Sendable {
     private var outputEnded = false
     /// A lingering connection read the end of the peer's stream (or a failure).
     private var inputEnded = false
-    private var readWatch: ReadThreads.Watch?
+    @exclusivity(unchecked) private var readWatch: ReadThreads.Watch?
     private var writeSource: (any DispatchSourceWrite)?
-    private var writeSourceRunning = false
+    @exclusivity(unchecked) private var writeSourceRunning = false
     private var isConnected = false
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
     /// Closed by the owner, but still writing what was queued (see `close(afterFlushing:)`).
-    private var lingering = false
-    private var pending: [UInt8] = []
-    private var pendingOffset = 0
+    @exclusivity(unchecked) private var lingering = false
+    @exclusivity(unchecked) private var pending: [UInt8] = []
+    @exclusivity(unchecked) private var pendingOffset = 0
     /// Bytes `hold` keeps for the next `flushHeld()`.
-    private var held: [UInt8] = []
+    @exclusivity(unchecked) private var held: [UInt8] = []
     /// The most bytes taken from the socket by one read. No buffer is kept between reads: each
     /// read allocates exactly what the kernel holds (the array handed up), so an idle connection
     /// costs no read buffer.

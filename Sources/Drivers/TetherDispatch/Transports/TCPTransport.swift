@@ -29,14 +29,14 @@ final class TCPTransport: Transport, @unchecked Sendable {
     private let caFile: String?
     private let trust: TLSTrust
     private let directTLSServerName: String?
-    private var tcp: TCPConnection?
-    private var onEvent: ((TransportEvent) -> Void)?
-    private var closed = false
+    @exclusivity(unchecked) private var tcp: TCPConnection?
+    @exclusivity(unchecked) private var onEvent: ((TransportEvent) -> Void)?
+    @exclusivity(unchecked) private var closed = false
     /// The TCP connection was made (a failure before is `connectionFailed`, after `connectionLost`).
-    private var connected = false
+    @exclusivity(unchecked) private var connected = false
 
     /// The TLS session, once inserted, and whether it was direct TLS.
-    private var session: (any TLSSession)?
+    @exclusivity(unchecked) private var session: (any TLSSession)?
     private var sessionIsDirect = false
 
     /// A connection to `endpoint` with the options' timeouts, reading and TLS settings; with

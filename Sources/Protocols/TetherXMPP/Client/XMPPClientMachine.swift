@@ -280,14 +280,49 @@ public struct XMPPClientMachine: ~Copyable {
     /// A connected stream.
     struct Session: Sendable {
         var generation: TransportGeneration
-        var endpoint: Endpoint
-        var jid: JID
-        var secured: Bool
-        /// How the stream logged in.
-        var authentication: XMPPAuthentication?
+        /// What the stream settled at login and keeps: one reference, so that copying the session
+        /// (every `case .connected(let session)`, several per stanza) retains one object instead
+        /// of each of its strings.
+        let login: Login
         var autoPing: AutoPing?
         /// The server offers XEP-0352 client state indication.
         var clientStateIndication = false
+
+        init(
+            generation: TransportGeneration,
+            endpoint: Endpoint,
+            jid: JID,
+            secured: Bool,
+            authentication: XMPPAuthentication?,
+            autoPing: AutoPing?,
+            clientStateIndication: Bool
+        ) {
+            self.generation = generation
+            login = Login(endpoint: endpoint, jid: jid, secured: secured, authentication: authentication)
+            self.autoPing = autoPing
+            self.clientStateIndication = clientStateIndication
+        }
+
+        var endpoint: Endpoint { login.endpoint }
+        var jid: JID { login.jid }
+        var secured: Bool { login.secured }
+        /// How the stream logged in.
+        var authentication: XMPPAuthentication? { login.authentication }
+
+        /// The session's fixed part.
+        final class Login: Sendable {
+            let endpoint: Endpoint
+            let jid: JID
+            let secured: Bool
+            let authentication: XMPPAuthentication?
+
+            init(endpoint: Endpoint, jid: JID, secured: Bool, authentication: XMPPAuthentication?) {
+                self.endpoint = endpoint
+                self.jid = jid
+                self.secured = secured
+                self.authentication = authentication
+            }
+        }
     }
 
     enum State: Sendable {
