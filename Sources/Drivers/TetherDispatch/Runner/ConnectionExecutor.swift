@@ -78,12 +78,13 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     /// that only has to be done before the queue is left can wait for that.
     @usableFromInline var jobsFollowThisInput: Bool {
         guard let inline = InlineJobs.current, inline.queue === queue else { return false }
-        return inline.jobs.contains { $0.1 === self }
+        return inline.hasJobs(of: self)
     }
 
     private func schedule(_ job: InlineJobs.Job) {
         if let inline = InlineJobs.current, inline.queue === queue {
             inline.jobs.append((job, self))
+            inline.lastScheduler = ObjectIdentifier(self)
         } else {
             queue.async { self.run(job) }
         }
@@ -109,6 +110,7 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
                 executor.run(job)
             }
             inline.jobs.removeAll(keepingCapacity: true)
+            inline.lastScheduler = nil
         }
         return result
     }
@@ -128,6 +130,15 @@ private final class InlineJobs {
     @exclusivity(unchecked) var jobs: [(Job, ConnectionExecutor)] = []
     /// The executor whose job the thread runs now.
     @exclusivity(unchecked) var runningExecutor: ObjectIdentifier?
+    /// The executor that collected the last of `jobs` (nil while there are none).
+    @exclusivity(unchecked) var lastScheduler: ObjectIdentifier?
+
+    /// Whether `executor` collected any of `jobs` (without going through the list: a queue has
+    /// one executor, and one that is not the last to collect a job looks it up).
+    func hasJobs(of executor: ConnectionExecutor) -> Bool {
+        guard let lastScheduler else { return false }
+        return lastScheduler == ObjectIdentifier(executor) || jobs.contains { $0.1 === executor }
+    }
 
     /// The executor whose job this thread runs now.
     static var runningExecutorOfThisThread: ObjectIdentifier? {
