@@ -32,10 +32,10 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
     public var name: XMLName { tree.name(node) }
 
     /// The element's local name.
-    public var localName: String { name.local }
+    public var localName: String { tree.withName(node.name) { $0.local } }
 
     /// The element's namespace URI.
-    public var namespace: String? { name.namespace }
+    public var namespace: String? { tree.withName(node.name) { $0.namespace } }
 
     /// The index range of the attribute and namespace-declaration nodes.
     var headerRange: Range<Int> { (index + 1)..<Int(node.start) }
@@ -63,11 +63,10 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
     public func attribute(_ local: String, namespace: String? = nil) -> String? {
         for position in headerRange {
             let attribute = tree.node(position)
-            guard attribute.kind == .attribute else { continue }
-            let box = tree.nameBox(attribute.name)
-            if box.name.local == local, box.name.namespace == namespace {
-                return tree.string(attribute)
-            }
+            guard attribute.kind == .attribute,
+                tree.withName(attribute.name, { $0.local == local && $0.namespace == namespace })
+            else { continue }
+            return tree.string(attribute)
         }
         return nil
     }
@@ -113,8 +112,7 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
             guard found == nil else { return }
             let child = tree.node(position)
             guard child.kind == .element else { return }
-            let box = tree.nameBox(child.name)
-            if box.name.local == local, namespace == nil || box.name.namespace == namespace {
+            if tree.withName(child.name, { $0.local == local && (namespace == nil || $0.namespace == namespace) }) {
                 found = XElement(tree: tree, index: position)
             }
         }

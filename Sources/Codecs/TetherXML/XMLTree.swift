@@ -39,6 +39,11 @@ struct XMLTree: @unchecked Sendable {
         storage.name(Int(node.name)).name
     }
 
+    /// Calls `body` with the name at `index` (a node's `name`), retaining nothing for it.
+    func withName<Result>(_ index: UInt32, _ body: (XMLName) -> Result) -> Result {
+        storage.withName(Int(index), body)
+    }
+
     /// The value of an attribute or text node.
     func string(_ node: Node) -> String {
         withBytes(of: node) { bytes in
@@ -117,6 +122,14 @@ final class XMLNameBox: Sendable {
     @inline(__always)
     func box(_ index: Int) -> XMLNameBox {
         unsafe withUnsafeMutablePointerToElements { unsafe $0[index] }
+    }
+
+    /// The name at `index` (as `box`), not retained: valid while the table is.
+    @inline(__always)
+    func unretainedBox(_ index: Int) -> Unmanaged<XMLNameBox> {
+        unsafe withUnsafeMutablePointerToElements {
+            unsafe UnsafeRawPointer($0 + index).load(as: Unmanaged<XMLNameBox>.self)
+        }
     }
 
     deinit {
@@ -238,6 +251,21 @@ final class XMLNameBox: Sendable {
                 return unsafe shared._withUnsafeGuaranteedRef { $0.box(index) }
             }
             return unsafe Self.names(elements, counts.pointee.nodes)[index].takeUnretainedValue()
+        }
+    }
+
+    /// Calls `body` with the name at `index`, without retaining its box or its strings (for
+    /// the lookups that only compare a name or take one of its parts).
+    func withName<Result>(_ index: Int, _ body: (XMLName) -> Result) -> Result {
+        unsafe withUnsafeMutablePointers { counts, elements in
+            unsafe precondition(index >= 0 && index < counts.pointee.names, "name index out of range")
+            let box =
+                if let shared = unsafe counts.pointee.sharedNames {
+                    unsafe shared._withUnsafeGuaranteedRef { unsafe $0.unretainedBox(index) }
+                } else {
+                    unsafe Self.names(elements, counts.pointee.nodes)[index]
+                }
+            return unsafe box._withUnsafeGuaranteedRef { body($0.name) }
         }
     }
 
