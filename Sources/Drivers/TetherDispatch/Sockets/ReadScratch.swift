@@ -42,9 +42,11 @@ enum ReadScratch {
     static func bytes(_ scratch: UnsafeMutableRawBufferPointer, count: Int) -> [UInt8] {
         precondition(count <= scratch.count, "more bytes than the buffer holds")
         guard count > 0, let base = scratch.baseAddress else { return [] }
+        // The buffer holds only bytes: bound as such (a no-op at run time) for the typed copy.
+        let typed = base.bindMemory(to: UInt8.self, capacity: count)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count)
-        bytes.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: typed, count: count))
         return bytes
     }
 
