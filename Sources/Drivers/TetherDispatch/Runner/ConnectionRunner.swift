@@ -365,25 +365,47 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         }
         if blocked.isEmpty {
             // Nothing waits: it runs now, the network's room checked here (no wrapper to build).
-            do throws(Failure) {
-                if let reason = networkFullReason() { throw Failure(.sendQueueFull, reason) }
-                try command.run(&machine, now())
-            } catch {
-                if error.kind == .sendQueueFull && options.backPressure == .wait {
-                    blocked.append(checkingTheNetwork(command))
-                    if let reason = networkFullReason() {
-                        log.debug("\(reason) A send waits for room.")
-                    } else {
-                        part?.queueFull()
-                    }
+            switch runNow(command.run) {
+            case .ran:
+                break
+            case .failed(let error):
+                command.fail(error)
+            case .waits(let networkFull?) where options.backPressure == .fail:
+                command.fail(Failure(.sendQueueFull, networkFull))
+            case .waits(let networkFull):
+                blocked.append(checkingTheNetwork(command))
+                if let networkFull {
+                    log.debug("\(networkFull) A send waits for room.")
                 } else {
-                    command.fail(error)
+                    part?.queueFull()
                 }
             }
         } else {
             blocked.append(checkingTheNetwork(command))
         }
         drive(writingHeldBytes: writingAtOnce)
+    }
+
+    /// What `runNow` came to.
+    @usableFromInline enum RunNow {
+        case ran
+        case failed(Failure)
+        /// Nothing was done: the network holds too much (its reason), or (nil) the protocol's
+        /// queue is full and `BackPressure.wait` holds.
+        case waits(networkFull: String?)
+    }
+
+    /// Runs `body` on the machine now, unless the network holds more than `maximumUnsentBytes`;
+    /// the protocol's `sendQueueFull` is a wait under `BackPressure.wait`. Does not drive.
+    @inlinable func runNow(_ body: (inout Machine, Instant) throws(Failure) -> Void) -> RunNow {
+        if let reason = networkFullReason() { return .waits(networkFull: reason) }
+        do throws(Failure) {
+            try body(&machine, now())
+            return .ran
+        } catch {
+            if error.kind == .sendQueueFull && options.backPressure == .wait { return .waits(networkFull: nil) }
+            return .failed(error)
+        }
     }
 
     /// Runs `body` on the machine now and drives (writing what the executor's job held first,
@@ -396,16 +418,17 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         writingAtOnce: Bool = false,
         _ body: (inout Machine, Instant) throws(Failure) -> Void
     ) throws(Failure) -> Bool {
-        guard blocked.isEmpty, networkFullReason() == nil else { return false }
-        do throws(Failure) {
-            try body(&machine, now())
-        } catch {
-            if error.kind == .sendQueueFull && options.backPressure == .wait { return false }
+        guard blocked.isEmpty else { return false }
+        switch runNow(body) {
+        case .ran:
+            drive(writingHeldBytes: writingAtOnce)
+            return true
+        case .failed(let error):
             drive(writingHeldBytes: writingAtOnce)
             throw error
+        case .waits:
+            return false
         }
-        drive(writingHeldBytes: writingAtOnce)
-        return true
     }
 
     /// Runs `body` for a callback call of a client: at once when it can (`runAtOnce`, writing at
