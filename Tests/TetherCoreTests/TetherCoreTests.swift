@@ -70,3 +70,50 @@ struct UTF8SpanTests {
         #expect(throws: Stop.self) { try "throws".withUTF8Span { (_: Span<UInt8>) throws(Stop) in throw Stop() } }
     }
 }
+
+/// The machines' action queue.
+struct ActionQueueTests {
+    /// `ActionQueue` keeps its emptied slots between inputs and writes new actions into them:
+    /// actions come out in order, once, and each is released once taken and dropped (none kept
+    /// alive by a reused slot, none released twice), across drains, slot reuse and a burst
+    /// larger than the storage it keeps.
+    @Test func anActionQueueReusesItsSlots() {
+        final class Token: Sendable {
+            let number: Int
+            init(_ number: Int) { self.number = number }
+        }
+        var queue = ActionQueue<Token>()
+        var weakTokens: [() -> Token?] = []
+        var next = 0
+        func append(_ count: Int) {
+            for _ in 0..<count {
+                let token = Token(next)
+                weakTokens.append { [weak token] in token }
+                queue.append(token)
+                next += 1
+            }
+        }
+        var taken: [Int] = []
+        func drain() {
+            while let token = queue.next() { taken.append(token.number) }
+            #expect(queue.isEmpty)
+        }
+        append(2)
+        drain()
+        append(3)  // two reused slots, one new
+        #expect(!queue.isEmpty)
+        do {
+            let first = queue.next()
+            #expect(first?.number == 2)
+            taken.append(first?.number ?? -1)
+        }
+        append(1)  // while some are still queued
+        drain()
+        append(40)  // a burst: its storage is released once drained
+        drain()
+        append(2)
+        drain()
+        #expect(taken == Array(0..<next))
+        #expect(weakTokens.allSatisfy { $0() == nil })
+    }
+}

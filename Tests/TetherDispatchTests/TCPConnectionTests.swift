@@ -326,6 +326,53 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
+    /// On Linux the read threads run a socket's handler through `dispatch_sync_f` on the queue's
+    /// Dispatch object (no block copied per input): the object is found for any queue (and is
+    /// the queue's own: same label, and `dispatchPrecondition` holds in the handler), so a
+    /// toolchain whose overlay stops keeping it where it is read fails here, not silently slower.
+    @Test func theReadThreadsReachAQueuesDispatchObject() async throws {
+        #if os(Linux)
+            let labels = ["tether.test.direct", "", "ünïcode queue"]
+            for label in labels {
+                let queue = DispatchQueue(label: label)
+                #expect(ReadThreads.directQueue(of: queue) != nil, "label '\(label)'")
+            }
+        #endif
+        let pair = try Self.socketPair()
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        let threads = try #require(ReadThreads.shared(count: 2))
+        let queue = DispatchQueue(label: "direct-sync-test")
+        let inputs = Received()
+        let watched = pair[0]
+        let watch = threads.watch(
+            socket: watched,
+            queue: queue,
+            handler: {
+                dispatchPrecondition(condition: .onQueue(queue))
+                var byte: UInt8 = 0
+                if recv(watched, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
+                return true
+            },
+            failed: { _ in }
+        )
+        #expect(watch != nil)
+        for input in UInt8(1)...3 {
+            var byte = input
+            #expect(send(pair[1], &byte, 1, 0) == 1)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while inputs.snapshot.bytes.count < Int(input) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        #expect(inputs.snapshot.bytes == [1, 2, 3])
+        let canceled = DispatchSemaphore(value: 0)
+        watch?.cancel { canceled.signal() }
+        #expect(canceled.wait(timeout: .now() + 5) == .success)
+    }
+
     /// A connected pair of Unix stream sockets (the caller closes both).
     static func socketPair() throws -> [Int32] {
         var pair: [Int32] = [0, 0]

@@ -37,6 +37,39 @@ struct XMLNamespaceTests {
         )
     }
 
+    /// `hasLocalName`, `isIn(namespace:)` and `isNamed(_:namespace:)` (compared in place) agree
+    /// with `localName` and `namespace` on parsed elements and on built ones, prefixed or not,
+    /// in no namespace, and on children.
+    @Test func namesComparedInPlaceAgreeWithTheNamesCopiedOut() throws {
+        var elements = [
+            try #require(element("<iq type='get' id='1'/>")),
+            try #require(element("<x:ping xmlns:x='urn:xmpp:ping'/>")),
+            try #require(element("<a xmlns=''/>")),
+            XElement(XMLName("message", namespace: "jabber:client")),
+            XElement(XMLName("bare", namespace: nil)),
+        ]
+        let parent = try #require(element("<message><body>hi</body><x:y xmlns:x='urn:x'/></message>"))
+        elements += parent.children
+        let names = ["iq", "ping", "a", "message", "bare", "body", "y", "", "i", "iqq"]
+        let namespaces: [String?] = [nil, "", "jabber:client", "urn:xmpp:ping", "urn:x", "jabber:clien"]
+        #expect(elements.count == 7)
+        for element in elements {
+            for name in names {
+                #expect(element.hasLocalName(name) == (element.localName == name), "\(element.name) \(name)")
+                for namespace in namespaces {
+                    #expect(
+                        element.isNamed(name, namespace: namespace)
+                            == (element.localName == name && element.namespace == namespace),
+                        "\(element.name) \(name) \(String(describing: namespace))"
+                    )
+                }
+            }
+            for namespace in namespaces {
+                #expect(element.isIn(namespace: namespace) == (element.namespace == namespace))
+            }
+        }
+    }
+
     @Test func namesResolveInTheScopeOfTheirDeclarations() throws {
         let stanza =
             "<message xmlns:p='urn:p' p:a='1' b='2' xml:lang='de'>"

@@ -360,6 +360,24 @@ struct WrittenBytesTests {
         }
     }
 
+    /// A stanza id is the kind, the machine's prefix, "-" and the count of ids made so far (written
+    /// in one go: checked across digit counts, the largest count, and an empty kind).
+    @Test func idsAreTheKindThePrefixAndACount() {
+        let harness = XMPPClientHarness()
+        let prefix = harness.machine.idPrefix
+        #expect(!prefix.isEmpty)
+        for count in 1...12 {
+            let id = harness.machine.makeID("iq")
+            #expect(id == "iq\(prefix)-\(count)")
+        }
+        let cases = [(99, "ping"), (999_999, "sm"), (Int.max - 1, ""), (0, "a-much-longer-kind-than-fits-inline")]
+        for (before, kind) in cases {
+            harness.machine.nextID = before
+            let id = harness.machine.makeID(kind)
+            #expect(id == "\(kind)\(prefix)-\(before + 1)")
+        }
+    }
+
     /// The app's server ping (`XMPPIQ.ping()`, one constant tree) is written from its known bytes:
     /// the same bytes the serializer writes for that tree with the id added, in a stream and over
     /// WebSocket, whatever the id holds. Only that very tree is: an equal one built anew, or the

@@ -37,6 +37,22 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
     /// The element's namespace URI.
     public var namespace: String? { tree.withName(node.name) { $0.namespace } }
 
+    /// Whether the element's local name is `localName` (compared in place: `localName` copies
+    /// the name out of the tree).
+    public func hasLocalName(_ localName: String) -> Bool {
+        tree.withName(node.name) { $0.local == localName }
+    }
+
+    /// Whether the element is in `namespace` (nil: in none), compared in place.
+    public func isIn(namespace: String?) -> Bool {
+        tree.withName(node.name) { $0.namespace == namespace }
+    }
+
+    /// Whether the element is `localName` in `namespace`, compared in place.
+    public func isNamed(_ localName: String, namespace: String?) -> Bool {
+        tree.withName(node.name) { $0.local == localName && $0.namespace == namespace }
+    }
+
     /// The index range of the attribute and namespace-declaration nodes.
     var headerRange: Range<Int> { (index + 1)..<Int(node.start) }
 

@@ -211,9 +211,12 @@ import TetherCore
     @inline(__always)
     mutating func takeEvent() -> XMLStreamEvent? {
         guard taken < queued.count else { return nil }
-        let (event, end) = queued[taken]
+        // Moved out (a trivial case left in its place), not copied: a copy of the tuple goes
+        // through its type's run-time value witness and retains the tree's references.
+        var event = XMLStreamEvent.streamClose
+        swap(&event, &queued[taken].event)
+        delivered = queued[taken].end
         taken += 1
-        delivered = end
         if taken == queued.count {
             queued.removeAll(keepingCapacity: true)
             taken = 0

@@ -364,8 +364,8 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
 
     // MARK: - Events
 
-    func handle(_ event: HubConnectionMachine.Event) {
-        switch event {
+    func handle(_ event: consuming HubConnectionMachine.Event) {
+        switch consume event {
         case .lifecycle:
             break  // the runner's
         case .invocation(let message, let handler):

@@ -254,8 +254,10 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         String(decoding: tokenRedaction.redact(bytes), as: UTF8.self)
     }
 
-    func handle(_ event: XMPPClient.Event) {
-        if case .iqResponse(let id, let outcome) = event {
+    func handle(_ event: consuming XMPPClient.Event) {
+        // Taken apart (`consume`), so that the answer's parts are moved, not copied.
+        switch consume event {
+        case .iqResponse(let id, let outcome):
             switch requestWaiters.removeValue(forKey: id) {
             case .task(let handoff): return handoff.resume(returning: Self.result(of: outcome))
             case .completion(let completion):
@@ -264,8 +266,10 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
             case nil: break
             }
             if abandonedRequests.remove(id) != nil { return }
+            runner.delivery.deliver(.iqResponse(id: id, outcome))
+        case let other:
+            runner.delivery.deliver(other)
         }
-        runner.delivery.deliver(event)
     }
 
     static func result(of outcome: XMPPClientMachine.IQOutcome) -> Result<XMPPIQ, XMPPClientError> {

@@ -1,3 +1,4 @@
+import CEventPoll
 import Dispatch
 
 #if canImport(Glibc)
@@ -77,13 +78,17 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     /// (`runningInline`), and `afterJob` will be called after them, still on the queue: work
     /// that only has to be done before the queue is left can wait for that.
     @usableFromInline var jobsFollowThisInput: Bool {
-        guard let inline = InlineJobs.current, inline.queue === queue else { return false }
+        guard let inline = InlineJobs.current, inline.queue == ObjectIdentifier(queue) else { return false }
         return inline.hasJobs(of: self)
     }
 
     private func schedule(_ job: InlineJobs.Job) {
-        if let inline = InlineJobs.current, inline.queue === queue {
-            inline.jobs.append((job, self))
+        if let inline = InlineJobs.current, inline.queue == ObjectIdentifier(queue) {
+            if inline.first == nil {
+                inline.first = (job, self)
+            } else {
+                inline.more.append((job, self))
+            }
             inline.lastScheduler = ObjectIdentifier(self)
         } else {
             queue.async { self.run(job) }
@@ -99,17 +104,20 @@ public final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     /// for it); it is active only while `body` runs, which never nests on a thread.
     static func runningInline<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
         let inline = InlineJobs.ofThisThread
-        inline.queue = queue
+        inline.queue = ObjectIdentifier(queue)
         let result = body()
         inline.queue = nil
-        if !inline.jobs.isEmpty {
-            // Jobs these jobs enqueue go to the queue (the collector is inactive now), so the
-            // list does not change while it runs.
-            for index in inline.jobs.indices {
-                let (job, executor) = inline.jobs[index]
-                executor.run(job)
+        // Jobs these jobs enqueue go to the queue (the collector is inactive now), so the list
+        // does not change while it runs.
+        if let (job, executor) = inline.first.take() {
+            executor.run(job)
+            if !inline.more.isEmpty {
+                for index in inline.more.indices {
+                    let (job, executor) = inline.more[index]
+                    executor.run(job)
+                }
+                inline.more.removeAll(keepingCapacity: true)
             }
-            inline.jobs.removeAll(keepingCapacity: true)
             inline.lastScheduler = nil
         }
         return result
@@ -125,48 +133,56 @@ private final class InlineJobs {
         case call(@Sendable () -> Void)
     }
 
-    /// The queue whose input the thread runs inline now; nil between inputs.
-    @exclusivity(unchecked) var queue: DispatchQueue?
-    @exclusivity(unchecked) var jobs: [(Job, ConnectionExecutor)] = []
+    /// The queue whose input the thread runs inline now (its identity: the input's `sync` keeps
+    /// it alive); nil between inputs.
+    @exclusivity(unchecked) var queue: ObjectIdentifier?
+    /// The first job collected (most inputs give one at most: moved out to run, not copied).
+    @exclusivity(unchecked) var first: (Job, ConnectionExecutor)?
+    /// The jobs collected after `first`, in order.
+    @exclusivity(unchecked) var more: [(Job, ConnectionExecutor)] = []
     /// The executor whose job the thread runs now.
     @exclusivity(unchecked) var runningExecutor: ObjectIdentifier?
-    /// The executor that collected the last of `jobs` (nil while there are none).
+    /// The executor that collected the last of the jobs (nil while there are none).
     @exclusivity(unchecked) var lastScheduler: ObjectIdentifier?
 
-    /// Whether `executor` collected any of `jobs` (without going through the list: a queue has
+    /// Whether `executor` collected any of the jobs (without going through the list: a queue has
     /// one executor, and one that is not the last to collect a job looks it up).
     func hasJobs(of executor: ConnectionExecutor) -> Bool {
         guard let lastScheduler else { return false }
-        return lastScheduler == ObjectIdentifier(executor) || jobs.contains { $0.1 === executor }
+        return lastScheduler == ObjectIdentifier(executor) || first?.1 === executor
+            || more.contains { $0.1 === executor }
     }
 
     /// The executor whose job this thread runs now.
     static var runningExecutorOfThisThread: ObjectIdentifier? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
+        guard let pointer = tether_thread_slot(Int32(TETHER_THREAD_SLOT_JOBS)) else { return nil }
         return Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue().runningExecutor
     }
 
     /// The collector of the thread, when it runs an input inline now.
     static var current: InlineJobs? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
+        guard let pointer = tether_thread_slot(Int32(TETHER_THREAD_SLOT_JOBS)) else { return nil }
         let inline = Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue()
         return inline.queue == nil ? nil : inline
     }
 
-    /// The thread's collector, made at its first input or job (a thread-specific value, released
-    /// when the thread ends).
+    /// The thread's collector, made at its first input or job (in the thread's slot, read inline;
+    /// released when the thread ends, by the key's destructor).
     static var ofThisThread: InlineJobs {
-        if let pointer = pthread_getspecific(key) {
+        if let pointer = tether_thread_slot(Int32(TETHER_THREAD_SLOT_JOBS)) {
             return Unmanaged<InlineJobs>.fromOpaque(pointer).takeUnretainedValue()
         }
         let inline = InlineJobs()
-        pthread_setspecific(key, Unmanaged.passRetained(inline).toOpaque())
+        let pointer = Unmanaged.passRetained(inline).toOpaque()
+        tether_thread_slot_set(Int32(TETHER_THREAD_SLOT_JOBS), pointer)
+        pthread_setspecific(key, pointer)
         return inline
     }
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
+            tether_thread_slot_set(Int32(TETHER_THREAD_SLOT_JOBS), nil)
             #if canImport(Darwin)
                 Unmanaged<InlineJobs>.fromOpaque(pointer).release()
             #else

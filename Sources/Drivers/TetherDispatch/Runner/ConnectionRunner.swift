@@ -176,8 +176,9 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         drive()
     }
 
-    @inlinable func perform(_ action: ConnectionAction<Machine.Request, Machine.Event>) {
-        switch action {
+    /// Carries out `action` (taken: its payload is moved into the call it goes to, not copied).
+    @inlinable func perform(_ action: consuming ConnectionAction<Machine.Request, Machine.Event>) {
+        switch consume action {
         case .openTransport(let request, let generation):
             log.debug("Connecting to \(request) (\(generation)).")
             let transport = options.makeTransport(request, queue: queue) { [weak self] event in
@@ -711,7 +712,7 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
     /// Carries out one of the protocol's own requests (`ConnectionAction.request`).
     func perform(_ request: Request)
     /// A protocol event (not a lifecycle change): deliver it, or hand it to the call it answers.
-    func handle(_ event: Event)
+    func handle(_ event: consuming Event)
     /// After every drain while `ConnectionRunner.wantsAfterDrain` is set (flushes waiting for
     /// acknowledgements).
     func afterDrain()

@@ -1,3 +1,5 @@
+import CEventPoll
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -10,7 +12,8 @@
 /// it and copied out at its exact size, so a read needs no `FIONREAD` call first (a system call
 /// per input) and allocates only what arrived. It grows to the largest read asked of the thread
 /// (`ConnectionOptions.maximumReadSize`, 64 KiB by default) and is freed when the thread ends; only
-/// the pages reads have filled are resident.
+/// the pages reads have filled are resident. Found through the thread's slot
+/// (`tether_thread_slots.h`), read inline.
 enum ReadScratch {
     private struct Buffer {
         var base: UnsafeMutableRawPointer
@@ -19,7 +22,9 @@ enum ReadScratch {
 
     /// Runs `body` with this thread's buffer of at least `capacity` bytes.
     static func withBuffer<Result>(capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
-        var buffer = pthread_getspecific(key).map { $0.assumingMemoryBound(to: Buffer.self) }
+        var buffer = tether_thread_slot(Int32(TETHER_THREAD_SLOT_READ_BUFFER)).map {
+            $0.assumingMemoryBound(to: Buffer.self)
+        }
         if let current = buffer, current.pointee.capacity < capacity {
             current.pointee.base.deallocate()
             current.pointee.base = .allocate(byteCount: capacity, alignment: 16)
@@ -27,7 +32,8 @@ enum ReadScratch {
         } else if buffer == nil {
             let new = UnsafeMutablePointer<Buffer>.allocate(capacity: 1)
             new.initialize(to: Buffer(base: .allocate(byteCount: capacity, alignment: 16), capacity: capacity))
-            pthread_setspecific(key, new)
+            tether_thread_slot_set(Int32(TETHER_THREAD_SLOT_READ_BUFFER), new)
+            pthread_setspecific(key, new)  // for the destructor at the thread's end
             buffer = new
         }
         let current = buffer!.pointee
@@ -53,6 +59,7 @@ enum ReadScratch {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
+            tether_thread_slot_set(Int32(TETHER_THREAD_SLOT_READ_BUFFER), nil)
             #if canImport(Darwin)
                 let buffer = pointer.assumingMemoryBound(to: Buffer.self)
             #else

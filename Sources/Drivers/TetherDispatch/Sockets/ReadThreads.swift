@@ -1,6 +1,10 @@
 import CEventPoll
 import Dispatch
 
+#if canImport(CDispatch)
+    import CDispatch
+#endif
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -78,11 +82,14 @@ final class ReadThreads: Sendable {
         /// Runs on `queue` when the socket cannot be watched any more (the kernel refused to arm
         /// it again): the connection must end, as no input would reach it.
         let failed: @Sendable (Int32) -> Void
-        /// A thread is running `handler` (guarded by the table's mutex).
-        var handling = false
+        /// `queue`'s Dispatch object, for `dispatch_sync_f` (`directQueue(of:)`); nil: `queue.sync`.
+        let direct: OpaquePointer?
+        /// A thread is running `handler` (guarded by the table's mutex, so exempt from run-time
+        /// exclusivity checks).
+        @exclusivity(unchecked) var handling = false
         /// Canceled while a thread was handling: that thread removes the socket, then runs this on
         /// `queue` (guarded by the table's mutex).
-        var onCanceled: (@Sendable () -> Void)?
+        @exclusivity(unchecked) var onCanceled: (@Sendable () -> Void)?
 
         init(
             socket: Int32,
@@ -92,6 +99,7 @@ final class ReadThreads: Sendable {
         ) {
             self.socket = socket
             self.queue = queue
+            direct = ReadThreads.directQueue(of: queue)
             self.handler = handler
             self.failed = failed
         }
@@ -282,9 +290,7 @@ final class ReadThreads: Sendable {
         }
         guard let entry = taken else { return }
         let queue = entry.queue
-        // The untyped `sync` (the generic one's helper looks up type metadata on every call).
-        var keepWatching = false
-        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, entry.handler) }
+        let keepWatching = Self.handleOnQueue(entry)
         // The entry is still in the table: a cancel while `handling` leaves it there for this
         // thread to remove.
         let next = table.withLock { table -> (@Sendable () -> Void)? in
@@ -305,13 +311,68 @@ final class ReadThreads: Sendable {
     }
 }
 
+extension ReadThreads {
+    /// Runs `entry`'s handler on its queue (`queue.sync`, which an idle serial queue runs on this
+    /// thread) with the jobs it gives the queue's executor (`ConnectionExecutor.runningInline`);
+    /// whether to keep watching.
+    ///
+    /// Through `dispatch_sync_f` where the queue's Dispatch object is known (`directQueue(of:)`):
+    /// the Swift overlay's `sync` turns its closure into a block copied to the heap, with its
+    /// captures in a second allocation, and checks at run time that it did not escape, on every
+    /// input. The function form takes a pointer to a context on this thread's stack.
+    private static func handleOnQueue(_ entry: Entry) -> Bool {
+        #if canImport(CDispatch)
+            if let direct = entry.direct {
+                var context = DirectSync(entry: entry)
+                withUnsafeMutablePointer(to: &context) { pointer in
+                    dispatch_sync_f(direct, pointer) { raw in
+                        guard let context = raw?.assumingMemoryBound(to: DirectSync.self) else { return }
+                        let entry = context.pointee.entry
+                        context.pointee.keepWatching = ConnectionExecutor.runningInline(on: entry.queue, entry.handler)
+                    }
+                }
+                return context.keepWatching
+            }
+        #endif
+        // The untyped `sync` (the generic one's helper looks up type metadata on every call).
+        var keepWatching = false
+        let queue = entry.queue
+        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, entry.handler) }
+        return keepWatching
+    }
+
+    /// What `handleOnQueue` passes to `dispatch_sync_f`.
+    private struct DirectSync {
+        let entry: Entry
+        var keepWatching = false
+    }
+
+    /// `queue`'s Dispatch object (`dispatch_queue_t`), or nil where it cannot be had. The Linux
+    /// overlay (swift-corelibs-libdispatch) keeps it in its `DispatchQueue`'s one stored property,
+    /// which is internal: it is read through reflection, once per watched socket, and taken only
+    /// if Dispatch gives it the queue's own label. On Apple platforms (where a `DispatchQueue` is
+    /// the Dispatch object, and its `sync` passes the closure as a block without a copy), and with
+    /// any other overlay, nil.
+    static func directQueue(of queue: DispatchQueue) -> OpaquePointer? {
+        #if canImport(CDispatch)
+            for child in Mirror(reflecting: queue).children where child.label == "__wrapped" {
+                guard let object = child.value as? OpaquePointer,
+                    String(cString: dispatch_queue_get_label(object)) == queue.label
+                else { return nil }
+                return object
+            }
+        #endif
+        return nil
+    }
+}
+
 /// A value guarded by a pthread mutex. Not `Synchronization.Mutex`: on Linux that locks with raw
 /// futex calls, which ThreadSanitizer does not see, so every access under it would be reported as
 /// a race (as `Handoff` says for its slot); a pthread mutex is visible to it on every path.
 private final class PThreadLocked<Value>: @unchecked Sendable {
-    // `value` is guarded by `mutex`.
+    // `value` is guarded by `mutex` (so exempt from run-time exclusivity checks).
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: Value
+    @exclusivity(unchecked) private var value: Value
 
     init(_ value: Value) {
         self.value = value

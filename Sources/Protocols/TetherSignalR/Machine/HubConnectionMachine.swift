@@ -450,7 +450,7 @@ public struct HubConnectionMachine {
         actions.next()
     }
 
-    mutating func enqueue(_ action: Action) {
+    mutating func enqueue(_ action: consuming Action) {
         if case .send(let bytes, _, _) = action { health.bytesSent += bytes.count }
         actions.append(action)
     }

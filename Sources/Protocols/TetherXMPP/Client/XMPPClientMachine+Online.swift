@@ -186,12 +186,12 @@ extension XMPPClientMachine {
             sendStreamClose(generation: session.generation)
             lost(XMPPClientError(.connectionLost, "The server closed the stream."), closeTransport: true, now: now)
         case .element(let element):
-            switch element.namespace {
-            case XMPPNamespace.client:
+            // (The namespace compared in place, not copied out for a `switch`.)
+            if element.isIn(namespace: XMPPNamespace.client) {
                 stanzaReceived(element, session, now: now)
-            case XMPPNamespace.streamManagement3:
+            } else if element.isIn(namespace: XMPPNamespace.streamManagement3) {
                 streamManagementElement(element, session, now: now)
-            case XMPPNamespace.streams:
+            } else if element.isIn(namespace: XMPPNamespace.streams) {
                 if let streamError = StreamError(element) {
                     streamErrorReceived(
                         streamError,
@@ -200,10 +200,8 @@ extension XMPPClientMachine {
                         now: now
                     )
                 }
-            default:
-                // Nonzas of extensions this client does not speak: not addressed to it.
-                break
             }
+        // Anything else: nonzas of extensions this client does not speak, not addressed to it.
         }
     }
 

@@ -20,14 +20,11 @@ extension XMPPClientMachine {
                 now: now
             )
         }
-        switch element.localName {
-        case "message":
+        // (The name compared in place, not copied out for a `switch`.)
+        if element.hasLocalName("message") {
             streamManagement?.handledInbound()
             messageReceived(element, session, now: now)
-        case "presence":
-            streamManagement?.handledInbound()
-            presenceReceived(XMPPPresence(element)!, session, now: now)
-        case "iq":
+        } else if element.hasLocalName("iq") {
             streamManagement?.handledInbound()
             guard let iq = XMPPIQ(element) else { return }  // an unknown type: nothing to answer
             if iq.type.isRequest {
@@ -35,10 +32,11 @@ extension XMPPClientMachine {
             } else {
                 iqAnswerReceived(iq, session, now: now)
             }
-        default:
-            // Not a stanza (RFC 6120 §8): nothing to count or deliver.
-            break
+        } else if element.hasLocalName("presence") {
+            streamManagement?.handledInbound()
+            presenceReceived(XMPPPresence(element)!, session, now: now)
         }
+        // Anything else is not a stanza (RFC 6120 §8): nothing to count or deliver.
     }
 
     mutating func presenceReceived(_ presence: XMPPPresence, _ session: Session, now: Instant) {

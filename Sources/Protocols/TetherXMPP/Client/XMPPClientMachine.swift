@@ -359,8 +359,9 @@ public struct XMPPClientMachine: ~Copyable {
             case rosterFetch
             /// A page of the archive catch-up.
             case archive
-            /// Enabling (or, with `enable` false, disabling) push.
-            case push(XMPPPushRegistration, enable: Bool)
+            /// Enabling (or, with `enable` false, disabling) push. Boxed (`indirect`): a rare case,
+            /// and so every other case is a word whose copies need no run-time value witness.
+            indirect case push(XMPPPushRegistration, enable: Bool)
             /// Enabling carbons.
             case carbons
         }
@@ -477,12 +478,14 @@ public struct XMPPClientMachine: ~Copyable {
         actions.next()
     }
 
-    mutating func enqueue(_ action: Action) {
+    // Actions and events are taken (`consuming`) down to the queue: moved into it, not copied
+    // (and the caller's copy destroyed) at each step.
+    mutating func enqueue(_ action: consuming Action) {
         if case .send(let bytes, _, _) = action { health.bytesSent += bytes.count }
         actions.append(action)
     }
 
-    mutating func emit(_ event: Event) {
+    mutating func emit(_ event: consuming Event) {
         actions.append(.event(event))
     }
 
@@ -595,12 +598,35 @@ public struct XMPPClientMachine: ~Copyable {
     /// A fresh stanza id.
     mutating func makeID(_ kind: String) -> String {
         nextID += 1
-        // Appended rather than interpolated: an id per stanza sent, and usually a small string.
-        var id = kind
-        id += idPrefix
-        id += "-"
-        id += String(nextID)
-        return id
+        // `kind`, the prefix, "-" and the number, written into one string at once (an id per
+        // stanza sent: usually short enough to be stored inline, with no allocation), rather than
+        // appended piece by piece (each append a call that retains and releases the pieces).
+        let number = nextID
+        var digitCount = 1
+        var rest = number / 10
+        while rest > 0 {
+            digitCount += 1
+            rest /= 10
+        }
+        let length = kind.utf8.count + idPrefix.utf8.count + 1 + digitCount
+        return unsafe String(unsafeUninitializedCapacity: length) { buffer in
+            var index = 0
+            for byte in kind.utf8 {
+                unsafe buffer[index] = byte
+                index += 1
+            }
+            for byte in idPrefix.utf8 {
+                unsafe buffer[index] = byte
+                index += 1
+            }
+            unsafe buffer[index] = UInt8(ascii: "-")
+            var value = number
+            for position in stride(from: length - 1, through: index + 1, by: -1) {
+                unsafe buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
+            return length
+        }
     }
 }
 

@@ -44,7 +44,7 @@ public struct XMPPIQ: Hashable, Sendable {
     /// The view of `element`; nil unless it is an `<iq/>` in the client namespace with a known
     /// type.
     public init?(_ element: XElement) {
-        guard element.localName == "iq", element.namespace == XMPPNamespace.client,
+        guard element.isNamed("iq", namespace: XMPPNamespace.client),
             let type = element.attribute("type").flatMap(IQType.init(rawValue:))
         else { return nil }
         self.element = element
