@@ -58,7 +58,7 @@ extension ConnectionAction: CustomStringConvertible {
 /// byte stream when the protocol asks (STARTTLS).
 public struct TransportRequest: Sendable, Hashable, CustomStringConvertible {
     /// Which transport.
-    public enum Kind: Sendable, Hashable {
+    public indirect enum Kind: Sendable, Hashable {
         /// A TCP connection to `endpoint`; with `tlsServerName`, TLS from the first byte, the
         /// certificate verified for that name.
         case tcp(Endpoint, tlsServerName: String?)

@@ -82,11 +82,29 @@ public struct XMPPClientError: ConnectionError {
     /// A description for people.
     public let message: String
     /// The stream error received (`streamError`) or sent (`protocolViolation`).
-    public let streamError: StreamError?
+    public var streamError: StreamError? {
+        guard case .values(let streamError, _, _) = details else { return nil }
+        return streamError
+    }
     /// The SASL failure condition (`authenticationFailed`), e.g. `not-authorized`.
-    public let saslCondition: String?
+    public var saslCondition: String? {
+        guard case .values(_, let saslCondition, _) = details else { return nil }
+        return saslCondition
+    }
     /// The stanza error (`bindFailed`, `sessionFailed`).
-    public let stanzaError: StanzaError?
+    public var stanzaError: StanzaError? {
+        guard case .values(_, _, let stanzaError) = details else { return nil }
+        return stanzaError
+    }
+
+    /// The protocol's detail, when there is any, in a box of its own: an error is then a few
+    /// words, and so is every event and action that can carry one (an iq's outcome, a lifecycle
+    /// change), which the machine and the driver move on every input.
+    private let details: Details?
+
+    private indirect enum Details: Hashable, Sendable {
+        case values(StreamError?, String?, StanzaError?)
+    }
 
     /// An error of `kind` saying `message`.
     public init(_ kind: Kind, _ message: String) {
@@ -103,9 +121,9 @@ public struct XMPPClientError: ConnectionError {
     ) {
         self.kind = kind
         self.message = message
-        self.streamError = streamError
-        self.saslCondition = saslCondition
-        self.stanzaError = stanzaError
+        details =
+            streamError == nil && saslCondition == nil && stanzaError == nil
+            ? nil : .values(streamError, saslCondition, stanzaError)
     }
 
     /// For the kinds that end a stream: whether reconnecting cannot help, so the machine stops

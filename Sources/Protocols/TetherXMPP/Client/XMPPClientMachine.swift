@@ -91,16 +91,16 @@ public struct XMPPClientMachine: ~Copyable {
         /// What the app keeps between launches changed (a FAST token came or went, the user-agent
         /// id was made, the archive position moved): store it (`Configuration.state` takes it
         /// back).
-        case stateChanged(XMPPClientState)
+        indirect case stateChanged(XMPPClientState)
         /// The catch-up from the archive at the start of a new session ended: `count` messages
         /// came (`origin` `.archive`), then the ones held back meanwhile; `complete` false when
         /// the archive refused or did not answer, or `maximumMessages` stopped it (the next new
         /// session goes on from there).
         case caughtUp(count: Int, complete: Bool)
         /// The server registered this device for push notifications (XEP-0357).
-        case pushEnabled(XMPPPushRegistration)
+        indirect case pushEnabled(XMPPPushRegistration)
         /// The server removed the registration (`setPush(nil)`).
-        case pushDisabled(XMPPPushRegistration)
+        indirect case pushDisabled(XMPPPushRegistration)
         /// The server refused to register or remove it (`remote-server-timeout`: it did not answer
         /// within `iqTimeout`).
         case pushRefused(StanzaError)
@@ -124,7 +124,7 @@ public struct XMPPClientMachine: ~Copyable {
         /// The roster fetched when the session started.
         case roster(RosterQuery)
         /// The server changed the roster (the push was acknowledged).
-        case rosterPush(RosterItem)
+        indirect case rosterPush(RosterItem)
         /// Stanzas the server never acknowledged and the machine will not resend (after a failed
         /// resumption, or when the machine stops): resend them if they still matter.
         case unacknowledgedStanzas([XElement])
