@@ -400,6 +400,63 @@ struct XMPPClientTests {
         await alice.disconnect()
     }
 
+    /// Requests from tasks into a full queue (as `requestsWithCompletionsIntoAFullQueue`): with
+    /// `backPressure: .fail` the ones that find no room throw `sendQueueFull` at once, the rest are
+    /// answered once the link is cut and the session resumed; with the default they wait for room,
+    /// one whose task is canceled while it waits throws `canceled` at once (and is never sent),
+    /// and every other is answered after the cut.
+    @Test(arguments: [BackPressure.fail, .wait])
+    func requestsFromTasksIntoAFullQueue(backPressure: BackPressure) async throws {
+        let server = try await startedProsody()
+        let relay = try TCPRelay(upstreamPort: server.port)
+        var configuration = testConfiguration("alice", port: relay.port, resource: "full-tasks")
+        configuration.maximumQueuedStanzas = 3
+        let alice = try XMPPClient(configuration: configuration, options: .init(backPressure: backPressure))
+        let events = EventRecorder(alice)
+        try await alice.connect()
+        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
+        relay.stallAll()
+        let outcomes = Recorder<String>()
+        func start(_ index: Int) -> Task<Void, Never> {
+            Task {
+                do throws(XMPPClientError) {
+                    _ = try await alice.request(.ping(to: nil))
+                    outcomes.append("\(index) answered")
+                } catch {
+                    outcomes.append("\(index) \(error.kind.rawValue)")
+                }
+            }
+        }
+        let tasks = (1...5).map(start)
+        func waiting() async -> Int { await alice.health().callsWaitingForRoom }
+        switch backPressure {
+        case .fail:
+            #expect(await outcomes.wait { $0.count >= 2 })
+            let failed = outcomes.values
+            #expect(failed.allSatisfy { $0.hasSuffix(" sendQueueFull") }, "\(failed)")
+            relay.cutAll()
+            #expect(await outcomes.wait(timeout: .seconds(30)) { $0.count == 5 })
+            #expect(outcomes.values.filter { $0.hasSuffix(" answered") }.count == 5 - failed.count)
+        case .wait:
+            let deadline = ContinuousClock.now + .seconds(10)
+            while await waiting() < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            let before = await waiting()
+            #expect(before >= 2, "\(before) requests wait for room")
+            let sixth = start(6)
+            while await waiting() <= before && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(outcomes.values.isEmpty)
+            sixth.cancel()
+            #expect(await outcomes.wait { $0 == ["6 canceled"] })
+            relay.cutAll()
+            #expect(await outcomes.wait(timeout: .seconds(30)) { $0.count == 6 })
+            #expect(Set(outcomes.values) == Set((1...5).map { "\($0) answered" } + ["6 canceled"]))
+        }
+        for task in tasks { await task.value }
+        await alice.disconnect()
+    }
+
     /// A request's completion is called even when the client is released before the answer
     /// comes (the link stalled): once, with `notConnected`, on the client's queue.
     @Test func aCompletionIsCalledWhenItsClientIsReleased() async throws {

@@ -90,18 +90,38 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         call: RunnerCall,
         _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
     ) {
-        runner.submit(
-            .init(
-                run: { [unowned self] machine, now throws(XMPPClientError) in
-                    let id = try machine.send(iq, timeout: timeout, now: now)
-                    call.id = id
-                    requestWaiters[id] = .task(handoff)
-                },
-                fail: { handoff.resume(returning: .failure($0)) },
-                call: call
-            ),
-            writingAtOnce: true
+        guard !call.isCanceled else {
+            return handoff.resume(returning: .failure(XMPPClientError(.canceled, "The call's task was canceled.")))
+        }
+        // At once when nothing waits for room (no command built), else as a command that waits.
+        let failure = runner.runForCompletion(
+            { machine, now throws(XMPPClientError) in
+                try send(iq, timeout: timeout, on: &machine, now: now, call: call, handoff)
+            },
+            later: {
+                .init(
+                    run: { [unowned self] machine, now throws(XMPPClientError) in
+                        try send(iq, timeout: timeout, on: &machine, now: now, call: call, handoff)
+                    },
+                    fail: { handoff.resume(returning: .failure($0)) },
+                    call: call
+                )
+            }
         )
+        if let failure { handoff.resume(returning: .failure(failure)) }
+    }
+
+    private func send(
+        _ iq: XMPPIQ,
+        timeout: Duration?,
+        on machine: inout XMPPClientMachine,
+        now: Instant,
+        call: RunnerCall,
+        _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
+    ) throws(XMPPClientError) {
+        let id = try machine.send(iq, timeout: timeout, now: now)
+        call.id = id
+        requestWaiters[id] = .task(handoff)
     }
 
     /// Sends an iq request; its answer goes to `completion`, run as a job of the executor.

@@ -14,6 +14,12 @@ enum {
     TETHER_THREAD_SLOT_COUNT = 2
 };
 
+/* On Linux in the initial-exec model: an offset from the thread pointer, with no call to
+ * __tls_get_addr (the slots are a few bytes of the static TLS block, which glibc also keeps room
+ * for in libraries opened later). */
+#if defined(__linux__)
+__attribute__((tls_model("initial-exec")))
+#endif
 extern _Thread_local void *tether_thread_slots[TETHER_THREAD_SLOT_COUNT];
 
 static inline void *tether_thread_slot(int index) { return tether_thread_slots[index]; }

@@ -519,7 +519,11 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         onCancel cancel: (@Sendable () -> Void)? = nil
     ) async -> Value {
         let queue = queue
+        let executor = executor
         let enter: (Handoff<Value>) -> Void = { handoff in
+            // A task on this client's executor is on the queue: known from the thread's mark of
+            // the running job, without the queue lookup.
+            if executor.isRunningJobOnThisThread { return start(handoff) }
             switch DispatchQueue.getSpecific(key: runnerQueueKey) {
             case .none: queue.sync { start(handoff) }
             case .some(let current) where current == ObjectIdentifier(queue): start(handoff)
