@@ -130,24 +130,24 @@ public final class HubConnection: ConnectionClient {
     /// `retriesFailedStart`; automatic reconnect applies once connected), or `canceled` when the
     /// calling task is canceled first (the attempt is abandoned). Already connected: returns at
     /// once.
-    public func start() async throws(HubConnectionError) {
+    nonisolated(nonsending) public func start() async throws(HubConnectionError) {
         _ = try await core.runner.connect()
     }
 
     /// Stops (a Close message, then the WebSocket's closing handshake) and returns once closed.
     /// Pending invocations and streams fail with `canceled`.
-    public func stop() async {
+    nonisolated(nonsending) public func stop() async {
         await core.runner.disconnect()
     }
 
     /// The transport of the current connection (nil unless connected, resuming or opening one).
-    public func transport() async -> HubTransport? {
+    nonisolated(nonsending) public func transport() async -> HubTransport? {
         let runner = core.runner
         return await runner.call { $0.resume(returning: runner.machine.transport) }
     }
 
     /// The current connection id (nil unless connected after a negotiation).
-    public func connectionId() async -> String? {
+    nonisolated(nonsending) public func connectionId() async -> String? {
         let runner = core.runner
         return await runner.call { $0.resume(returning: runner.machine.connectionId) }
     }
@@ -274,7 +274,7 @@ public final class HubConnection: ConnectionClient {
     /// decoded as `Result`. Throws `invocationFailed` with the server's text when the method
     /// failed, `canceled` when the connection closed first or the calling task was canceled (the
     /// server still runs the method; its result is dropped), `notConnected`, or `encoding`.
-    public func invoke<Result: Decodable, each Argument: Encodable>(
+    nonisolated(nonsending) public func invoke<Result: Decodable, each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument
     ) async throws(HubConnectionError) -> Result {
@@ -284,7 +284,7 @@ public final class HubConnection: ConnectionClient {
 
     /// Invokes the hub method `method` and waits for it to complete (its result, if any, is
     /// ignored).
-    public func invoke<each Argument: Encodable>(
+    nonisolated(nonsending) public func invoke<each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument
     ) async throws(HubConnectionError) {
@@ -293,15 +293,21 @@ public final class HubConnection: ConnectionClient {
 
     /// Invokes `method` with already encoded arguments (in this connection's encoding) and returns
     /// the encoded result (nil for a void method).
-    public func invoke(_ method: String, arguments: EncodedArguments) async throws(HubConnectionError) -> EncodedValue?
-    {
+    nonisolated(nonsending) public func invoke(
+        _ method: String,
+        arguments: EncodedArguments
+    ) async throws(HubConnectionError) -> EncodedValue? {
         try await invoke(method, arguments: arguments, upload: nil)
     }
 
     /// Invokes `method` with a client→server stream: the items of `upload` are sent as they come
     /// (the method's stream parameter, after the other arguments), its end or error ends the
     /// stream. Returns the method's result.
-    public func invoke<Result: Decodable, Upload: AsyncSequence & Sendable, each Argument: Encodable>(
+    nonisolated(nonsending) public func invoke<
+        Result: Decodable,
+        Upload: AsyncSequence & Sendable,
+        each Argument: Encodable
+    >(
         _ method: String,
         _ arguments: repeat each Argument,
         upload: Upload
@@ -383,7 +389,7 @@ public final class HubConnection: ConnectionClient {
     /// Calls `method` without waiting for it (a non-blocking invocation); returns once the message
     /// is handed to the transport. While the stateful-reconnect buffer is full it waits for room;
     /// canceling the calling task then throws `canceled` at once, and the message is not sent.
-    public func send<each Argument: Encodable>(
+    nonisolated(nonsending) public func send<each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument
     ) async throws(HubConnectionError) {
@@ -391,12 +397,15 @@ public final class HubConnection: ConnectionClient {
     }
 
     /// Calls `method` without waiting for it, with already encoded arguments.
-    public func send(_ method: String, arguments: EncodedArguments) async throws(HubConnectionError) {
+    nonisolated(nonsending) public func send(
+        _ method: String,
+        arguments: EncodedArguments
+    ) async throws(HubConnectionError) {
         try await send(method, arguments: arguments, upload: nil)
     }
 
     /// Calls `method` without waiting for it, with a client→server stream fed from `upload`.
-    public func send<Upload: AsyncSequence & Sendable, each Argument: Encodable>(
+    nonisolated(nonsending) public func send<Upload: AsyncSequence & Sendable, each Argument: Encodable>(
         _ method: String,
         _ arguments: repeat each Argument,
         upload: Upload

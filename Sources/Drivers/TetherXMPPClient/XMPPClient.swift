@@ -107,27 +107,27 @@ public final class XMPPClient: ConnectionClient {
     /// (the client is then stopped), or `canceled` when the calling task is canceled first (the
     /// attempt is abandoned and the client stopped). Already connected: returns the current JID.
     @discardableResult
-    public func connect() async throws(XMPPClientError) -> JID {
+    nonisolated(nonsending) public func connect() async throws(XMPPClientError) -> JID {
         try await core.runner.connect()
     }
 
     /// Disconnects on purpose (a clean close; no reconnect) and returns once the client is
     /// stopped. Stanzas the server never acknowledged come in an `unacknowledgedStanzas` event;
     /// requests and flushes still waiting throw `canceled`.
-    public func disconnect() async {
+    nonisolated(nonsending) public func disconnect() async {
         await core.runner.disconnect()
     }
 
     /// How the connected stream logged in: the SASL mechanism (`SCRAM-SHA-256-PLUS`) and the
     /// channel binding it used; nil while offline.
-    public func authentication() async -> XMPPAuthentication? {
+    nonisolated(nonsending) public func authentication() async -> XMPPAuthentication? {
         let runner = core.runner
         return await runner.call { handoff in handoff.resume(returning: runner.machine.authentication) }
     }
 
     /// What the app keeps between launches, as it stands (each change also comes as a
     /// `stateChanged` event): give it back in `Configuration.state` at the next launch.
-    public func clientState() async -> XMPPClientState {
+    nonisolated(nonsending) public func clientState() async -> XMPPClientState {
         let runner = core.runner
         return await runner.call { handoff in handoff.resume(returning: runner.machine.clientState) }
     }
@@ -135,7 +135,7 @@ public final class XMPPClient: ConnectionClient {
     /// Registers this device for push notifications (XEP-0357) through `registration`'s app
     /// server, or removes the registration (nil): at once when connected, else at the next session,
     /// and again at every new session. `pushEnabled`, `pushDisabled` or `pushRefused` follows.
-    public func setPush(_ registration: XMPPPushRegistration?) async {
+    nonisolated(nonsending) public func setPush(_ registration: XMPPPushRegistration?) async {
         let runner = core.runner
         await runner.call { handoff in
             runner.machine.setPush(registration, now: runner.now())
@@ -150,24 +150,24 @@ public final class XMPPClient: ConnectionClient {
     /// While `maximumQueuedStanzas` stanzas await acknowledgement it waits for room (or throws
     /// `sendQueueFull`, as `Options.backPressure` says); canceling the task while it waits throws
     /// `canceled`, and the message is not sent.
-    public func send(_ message: XMPPMessage) async throws(XMPPClientError) {
+    nonisolated(nonsending) public func send(_ message: XMPPMessage) async throws(XMPPClientError) {
         try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(message, now: now) }
     }
 
     /// Sends a presence (waiting for room as `send(_:)` for messages).
-    public func send(_ presence: XMPPPresence) async throws(XMPPClientError) {
+    nonisolated(nonsending) public func send(_ presence: XMPPPresence) async throws(XMPPClientError) {
         try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(presence, now: now) }
     }
 
     /// Sends an iq without waiting for an answer: replies to `iqRequest` events (`iq.result()`,
     /// `iq.error(…)`), or a request whose answer comes as an `iqResponse` event.
     @discardableResult
-    public func send(_ iq: XMPPIQ) async throws(XMPPClientError) -> String {
+    nonisolated(nonsending) public func send(_ iq: XMPPIQ) async throws(XMPPClientError) -> String {
         try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(iq, now: now) }
     }
 
     /// Sends any stanza.
-    public func send(stanza: XElement) async throws(XMPPClientError) {
+    nonisolated(nonsending) public func send(stanza: XElement) async throws(XMPPClientError) {
         try await core.runner.send { machine, now throws(XMPPClientError) in try machine.send(stanza: stanza, now: now)
         }
     }
@@ -176,7 +176,10 @@ public final class XMPPClient: ConnectionClient {
     /// stanza error) for an error reply, `iqTimeout`, the connection's error when the stream
     /// ended before an answer could come, or `canceled` at once when the calling task is canceled
     /// (the answer is then dropped).
-    public func request(_ iq: XMPPIQ, timeout: Duration? = nil) async throws(XMPPClientError) -> XMPPIQ {
+    nonisolated(nonsending) public func request(
+        _ iq: XMPPIQ,
+        timeout: Duration? = nil
+    ) async throws(XMPPClientError) -> XMPPIQ {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
         let call = RunnerCall()
         let core = core
@@ -214,7 +217,10 @@ public final class XMPPClient: ConnectionClient {
 
     /// Pings `jid` (the server when nil, XEP-0199) and returns the round-trip time. An error
     /// reply also proves the peer alive and counts as an answer.
-    public func ping(_ jid: JID? = nil, timeout: Duration? = nil) async throws(XMPPClientError) -> Duration {
+    nonisolated(nonsending) public func ping(
+        _ jid: JID? = nil,
+        timeout: Duration? = nil
+    ) async throws(XMPPClientError) -> Duration {
         let start = DispatchTime.now().uptimeNanoseconds
         do {
             _ = try await request(.ping(to: jid), timeout: timeout)
@@ -225,7 +231,7 @@ public final class XMPPClient: ConnectionClient {
     }
 
     /// Fetches the roster.
-    public func fetchRoster() async throws(XMPPClientError) -> RosterQuery {
+    nonisolated(nonsending) public func fetchRoster() async throws(XMPPClientError) -> RosterQuery {
         let result = try await request(RosterQuery.request())
         guard let query = result.payload.flatMap(RosterQuery.init) else {
             throw XMPPClientError(.iqError, "The roster result carries no roster query.")
@@ -237,7 +243,7 @@ public final class XMPPClient: ConnectionClient {
     /// or, without it, written to the transport; asks the server for an acknowledgement at once.
     /// Throws when the client stops first, or `canceled` at once when the calling task is
     /// canceled.
-    public func flush() async throws(XMPPClientError) {
+    nonisolated(nonsending) public func flush() async throws(XMPPClientError) {
         let call = RunnerCall()
         let core = core
         let result: Result<Void, XMPPClientError> = await core.runner.call(

@@ -51,7 +51,7 @@ extension ConnectionClient {
     /// The connection's health now (`ConnectionHealth`: state, time online, round trips, how long
     /// the last dead link took to notice, reconnects and their reasons, resumes, traffic, what
     /// awaits acknowledgement, the transport and its TLS version, what the network has not taken).
-    public func health() async -> ConnectionHealth {
+    nonisolated(nonsending) public func health() async -> ConnectionHealth {
         await runner.health()
     }
 
@@ -61,7 +61,7 @@ extension ConnectionClient {
     }
 
     /// The machine's state now.
-    public func state() async -> StateName {
+    nonisolated(nonsending) public func state() async -> StateName {
         await runner.stateName()
     }
 
@@ -92,11 +92,11 @@ extension ConnectionClient {
     /// `applicationStateChanged(_:)` on the queue.
     func applicationStateChangedSoon(_ application: ApplicationState)
     /// The health now.
-    func health() async -> ConnectionHealth
+    nonisolated(nonsending) func health() async -> ConnectionHealth
     /// The health now and then every `interval`.
     func healthUpdates(every interval: Duration) -> AsyncStream<ConnectionHealth>
     /// The state now.
-    func stateName() async -> StateName
+    nonisolated(nonsending) func stateName() async -> StateName
     /// The app's event handler.
     func setEventHandler(queue: DispatchQueue?, _ handler: @escaping @Sendable (Event) -> Void)
     /// A stream of events.

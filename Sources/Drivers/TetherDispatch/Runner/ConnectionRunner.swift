@@ -514,7 +514,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// (a response, a connect) hops back to the task, unless the task prefers `executor`. A call
     /// made on the queue already (by such a task) runs `start` at once; one made on another
     /// runner's queue enqueues it, so that no queue ever waits for another.
-    @inlinable package func call<Value: Sendable>(
+    @inlinable nonisolated(nonsending) package func call<Value: Sendable>(
         _ start: @escaping @Sendable (Handoff<Value>) -> Void,
         onCancel cancel: (@Sendable () -> Void)? = nil
     ) async -> Value {
@@ -552,7 +552,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     }
 
     /// `connect()` / `start()`.
-    @inlinable package func connect() async throws(Failure) -> Session {
+    @inlinable nonisolated(nonsending) package func connect() async throws(Failure) -> Session {
         let result: Result<Session, Failure> = await call(
             { [self] in start($0) },
             onCancel: { [self] in cancelStart() }
@@ -561,13 +561,13 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     }
 
     /// `disconnect()` / `stop()`.
-    @inlinable package func disconnect() async {
+    @inlinable nonisolated(nonsending) package func disconnect() async {
         await call { [self] in stop($0) }
     }
 
     /// Runs `body` on the machine, waiting for room as `ConnectionOptions.backPressure` says;
     /// canceling the task while it waits throws `canceled`, and `body` never runs.
-    @inlinable package func send<Value: Sendable>(
+    @inlinable nonisolated(nonsending) package func send<Value: Sendable>(
         _ body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
     ) async throws(Failure) -> Value {
         let call = RunnerCall()
@@ -664,7 +664,7 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
         queue.async { [self] in applicationStateChanged(application) }
     }
 
-    public func health() async -> ConnectionHealth {
+    nonisolated(nonsending) public func health() async -> ConnectionHealth {
         await call { [self] handoff in handoff.resume(returning: currentHealth()) }
     }
 
@@ -685,7 +685,7 @@ extension ConnectionRunner: ConnectionRunning where Machine: ~Copyable {
         return stream
     }
 
-    public func stateName() async -> Machine.StateName {
+    nonisolated(nonsending) public func stateName() async -> Machine.StateName {
         await call { [self] handoff in handoff.resume(returning: machine.stateName) }
     }
 
