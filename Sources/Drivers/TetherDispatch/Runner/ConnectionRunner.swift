@@ -61,8 +61,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// The client's event for a lifecycle change.
     @usableFromInline let lifecycleEvent: (Lifecycle) -> ClientEvent
     /// The open transports by generation.
-    @exclusivity(unchecked) @usableFromInline package private(set) var transports:
-        [TransportGeneration: any Transport] = [:]
+    @exclusivity(unchecked) @usableFromInline package private(set) var transports = TransportTable()
     @usableFromInline var startWaiters: [Handoff<Result<Session, Failure>>] = []
     @usableFromInline var stopWaiters: [Handoff<Void>] = []
     /// Commands waiting for room (`BackPressure.wait`), in order.
@@ -495,7 +494,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     }
 
     /// The bytes sent that the network has not taken yet, over every open transport.
-    @usableFromInline package var unsentByteCount: Int { transports.values.reduce(0) { $0 + $1.unsentByteCount } }
+    @usableFromInline package var unsentByteCount: Int { transports.unsentByteCount }
 
     /// The transport of the machine's current generation.
     @inlinable package var currentTransport: (any Transport)? {

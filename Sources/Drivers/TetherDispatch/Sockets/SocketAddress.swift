@@ -111,7 +111,9 @@ package struct SocketAddress: Sendable {
 func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
     connect(fd, address, length)
 }
-func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+/// Reads from a socket: `recv`, which goes to the socket layer directly (`read` passes through the
+/// file layer first: position, permission and notification checks, on every input).
+func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { recv(fd, buffer, count, 0) }
 func systemSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
     #if canImport(Darwin)
         write(fd, buffer, count)  // SO_NOSIGPIPE is set on the socket
