@@ -69,6 +69,10 @@ package final class TCPConnection: @unchecked Sendable {
     private let connectTimeout: Duration
     private let attemptDelay: Duration
     @exclusivity(unchecked) private var onEvent: ((Event) -> Void)?
+    /// Where the bytes read go directly, when set (by a TCP transport with no TLS layer to pass
+    /// them through: one closure hop per input instead of two); else as `.received` to `onEvent`.
+    /// Dropped with `onEvent` when the connection closes or ends.
+    @exclusivity(unchecked) package var onReceived: (([UInt8]) -> Void)?
 
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
@@ -284,6 +288,7 @@ package final class TCPConnection: @unchecked Sendable {
         if afterFlushing, isConnected { flushHeld() }
         isClosed = true
         onEvent = nil
+        onReceived = nil
         guard afterFlushing, isConnected, writeSource != nil, gracefulCloseTimeout > .zero else { return tearDown() }
         lingering = true
         let timeout = DispatchTimeInterval.nanoseconds(Int(clamping: gracefulCloseTimeout.totalNanoseconds))
@@ -438,7 +443,11 @@ package final class TCPConnection: @unchecked Sendable {
             return (count, ReadScratch.bytes(scratch, count: count))
         }
         if count > 0 {
-            deliver(.received(bytes))
+            if let onReceived {
+                onReceived(bytes)
+            } else {
+                deliver(.received(bytes))
+            }
         } else if count == 0 {
             fail(nil)
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -517,6 +526,7 @@ package final class TCPConnection: @unchecked Sendable {
         isClosed = true
         let handler = onEvent
         onEvent = nil
+        onReceived = nil
         tearDown()
         handler?(.closed(error))
     }

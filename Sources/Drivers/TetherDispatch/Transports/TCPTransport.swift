@@ -71,6 +71,9 @@ final class TCPTransport: Transport, @unchecked Sendable {
         ) { [weak self] event in
             self?.tcpEvent(event)
         }
+        // Without TLS the bytes read are the runner's as they are: they go to it straight from
+        // the connection (until TLS begins, or the transport closes).
+        if tlsServerName == nil { tcp?.onReceived = { bytes in onEvent(.received(bytes)) } }
     }
 
     /// Bytes written and not yet taken by the kernel.
@@ -126,6 +129,7 @@ final class TCPTransport: Transport, @unchecked Sendable {
         guard !closed else { return }
         closed = true
         onEvent = nil
+        tcp?.onReceived = nil
         if let session {
             session.close()
             flushTLS()
@@ -147,6 +151,7 @@ final class TCPTransport: Transport, @unchecked Sendable {
         let report = onEvent
         onEvent = nil
         closed = true
+        tcp?.onReceived = nil
         tcp?.close(afterFlushing: true)
         tcp = nil
         report?(.closed(error))
@@ -179,6 +184,7 @@ final class TCPTransport: Transport, @unchecked Sendable {
     }
 
     private func beginTLS(serverName: String, direct: Bool) {
+        tcp?.onReceived = nil  // the bytes read go through the TLS session from now on
         guard let factory = tlsSessionFactory else { return failLater("this platform's driver has no TLS layer") }
         do {
             let session = try factory(
