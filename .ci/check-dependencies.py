@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-SYSTEM = {"Foundation", "FoundationXML", "FoundationEssentials", "Dispatch", "Glibc", "Musl", "Darwin",
+SYSTEM = {"Foundation", "FoundationXML", "FoundationEssentials", "Dispatch", "CDispatch", "Glibc", "Musl", "Darwin",
           "Testing", "XCTest", "CryptoKit", "Synchronization"}
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_implementationOnly\s+|@_spi\([A-Za-z_]+\)\s+)*(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:struct\s+|enum\s+|class\s+|func\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
