@@ -346,31 +346,44 @@ struct TCPConnectionTests {
         let threads = try #require(ReadThreads.shared(count: 2))
         let queue = DispatchQueue(label: "direct-sync-test")
         let inputs = Received()
-        let watched = pair[0]
-        let watch = threads.watch(
-            socket: watched,
-            queue: queue,
-            handler: {
-                dispatchPrecondition(condition: .onQueue(queue))
-                var byte: UInt8 = 0
-                if recv(watched, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
-                return true
-            },
-            failed: { _ in }
-        )
+        let watch = Self.watchRecordingBytes(pair[0], threads: threads, queue: queue, into: inputs)
         #expect(watch != nil)
-        for input in UInt8(1)...3 {
-            var byte = input
-            #expect(send(pair[1], &byte, 1, 0) == 1)
-            let deadline = ContinuousClock.now + .seconds(5)
-            while inputs.snapshot.bytes.count < Int(input) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(1))
-            }
-        }
+        for input in 1...3 { try await Self.sendByte(UInt8(input), on: pair, until: inputs, holds: input) }
         #expect(inputs.snapshot.bytes == [1, 2, 3])
         let canceled = DispatchSemaphore(value: 0)
         watch?.cancel { canceled.signal() }
         #expect(canceled.wait(timeout: .now() + 5) == .success)
+    }
+
+    /// Watches `socket` with `threads`: each input's byte is recorded in `inputs`, read on `queue`
+    /// (checked).
+    static func watchRecordingBytes(
+        _ socket: Int32,
+        threads: ReadThreads,
+        queue: DispatchQueue,
+        into inputs: Received
+    ) -> ReadThreads.Watch? {
+        threads.watch(
+            socket: socket,
+            queue: queue,
+            handler: {
+                dispatchPrecondition(condition: .onQueue(queue))
+                var byte: UInt8 = 0
+                if recv(socket, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
+                return true
+            },
+            failed: { _ in }
+        )
+    }
+
+    /// Sends `byte` into `pair[1]`, then waits (5 s at most) until `inputs` holds `count` bytes.
+    static func sendByte(_ byte: UInt8, on pair: [Int32], until inputs: Received, holds count: Int) async throws {
+        var byte = byte
+        #expect(send(pair[1], &byte, 1, 0) == 1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while inputs.snapshot.bytes.count < count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     /// A connected pair of Unix stream sockets (the caller closes both).
@@ -399,27 +412,12 @@ struct TCPConnectionTests {
             let threads = try #require(ReadThreads.shared(count: 1, tickWindow: window))
             let queue = DispatchQueue(label: "tick-window-test")
             let inputs = Received()
-            let watched = pair[0]
-            let watch = threads.watch(
-                socket: watched,
-                queue: queue,
-                handler: {
-                    var byte: UInt8 = 0
-                    if recv(watched, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
-                    return true
-                },
-                failed: { _ in }
-            )
+            let watch = Self.watchRecordingBytes(pair[0], threads: threads, queue: queue, into: inputs)
             #expect(watch != nil)
             try await Task.sleep(for: .milliseconds(30))
             #expect(threads.quietWakeUps == 0)
             for input in 1...2 {
-                var byte = UInt8(input)
-                #expect(send(pair[1], &byte, 1, 0) == 1)
-                let deadline = ContinuousClock.now + .seconds(5)
-                while inputs.snapshot.bytes.count < input && ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(1))
-                }
+                try await Self.sendByte(UInt8(input), on: pair, until: inputs, holds: input)
                 // The window's wake-ups come, then no more (several windows later).
                 let expected = waits * input
                 let wakeUpsDeadline = ContinuousClock.now + .seconds(5)

@@ -35,8 +35,8 @@ struct TransportTableTests {
         #expect(table.unsentByteCount == 12)
         table[second] = Fake("b2", unsent: 1)
         #expect(table.values.map(name) == ["a", "b2", "c"])
-        #expect(name(table.removeValue(forKey: first)) == "a")
-        #expect(table.removeValue(forKey: first) == nil)
+        #expect(name(table.remove(first)) == "a")
+        #expect(table.remove(first) == nil)
         #expect(table[first] == nil && table.unsentByteCount == 1)
         table[third] = nil
         table[TransportGeneration(9)] = nil

@@ -352,21 +352,33 @@ struct XMPPClientTests {
         }
     }
 
-    /// Requests with completions into a full queue (three stanzas, the link stalled so that no
-    /// acknowledgement comes): with `backPressure: .fail` the fourth's completion gets
-    /// `sendQueueFull`; with the default it waits for room, and once the link is cut and the
-    /// session resumed, every request is answered, in order.
-    @Test(arguments: [BackPressure.fail, .wait])
-    func requestsWithCompletionsIntoAFullQueue(backPressure: BackPressure) async throws {
+    /// Alice connected through a relay with stream management on and a queue of 3 stanzas, the
+    /// link then stalled: what she sends gets no acknowledgement until `relay.cutAll()`. (The
+    /// server and the relay are returned to be kept for the test's length.)
+    static func stalledWithAShortQueue(
+        _ resource: String,
+        backPressure: BackPressure
+    ) async throws -> (ProsodyServer, TCPRelay, XMPPClient) {
         let server = try await startedProsody()
         let relay = try TCPRelay(upstreamPort: server.port)
-        var configuration = testConfiguration("alice", port: relay.port, resource: "full")
+        var configuration = testConfiguration("alice", port: relay.port, resource: resource)
         configuration.maximumQueuedStanzas = 3
         let alice = try XMPPClient(configuration: configuration, options: .init(backPressure: backPressure))
         let events = EventRecorder(alice)
         try await alice.connect()
         #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
         relay.stallAll()
+        return (server, relay, alice)
+    }
+
+    /// Requests with completions into a full queue (three stanzas, the link stalled so that no
+    /// acknowledgement comes): with `backPressure: .fail` the fourth's completion gets
+    /// `sendQueueFull`; with the default it waits for room, and once the link is cut and the
+    /// session resumed, every request is answered, in order.
+    @Test(arguments: [BackPressure.fail, .wait])
+    func requestsWithCompletionsIntoAFullQueue(backPressure: BackPressure) async throws {
+        let (server, relay, alice) = try await Self.stalledWithAShortQueue("full", backPressure: backPressure)
+        defer { withExtendedLifetime(server) {} }
         let outcomes = Recorder<String>()
         for index in 1...5 {
             alice.request(.ping(to: nil)) { result in
@@ -407,15 +419,8 @@ struct XMPPClientTests {
     /// and every other is answered after the cut.
     @Test(arguments: [BackPressure.fail, .wait])
     func requestsFromTasksIntoAFullQueue(backPressure: BackPressure) async throws {
-        let server = try await startedProsody()
-        let relay = try TCPRelay(upstreamPort: server.port)
-        var configuration = testConfiguration("alice", port: relay.port, resource: "full-tasks")
-        configuration.maximumQueuedStanzas = 3
-        let alice = try XMPPClient(configuration: configuration, options: .init(backPressure: backPressure))
-        let events = EventRecorder(alice)
-        try await alice.connect()
-        #expect(await events.wait { $0.contains(.streamManagementEnabled(resumable: true)) })
-        relay.stallAll()
+        let (server, relay, alice) = try await Self.stalledWithAShortQueue("full-tasks", backPressure: backPressure)
+        defer { withExtendedLifetime(server) {} }
         let outcomes = Recorder<String>()
         func start(_ index: Int) -> Task<Void, Never> {
             Task {

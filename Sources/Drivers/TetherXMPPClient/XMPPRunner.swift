@@ -90,18 +90,16 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         call: RunnerCall,
         _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
     ) {
-        guard !call.isCanceled else {
-            return handoff.resume(returning: .failure(XMPPClientError(.canceled, "The call's task was canceled.")))
-        }
         // At once when nothing waits for room (no command built), else as a command that waits.
         let failure = runner.runForCompletion(
+            call: call,
             { machine, now throws(XMPPClientError) in
-                try send(iq, timeout: timeout, on: &machine, now: now, call: call, handoff)
+                try send(iq, timeout: timeout, on: &machine, now: now, to: .task(handoff), call: call)
             },
             later: {
                 .init(
                     run: { [unowned self] machine, now throws(XMPPClientError) in
-                        try send(iq, timeout: timeout, on: &machine, now: now, call: call, handoff)
+                        try send(iq, timeout: timeout, on: &machine, now: now, to: .task(handoff), call: call)
                     },
                     fail: { handoff.resume(returning: .failure($0)) },
                     call: call
@@ -109,19 +107,6 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
             }
         )
         if let failure { handoff.resume(returning: .failure(failure)) }
-    }
-
-    private func send(
-        _ iq: XMPPIQ,
-        timeout: Duration?,
-        on machine: inout XMPPClientMachine,
-        now: Instant,
-        call: RunnerCall,
-        _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
-    ) throws(XMPPClientError) {
-        let id = try machine.send(iq, timeout: timeout, now: now)
-        call.id = id
-        requestWaiters[id] = .task(handoff)
     }
 
     /// Sends an iq request; its answer goes to `completion`, run as a job of the executor.
@@ -133,12 +118,12 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         let executor = runner.executor
         let failure = runner.runForCompletion(
             { machine, now throws(XMPPClientError) in
-                try send(iq, timeout: timeout, on: &machine, now: now, completion: completion)
+                try send(iq, timeout: timeout, on: &machine, now: now, to: .completion(completion))
             },
             later: {
                 .init(
                     run: { [unowned self] machine, now throws(XMPPClientError) in
-                        try send(iq, timeout: timeout, on: &machine, now: now, completion: completion)
+                        try send(iq, timeout: timeout, on: &machine, now: now, to: .completion(completion))
                     },
                     fail: { error in executor.perform { completion(.failure(error)) } }
                 )
@@ -147,14 +132,19 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         if let failure { executor.perform { completion(.failure(failure)) } }
     }
 
+    /// Sends `iq` on the machine; its answer goes to `waiter` (the id noted in `call`, for its
+    /// cancellation).
     private func send(
         _ iq: XMPPIQ,
         timeout: Duration?,
         on machine: inout XMPPClientMachine,
         now: Instant,
-        completion: @escaping @Sendable (Result<XMPPIQ, XMPPClientError>) -> Void
+        to waiter: RequestWaiter,
+        call: RunnerCall? = nil
     ) throws(XMPPClientError) {
-        requestWaiters[try machine.send(iq, timeout: timeout, now: now)] = .completion(completion)
+        let id = try machine.send(iq, timeout: timeout, now: now)
+        call?.id = id
+        requestWaiters[id] = waiter
     }
 
     /// The task awaiting a request was canceled: it throws `canceled` at once; the answer, when it

@@ -199,7 +199,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
             }
         case .closeTransport(let generation):
             if heldGeneration == generation { heldGeneration = nil }
-            transports.removeValue(forKey: generation)?.close()
+            transports.remove(generation)?.close()
             part?.closeRequests(of: generation)
         case .event(let event):
             if let change = event.lifecycle {
@@ -230,7 +230,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         case .drained:
             break  // the drive's retry of commands waiting for room follows
         case .closed(let error):
-            transports.removeValue(forKey: generation)?.close()
+            transports.remove(generation)?.close()
             log.debug("The transport of \(generation) closed\(error.map { ": \($0)" } ?? ".")")
             machine.transportClosed(generation: generation, error: error, now: now())
         }
@@ -360,9 +360,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// what the executor's job held is written now instead of when the job ends: the request is
     /// on the wire while the task suspends.
     @inlinable package func submit(_ command: Command, writingAtOnce: Bool = false) {
-        if let call = command.call as? RunnerCall, call.isCanceled {
-            return command.fail(Failure(.canceled, "The call's task was canceled."))
-        }
+        if let call = command.call as? RunnerCall, call.isCanceled { return command.fail(callCanceled) }
         if blocked.isEmpty {
             // Nothing waits: it runs now, the network's room checked here (no wrapper to build).
             switch runNow(command.run) {
@@ -431,14 +429,17 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         }
     }
 
-    /// Runs `body` for a callback call of a client: at once when it can (`runAtOnce`, writing at
-    /// once), else as the command `later` makes (nothing is made for it on the way that runs at
-    /// once). The failure of a `body` run at once is returned, for the caller to hand to the
-    /// call's completion as a job of the executor (never inside the call).
+    /// Runs `body` for a call of a client: at once when it can (`runAtOnce`, writing at once),
+    /// else as the command `later` makes (nothing is made for it on the way that runs at once).
+    /// The failure of a `body` run at once (or `canceled`, when `call`'s task was canceled before
+    /// it came here) is returned, for the caller to hand to the call's completion as a job of the
+    /// executor (never inside the call), or to its hand-off.
     @inlinable package func runForCompletion(
+        call: RunnerCall? = nil,
         _ body: (inout Machine, Instant) throws(Failure) -> Void,
         later: () -> Command
     ) -> Failure? {
+        if let call, call.isCanceled { return callCanceled }
         do throws(Failure) {
             if try runAtOnce(writingAtOnce: true, body) { return nil }
         } catch {
@@ -490,8 +491,11 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @discardableResult
     @inlinable package func cancelWaitingCommand(_ call: RunnerCall) -> Bool {
         call.isCanceled = true
-        return blocked.cancel(call, with: Failure(.canceled, "The call's task was canceled."))
+        return blocked.cancel(call, with: callCanceled)
     }
+
+    /// The error of a call whose task was canceled before it ran.
+    @inlinable var callCanceled: Failure { Failure(.canceled, "The call's task was canceled.") }
 
     /// The bytes sent that the network has not taken yet, over every open transport.
     @usableFromInline package var unsentByteCount: Int { transports.unsentByteCount }

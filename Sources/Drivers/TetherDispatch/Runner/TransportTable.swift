@@ -26,11 +26,7 @@ public import TetherCore
     }
 
     /// Removes the transport of `generation` and returns it.
-    @inlinable @discardableResult package mutating func removeValue(
-        forKey generation: TransportGeneration
-    ) -> (
-        any Transport
-    )? {
+    @inlinable package mutating func remove(_ generation: TransportGeneration) -> (any Transport)? {
         guard let index = index(of: generation) else { return nil }
         return entries.remove(at: index).transport
     }
