@@ -31,6 +31,8 @@ for package in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
+        # A fresh machine has no package lists yet.
+        apt-get update -q >/dev/null
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
     else
         echo "missing: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2

@@ -280,10 +280,11 @@ struct TCPConnectionTests {
         for connection in connections { connection.1.sync { connection.0.close() } }
     }
 
-    /// A socket the kernel refuses to arm again after an input (here: its descriptor number was
-    /// made to name another file, which the readiness queue does not hold) is reported through `failed` with the error, on the connection's queue,
-    /// instead of going quiet; the watch still stands until it is canceled, and the cancel's
-    /// completion runs then.
+    /// A socket the kernel refuses to look at again when a thread's turn with it ends (here: its
+    /// descriptor number was made to name another file, which the readiness queue does not hold,
+    /// and the handler reports full reads, so the turn ends after `fullReadsPerTurn` of them) is
+    /// reported through `failed` with the error, on the connection's queue, instead of going
+    /// quiet; the watch still stands until it is canceled, and the cancel's completion runs then.
     @Test func aSocketThatCannotBeArmedAgainIsReported() async throws {
         let pair = try Self.socketPair()
         let null = open("/dev/null", O_RDONLY)
@@ -301,11 +302,11 @@ struct TCPConnectionTests {
             queue: queue,
             handler: {
                 var byte: UInt8 = 0
-                _ = recv(watched, &byte, 1, 0)
+                _ = recv(watched, &byte, 1, Int32(MSG_DONTWAIT))
                 // The number now names /dev/null (and the socket is closed in one step, so no
-                // other test's socket can take the number): the re-arm fails.
+                // other test's socket can take the number): the kernel's second look fails.
                 dup2(null, watched)
-                return true
+                return .more
             },
             failed: { error in
                 dispatchPrecondition(condition: .onQueue(queue))
@@ -355,6 +356,100 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
+    /// Input that arrives while a thread runs the socket's handler is read by that handler's next
+    /// run: the kernel's event for it (edge-triggered, so not given again) goes to the other thread,
+    /// which passes it on. Here the first run reads one byte and then waits until the second byte
+    /// has arrived and its event has been taken; the second byte is read all the same.
+    @Test func inputArrivingWhileAHandlerRunsIsRead() async throws {
+        let pair = try Self.socketPair()
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        let threads = try #require(ReadThreads.shared(count: 2))
+        let queue = DispatchQueue(label: "pending-input-test")
+        let inputs = Received()
+        let release = DispatchSemaphore(value: 0)
+        let runs = Received()
+        let watched = pair[0]
+        let watch = threads.watch(
+            socket: watched,
+            queue: queue,
+            handler: {
+                var byte: UInt8 = 0
+                let count = recv(watched, &byte, 1, Int32(MSG_DONTWAIT))
+                if count == 1 { inputs.record(.received([byte])) }
+                runs.record(.received([0]))
+                if runs.snapshot.bytes.count == 1 { release.wait() }
+                return .drained
+            },
+            failed: { _ in }
+        )
+        #expect(watch != nil)
+        try await Self.sendByte(1, on: pair, until: inputs, holds: 1)
+        var byte: UInt8 = 2
+        #expect(send(pair[1], &byte, 1, 0) == 1)
+        try await Task.sleep(for: .milliseconds(50))  // the other thread has taken its event
+        #expect(inputs.snapshot.bytes == [1])  // not read while the first run waits
+        release.signal()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while inputs.snapshot.bytes.count < 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(inputs.snapshot.bytes == [1, 2])
+        let canceled = DispatchSemaphore(value: 0)
+        watch?.cancel { canceled.signal() }
+        #expect(canceled.wait(timeout: .now() + 5) == .success)
+    }
+
+    /// A socket with more input than `fullReadsPerTurn` full reads take is read to the end over
+    /// several turns (the kernel, asked to look at it again after each turn, gives a new event), in
+    /// order, while another socket's input is read meanwhile.
+    @Test func aSocketWithMuchInputIsReadOverSeveralTurns() async throws {
+        let busy = try Self.socketPair()
+        let other = try Self.socketPair()
+        defer {
+            for socket in busy + other { close(socket) }
+        }
+        let threads = try #require(ReadThreads.shared(count: 2))
+        let queue = DispatchQueue(label: "turns-test")
+        let inputs = Received()
+        let otherInputs = Received()
+        let watched = busy[0]
+        let turns = Received()
+        // A "full read" is one byte here: 4 per turn, so 20 bytes take 5 turns.
+        let watch = threads.watch(
+            socket: watched,
+            queue: queue,
+            handler: {
+                var byte: UInt8 = 0
+                guard recv(watched, &byte, 1, Int32(MSG_DONTWAIT)) == 1 else {
+                    turns.record(.received([0]))
+                    return .drained
+                }
+                inputs.record(.received([byte]))
+                return .more
+            },
+            failed: { _ in }
+        )
+        let otherWatch = Self.watchRecordingBytes(other[0], threads: threads, queue: DispatchQueue(label: "turns-other"), into: otherInputs)
+        #expect(watch != nil && otherWatch != nil)
+        let sent = (1...20).map { UInt8($0) }
+        #expect(send(busy[1], sent, sent.count, 0) == sent.count)
+        try await Self.sendByte(99, on: other, until: otherInputs, holds: 1)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while inputs.snapshot.bytes.count < sent.count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(inputs.snapshot.bytes == sent)
+        #expect(otherInputs.snapshot.bytes == [99])
+        for watch in [watch, otherWatch] {
+            let canceled = DispatchSemaphore(value: 0)
+            watch?.cancel { canceled.signal() }
+            #expect(canceled.wait(timeout: .now() + 5) == .success)
+        }
+    }
+
     /// Watches `socket` with `threads`: each input's byte is recorded in `inputs`, read on `queue`
     /// (checked).
     static func watchRecordingBytes(
@@ -368,9 +463,10 @@ struct TCPConnectionTests {
             queue: queue,
             handler: {
                 dispatchPrecondition(condition: .onQueue(queue))
-                var byte: UInt8 = 0
-                if recv(socket, &byte, 1, 0) == 1 { inputs.record(.received([byte])) }
-                return true
+                var bytes = [UInt8](repeating: 0, count: 64)
+                let count = recv(socket, &bytes, bytes.count, Int32(MSG_DONTWAIT))
+                if count > 0 { inputs.record(.received(Array(bytes[..<count]))) }
+                return count == bytes.count ? .more : .drained
             },
             failed: { _ in }
         )

@@ -53,15 +53,20 @@ public enum SocketReading: Sendable, Equatable {
 }
 
 /// `SocketReading.sharedThreads`: `count` threads (named "tether.read") waiting on one kernel
-/// readiness queue; each socket is armed for one event at a time, so its input is handled by one
-/// thread at a time, in order.
+/// readiness queue, edge-triggered (an event when input arrives): a socket's input is handled by
+/// one thread at a time, in order, and no system call is made per input to watch the socket again.
 ///
 /// A watched socket is known by a token that is never reused. The kernel hands a thread the token
-/// of a socket with input; the thread looks the token up (a watch canceled in between is gone: the
-/// event is dropped), handles the input and arms the socket again. `Watch.cancel(then:)` removes
-/// the socket from the queue at once, or, while a thread is handling its input, has that thread
-/// remove it afterwards; `then` (which closes the socket) runs on the connection's queue only after
-/// that, so a new socket that reuses the number is never handled as the old one.
+/// of a socket with new input; the thread looks the token up (a watch canceled in between is gone:
+/// the event is dropped) and runs the handler until it has read everything the socket had
+/// (`Handled.drained`). An event for a socket another thread is handling is passed to that thread
+/// (it runs the handler once more), so input that arrives while a handler reads is never left
+/// unread. A thread that has read `fullReadsPerTurn` full buffers in a row from one socket asks the
+/// kernel to look at it again and goes back to waiting, so one busy socket takes its turn behind
+/// the others. `Watch.cancel(then:)` removes the socket from the queue at once, or, while a thread
+/// is handling its input, has that thread remove it afterwards; `then` (which closes the socket)
+/// runs on the connection's queue only after that, so a new socket that reuses the number is
+/// never handled as the old one.
 final class ReadThreads: Sendable {
     /// The threads of `SocketReading.default`: one per processor, at least 2 (so that one busy
     /// connection never holds up the rest), at most 8.
@@ -70,23 +75,41 @@ final class ReadThreads: Sendable {
     /// The threads' name (in `top -H`, a debugger, a crash log).
     static let threadName = "tether.read"
 
+    /// Full buffers a thread reads from one socket before it lets the others' input go first.
+    static let fullReadsPerTurn = 4
+
+    /// What a socket's handler did with its input.
+    enum Handled: Sendable, Equatable {
+        /// Read everything the socket had (a read shorter than asked, or none waiting): the next
+        /// input is a new event.
+        case drained
+        /// Read as much as it asks for at once: the socket may hold more (the handler runs again).
+        case more
+        /// Stop watching (the connection is closing); only the cancel is awaited now.
+        case stopWatching
+    }
+
     /// One watched socket: an object, so that a thread takes it from the table once per input
     /// (one lookup, one reference) and changes it in place. Its `var`s are guarded by the
     /// table's mutex.
     private final class Entry: @unchecked Sendable {
         let socket: Int32
         let queue: DispatchQueue
-        /// Runs on `queue` when the socket has input; false: stop watching it (the connection is
-        /// closing) and wait only for the cancel.
-        let handler: @Sendable () -> Bool
-        /// Runs on `queue` when the socket cannot be watched any more (the kernel refused to arm
-        /// it again): the connection must end, as no input would reach it.
+        /// Runs on `queue` when the socket has input.
+        let handler: @Sendable () -> Handled
+        /// Runs on `queue` when the socket cannot be watched any more (the kernel refused to look
+        /// at it again after a thread's turn with it): the connection must end, as no input would
+        /// reach it.
         let failed: @Sendable (Int32) -> Void
         /// `queue`'s Dispatch object, for `dispatch_sync_f` (`directQueue(of:)`); nil: `queue.sync`.
         let direct: OpaquePointer?
         /// A thread is running `handler` (guarded by the table's mutex, so exempt from run-time
-        /// exclusivity checks).
+        /// exclusivity checks, as are the other `var`s).
         @exclusivity(unchecked) var handling = false
+        /// An event came while a thread was running `handler`: that thread runs it once more.
+        @exclusivity(unchecked) var pending = false
+        /// The handler asked to stop watching: later events are dropped.
+        @exclusivity(unchecked) var stopped = false
         /// Canceled while a thread was handling: that thread removes the socket, then runs this on
         /// `queue` (guarded by the table's mutex).
         @exclusivity(unchecked) var onCanceled: (@Sendable () -> Void)?
@@ -94,7 +117,7 @@ final class ReadThreads: Sendable {
         init(
             socket: Int32,
             queue: DispatchQueue,
-            handler: @escaping @Sendable () -> Bool,
+            handler: @escaping @Sendable () -> Handled,
             failed: @escaping @Sendable (Int32) -> Void
         ) {
             self.socket = socket
@@ -169,13 +192,14 @@ final class ReadThreads: Sendable {
     }
 
     /// Watches `socket`: `handler` runs on `queue` (from one of the threads) whenever it has input,
-    /// until the watch is canceled; `failed` runs there with the error number if the kernel
-    /// refuses to arm the socket again after an input (the watch then stands, disarmed, until it is
-    /// canceled). Nil when the kernel refuses the socket.
+    /// until the watch is canceled or the handler stops it; `failed` runs there with the error
+    /// number if the kernel refuses to look at the socket again after a thread's turn with it (the
+    /// watch then stands, without events, until it is canceled). Nil when the kernel refuses the
+    /// socket.
     func watch(
         socket: Int32,
         queue: DispatchQueue,
-        handler: @escaping @Sendable () -> Bool,
+        handler: @escaping @Sendable () -> Handled,
         failed: @escaping @Sendable (Int32) -> Void
     ) -> Watch? {
         let token = table.withLock { table -> UInt64? in
@@ -264,7 +288,8 @@ final class ReadThreads: Sendable {
         var quietWaits = timedWaits
         while true {
             var token: UInt64 = 0
-            let waited = tether_event_poll_wait(poll, &token, quietWaits < timedWaits ? 1 : -1)
+            var ended: Int32 = 0
+            let waited = tether_event_poll_wait(poll, &token, &ended, quietWaits < timedWaits ? 1 : -1)
             if waited < 0 {
                 // Only ENOMEM can happen here: wait a moment and watch again.
                 usleep(1000)
@@ -275,52 +300,90 @@ final class ReadThreads: Sendable {
                 quietWaits += 1
                 continue
             }
-            handle(token)
+            handle(token, ended: ended != 0)
             quietWaits = 0
         }
     }
 
-    /// Runs the handler of the socket `token` names (if its watch still stands), then arms it
-    /// again, or removes it when it was canceled meanwhile or asked to stop.
-    private func handle(_ token: UInt64) {
+    /// Runs the handler of the socket `token` names (if its watch still stands) until it has read
+    /// everything, or hands the event to the thread handling it; removes the socket when it was
+    /// canceled meanwhile. `ended`: the event reports the peer's end (or a failure), which a read
+    /// after the last input reads: the handler runs once more after it reported `.drained`.
+    private func handle(_ token: UInt64, ended: Bool) {
         let taken = table.withLock { table -> Entry? in
-            guard let entry = table.entries[token] else { return nil }
+            guard let entry = table.entries[token], !entry.stopped else { return nil }
+            guard !entry.handling else {
+                entry.pending = true
+                return nil
+            }
             entry.handling = true
             return entry
         }
         guard let entry = taken else { return }
-        let queue = entry.queue
-        let keepWatching = Self.handleOnQueue(entry)
-        // The entry is still in the table: a cancel while `handling` leaves it there for this
-        // thread to remove.
-        let next = table.withLock { table -> (@Sendable () -> Void)? in
-            entry.handling = false
-            if let onCanceled = entry.onCanceled {
-                table.entries[token] = nil
-                _ = tether_event_poll_remove(poll, entry.socket)
-                return onCanceled
+        var fullReads = 0
+        var endUnread = ended
+        while true {
+            let handled = Self.handleOnQueue(entry)
+            if handled == .more { fullReads += 1 }
+            let step = table.withLock { table -> Step in
+                // The entry is still in the table: a cancel while `handling` leaves it there for
+                // this thread to remove.
+                if let onCanceled = entry.onCanceled {
+                    entry.handling = false
+                    table.entries[token] = nil
+                    _ = tether_event_poll_remove(poll, entry.socket)
+                    return .then(onCanceled)
+                }
+                guard handled != .stopWatching else {
+                    entry.handling = false
+                    entry.stopped = true
+                    return .done
+                }
+                if handled == .drained && endUnread {
+                    endUnread = false
+                    return .again
+                }
+                guard handled == .more || entry.pending else {
+                    entry.handling = false
+                    return .done
+                }
+                entry.pending = false
+                if fullReads < Self.fullReadsPerTurn { return .again }
+                // The socket's turn is over: the kernel looks at it again (an event behind the
+                // others' if it still has input).
+                entry.handling = false
+                guard tether_event_poll_rearm(poll, entry.socket, token) != 0 else { return .done }
+                let error = errno
+                let failed = entry.failed
+                return .then { failed(error) }
             }
-            // Not armed again when the handler stopped watching: the socket stays quiet (in the
-            // queue, disarmed) until the cancel.
-            guard keepWatching, tether_event_poll_rearm(poll, entry.socket, token) != 0 else { return nil }
-            let error = errno
-            let failed = entry.failed
-            return { failed(error) }
+            switch step {
+            case .again: continue
+            case .done: return
+            case .then(let job): return entry.queue.async(execute: job)
+            }
         }
-        if let next { queue.async(execute: next) }
+    }
+
+    /// What `handle` does after a handler ran.
+    private enum Step {
+        /// Run the handler again (input may be waiting).
+        case again
+        case done
+        /// Run this on the connection's queue, and be done.
+        case then(@Sendable () -> Void)
     }
 }
 
 extension ReadThreads {
     /// Runs `entry`'s handler on its queue (`queue.sync`, which an idle serial queue runs on this
-    /// thread) with the jobs it gives the queue's executor (`ConnectionExecutor.runningInline`);
-    /// whether to keep watching.
+    /// thread) with the jobs it gives the queue's executor (`ConnectionExecutor.runningInline`).
     ///
     /// Through `dispatch_sync_f` where the queue's Dispatch object is known (`directQueue(of:)`):
     /// the Swift overlay's `sync` turns its closure into a block copied to the heap, with its
     /// captures in a second allocation, and checks at run time that it did not escape, on every
     /// input. The function form takes a pointer to a context on this thread's stack.
-    private static func handleOnQueue(_ entry: Entry) -> Bool {
+    private static func handleOnQueue(_ entry: Entry) -> Handled {
         #if canImport(CDispatch)
             if let direct = entry.direct {
                 var context = DirectSync(entry: entry)
@@ -328,23 +391,23 @@ extension ReadThreads {
                     dispatch_sync_f(direct, pointer) { raw in
                         guard let context = raw?.assumingMemoryBound(to: DirectSync.self) else { return }
                         let entry = context.pointee.entry
-                        context.pointee.keepWatching = ConnectionExecutor.runningInline(on: entry.queue, entry.handler)
+                        context.pointee.handled = ConnectionExecutor.runningInline(on: entry.queue, entry.handler)
                     }
                 }
-                return context.keepWatching
+                return context.handled
             }
         #endif
         // The untyped `sync` (the generic one's helper looks up type metadata on every call).
-        var keepWatching = false
+        var handled = Handled.drained
         let queue = entry.queue
-        queue.sync { keepWatching = ConnectionExecutor.runningInline(on: queue, entry.handler) }
-        return keepWatching
+        queue.sync { handled = ConnectionExecutor.runningInline(on: queue, entry.handler) }
+        return handled
     }
 
     /// What `handleOnQueue` passes to `dispatch_sync_f`.
     private struct DirectSync {
         let entry: Entry
-        var keepWatching = false
+        var handled = Handled.drained
     }
 
     /// `queue`'s Dispatch object (`dispatch_queue_t`), or nil where it cannot be had. The Linux

@@ -411,7 +411,7 @@ package final class TCPConnection: @unchecked Sendable {
             readWatch = ReadThreads.shared(count: count, tickWindow: tickWindow)?.watch(
                 socket: fd,
                 queue: queue,
-                handler: { [weak self] in self?.readable() ?? false },
+                handler: { [weak self] in self?.readable() ?? .stopWatching },
                 failed: { [weak self] error in
                     self?.fail("the socket could not be watched for input: \(Self.errorText(error))")
                 }
@@ -432,9 +432,10 @@ package final class TCPConnection: @unchecked Sendable {
 
     // MARK: - Reading and writing
 
-    /// Reads what the socket has; false once the connection is closed (nothing more to read).
-    private func readable() -> Bool {
-        guard !isClosed else { return lingering && discardWhileLingering() }
+    /// Reads what the socket has (up to `maximumReadSize`); `.stopWatching` once the connection is
+    /// closed (nothing more to read), `.more` when the read filled the buffer.
+    private func readable() -> ReadThreads.Handled {
+        guard !isClosed else { return lingering ? discardWhileLingering() : .stopWatching }
         // Read into the thread's buffer and copied out at the size that arrived (more than
         // `maximumReadSize` waits for the next read).
         let socket = socket
@@ -442,7 +443,9 @@ package final class TCPConnection: @unchecked Sendable {
             let count = systemRead(socket, scratch.baseAddress, scratch.count)
             return (count, ReadScratch.bytes(scratch, count: count))
         }
+        var handled = ReadThreads.Handled.drained
         if count > 0 {
+            if count >= maximumReadSize { handled = .more }
             if let onReceived {
                 onReceived(bytes)
             } else {
@@ -450,31 +453,36 @@ package final class TCPConnection: @unchecked Sendable {
             }
         } else if count == 0 {
             fail(nil)
-        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+        } else if errno == EINTR {
+            handled = .more
+        } else if errno != EAGAIN && errno != EWOULDBLOCK {
             fail(Self.errorText(errno))
         }
-        return !isClosed
+        return isClosed ? .stopWatching : handled
     }
 
     /// While a closed connection lingers (`close(afterFlushing:)`): reads what arrives and drops
     /// it, so that the socket is never closed with input unread, and a Dispatch read source does
     /// not fire again and again for input nobody takes. At the end of the peer's stream (or a
-    /// failure) it stops watching, and closes if our side has ended too; false then.
-    private func discardWhileLingering() -> Bool {
-        let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+    /// failure) it stops watching, and closes if our side has ended too.
+    private func discardWhileLingering() -> ReadThreads.Handled {
+        let size = 4096
+        let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
             systemRead(socket, buffer.baseAddress, buffer.count)
         }
-        if count > 0 || (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) { return true }
+        if count > 0 { return count >= size ? .more : .drained }
+        if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .drained }
+        if count < 0 && errno == EINTR { return .more }
         inputEnded = true
         if outputEnded {
             stopLingering()
-            return false
+            return .stopWatching
         }
         if let readSource, !readSourceSuspended {
             readSource.suspend()
             readSourceSuspended = true
         }
-        return false
+        return .stopWatching
     }
 
     private func writable() {
