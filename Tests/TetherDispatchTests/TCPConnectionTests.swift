@@ -432,7 +432,12 @@ struct TCPConnectionTests {
             },
             failed: { _ in }
         )
-        let otherWatch = Self.watchRecordingBytes(other[0], threads: threads, queue: DispatchQueue(label: "turns-other"), into: otherInputs)
+        let otherWatch = Self.watchRecordingBytes(
+            other[0],
+            threads: threads,
+            queue: DispatchQueue(label: "turns-other"),
+            into: otherInputs
+        )
         #expect(watch != nil && otherWatch != nil)
         let sent = (1...20).map { UInt8($0) }
         #expect(send(busy[1], sent, sent.count, 0) == sent.count)
