@@ -93,7 +93,8 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         runner.submit(.init(run: command, fail: fail, call: call), writingAtOnce: writingAtOnce)
     }
 
-    /// Invokes; the completion goes to `handoff` (unless `call` is canceled first).
+    /// Invokes; the completion goes to `handoff` (unless `call` is canceled first). At once when
+    /// nothing waits for room (no command built), else as a command that waits.
     func invoke(
         _ target: String,
         arguments: EncodedArguments,
@@ -101,20 +102,38 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         call: RunnerCall,
         _ handoff: Handoff<Result<EncodedValue?, HubConnectionError>>
     ) {
-        submit(
-            { [self] (machine, now) throws(HubConnectionError) in
-                let streamIds = try upload.map { _ throws(HubConnectionError) in
-                    [try machine.makeUploadStream(now: now)]
-                }
-                let id = try machine.invoke(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
-                completionWaiters[id] = .task(handoff)
-                call.id = id
-                if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
-            },
+        let failure = runner.runForCompletion(
             call: call,
-            writingAtOnce: true,
-            fail: { handoff.resume(returning: .failure($0)) }
+            { machine, now throws(HubConnectionError) in
+                try invoke(
+                    target,
+                    arguments: arguments,
+                    upload: upload,
+                    on: &machine,
+                    now: now,
+                    to: .task(handoff),
+                    call: call
+                )
+            },
+            later: {
+                .init(
+                    run: { [self] machine, now throws(HubConnectionError) in
+                        try invoke(
+                            target,
+                            arguments: arguments,
+                            upload: upload,
+                            on: &machine,
+                            now: now,
+                            to: .task(handoff),
+                            call: call
+                        )
+                    },
+                    fail: { handoff.resume(returning: .failure($0)) },
+                    call: call
+                )
+            }
         )
+        if let failure { handoff.resume(returning: .failure(failure)) }
     }
 
     /// Invokes; the completion goes to `completion`, run as a job of the executor.
@@ -126,12 +145,12 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         let executor = runner.executor
         let failure = runner.runForCompletion(
             { machine, now throws(HubConnectionError) in
-                try invoke(target, arguments: arguments, on: &machine, now: now, completion: completion)
+                try invoke(target, arguments: arguments, on: &machine, now: now, to: .completion(completion))
             },
             later: {
                 .init(
                     run: { [self] machine, now throws(HubConnectionError) in
-                        try invoke(target, arguments: arguments, on: &machine, now: now, completion: completion)
+                        try invoke(target, arguments: arguments, on: &machine, now: now, to: .completion(completion))
                     },
                     fail: { error in executor.perform { completion(.failure(error)) } }
                 )
@@ -140,15 +159,22 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         if let failure { executor.perform { completion(.failure(failure)) } }
     }
 
+    /// Invokes on the machine (with `upload`'s stream, started once the invocation is queued);
+    /// the completion goes to `waiter` (the id noted in `call`, for its cancellation).
     private func invoke(
         _ target: String,
         arguments: EncodedArguments,
+        upload: HubConnection.UploadPump? = nil,
         on machine: inout HubConnectionMachine,
         now: Instant,
-        completion: @escaping @Sendable (Result<EncodedValue?, HubConnectionError>) -> Void
+        to waiter: CompletionWaiter,
+        call: RunnerCall? = nil
     ) throws(HubConnectionError) {
-        let id = try machine.invoke(target, arguments: arguments, streamIds: [], now: now)
-        completionWaiters[id] = .completion(completion)
+        let streamId = try upload.map { _ throws(HubConnectionError) in try machine.makeUploadStream(now: now) }
+        let id = try machine.invoke(target, arguments: arguments, streamIds: streamId.map { [$0] } ?? [], now: now)
+        completionWaiters[id] = waiter
+        call?.id = id
+        if let upload, let streamId { startUpload(upload, streamId: streamId) }
     }
 
     /// Hands `result` to `waiter`: a task at once, a completion as a job of the executor.
