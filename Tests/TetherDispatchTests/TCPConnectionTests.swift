@@ -402,6 +402,59 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
+    /// The same with the peer's end: input and the end arrive while a thread runs the handler,
+    /// and their events (the end reported in one) go to the other thread. The handler's next runs
+    /// read the input and then the end (a read shorter than asked does not mean nothing is left
+    /// when the end was reported), instead of leaving the end unread with no event to come.
+    @Test func anEndArrivingWhileAHandlerRunsIsRead() async throws {
+        let pair = try Self.socketPair()
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        let threads = try #require(ReadThreads.shared(count: 2))
+        let queue = DispatchQueue(label: "pending-end-test")
+        let inputs = Received()
+        let release = DispatchSemaphore(value: 0)
+        let runs = Received()
+        let watched = pair[0]
+        let watch = threads.watch(
+            socket: watched,
+            queue: queue,
+            handler: {
+                var bytes = [UInt8](repeating: 0, count: 64)
+                let count = recv(watched, &bytes, bytes.count, Int32(MSG_DONTWAIT))
+                runs.record(.received([0]))
+                if runs.snapshot.bytes.count == 1 { release.wait() }
+                if count == 0 {
+                    inputs.record(.closed(nil))
+                    return .stopWatching
+                }
+                if count > 0 { inputs.record(.received(Array(bytes[..<count]))) }
+                return .drained
+            },
+            failed: { _ in }
+        )
+        #expect(watch != nil)
+        var byte: UInt8 = 1
+        #expect(send(pair[1], &byte, 1, 0) == 1)
+        try await Task.sleep(for: .milliseconds(50))  // the first run has read it and waits
+        byte = 2
+        #expect(send(pair[1], &byte, 1, 0) == 1)
+        #expect(shutdown(pair[1], Int32(SHUT_WR)) == 0)
+        try await Task.sleep(for: .milliseconds(50))  // the other thread has taken their events
+        release.signal()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while inputs.snapshot.ending == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(inputs.snapshot.bytes == [1, 2])
+        #expect(inputs.snapshot.ending == "end")
+        let canceled = DispatchSemaphore(value: 0)
+        watch?.cancel { canceled.signal() }
+        #expect(canceled.wait(timeout: .now() + 5) == .success)
+    }
+
     /// A socket with more input than `fullReadsPerTurn` full reads take is read to the end over
     /// several turns (the kernel, asked to look at it again after each turn, gives a new event), in
     /// order, while another socket's input is read meanwhile.

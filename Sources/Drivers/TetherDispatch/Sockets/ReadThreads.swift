@@ -108,6 +108,8 @@ final class ReadThreads: Sendable {
         @exclusivity(unchecked) var handling = false
         /// An event came while a thread was running `handler`: that thread runs it once more.
         @exclusivity(unchecked) var pending = false
+        /// Such an event reported the peer's end: that thread reads until the end.
+        @exclusivity(unchecked) var pendingEnd = false
         /// The handler asked to stop watching: later events are dropped.
         @exclusivity(unchecked) var stopped = false
         /// Canceled while a thread was handling: that thread removes the socket, then runs this on
@@ -314,6 +316,7 @@ final class ReadThreads: Sendable {
             guard let entry = table.entries[token], !entry.stopped else { return nil }
             guard !entry.handling else {
                 entry.pending = true
+                if ended { entry.pendingEnd = true }
                 return nil
             }
             entry.handling = true
@@ -339,18 +342,26 @@ final class ReadThreads: Sendable {
                     entry.stopped = true
                     return .done
                 }
-                if handled == .drained && endUnread {
+                var again = handled == .more
+                if entry.pending {
+                    // Input came meanwhile (its event passed on to this thread), maybe the end.
+                    entry.pending = false
+                    again = true
+                    if entry.pendingEnd {
+                        entry.pendingEnd = false
+                        endUnread = true
+                    }
+                } else if handled == .drained && endUnread {
                     endUnread = false
-                    return .again
+                    again = true
                 }
-                guard handled == .more || entry.pending else {
+                guard again else {
                     entry.handling = false
                     return .done
                 }
-                entry.pending = false
                 if fullReads < Self.fullReadsPerTurn { return .again }
                 // The socket's turn is over: the kernel looks at it again (an event behind the
-                // others' if it still has input).
+                // others' if it still has input, or its end).
                 entry.handling = false
                 guard tether_event_poll_rearm(poll, entry.socket, token) != 0 else { return .done }
                 let error = errno
