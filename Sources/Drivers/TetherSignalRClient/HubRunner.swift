@@ -205,18 +205,41 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         call: RunnerCall,
         _ handoff: Handoff<Result<Void, HubConnectionError>>
     ) {
-        submit(
-            { [self] (machine, now) throws(HubConnectionError) in
-                let streamIds = try upload.map { _ throws(HubConnectionError) in
-                    [try machine.makeUploadStream(now: now)]
-                }
-                try machine.send(target, arguments: arguments, streamIds: streamIds ?? [], now: now)
-                if let upload, let streamId = streamIds?.first { startUpload(upload, streamId: streamId) }
-                handoff.resume(returning: .success(()))
-            },
+        // At once when nothing waits for room (no command built), else as a command that waits;
+        // written with the executor job's other sends (not at once).
+        let failure = runner.runForCompletion(
             call: call,
-            fail: { handoff.resume(returning: .failure($0)) }
+            writingAtOnce: false,
+            { machine, now throws(HubConnectionError) in
+                try send(target, arguments: arguments, upload: upload, on: &machine, now: now, handoff)
+            },
+            later: {
+                .init(
+                    run: { [self] machine, now throws(HubConnectionError) in
+                        try send(target, arguments: arguments, upload: upload, on: &machine, now: now, handoff)
+                    },
+                    fail: { handoff.resume(returning: .failure($0)) },
+                    call: call
+                )
+            }
         )
+        if let failure { handoff.resume(returning: .failure(failure)) }
+    }
+
+    /// Sends on the machine (with `upload`'s stream, started once the message is queued), and
+    /// tells `handoff` it was sent.
+    private func send(
+        _ target: String,
+        arguments: EncodedArguments,
+        upload: HubConnection.UploadPump?,
+        on machine: inout HubConnectionMachine,
+        now: Instant,
+        _ handoff: Handoff<Result<Void, HubConnectionError>>
+    ) throws(HubConnectionError) {
+        let streamId = try upload.map { _ throws(HubConnectionError) in try machine.makeUploadStream(now: now) }
+        try machine.send(target, arguments: arguments, streamIds: streamId.map { [$0] } ?? [], now: now)
+        if let upload, let streamId { startUpload(upload, streamId: streamId) }
+        handoff.resume(returning: .success(()))
     }
 
     /// Starts a server→client stream whose items go to `sink`.

@@ -429,23 +429,25 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         }
     }
 
-    /// Runs `body` for a call of a client: at once when it can (`runAtOnce`, writing at once),
-    /// else as the command `later` makes (nothing is made for it on the way that runs at once).
+    /// Runs `body` for a call of a client: at once when it can (`runAtOnce`; writing at once unless
+    /// told not to, as a send from a job of the executor leaves with the job's other sends), else
+    /// as the command `later` makes (nothing is made for it on the way that runs at once).
     /// The failure of a `body` run at once (or `canceled`, when `call`'s task was canceled before
     /// it came here) is returned, for the caller to hand to the call's completion as a job of the
     /// executor (never inside the call), or to its hand-off.
     @inlinable package func runForCompletion(
         call: RunnerCall? = nil,
+        writingAtOnce: Bool = true,
         _ body: (inout Machine, Instant) throws(Failure) -> Void,
         later: () -> Command
     ) -> Failure? {
         if let call, call.isCanceled { return callCanceled }
         do throws(Failure) {
-            if try runAtOnce(writingAtOnce: true, body) { return nil }
+            if try runAtOnce(writingAtOnce: writingAtOnce, body) { return nil }
         } catch {
             return error
         }
-        submit(later(), writingAtOnce: true)
+        submit(later(), writingAtOnce: writingAtOnce)
         return nil
     }
 
@@ -576,15 +578,22 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         let call = RunnerCall()
         let result: Result<Value, Failure> = await self.call(
             { [self] handoff in
-                submit(
-                    Command(
-                        run: { machine, now throws(Failure) in
-                            handoff.resume(returning: .success(try body(&machine, now)))
-                        },
-                        fail: { handoff.resume(returning: .failure($0)) },
-                        call: call
-                    )
+                // At once when nothing waits for room (no command built), else as a command.
+                let failure = runForCompletion(
+                    call: call,
+                    writingAtOnce: false,
+                    { machine, now throws(Failure) in handoff.resume(returning: .success(try body(&machine, now))) },
+                    later: {
+                        Command(
+                            run: { machine, now throws(Failure) in
+                                handoff.resume(returning: .success(try body(&machine, now)))
+                            },
+                            fail: { handoff.resume(returning: .failure($0)) },
+                            call: call
+                        )
+                    }
                 )
+                if let failure { handoff.resume(returning: .failure(failure)) }
             },
             onCancel: { [self] in cancelWaitingCommand(call) }
         )
