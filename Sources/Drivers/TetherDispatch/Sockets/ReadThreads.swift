@@ -443,7 +443,7 @@ extension ReadThreads {
 /// A value guarded by a pthread mutex. Not `Synchronization.Mutex`: on Linux that locks with raw
 /// futex calls, which ThreadSanitizer does not see, so every access under it would be reported as
 /// a race (as `Handoff` says for its slot); a pthread mutex is visible to it on every path.
-private final class PThreadLocked<Value>: @unchecked Sendable {
+final class PThreadLocked<Value>: @unchecked Sendable {
     // `value` is guarded by `mutex` (so exempt from run-time exclusivity checks).
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     @exclusivity(unchecked) private var value: Value

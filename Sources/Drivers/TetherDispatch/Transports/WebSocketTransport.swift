@@ -47,6 +47,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         self.onEvent = onEvent
         var headers = HTTPHeaders(sortedFrom: request.headers, userAgent: options.userAgent)
         if let subprotocol { headers.add("Sec-WebSocket-Protocol", subprotocol) }
+        let random = SystemRandomWords()
         socket = WebSocketClient(
             host: url.hostHeader,
             target: url.target,
@@ -54,7 +55,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             configuration: .init(
                 maximumFrameSize: request.maximumMessageSize,
                 maximumMessageSize: request.maximumMessageSize
-            )
+            ),
+            random: { random.next() }
         )
     }
 
