@@ -275,7 +275,9 @@ struct TCPConnectionTests {
             let name = try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
             return name?.trimmingCharacters(in: .whitespacesAndNewlines) == ReadThreads.threadName
         }
-        #expect(readThreads.count <= 1 + 2 + 3 + ReadThreads.defaultCount)
+        // At most the sets the tests make, however many connections: the tick-window test's two
+        // of one thread, the first-run-waits tests' two of two, two threads, three, the default.
+        #expect(readThreads.count <= 1 + 1 + 2 + 2 + 2 + 3 + ReadThreads.defaultCount)
         #expect(readThreads.count >= 3)
         for connection in connections { connection.1.sync { connection.0.close() } }
     }
@@ -358,101 +360,113 @@ struct TCPConnectionTests {
 
     /// Input that arrives while a thread runs the socket's handler is read by that handler's next
     /// run: the kernel's event for it (edge-triggered, so not given again) goes to the other thread,
-    /// which passes it on. Here the first run reads one byte and then waits until the second byte
-    /// has arrived and its event has been taken; the second byte is read all the same.
+    /// which passes it on. Here the first run reads one byte and waits until the second byte's
+    /// event has been passed on; the second byte is read all the same.
     @Test func inputArrivingWhileAHandlerRunsIsRead() async throws {
-        let pair = try Self.socketPair()
-        defer {
-            close(pair[0])
-            close(pair[1])
-        }
-        let threads = try #require(ReadThreads.shared(count: 2))
-        let queue = DispatchQueue(label: "pending-input-test")
-        let inputs = Received()
-        let release = DispatchSemaphore(value: 0)
-        let runs = Received()
-        let watched = pair[0]
-        let watch = threads.watch(
-            socket: watched,
-            queue: queue,
-            handler: {
-                var byte: UInt8 = 0
-                let count = recv(watched, &byte, 1, Int32(MSG_DONTWAIT))
-                if count == 1 { inputs.record(.received([byte])) }
-                runs.record(.received([0]))
-                if runs.snapshot.bytes.count == 1 { release.wait() }
-                return .drained
-            },
-            failed: { _ in }
-        )
-        #expect(watch != nil)
-        try await Self.sendByte(1, on: pair, until: inputs, holds: 1)
-        var byte: UInt8 = 2
-        #expect(send(pair[1], &byte, 1, 0) == 1)
-        try await Task.sleep(for: .milliseconds(50))  // the other thread has taken its event
-        #expect(inputs.snapshot.bytes == [1])  // not read while the first run waits
-        release.signal()
-        let deadline = ContinuousClock.now + .seconds(5)
-        while inputs.snapshot.bytes.count < 2 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        #expect(inputs.snapshot.bytes == [1, 2])
-        let canceled = DispatchSemaphore(value: 0)
-        watch?.cancel { canceled.signal() }
-        #expect(canceled.wait(timeout: .now() + 5) == .success)
+        let blocked = try Self.watchWithAFirstRunThatWaits(tickWindow: .milliseconds(6))
+        defer { blocked.finish() }
+        blocked.write([1])
+        try await Self.waitUntil { blocked.runs.count >= 1 }  // the first run has read it and waits
+        blocked.write([2])
+        try await Self.waitUntil { blocked.threads.eventsPassedOn.events >= 1 }
+        #expect(blocked.inputs.snapshot.bytes == [1])  // not read while the first run waits
+        blocked.release.signal()
+        try await Self.waitUntil { blocked.inputs.snapshot.bytes.count >= 2 }
+        #expect(blocked.inputs.snapshot.bytes == [1, 2])
+        #expect(blocked.inputs.snapshot.ending == nil)
     }
 
     /// The same with the peer's end: input and the end arrive while a thread runs the handler,
-    /// and their events (the end reported in one) go to the other thread. The handler's next runs
-    /// read the input and then the end (a read shorter than asked does not mean nothing is left
-    /// when the end was reported), instead of leaving the end unread with no event to come.
+    /// and their events (the end reported in one) are passed on. The handler's next runs read the
+    /// input and then the end (a read shorter than asked does not mean nothing is left when the
+    /// end was reported), instead of leaving the end unread with no event to come.
     @Test func anEndArrivingWhileAHandlerRunsIsRead() async throws {
-        let pair = try Self.socketPair()
-        defer {
-            close(pair[0])
-            close(pair[1])
-        }
-        let threads = try #require(ReadThreads.shared(count: 2))
-        let queue = DispatchQueue(label: "pending-end-test")
+        let blocked = try Self.watchWithAFirstRunThatWaits(tickWindow: .milliseconds(7))
+        defer { blocked.finish() }
+        blocked.write([1])
+        try await Self.waitUntil { blocked.runs.count >= 1 }  // the first run has read it and waits
+        blocked.write([2])
+        #expect(shutdown(blocked.pair[1], Int32(SHUT_WR)) == 0)
+        try await Self.waitUntil { blocked.threads.eventsPassedOn.ends >= 1 }
+        blocked.release.signal()
+        try await Self.waitUntil { blocked.inputs.snapshot.ending != nil }
+        #expect(blocked.inputs.snapshot.bytes == [1, 2])
+        #expect(blocked.inputs.snapshot.ending == "end")
+    }
+
+    /// A socket pair whose first socket is watched by two read threads of its own (`tickWindow`
+    /// one no other test uses, so that the threads' counts are the test's): each run of the handler
+    /// reads what is there into `inputs` (the end as `closed`), and the first run then waits for
+    /// `release`.
+    final class BlockedWatch: @unchecked Sendable {
+        let pair: [Int32]
+        let threads: ReadThreads
         let inputs = Received()
         let release = DispatchSemaphore(value: 0)
-        let runs = Received()
-        let watched = pair[0]
-        let watch = threads.watch(
+        let runs = Counter()
+        var watch: ReadThreads.Watch?
+
+        init(pair: [Int32], threads: ReadThreads) {
+            self.pair = pair
+            self.threads = threads
+        }
+
+        /// Sends `bytes` to the watched socket.
+        func write(_ bytes: [UInt8]) {
+            #expect(send(pair[1], bytes, bytes.count, 0) == bytes.count)
+        }
+
+        /// Cancels the watch (waiting for its completion) and closes both sockets.
+        func finish() {
+            let canceled = DispatchSemaphore(value: 0)
+            watch?.cancel { canceled.signal() }
+            #expect(canceled.wait(timeout: .now() + 5) == .success)
+            for socket in pair { close(socket) }
+        }
+    }
+
+    /// A count guarded by a lock.
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 0
+        func increment() -> Int {
+            lock.withLock {
+                value += 1
+                return value
+            }
+        }
+        var count: Int { lock.withLock { value } }
+    }
+
+    static func watchWithAFirstRunThatWaits(tickWindow: Duration) throws -> BlockedWatch {
+        let blocked = BlockedWatch(
+            pair: try socketPair(),
+            threads: try #require(ReadThreads.shared(count: 2, tickWindow: tickWindow))
+        )
+        let watched = blocked.pair[0]
+        blocked.watch = blocked.threads.watch(
             socket: watched,
-            queue: queue,
+            queue: DispatchQueue(label: "first-run-waits"),
             handler: {
                 var bytes = [UInt8](repeating: 0, count: 64)
                 let count = recv(watched, &bytes, bytes.count, Int32(MSG_DONTWAIT))
-                runs.record(.received([0]))
-                if runs.snapshot.bytes.count == 1 { release.wait() }
-                if count == 0 {
-                    inputs.record(.closed(nil))
-                    return .stopWatching
-                }
-                if count > 0 { inputs.record(.received(Array(bytes[..<count]))) }
-                return .drained
+                if count > 0 { blocked.inputs.record(.received(Array(bytes[..<count]))) }
+                if count == 0 { blocked.inputs.record(.closed(nil)) }
+                if blocked.runs.increment() == 1 { blocked.release.wait() }
+                return count == 0 ? .stopWatching : .drained
             },
             failed: { _ in }
         )
-        #expect(watch != nil)
-        var byte: UInt8 = 1
-        #expect(send(pair[1], &byte, 1, 0) == 1)
-        try await Task.sleep(for: .milliseconds(50))  // the first run has read it and waits
-        byte = 2
-        #expect(send(pair[1], &byte, 1, 0) == 1)
-        #expect(shutdown(pair[1], Int32(SHUT_WR)) == 0)
-        try await Task.sleep(for: .milliseconds(50))  // the other thread has taken their events
-        release.signal()
+        #expect(blocked.watch != nil)
+        return blocked
+    }
+
+    /// Waits (5 s at most) until `condition` holds.
+    static func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(5)
-        while inputs.snapshot.ending == nil && ContinuousClock.now < deadline {
+        while !condition() && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(1))
         }
-        #expect(inputs.snapshot.bytes == [1, 2])
-        #expect(inputs.snapshot.ending == "end")
-        let canceled = DispatchSemaphore(value: 0)
-        watch?.cancel { canceled.signal() }
-        #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
     /// A socket with more input than `fullReadsPerTurn` full reads take is read to the end over

@@ -135,10 +135,17 @@ final class ReadThreads: Sendable {
         var nextToken: UInt64 = 1
         /// Timed waits that came back without input, over all the threads (for the tests).
         var quietWakeUps = 0
+        /// Events passed on to the thread handling their socket, and of them those that reported
+        /// the peer's end (for the tests).
+        var passedOn = (events: 0, ends: 0)
     }
 
     /// How many times the threads woke from a timed wait without input (`tickWindow`).
     var quietWakeUps: Int { table.withLock { $0.quietWakeUps } }
+
+    /// How many events were passed on to the thread handling their socket (and how many of them
+    /// reported the peer's end).
+    var eventsPassedOn: (events: Int, ends: Int) { table.withLock { $0.passedOn } }
 
     /// The kernel's readiness queue.
     private let poll: Int32
@@ -316,7 +323,11 @@ final class ReadThreads: Sendable {
             guard let entry = table.entries[token], !entry.stopped else { return nil }
             guard !entry.handling else {
                 entry.pending = true
-                if ended { entry.pendingEnd = true }
+                table.passedOn.events += 1
+                if ended {
+                    entry.pendingEnd = true
+                    table.passedOn.ends += 1
+                }
                 return nil
             }
             entry.handling = true
