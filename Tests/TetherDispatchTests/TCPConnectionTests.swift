@@ -276,8 +276,8 @@ struct TCPConnectionTests {
             return name?.trimmingCharacters(in: .whitespacesAndNewlines) == ReadThreads.threadName
         }
         // At most the sets the tests make, however many connections: the tick-window test's two
-        // of one thread, the first-run-waits tests' two of two, two threads, three, the default.
-        #expect(readThreads.count <= 1 + 1 + 2 + 2 + 2 + 3 + ReadThreads.defaultCount)
+        // of one thread, the first-run-waits tests' three of two, two threads, three, the default.
+        #expect(readThreads.count <= 1 + 1 + 2 + 2 + 2 + 2 + 3 + ReadThreads.defaultCount)
         #expect(readThreads.count >= 3)
         for connection in connections { connection.1.sync { connection.0.close() } }
     }
@@ -599,6 +599,48 @@ struct TCPConnectionTests {
             watch?.cancel { canceled.signal() }
             #expect(canceled.wait(timeout: .now() + 5) == .success)
         }
+    }
+
+    /// Only the thread that handled the last input waits with a timer: with two threads that have
+    /// both handled input at about the same time (the first busy with one socket while the second
+    /// reads another, whose handler lets the first one go), the one that finished last makes the
+    /// window's wake-ups, and the other wakes once or twice at most before it sees that and waits
+    /// without a timer. (Were each thread to keep its own window, the idle one would wake every
+    /// millisecond and, back to waiting last, take the next input from the busy one.)
+    @Test func onlyTheThreadThatHandledTheLastInputWaitsWithATimer() async throws {
+        let waits = 20
+        let blocked = try Self.watchWithAFirstRunThatWaits(tickWindow: .milliseconds(Int64(waits)))
+        defer { blocked.finish() }
+        blocked.write([1])
+        try await Self.waitUntil { blocked.runs.count >= 1 }  // one thread holds the first socket
+        let other = try Self.socketPair()
+        defer {
+            close(other[0])
+            close(other[1])
+        }
+        let inputs = Received()
+        let socket = other[0]
+        let watch = blocked.threads.watch(
+            socket: socket,
+            queue: DispatchQueue(label: "last-handler-test"),
+            handler: {
+                var byte: UInt8 = 0
+                if recv(socket, &byte, 1, Int32(MSG_DONTWAIT)) == 1 { inputs.record(.received([byte])) }
+                blocked.release.signal()
+                return .drained
+            },
+            failed: { _ in }
+        )
+        #expect(watch != nil)
+        try await Self.sendByte(9, on: other, until: inputs, holds: 1)  // read by the other thread
+        #expect(inputs.snapshot.bytes == [9])
+        try await Self.waitUntil { blocked.threads.quietWakeUps >= waits }
+        try await Task.sleep(for: .milliseconds(Int64(3 * waits)))
+        let wakeUps = blocked.threads.quietWakeUps
+        #expect(wakeUps >= waits && wakeUps <= waits + 5, "\(wakeUps) quiet wake-ups")
+        let canceled = DispatchSemaphore(value: 0)
+        watch?.cancel { canceled.signal() }
+        #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
     /// A connection whose queue is busy holds up one shared read thread while it is, not the

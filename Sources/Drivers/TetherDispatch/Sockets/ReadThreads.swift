@@ -1,5 +1,6 @@
 import CEventPoll
 import Dispatch
+import Synchronization
 
 #if canImport(CDispatch)
     import CDispatch
@@ -22,9 +23,10 @@ public enum SocketReading: Sendable, Equatable {
     /// there too: one thread wake-up per input, as with a blocking client. A connection whose queue
     /// is busy holds up one of the threads while it is; the others go on serving the rest.
     ///
-    /// `tickWindow` (Linux): for this long after its last input, a thread waits for the next one
-    /// with a 1 ms timer armed (one wake-up per quiet millisecond, `tickWindow` / 1 ms of them at
-    /// most after each input), and then without one. An idle processor with no timer due within a
+    /// `tickWindow` (Linux): for this long after the last input, the thread that handled it waits
+    /// for the next one with a 1 ms timer armed (one wake-up per quiet millisecond, `tickWindow` /
+    /// 1 ms of them at most after each input), and then without one; the other threads wait
+    /// without one. An idle processor with no timer due within a
     /// scheduler tick stops its tick, and restarting it when an input wakes the thread delays that
     /// input: 8–11 µs on a virtual machine (`Specs/performance.md`, "The ping's wake-up"), about
     /// 1 µs on bare hardware. With the timer armed the tick keeps running while answers are due,
@@ -149,6 +151,18 @@ final class ReadThreads: Sendable {
 
     /// The kernel's readiness queue.
     private let poll: Int32
+
+    /// The thread (its index, `threadIndices`) that last finished handling input: only it waits
+    /// with a timer (`tickWindow`). The kernel hands an event to the thread that went back to
+    /// waiting last, which is this one while input keeps coming, so its processor is the one whose
+    /// tick should keep running. Were every thread to keep its own timer, an idle thread's timer
+    /// would wake it every millisecond, and, back to waiting after the busy one, it would take the
+    /// next input from it: the input alternates between threads (the thread that handles it has
+    /// just woken from a timer, and its caches are cold) and the threads wake a thousand times a
+    /// second for nothing.
+    private let lastHandler = Atomic<Int>(-1)
+    /// The next thread's index.
+    private let threadIndices = Atomic<Int>(0)
     private let table = PThreadLocked(Table())
 
     /// How many 1 ms waits with a timer a thread makes after an input before it waits without one
@@ -292,25 +306,29 @@ final class ReadThreads: Sendable {
                 _ = systemClose(file)
             }
         #endif
+        let index = threadIndices.wrappingAdd(1, ordering: .relaxed).oldValue
         // The waits since this thread's last input that came back without one (none armed before
         // the first input).
         var quietWaits = timedWaits
         while true {
             var token: UInt64 = 0
             var ended: Int32 = 0
-            let waited = tether_event_poll_wait(poll, &token, &ended, quietWaits < timedWaits ? 1 : -1)
+            let timed = quietWaits < timedWaits && lastHandler.load(ordering: .relaxed) == index
+            let waited = tether_event_poll_wait(poll, &token, &ended, timed ? 1 : -1)
             if waited < 0 {
                 // Only ENOMEM can happen here: wait a moment and watch again.
                 usleep(1000)
                 continue
             }
             guard waited == 1 else {
-                if quietWaits < timedWaits { table.withLock { $0.quietWakeUps += 1 } }
+                if timed { table.withLock { $0.quietWakeUps += 1 } }
                 quietWaits += 1
                 continue
             }
-            handle(token, ended: ended != 0)
-            quietWaits = 0
+            if handle(token, ended: ended != 0) {
+                lastHandler.store(index, ordering: .relaxed)
+                quietWaits = 0
+            }
         }
     }
 
@@ -318,7 +336,8 @@ final class ReadThreads: Sendable {
     /// everything, or hands the event to the thread handling it; removes the socket when it was
     /// canceled meanwhile. `ended`: the event reports the peer's end (or a failure), which a read
     /// after the last input reads: the handler runs once more after it reported `.drained`.
-    private func handle(_ token: UInt64, ended: Bool) {
+    /// Returns whether this thread ran the handler.
+    private func handle(_ token: UInt64, ended: Bool) -> Bool {
         let taken = table.withLock { table -> Entry? in
             guard let entry = table.entries[token], !entry.stopped else { return nil }
             guard !entry.handling else {
@@ -333,7 +352,7 @@ final class ReadThreads: Sendable {
             entry.handling = true
             return entry
         }
-        guard let entry = taken else { return }
+        guard let entry = taken else { return false }
         var fullReads = 0
         var endUnread = ended
         while true {
@@ -381,8 +400,10 @@ final class ReadThreads: Sendable {
             }
             switch step {
             case .again: continue
-            case .done: return
-            case .then(let job): return entry.queue.async(execute: job)
+            case .done: return true
+            case .then(let job):
+                entry.queue.async(execute: job)
+                return true
             }
         }
     }
