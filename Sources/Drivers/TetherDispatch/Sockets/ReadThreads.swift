@@ -23,17 +23,18 @@ public enum SocketReading: Sendable, Equatable {
     /// there too: one thread wake-up per input, as with a blocking client. A connection whose queue
     /// is busy holds up one of the threads while it is; the others go on serving the rest.
     ///
-    /// `tickWindow` (Linux): for this long after the last input, the thread that handled it waits
-    /// for the next one with a 1 ms timer armed (one wake-up per quiet millisecond, `tickWindow` /
-    /// 1 ms of them at most after each input), and then without one; the other threads wait
-    /// without one. An idle processor with no timer due within a
-    /// scheduler tick stops its tick, and restarting it when an input wakes the thread delays that
-    /// input: 8–11 µs on a virtual machine (`Specs/performance.md`, "The ping's wake-up"), about
-    /// 1 µs on bare hardware. With the timer armed the tick keeps running while answers are due,
-    /// as it does for a client whose event loop polls with a timeout. Zero: never a timer (no
-    /// wake-ups at all while no input comes). Ignored on Apple platforms, whose kernel has no such
-    /// tick. Connections with another count or window get threads of their own: keep to one
-    /// setting per process.
+    /// `tickWindow` (Linux; zero by default): for this long after the last input, the thread that
+    /// handled it waits for the next one with a 1 ms timer armed (one wake-up per quiet
+    /// millisecond, `tickWindow` / 1 ms of them at most after each input), and then without one;
+    /// the other threads wait without one. Where the kernel keeps a processor's scheduler tick
+    /// running while a timer is due within a tick, the timer spares the tick's restart when an
+    /// input wakes the thread (8–11 µs on one virtual machine, about 1 µs on bare hardware). Where
+    /// it stops the tick all the same, the timer only adds its own arming and canceling, which a
+    /// hypervisor can make dear: on the virtual machines measured last (`Specs/performance.md`,
+    /// "The tick-window timer"), a ping's round trip was 4 % longer with it, and up to 25 % longer
+    /// while the host was quiet. Measure before setting it. Ignored on Apple platforms, whose
+    /// kernel has no such tick. Connections with another count or window get threads of their
+    /// own: keep to one setting per process.
     case sharedThreads(count: Int, tickWindow: Duration = SocketReading.defaultTickWindow)
     /// A Dispatch read source per socket, served by Dispatch's shared threads. On Linux an input
     /// then reaches the queue through Dispatch's event thread and a worker, and the event thread
@@ -45,9 +46,10 @@ public enum SocketReading: Sendable, Equatable {
     /// default tick window.
     public static let `default` = SocketReading.sharedThreads(count: ReadThreads.defaultCount)
 
-    /// `sharedThreads`' default `tickWindow`: 4 ms, a request's answer from a server nearby (a few
-    /// wake-ups after the last input of a burst, none while idle).
-    public static let defaultTickWindow = Duration.milliseconds(4)
+    /// `sharedThreads`' default `tickWindow`: zero, no timer (no wake-up at all while no input
+    /// comes). 4 ms, a request's answer from a server nearby, is the window to try where the
+    /// timer helps.
+    public static let defaultTickWindow = Duration.zero
 
     /// Replaced by `sharedThreads(count:)`, whose threads do not grow with the connections.
     @available(*, unavailable, message: "a thread per socket is gone: use .sharedThreads(count:) (or .default)")
