@@ -31,7 +31,7 @@ public enum SocketReading: Sendable, Equatable {
     /// input wakes the thread (8–11 µs on one virtual machine, about 1 µs on bare hardware). Where
     /// it stops the tick all the same, the timer only adds its own arming and canceling, which a
     /// hypervisor can make dear: on the virtual machines measured last (`Specs/performance.md`,
-    /// "The tick-window timer"), a ping's round trip was 4 % longer with it, and up to 25 % longer
+    /// "The tick-window timer"), a ping's round trip was 4 % longer with it, and about 30 % longer
     /// while the host was quiet. Measure before setting it. Ignored on Apple platforms, whose
     /// kernel has no such tick. Connections with another count or window get threads of their
     /// own: keep to one setting per process.
@@ -328,7 +328,8 @@ final class ReadThreads: Sendable {
                 continue
             }
             if handle(token, ended: ended != 0) {
-                lastHandler.store(index, ordering: .relaxed)
+                // Without a window nothing reads it: no shared write per input.
+                if timedWaits > 0 { lastHandler.store(index, ordering: .relaxed) }
                 quietWaits = 0
             }
         }
