@@ -45,14 +45,17 @@ enum XMPPDriverBenchmarks {
     static func latency(_ server: Server, jid: String, count: Int, onExecutor: Bool) async throws -> String {
         let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
+        var mallocs: UInt64 = 0
         func measure() async throws -> [Double] {
             var samples: [Double] = []
             samples.reserveCapacity(count)
             for index in -50..<count {
+                if index == 0 { mallocs = tether_malloc_count() }
                 let start = DispatchTime.now().uptimeNanoseconds
                 _ = try await client.request(.ping(to: nil))
                 if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
             }
+            mallocs = tether_malloc_count() - mallocs
             return samples
         }
         var samples =
@@ -62,10 +65,11 @@ enum XMPPDriverBenchmarks {
         samples.sort()
         return String(
             format:
-                #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+                #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"p50_us":%.1f,"p99_us":%.1f,"allocations_per_ping":%.1f}"#,
             count,
             samples[count / 2],
-            samples[Int(Double(count) * 0.99)]
+            samples[Int(Double(count) * 0.99)],
+            Double(mallocs) / Double(count)
         )
     }
 
@@ -82,10 +86,12 @@ enum XMPPDriverBenchmarks {
         }.sorted()
         await client.disconnect()
         return String(
-            format: #"{"client":"tether-callback","count":%d,"p50_us":%.1f,"p99_us":%.1f}"#,
+            format:
+                #"{"client":"tether-callback","count":%d,"p50_us":%.1f,"p99_us":%.1f,"allocations_per_ping":%.1f}"#,
             count,
             samples[count / 2],
-            samples[Int(Double(count) * 0.99)]
+            samples[Int(Double(count) * 0.99)],
+            Double(pings.mallocs) / Double(count)
         )
     }
 
@@ -96,6 +102,8 @@ enum XMPPDriverBenchmarks {
         let count: Int
         var index = -50
         var start: UInt64 = 0
+        /// Heap allocations over the measured pings (the process's, the read threads' included).
+        var mallocs: UInt64 = 0
         var samples: [Double] = []
         var finished: ((Result<[Double], any Error>) -> Void)?
 
@@ -106,12 +114,18 @@ enum XMPPDriverBenchmarks {
         }
 
         func next() {
+            if index == 0 { mallocs = tether_malloc_count() }
             start = DispatchTime.now().uptimeNanoseconds
             client.request(.ping(to: nil)) { [self] result in
                 if case .failure(let error) = result { return finished!(.failure(error)) }
                 if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
                 index += 1
-                if index < count { next() } else { finished!(.success(samples)) }
+                if index < count {
+                    next()
+                } else {
+                    mallocs = tether_malloc_count() - mallocs
+                    finished!(.success(samples))
+                }
             }
         }
     }

@@ -48,4 +48,60 @@ struct HandoffTests {
         }
         await awaitHandoff { handoff in queue.async { handoff.resume() } }
     }
+
+    /// An answer larger than the record keeps inline (`RunnerCall.inlineCapacity`), kept in memory
+    /// of its own: it arrives whole, resumed before or after the await, and its references are
+    /// released once (the array's storage is checked through its elements).
+    struct Large: Sendable {
+        var values: [Int]
+        var first = 1, second = 2, third = 3, fourth = 4, fifth = 5, sixth = 6, seventh = 7, eighth = 8
+
+        var sum: Int { HandoffTests.sum(values) + first + second + third + fourth + fifth + sixth + seventh + eighth }
+    }
+
+    @Test func aLargeAnswerArrivesWhole() async {
+        #expect(MemoryLayout<Large>.size > RunnerCall.inlineCapacity)
+        #expect(!RunnerCall.fits(Large.self))
+        #expect(RunnerCall.fits(Result<[Int], TestFailure>.self))
+        let queue = DispatchQueue(label: "tether.test-handoff-large")
+        for round in 0..<20 {
+            let early: Large = await awaitHandoff { handoff in
+                queue.async { handoff.resume(returning: Large(values: Self.made(round))) }
+                usleep(1_000)
+            }
+            #expect(early.sum == round * (round + 1) / 2 + 36)
+            let late: Large = await awaitHandoff { handoff in
+                queue.asyncAfter(deadline: .now() + .milliseconds(1)) {
+                    handoff.resume(returning: Large(values: Self.made(round)))
+                }
+            }
+            #expect(late.sum == round * (round + 1) / 2 + 36)
+        }
+    }
+
+    /// An answer that fits carries its references through the record: the object it holds is
+    /// alive in the task and released once after (no copy left behind in the record).
+    @Test func anInlineAnswerHoldsItsObjectUntilTheTaskDropsIt() async {
+        final class Token: Sendable {}
+        final class WeakBox: @unchecked Sendable {
+            weak var token: Token?
+        }
+        let box = WeakBox()
+        let queue = DispatchQueue(label: "tether.test-handoff-object")
+        do {
+            let answer: Result<Token, TestFailure> = await awaitHandoff { handoff in
+                queue.async {
+                    let token = Token()
+                    box.token = token
+                    handoff.resume(returning: .success(token))
+                }
+            }
+            queue.sync {}  // the block's own reference is gone
+            #expect(box.token != nil)
+            _ = try? answer.get()
+        }
+        #expect(box.token == nil)
+    }
+
+    struct TestFailure: Error {}
 }

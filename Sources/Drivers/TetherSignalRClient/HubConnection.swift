@@ -377,11 +377,9 @@ public final class HubConnection: ConnectionClient {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) -> EncodedValue? {
-        let call = RunnerCall()
-        let core = core
-        let result: Swift.Result<EncodedValue?, HubConnectionError> = await core.runner.call(
-            { core.invoke(method, arguments: arguments, upload: upload, call: call, $0) },
-            onCancel: { core.cancel(call) }
+        let result = await core.runner.call(
+            HubCall(.invocation, core: core, target: method, arguments: arguments, upload: upload),
+            returning: Swift.Result<EncodedValue?, HubConnectionError>.self
         )
         return try result.get()
     }
@@ -418,11 +416,9 @@ public final class HubConnection: ConnectionClient {
         arguments: EncodedArguments,
         upload: UploadPump?
     ) async throws(HubConnectionError) {
-        let call = RunnerCall()
-        let core = core
-        let result: Result<Void, HubConnectionError> = await core.runner.call(
-            { core.send(method, arguments: arguments, upload: upload, call: call, $0) },
-            onCancel: { core.cancel(call) }
+        let result = await core.runner.call(
+            HubCall(.send, core: core, target: method, arguments: arguments, upload: upload),
+            returning: Result<Void, HubConnectionError>.self
         )
         try result.get()
     }

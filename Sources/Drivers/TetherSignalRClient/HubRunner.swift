@@ -93,15 +93,15 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         runner.submit(.init(run: command, fail: fail, call: call), writingAtOnce: writingAtOnce)
     }
 
-    /// Invokes; the completion goes to `handoff` (unless `call` is canceled first). At once when
-    /// nothing waits for room (no command built), else as a command that waits.
+    /// Invokes; the completion goes to `handoff` (unless its call is canceled first). At once
+    /// when nothing waits for room (no command built), else as a command that waits.
     func invoke(
         _ target: String,
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
-        call: RunnerCall,
         _ handoff: Handoff<Result<EncodedValue?, HubConnectionError>>
     ) {
+        let call = handoff.call
         let failure = runner.runForCompletion(
             call: call,
             { machine, now throws(HubConnectionError) in
@@ -196,15 +196,15 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
         handoff.resume(returning: .failure(.canceledByTask))
     }
 
-    /// Sends (no completion); `handoff` learns whether it was sent (unless `call` is canceled
+    /// Sends (no completion); `handoff` learns whether it was sent (unless its call is canceled
     /// while it waits for room).
     func send(
         _ target: String,
         arguments: EncodedArguments,
         upload: HubConnection.UploadPump?,
-        call: RunnerCall,
         _ handoff: Handoff<Result<Void, HubConnectionError>>
     ) {
+        let call = handoff.call
         // At once when nothing waits for room (no command built), else as a command that waits;
         // written with the executor job's other sends (not at once).
         let failure = runner.runForCompletion(
@@ -479,5 +479,43 @@ final class HubRunner: ConnectionProtocolPart, @unchecked Sendable {
             guard let self else { return }
             queue.async { self.reply(invocationId, result: result) }
         }
+    }
+}
+
+/// An invocation or a send awaited by a task (`HubConnection.invoke`, `send`): its own start and
+/// cancel, and where its completion (or the word that the message was sent) waits: one allocation
+/// per call.
+final class HubCall: RunnerCall, @unchecked Sendable {
+    enum Kind {
+        /// An invocation: its completion is awaited.
+        case invocation
+        /// A non-blocking invocation: awaited until it is handed to the transport.
+        case send
+    }
+
+    let kind: Kind
+    let core: HubRunner
+    let target: String
+    let arguments: EncodedArguments
+    let upload: HubConnection.UploadPump?
+
+    init(_ kind: Kind, core: HubRunner, target: String, arguments: EncodedArguments, upload: HubConnection.UploadPump?)
+    {
+        self.kind = kind
+        self.core = core
+        self.target = target
+        self.arguments = arguments
+        self.upload = upload
+    }
+
+    override func start() {
+        switch kind {
+        case .invocation: core.invoke(target, arguments: arguments, upload: upload, Handoff(self))
+        case .send: core.send(target, arguments: arguments, upload: upload, Handoff(self))
+        }
+    }
+
+    override func cancel() {
+        core.cancel(self)
     }
 }

@@ -181,11 +181,9 @@ public final class XMPPClient: ConnectionClient {
         timeout: Duration? = nil
     ) async throws(XMPPClientError) -> XMPPIQ {
         precondition(iq.type.isRequest, "request(_:) takes a get or set iq; send(_:) sends replies")
-        let call = RunnerCall()
-        let core = core
-        let result: Result<XMPPIQ, XMPPClientError> = await core.runner.call(
-            { core.request(iq, timeout: timeout, call: call, $0) },
-            onCancel: { core.cancel(call) }
+        let result = await core.runner.call(
+            IQRequestCall(core: core, iq: iq, timeout: timeout),
+            returning: Result<XMPPIQ, XMPPClientError>.self
         )
         return try result.get()
     }
@@ -244,11 +242,10 @@ public final class XMPPClient: ConnectionClient {
     /// Throws when the client stops first, or `canceled` at once when the calling task is
     /// canceled.
     nonisolated(nonsending) public func flush() async throws(XMPPClientError) {
-        let call = RunnerCall()
         let core = core
         let result: Result<Void, XMPPClientError> = await core.runner.call(
-            { core.flush(call: call, $0) },
-            onCancel: { core.cancelFlush(call) }
+            { core.flush($0) },
+            onCancel: { core.cancelFlush($0) }
         )
         try result.get()
     }

@@ -19,11 +19,6 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     /// The DNS resolver, made at the first lookup.
     private lazy var dns = DNSLookup(nameServers: runner.options.nameServers)
 
-    private struct FlushWaiter {
-        let call: RunnerCall
-        let handoff: Handoff<Result<Void, XMPPClientError>>
-    }
-
     /// Who waits for a request's answer: a task (`request(_:timeout:)`), or a completion run as
     /// a job of the executor (`request(_:timeout:completion:)`).
     private enum RequestWaiter {
@@ -31,7 +26,7 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         case completion(@Sendable (Result<XMPPIQ, XMPPClientError>) -> Void)
     }
 
-    private var flushWaiters: [FlushWaiter] = [] {
+    private var flushWaiters: [Handoff<Result<Void, XMPPClientError>>] = [] {
         // `afterDrain` has work only while a flush waits.
         didSet { runner.wantsAfterDrain = !flushWaiters.isEmpty }
     }
@@ -60,7 +55,7 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     func closed(_ failure: XMPPClientError) {
         let flushing = flushWaiters
         flushWaiters.removeAll()
-        for waiter in flushing { waiter.handoff.resume(returning: .failure(failure)) }
+        for waiter in flushing { waiter.resume(returning: .failure(failure)) }
     }
 
     /// The client is gone (released) while requests with completions wait: each completion is
@@ -83,13 +78,9 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
 
     // MARK: - Requests (on the queue)
 
-    /// Sends an iq request; its answer goes to `handoff` (unless `call` is canceled first).
-    func request(
-        _ iq: XMPPIQ,
-        timeout: Duration?,
-        call: RunnerCall,
-        _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>
-    ) {
+    /// Sends an iq request; its answer goes to `handoff` (unless its call is canceled first).
+    func request(_ iq: XMPPIQ, timeout: Duration?, _ handoff: Handoff<Result<XMPPIQ, XMPPClientError>>) {
+        let call = handoff.call
         // At once when nothing waits for room (no command built), else as a command that waits.
         let failure = runner.runForCompletion(
             call: call,
@@ -157,12 +148,12 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         waiter.resume(returning: .failure(XMPPClientError(.canceled, "The request's task was canceled.")))
     }
 
-    func flush(call: RunnerCall, _ handoff: Handoff<Result<Void, XMPPClientError>>) {
-        guard !call.isCanceled else {
+    func flush(_ handoff: Handoff<Result<Void, XMPPClientError>>) {
+        guard !handoff.call.isCanceled else {
             return handoff.resume(returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled.")))
         }
         runner.machine.requestAcknowledgement(now: now)
-        flushWaiters.append(FlushWaiter(call: call, handoff: handoff))
+        flushWaiters.append(handoff)
         runner.drive()
     }
 
@@ -171,7 +162,7 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
     func cancelFlush(_ call: RunnerCall) {
         call.isCanceled = true
         guard let index = flushWaiters.firstIndex(where: { $0.call === call }) else { return }
-        flushWaiters.remove(at: index).handoff.resume(
+        flushWaiters.remove(at: index).resume(
             returning: .failure(XMPPClientError(.canceled, "The flush's task was canceled."))
         )
     }
@@ -181,7 +172,7 @@ final class XMPPRunner: ConnectionProtocolPart, @unchecked Sendable {
         guard !flushWaiters.isEmpty, runner.machine.unacknowledgedCount == 0, runner.unsentByteCount == 0,
             runner.machine.phase == .connected || runner.machine.phase == .disconnected
         else { return }
-        for waiter in flushWaiters { waiter.handoff.resume(returning: .success(())) }
+        for waiter in flushWaiters { waiter.resume(returning: .success(())) }
         flushWaiters.removeAll()
     }
 
@@ -345,5 +336,27 @@ struct TokenRedaction {
             }
         }
         return result
+    }
+}
+
+/// A request awaited by a task (`XMPPClient.request(_:timeout:)`): its own start and cancel, and
+/// where its answer waits (one allocation per request).
+final class IQRequestCall: RunnerCall, @unchecked Sendable {
+    let core: XMPPRunner
+    let iq: XMPPIQ
+    let timeout: Duration?
+
+    init(core: XMPPRunner, iq: XMPPIQ, timeout: Duration?) {
+        self.core = core
+        self.iq = iq
+        self.timeout = timeout
+    }
+
+    override func start() {
+        core.request(iq, timeout: timeout, Handoff(self))
+    }
+
+    override func cancel() {
+        core.cancel(self)
     }
 }

@@ -509,9 +509,9 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
 
     // MARK: - Awaiting calls
 
-    /// An awaiting call of the app's: `start` runs on the queue with the hand-off the caller's
-    /// task awaits; when the task is canceled first, `cancel` runs on the queue (it must resume the
-    /// hand-off at once, with the call's `canceled` error).
+    /// An awaiting call of the app's: `record.start()` runs on the queue (the record is where its
+    /// answer waits for the caller's task); when the task is canceled first, `record.cancel()`
+    /// runs on the queue (it must hand off the answer at once, with the call's `canceled` error).
     ///
     /// `start` runs with `queue.sync`, on the caller's thread: the queue's work items are short
     /// and never wait, so this costs no thread hop, and a call that `start` answers at once (a
@@ -520,29 +520,38 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// made on the queue already (by such a task) runs `start` at once; one made on another
     /// runner's queue enqueues it, so that no queue ever waits for another.
     @inlinable nonisolated(nonsending) package func call<Value: Sendable>(
-        _ start: @escaping @Sendable (Handoff<Value>) -> Void,
-        onCancel cancel: (@Sendable () -> Void)? = nil
+        _ record: RunnerCall,
+        returning _: Value.Type = Value.self,
+        cancelable: Bool = true
     ) async -> Value {
         let queue = queue
         let executor = executor
-        let enter: (Handoff<Value>) -> Void = { handoff in
+        let enter: (RunnerCall) -> Void = { record in
             // A task on this client's executor is on the queue: known from the thread's mark of
             // the running job, without the queue lookup.
-            if executor.isRunningJobOnThisThread { return start(handoff) }
+            if executor.isRunningJobOnThisThread { return record.start() }
             switch DispatchQueue.getSpecific(key: runnerQueueKey) {
-            case .none: queue.sync { start(handoff) }
-            case .some(let current) where current == ObjectIdentifier(queue): start(handoff)
-            case .some: queue.async { start(handoff) }
+            case .none: queue.sync { record.start() }
+            case .some(let current) where current == ObjectIdentifier(queue): record.start()
+            case .some: queue.async { record.start() }
             }
         }
-        guard let cancel else {
-            return await awaitHandoff(enter)
+        guard cancelable else {
+            return await record.awaitAnswer(Value.self, entering: enter)
         }
         return await withTaskCancellationHandler {
-            await awaitHandoff(enter)
+            await record.awaitAnswer(Value.self, entering: enter)
         } onCancel: {
-            queue.async { cancel() }
+            queue.async { record.cancel() }
         }
+    }
+
+    /// `call(_:)` with a start and a cancel given as closures (each given the call's record).
+    @inlinable nonisolated(nonsending) package func call<Value: Sendable>(
+        _ start: @escaping @Sendable (Handoff<Value>) -> Void,
+        onCancel cancel: (@Sendable (RunnerCall) -> Void)? = nil
+    ) async -> Value {
+        await call(ClosureCall(start, onCancel: cancel), returning: Value.self, cancelable: cancel != nil)
     }
 
     /// Runs `body` on the queue as `call` runs its `start`: at once when called on it (by a task
@@ -560,7 +569,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @inlinable nonisolated(nonsending) package func connect() async throws(Failure) -> Session {
         let result: Result<Session, Failure> = await call(
             { [self] in start($0) },
-            onCancel: { [self] in cancelStart() }
+            onCancel: { [self] _ in cancelStart() }
         )
         return try result.get()
     }
@@ -575,12 +584,11 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @inlinable nonisolated(nonsending) package func send<Value: Sendable>(
         _ body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
     ) async throws(Failure) -> Value {
-        let call = RunnerCall()
-        let result: Result<Value, Failure> = await self.call(
+        let result: Result<Value, Failure> = await call(
             { [self] handoff in
                 // At once when nothing waits for room (no command built), else as a command.
                 let failure = runForCompletion(
-                    call: call,
+                    call: handoff.call,
                     writingAtOnce: false,
                     { machine, now throws(Failure) in handoff.resume(returning: .success(try body(&machine, now))) },
                     later: {
@@ -589,13 +597,13 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
                                 handoff.resume(returning: .success(try body(&machine, now)))
                             },
                             fail: { handoff.resume(returning: .failure($0)) },
-                            call: call
+                            call: handoff.call
                         )
                     }
                 )
                 if let failure { handoff.resume(returning: .failure(failure)) }
             },
-            onCancel: { [self] in cancelWaitingCommand(call) }
+            onCancel: { [self] in cancelWaitingCommand($0) }
         )
         return try result.get()
     }
@@ -637,17 +645,6 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         let hidden = text.utf8.distance(from: text.index(after: startTagEnd), to: endTagStart)
         return text[...startTagEnd] + "[\(hidden) bytes of credentials not shown]" + text[endTagStart...]
     }
-}
-
-/// One awaiting call of a client (a send waiting for room, a request, an invocation), for
-/// canceling it from its task. Used only on the runner's queue.
-@_spi(TetherInternal) public final class RunnerCall: @unchecked Sendable {
-    /// The id of what it sent (an iq's id, an invocation id), once sent.
-    package var id: String?
-    /// Its task was canceled.
-    @usableFromInline package var isCanceled = false
-
-    @usableFromInline package init() {}
 }
 
 extension ConnectionLifecycle {

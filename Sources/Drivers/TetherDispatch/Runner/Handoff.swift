@@ -1,89 +1,133 @@
-#if canImport(Glibc)
-    public import Glibc
-#elseif canImport(Darwin)
-    public import Darwin
-#endif
+public import Synchronization
 
-/// Hands a value from the runner's queue to the task awaiting it: a `CheckedContinuation` whose
-/// value also passes through a pthread mutex.
+/// One awaiting call of a client's (a request, an invocation, a send waiting for room, a connect):
+/// what the runner keeps of it on its queue (the id of what it sent, whether its task was
+/// canceled) and where its answer waits for the task (its hand-off, `Handoff`). A subclass is its
+/// own start and cancel (`start()` runs on the queue once, `cancel()` when the task is canceled),
+/// so that a call costs one allocation: no closures, no separate slot or box for the answer.
 ///
-/// The continuation alone orders the two threads, but the Swift 6.3 runtime hides that from
-/// ThreadSanitizer when the value is handed over before the task awaits (its fast path runs the
-/// task on without the TSan acquire that pairs with the resume's release), and TSan then reports
-/// the task's reads of the value as races (`Specs/robustness.md`,
-/// `Tests/Sanitizers/ContinuationFastPath`). Through the mutex, which TSan sees, the edge is
-/// visible on every path, so the sanitized tests need no suppression. The cost is two small
-/// allocations and two short critical sections per call, next to a round trip over the network.
+/// The answer passes from the queue to the task through an atomic state with release and acquire
+/// ordering, not through the continuation alone: the continuation orders the two threads too, but
+/// the Swift 6.3 runtime hides that from ThreadSanitizer when the answer comes before the task
+/// awaits (its fast path runs the task on without the acquire that pairs with the resume's
+/// release), and TSan then reports the task's reads of the answer as races (`Specs/robustness.md`,
+/// `Tests/Sanitizers/ContinuationFastPath`). Through the atomic, which TSan sees, the edge is
+/// visible on every path, so the sanitized tests need no suppression. An answer of up to
+/// `inlineCapacity` bytes is kept in the record itself; a larger one in memory of its own.
 ///
-/// A handoff is one reference (its slot holds the continuation): `CheckedContinuation` is not
-/// `@frozen`, so a value holding it has a layout known only at run time, and every enum or
-/// dictionary of waiters that held one was copied, switched and destroyed through run-time
-/// value witnesses.
+/// The continuation is a checked one although the record checks what it would (answered twice,
+/// or before it started: a precondition failure): an `UnsafeContinuation`'s resume is inlined
+/// into the caller, and under ThreadSanitizer its read of the task's context then races, as TSan
+/// sees it, with the task's own writes to that context when the answer comes before the task
+/// awaits (ordered by the runtime's atomics, which TSan does not see). The checked one resumes
+/// inside the runtime, at the cost of one allocation per call.
+@_spi(TetherInternal) open class RunnerCall: @unchecked Sendable {
+    /// The id of what it sent (an iq's id, an invocation id), once sent. Used only on the queue.
+    package var id: String?
+    /// Its task was canceled. Used only on the queue.
+    @usableFromInline package var isCanceled = false
+
+    /// The hand-off's state: `waiting` once the task's continuation is in place, `writing` while
+    /// the answer is put, `answered` once it is.
+    @usableFromInline let state = Atomic<Int>(RunnerCall.fresh)
+    /// The awaiting task's continuation; written before `state` becomes `waiting`.
+    @usableFromInline var continuation: CheckedContinuation<Void, Never>?
+    /// The answer, when it fits (`inlineCapacity` bytes, 8-byte alignment at most).
+    @exclusivity(unchecked) @usableFromInline var inlineAnswer:
+        (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0)
+    /// The answer, when it does not fit in `inlineAnswer`.
+    @usableFromInline var outOfLineAnswer: UnsafeMutableRawPointer?
+
+    @usableFromInline static let fresh = 0
+    @usableFromInline static let waiting = 1
+    @usableFromInline static let writing = 2
+    @usableFromInline static let answered = 3
+    /// The largest answer kept in the record itself, in bytes.
+    @usableFromInline static let inlineCapacity = 64
+
+    public init() {}
+
+    /// Starts the call on the runner's queue (sends what it sends, or notes where its answer is to
+    /// go); its answer, now or later, goes to `Handoff(self)`.
+    open func start() {}
+
+    /// The call's task was canceled (on the queue; possibly before `start()`, which then sees
+    /// `isCanceled`): the answer must be handed off at once, with the call's `canceled` error,
+    /// unless it was already.
+    open func cancel() {}
+
+    @inlinable static func fits<Value>(_: Value.Type) -> Bool {
+        MemoryLayout<Value>.size <= inlineCapacity && MemoryLayout<Value>.alignment <= MemoryLayout<UInt64>.alignment
+    }
+
+    /// Suspends until the answer is handed off (`enter` hands the record to the queue) and
+    /// returns it; like `withCheckedContinuation`, with the answer passed as the type explains.
+    @inlinable final package func awaitAnswer<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        _: Value.Type,
+        entering enter: (RunnerCall) -> Void
+    ) async -> Value {
+        await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Void, Never>) in
+            self.continuation = continuation
+            state.store(Self.waiting, ordering: .releasing)
+            enter(self)
+        }
+        return take(Value.self)
+    }
+
+    /// Stores the answer and returns the continuation to resume.
+    @inlinable final func put<Value>(_ value: Value) -> CheckedContinuation<Void, Never> {
+        let (exchanged, found) = state.compareExchange(
+            expected: Self.waiting,
+            desired: Self.writing,
+            ordering: .acquiring
+        )
+        precondition(
+            exchanged,
+            found == Self.fresh ? "a call was answered before it started" : "a call was answered twice"
+        )
+        if Self.fits(Value.self) {
+            withUnsafeMutableBytes(of: &inlineAnswer) {
+                _ = $0.baseAddress!.initializeMemory(as: Value.self, to: value)
+            }
+        } else {
+            let pointer = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+            pointer.initialize(to: value)
+            outOfLineAnswer = UnsafeMutableRawPointer(pointer)
+        }
+        let continuation = continuation.unsafelyUnwrapped
+        self.continuation = nil
+        state.store(Self.answered, ordering: .releasing)
+        return continuation
+    }
+
+    @inlinable final func take<Value>(_: Value.Type) -> Value {
+        precondition(state.load(ordering: .acquiring) == Self.answered, "a call's task went on before its answer")
+        if Self.fits(Value.self) {
+            return withUnsafeMutableBytes(of: &inlineAnswer) {
+                $0.baseAddress!.assumingMemoryBound(to: Value.self).move()
+            }
+        }
+        let pointer = outOfLineAnswer.unsafelyUnwrapped.assumingMemoryBound(to: Value.self)
+        outOfLineAnswer = nil
+        defer { pointer.deallocate() }
+        return pointer.move()
+    }
+}
+
+/// Where the queue hands a call's answer to its task: the call's record, seen as taking `Value`.
 @_spi(TetherInternal) public struct Handoff<Value: Sendable>: Sendable {
-    @usableFromInline let slot: HandoffSlot
+    /// The call whose answer this is.
+    @usableFromInline package let call: RunnerCall
 
-    @inlinable init(slot: HandoffSlot) {
-        self.slot = slot
+    @inlinable package init(_ call: RunnerCall) {
+        self.call = call
     }
 
     /// Resumes the task with `value` (exactly once, as with a continuation).
     @inlinable package func resume(returning value: Value) {
-        slot.put(value).resume()
-    }
-}
-
-/// Where a handed-off value waits for its task: memory for the one value, whose address is
-/// written and taken under one process-wide mutex (`mutex`: TSan's edge; the critical sections
-/// are a store and a load), and the task's continuation. Not generic, so that releasing a slot
-/// needs no type information (a generic class's deinit looked its metadata up on every call).
-@_spi(TetherInternal) public final class HandoffSlot: @unchecked Sendable {
-    /// The value, once put; nil again once taken. Guarded by `mutex`.
-    @usableFromInline var storage: UnsafeMutableRawPointer?
-    /// The awaiting task's continuation, set before the handoff is handed out. Guarded by `mutex`.
-    @usableFromInline var continuation: CheckedContinuation<Void, Never>?
-
-    @usableFromInline nonisolated(unsafe) static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        return mutex
-    }()
-
-    @inlinable init() {}
-
-    @inlinable func wait(with continuation: CheckedContinuation<Void, Never>) {
-        let mutex = Self.mutex
-        pthread_mutex_lock(mutex)
-        self.continuation = continuation
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// Stores `value` and returns the continuation to resume.
-    @inlinable func put<Value>(_ value: Value) -> CheckedContinuation<Void, Never> {
-        let pointer = UnsafeMutablePointer<Value>.allocate(capacity: 1)
-        pointer.initialize(to: value)
-        let mutex = Self.mutex
-        pthread_mutex_lock(mutex)
-        let empty = storage == nil
-        if empty { storage = UnsafeMutableRawPointer(pointer) }
-        let continuation = self.continuation
-        self.continuation = nil
-        pthread_mutex_unlock(mutex)
-        precondition(empty, "a handoff was resumed twice")
-        guard let continuation else { preconditionFailure("a handoff was resumed before it was handed out") }
-        return continuation
-    }
-
-    @inlinable func take<Value>(_: Value.Type) -> Value {
-        let mutex = Self.mutex
-        pthread_mutex_lock(mutex)
-        let raw = storage
-        storage = nil
-        pthread_mutex_unlock(mutex)
-        guard let raw else { preconditionFailure("a handoff was awaited before it was resumed") }
-        let pointer = raw.assumingMemoryBound(to: Value.self)
-        defer { pointer.deallocate() }
-        return pointer.move()
+        call.put(value).resume()
     }
 }
 
@@ -94,16 +138,30 @@ extension Handoff where Value == Void {
     }
 }
 
+/// A call whose start and cancel are closures (the calls made less often than requests).
+@_spi(TetherInternal) public final class ClosureCall<Value: Sendable>: RunnerCall, @unchecked Sendable {
+    @usableFromInline let body: @Sendable (Handoff<Value>) -> Void
+    @usableFromInline let onCancel: (@Sendable (RunnerCall) -> Void)?
+
+    @inlinable init(_ body: @escaping @Sendable (Handoff<Value>) -> Void, onCancel: (@Sendable (RunnerCall) -> Void)?) {
+        self.body = body
+        self.onCancel = onCancel
+    }
+
+    @inlinable override public func start() {
+        body(Handoff(self))
+    }
+
+    @inlinable override public func cancel() {
+        onCancel?(self)
+    }
+}
+
 /// Suspends until `body`'s handoff is resumed and returns its value; like
-/// `withCheckedContinuation`, with the value passed as `Handoff` explains.
+/// `withCheckedContinuation`, with the value passed as `RunnerCall` explains.
 @_spi(TetherInternal) @inlinable public func awaitHandoff<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Handoff<Value>) -> Void
 ) async -> Value {
-    let slot = HandoffSlot()
-    await withCheckedContinuation(isolation: isolation) { continuation in
-        slot.wait(with: continuation)
-        body(Handoff(slot: slot))
-    }
-    return slot.take(Value.self)
+    await RunnerCall().awaitAnswer(isolation: isolation, Value.self) { body(Handoff($0)) }
 }
