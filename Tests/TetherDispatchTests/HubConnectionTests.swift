@@ -825,6 +825,56 @@ struct HubConnectionTests {
         await connection.stop()
     }
 
+    /// Invocations whose tasks are canceled at any moment of their life (before the call, while
+    /// the invocation is on its way, as the completion arrives; from ordinary tasks and from tasks
+    /// on the connection's executor) each end exactly once, completed or `canceled`, and the
+    /// connection goes on (as `XMPPClientTests.requestsCanceledAtAnyMomentEndExactlyOnce`).
+    @Test func invocationsCanceledAtAnyMomentEndExactlyOnce() async throws {
+        let server = try await startedHub()
+        let connection = try HubConnectionBuilder(url: server.url).build()
+        try await connection.start()
+        // Canceled before the call: never sent, `canceled`.
+        for _ in 0..<50 {
+            let task = Task { () async throws -> String in
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await connection.invoke("Echo", "never")
+            }
+            do {
+                _ = try await task.value
+                Issue.record("an invocation whose task was canceled before the call completed")
+            } catch {
+                #expect((error as? HubConnectionError)?.kind == .canceled, "\(error)")
+            }
+        }
+        // Canceled 0–220 µs after the task starts, around a round trip on loopback.
+        var completed = 0
+        var canceled = 0
+        for round in 0..<300 {
+            let onExecutor = round % 2 == 1
+            let task = Task { () async throws -> String in
+                if onExecutor {
+                    return try await withTaskExecutorPreference(connection.executor) {
+                        try await connection.invoke("Echo", "r\(round)")
+                    }
+                }
+                return try await connection.invoke("Echo", "r\(round)")
+            }
+            usleep(UInt32(round % 12) * 20)
+            task.cancel()
+            do {
+                #expect(try await task.value == "r\(round)")
+                completed += 1
+            } catch {
+                #expect((error as? HubConnectionError)?.kind == .canceled, "\(error)")
+                canceled += 1
+            }
+        }
+        #expect(completed + canceled == 300)
+        let echoed: String = try await connection.invoke("Echo", "after")
+        #expect(echoed == "after")
+        await connection.stop()
+    }
+
     /// A send waiting for room in a full stateful-reconnect buffer (the link stalled, so no ack
     /// comes) throws `canceled` at once when its task is canceled, and never reaches the server:
     /// once the link is cut and the connection resumed, the hub has every send before it, once,

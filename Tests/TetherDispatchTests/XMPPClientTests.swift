@@ -137,6 +137,58 @@ struct XMPPClientTests {
         await bob.disconnect()
     }
 
+    /// Requests whose tasks are canceled at any moment of their life (before the call, while the
+    /// request is on its way, as the answer arrives; from ordinary tasks and from tasks on the
+    /// client's executor) each end exactly once, answered or `canceled`; the answers to canceled
+    /// ones never reach the app as events, and the client goes on.
+    @Test func requestsCanceledAtAnyMomentEndExactlyOnce() async throws {
+        let server = try await startedProsody()
+        let client = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "race"))
+        let events = EventRecorder(client)
+        try await client.connect()
+        // Canceled before the call: never sent, `canceled`.
+        for _ in 0..<50 {
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await client.request(.ping(to: nil))
+            }
+            do {
+                _ = try await task.value
+                Issue.record("a request whose task was canceled before the call was answered")
+            } catch {
+                #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+            }
+        }
+        // Canceled 0–220 µs after the task starts, around a round trip on loopback.
+        var answered = 0
+        var canceled = 0
+        for round in 0..<300 {
+            let onExecutor = round % 2 == 1
+            let task = Task {
+                if onExecutor {
+                    return try await withTaskExecutorPreference(client.executor) {
+                        try await client.request(.ping(to: nil))
+                    }
+                }
+                return try await client.request(.ping(to: nil))
+            }
+            usleep(UInt32(round % 12) * 20)
+            task.cancel()
+            do {
+                _ = try await task.value
+                answered += 1
+            } catch {
+                #expect((error as? XMPPClientError)?.kind == .canceled, "\(error)")
+                canceled += 1
+            }
+        }
+        #expect(answered + canceled == 300)
+        // The server answers in order: once this is answered, every earlier answer has come.
+        _ = try await client.ping()
+        #expect(!events.events.contains { if case .iqResponse = $0 { true } else { false } })
+        await client.disconnect()
+    }
+
     @Test func messageRosterAndPings() async throws {
         let server = try await startedProsody()
         let alice = try XMPPClient(configuration: testConfiguration("alice", port: server.port, resource: "a"))
