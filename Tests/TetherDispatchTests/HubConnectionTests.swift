@@ -869,7 +869,8 @@ struct HubConnectionTests {
                 canceled += 1
             }
         }
-        #expect(completed + canceled == 300)
+        // The rounds canceled with no delay cannot all lose to a round trip: the cancel path ran.
+        #expect(canceled > 0, "\(completed) completed, \(canceled) canceled")
         let echoed: String = try await connection.invoke("Echo", "after")
         #expect(echoed == "after")
         await connection.stop()

@@ -182,7 +182,8 @@ struct XMPPClientTests {
                 canceled += 1
             }
         }
-        #expect(answered + canceled == 300)
+        // The rounds canceled with no delay cannot all lose to a round trip: the cancel path ran.
+        #expect(canceled > 0, "\(answered) answered, \(canceled) canceled")
         // The server answers in order: once this is answered, every earlier answer has come.
         _ = try await client.ping()
         #expect(!events.events.contains { if case .iqResponse = $0 { true } else { false } })

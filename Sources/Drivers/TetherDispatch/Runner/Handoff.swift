@@ -49,8 +49,11 @@ public import Synchronization
     public init() {}
 
     /// Starts the call on the runner's queue (sends what it sends, or notes where its answer is to
-    /// go); its answer, now or later, goes to `Handoff(self)`.
-    open func start() {}
+    /// go); its answer, now or later, goes to `Handoff(self)`. Every subclass passed to
+    /// `ConnectionRunner.call` overrides it (a record that started nothing would wait forever).
+    open func start() {
+        preconditionFailure("\(type(of: self)) does not start its call")
+    }
 
     /// The call's task was canceled (on the queue; possibly before `start()`, which then sees
     /// `isCanceled`): the answer must be handed off at once, with the call's `canceled` error,
