@@ -39,6 +39,16 @@ enum XMPPDriverBenchmarks {
         return configuration
     }
 
+    /// User and system time of the whole process (every thread), in microseconds: with a
+    /// count of pings, what a round trip costs the client's processors, read threads included,
+    /// beside what it takes in time.
+    static func processCPUMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let user = Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec)
+        return user + Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
+    }
+
     /// Sequential pings of the server: p50 and p99 of the round trip. With `onExecutor` the pings
     /// are made from a task that prefers the client's executor (`XMPPClient.executor`), as the
     /// libstrophe harness runs its loop on the connection's one thread.
@@ -46,16 +56,17 @@ enum XMPPDriverBenchmarks {
         let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
         var mallocs: UInt64 = 0
+        var cpu = 0.0
         func measure() async throws -> [Double] {
             var samples: [Double] = []
             samples.reserveCapacity(count)
             for index in -50..<count {
-                if index == 0 { mallocs = tether_malloc_count() }
+                if index == 0 { (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds()) }
                 let start = DispatchTime.now().uptimeNanoseconds
                 _ = try await client.request(.ping(to: nil))
                 if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
             }
-            mallocs = tether_malloc_count() - mallocs
+            (mallocs, cpu) = (tether_malloc_count() - mallocs, processCPUMicroseconds() - cpu)
             return samples
         }
         var samples =
@@ -65,10 +76,11 @@ enum XMPPDriverBenchmarks {
         samples.sort()
         return String(
             format:
-                #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"p50_us":%.1f,"p99_us":%.1f,"allocations_per_ping":%.1f}"#,
+                #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"p50_us":%.1f,"p99_us":%.1f,"cpu_us_per_ping":%.1f,"allocations_per_ping":%.1f}"#,
             count,
             samples[count / 2],
             samples[Int(Double(count) * 0.99)],
+            cpu / Double(count),
             Double(mallocs) / Double(count)
         )
     }
@@ -87,10 +99,11 @@ enum XMPPDriverBenchmarks {
         await client.disconnect()
         return String(
             format:
-                #"{"client":"tether-callback","count":%d,"p50_us":%.1f,"p99_us":%.1f,"allocations_per_ping":%.1f}"#,
+                #"{"client":"tether-callback","count":%d,"p50_us":%.1f,"p99_us":%.1f,"cpu_us_per_ping":%.1f,"allocations_per_ping":%.1f}"#,
             count,
             samples[count / 2],
             samples[Int(Double(count) * 0.99)],
+            pings.cpu / Double(count),
             Double(pings.mallocs) / Double(count)
         )
     }
@@ -104,6 +117,8 @@ enum XMPPDriverBenchmarks {
         var start: UInt64 = 0
         /// Heap allocations over the measured pings (the process's, the read threads' included).
         var mallocs: UInt64 = 0
+        /// The process's processor time over the measured pings, in microseconds.
+        var cpu = 0.0
         var samples: [Double] = []
         var finished: ((Result<[Double], any Error>) -> Void)?
 
@@ -114,7 +129,7 @@ enum XMPPDriverBenchmarks {
         }
 
         func next() {
-            if index == 0 { mallocs = tether_malloc_count() }
+            if index == 0 { (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds()) }
             start = DispatchTime.now().uptimeNanoseconds
             client.request(.ping(to: nil)) { [self] result in
                 if case .failure(let error) = result { return finished!(.failure(error)) }
@@ -123,7 +138,7 @@ enum XMPPDriverBenchmarks {
                 if index < count {
                     next()
                 } else {
-                    mallocs = tether_malloc_count() - mallocs
+                    (mallocs, cpu) = (tether_malloc_count() - mallocs, processCPUMicroseconds() - cpu)
                     finished!(.success(samples))
                 }
             }

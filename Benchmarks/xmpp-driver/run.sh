@@ -2,7 +2,8 @@
 # XMPPClient (the Dispatch driver) against libstrophe (Debian's libstrophe 0.12), on one local
 # prosody, in the same run: sequential pings (p50, p99; the same stanza from both; Tether's also
 # from a task on the client's executor and each from the last one's completion, as libstrophe's
-# harness runs on its connection's one thread), 10,000 messages from one
+# harness runs on its connection's one thread; each ping row split into the client's own part and
+# the waiting, and the process's CPU time per ping), 10,000 messages from one
 # account to another without and with stream management (messages/s; Tether's also sent from a
 # task on the client's executor; both clients send the same stanzas: an initial presence, an id on
 # every message), and many idle connections
@@ -103,6 +104,7 @@ swift build -c release --product tether-bench 2>&1 | grep -E "error|warning:" >&
 bench=$(swift build -c release --show-bin-path)/tether-bench
 gcc -O2 -o "$work/strophe_bench" Benchmarks/xmpp-driver/strophe_bench.c $(pkg-config --cflags --libs libstrophe)
 strophe="$work/strophe_bench"
+gcc -O2 -shared -fPIC -o "$work/turnaround.so" Benchmarks/xmpp-driver/turnaround.c -ldl
 export TETHER_PASSWORD=benchpass
 results="$work/results.jsonl"
 : >"$results"
@@ -115,12 +117,27 @@ run() { # ROW COMMAND...
     echo "{\"row\":\"$row\",${line#\{}" >>"$results"
 }
 
+# A ping row, run with turnaround.c loaded: its line gets the client's own part of a round trip
+# (from the wait that returned with the answer to the next ping's send) and the waiting (from that
+# send to the next input), timed the same way in both clients.
+run_pings() { # COMMAND...
+    rm -f "$work/turnaround.json"
+    TURNAROUND_OUT="$work/turnaround.json" LD_PRELOAD="$work/turnaround.so" run latency "$@"
+    local own
+    own=$(cat "$work/turnaround.json") || { echo "no turnaround from: $*" >&2; exit 1; }
+    echo "$own" >&2
+    python3 -c 'import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+rows[-1].update(json.loads(sys.argv[2]))
+open(sys.argv[1], "w").writelines(json.dumps(row) + "\n" for row in rows)' "$results" "$own"
+}
+
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
-    run latency "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run latency "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run latency "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run latency "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings"
+    run_pings "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings"
+    run_pings "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/lt "$pings"
+    run_pings "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lt "$pings"
+    run_pings "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings"
     run throughput "$bench" --xmpp throughput "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
     run throughput "$bench" --xmpp throughput-executor "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
     run throughput "$strophe" throughput 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
@@ -143,6 +160,16 @@ for client, name in (("tether", "tether"), ("tether-executor", "on executor"), (
     for key, label in (("p50_us", "ping p50 (µs)"), ("p99_us", "ping p99 (µs)")):
         t, s = best("latency", client, key, True), best("latency", "libstrophe", key, True)
         print(f"  {label:28} {name:11} {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)")
+print("Where a ping's time goes (turnaround.c: the same wrappers in both clients; median of the rounds):")
+print("  own part: from the wait that returned with the answer to the next ping's send; waiting:")
+print("  from that send to the next input (server, kernel, wake-up); CPU: the process's, per ping")
+def median(row, client, key):
+    values = sorted(r[key] for r in rows if r["row"] == row and r["client"] == client)
+    return values[len(values) // 2]
+for client, name in (("tether", "tether"), ("tether-executor", "on executor"), ("tether-callback", "callback"),
+                     ("libstrophe", "libstrophe")):
+    own, waiting, cpu = (median("latency", client, key) for key in ("turnaround_p50_us", "waiting_p50_us", "cpu_us_per_ping"))
+    print(f"  {name:11}  own part p50 {own:6.1f} µs   waiting p50 {waiting:6.1f} µs   CPU {cpu:6.1f} µs per ping")
 for row, label in (("throughput", "10,000 messages (msg/s)"), ("throughput-sm", "the same with SM (msg/s)")):
     for client, name in (("tether", "tether"), ("tether-executor", "on executor")):
         t, s = best(row, client, "messages_per_s", False), best(row, "libstrophe", "messages_per_s", False)
