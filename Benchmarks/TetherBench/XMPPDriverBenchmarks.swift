@@ -171,7 +171,9 @@ enum XMPPDriverBenchmarks {
         try await sender.connect()
         try await Task.sleep(for: .milliseconds(50))  // as the harness: the receiver's presence settles
         guard let target = JID(to) else { throw BenchError("not a JID: \(to)") }
-        let start = DispatchTime.now().uptimeNanoseconds
+        let (start, mallocs, cpu) = (
+            DispatchTime.now().uptimeNanoseconds, tether_malloc_count(), processCPUMicroseconds()
+        )
         func sendAll() async throws {
             for index in 0..<count {
                 try await sender.send(XMPPMessage(to: target, body: "message \(index)", type: .chat))
@@ -187,14 +189,17 @@ enum XMPPDriverBenchmarks {
         }
         guard finished == .success else { throw BenchError("\(arrived.value) of \(count) messages arrived") }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let (allocations, processor) = (tether_malloc_count() - mallocs, processCPUMicroseconds() - cpu)
         await sender.disconnect()
         await receiver.disconnect()
         return String(
             format: #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"seconds":%.4f,"#
-                + #""messages_per_s":%.0f}"#,
+                + #""messages_per_s":%.0f,"cpu_us_per_message":%.1f,"allocations_per_message":%.1f}"#,
             count,
             seconds,
-            Double(count) / seconds
+            Double(count) / seconds,
+            processor / Double(count),
+            Double(allocations) / Double(count)
         )
     }
 

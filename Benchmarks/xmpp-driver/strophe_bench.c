@@ -168,7 +168,7 @@ static int throughput(const char *host, int port, const char *from, const char *
     for (int i = 0; i < 50; i++) xmpp_run_once(ctx, 1);
     char body[64];
     char id[32];
-    double start = now_us();
+    double start = now_us(), cpu = cpu_us();
     for (int i = 0; i < count; i++) {
         snprintf(id, sizeof id, "m%d", i);
         xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, id);
@@ -181,12 +181,13 @@ static int throughput(const char *host, int port, const char *from, const char *
     double deadline = now_us() + 120e6;
     while (received < count && now_us() < deadline) xmpp_run_once(ctx, 1);
     double elapsed = now_us() - start;
+    cpu = cpu_us() - cpu;
     if (received < count) {
         fprintf(stderr, "strophe_bench: %d of %d messages arrived\n", received, count);
         return 1;
     }
-    printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f}\n", count, elapsed / 1e6,
-           count / (elapsed / 1e6));
+    printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f,\"cpu_us_per_message\":%.1f}\n",
+           count, elapsed / 1e6, count / (elapsed / 1e6), cpu / count);
     xmpp_disconnect(sender);
     xmpp_disconnect(receiver);
     return 0;

@@ -12,7 +12,7 @@
 # Suppressions: Tests/Sanitizers/tsan-suppressions.txt (none now; each one explained there).
 set -eu
 cd "$(dirname "$0")/../.."
-filter="TetherDispatchTests|TetherTLSTests|TetherCLITests|SharedNameTableTests"
+filter="TetherDispatchTests|TetherTLSTests|TetherCLITests|SharedNameTableTests|SpareBuilderTests"
 failed=""
 for sanitizer in ${*:-thread address}; do
     case $sanitizer in

@@ -4,7 +4,7 @@ import Testing
 import TetherCore
 import TetherTestServers
 
-@testable import TetherDispatch
+@_spi(TetherInternal) @testable import TetherDispatch
 
 #if canImport(Glibc)
     import Glibc
@@ -329,18 +329,27 @@ struct TCPConnectionTests {
         #expect(canceled.wait(timeout: .now() + 5) == .success)
     }
 
-    /// On Linux the read threads run a socket's handler through `dispatch_sync_f` on the queue's
-    /// Dispatch object (no block copied per input): the object is found for any queue (and is
-    /// the queue's own: same label, and `dispatchPrecondition` holds in the handler), so a
+    /// On Linux the read threads run a socket's handler, and a runner the calls made from outside
+    /// its queue, through `dispatch_sync_f` on the queue's Dispatch object (no block copied per
+    /// input or call): the object is found for any queue (and is the queue's own: same label, and
+    /// `dispatchPrecondition` holds in what runs there, with the queue's specific data), so a
     /// toolchain whose overlay stops keeping it where it is read fails here, not silently slower.
     @Test func theReadThreadsReachAQueuesDispatchObject() async throws {
-        #if os(Linux)
-            let labels = ["tether.test.direct", "", "ünïcode queue"]
-            for label in labels {
-                let queue = DispatchQueue(label: label)
-                #expect(ReadThreads.directQueue(of: queue) != nil, "label '\(label)'")
+        let key = DispatchSpecificKey<Int>()
+        for label in ["tether.test.direct", "", "ünïcode queue"] {
+            let queue = DispatchQueue(label: label)
+            queue.setSpecific(key: key, value: 7)
+            #if os(Linux)
+                #expect(DirectQueue.object(of: queue) != nil, "label '\(label)'")
+            #endif
+            var ran = false
+            DirectQueue(queue).sync {
+                dispatchPrecondition(condition: .onQueue(queue))
+                #expect(DispatchQueue.getSpecific(key: key) == 7)
+                ran = true
             }
-        #endif
+            #expect(ran, "label '\(label)'")
+        }
         let pair = try Self.socketPair()
         defer {
             close(pair[0])

@@ -64,6 +64,26 @@ struct StreamManagementTests {
         #expect(harness.sent.count == sent)
     }
 
+    /// A message sent without an id goes out with one the connection gives it (written on the
+    /// wire, not into a copy of the tree) and is handed back with that same id.
+    @Test func aMessageWithoutAnIDIsHandedBackWithTheIDItWentOutWith() throws {
+        let harness = XMPPClientHarness()
+        harness.login()
+        let messages = (1...2).map { XMPPMessage(to: JID("bob@example.com"), body: "no id \($0)") }
+        for message in messages { try harness.machine.send(message, now: harness.now) }
+        harness.drain()
+        let ids = try messages.map { message in
+            let wire = try #require(harness.sent.last { $0.text.contains("<body>\(message.body!)</body>") }?.text)
+            let id = try #require(wire.firstMatch(of: /<message [^>]*id='([^']+)'/)?.1)
+            return String(id)
+        }
+        #expect(ids[0] != ids[1])
+        harness.server("<a xmlns='urn:xmpp:sm:3' h='10'/>")  // Too high: the stream ends, both handed back.
+        let returned = harness.events.compactMap { if case .unacknowledgedStanzas(let s) = $0 { s } else { nil } }
+        #expect(returned == [zip(messages, ids).map { $0.element.settingAttribute("id", to: $1) }])
+        #expect(returned.first?.map { $0.attribute("id") } == ids)
+    }
+
     @Test func tooHighAcknowledgementClosesTheStream() throws {
         let harness = XMPPClientHarness()
         harness.login()

@@ -5,7 +5,8 @@
 @safe struct PlainBuffer<Element: BitwiseCopyable>: ~Copyable {
     private var base: UnsafeMutablePointer<Element>
     private(set) var count = 0
-    private var capacity: Int
+    /// How many elements fit before it grows.
+    private(set) var capacity: Int
 
     init(capacity: Int = 64) {
         self.capacity = max(capacity, 1)

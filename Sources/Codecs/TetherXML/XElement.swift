@@ -183,9 +183,16 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         namespaceDeclarations: [XMLNamespaceDeclaration] = [],
         children: [XNode] = []
     ) {
-        var builder = XMLTreeBuilder(nodes: 16, textBytes: 128, names: 8, depth: 8)
-        builder.append(name, attributes: attributes, namespaceDeclarations: namespaceDeclarations, children: children)
-        self = builder.finish()
+        self = XMLSpareBuilder.withBuilder { spare in
+            spare.builder.append(
+                name,
+                attributes: attributes,
+                namespaceDeclarations: namespaceDeclarations,
+                children: children,
+                boxes: spare
+            )
+            return spare.builder.finish()
+        }
     }
 
     /// A copy of this element as the root of its own tree (releasing the rest of a larger tree).
@@ -397,14 +404,18 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
         _ name: XMLName,
         attributes: [XMLAttribute],
         namespaceDeclarations: [XMLNamespaceDeclaration],
-        children: [XNode]
+        children: [XNode],
+        boxes: XMLSpareBuilder? = nil
     ) {
-        let element = startElement(addName(name))
+        func add(_ name: XMLName) -> UInt32 {
+            addName(boxes?.box(for: name) ?? XMLNameBox(name))
+        }
+        let element = startElement(add(name))
         for declaration in namespaceDeclarations {
-            namespaceDeclaration(addName(XMLName("", namespace: declaration.uri, prefix: declaration.prefix)))
+            namespaceDeclaration(add(XMLName("", namespace: declaration.uri, prefix: declaration.prefix)))
         }
         for attribute in attributes {
-            let name = addName(attribute.name)
+            let name = add(attribute.name)
             attribute.value.withUTF8Span { self.attribute(name, value: $0) }
         }
         endHeader(of: element)

@@ -39,6 +39,8 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     public typealias Command = BlockedCommands<Machine, Failure>.Command
 
     @usableFromInline package let queue: DispatchQueue
+    /// `queue`, entered from other threads without `sync`'s allocations.
+    @usableFromInline let directQueue: DirectQueue
     /// The queue as a task executor (`ConnectionExecutor`).
     public let executor: ConnectionExecutor
     /// Used only on `queue`, by one access at a time: `drive()` ends each access (`pollAction`)
@@ -86,6 +88,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     ) {
         let queue = DispatchQueue(label: label, target: DispatchQueue.global())
         self.queue = queue
+        directQueue = DirectQueue(queue)
         queue.setSpecific(key: runnerQueueKey, value: ObjectIdentifier(queue))
         executor = ConnectionExecutor(queue: queue)
         self.machine = machine
@@ -525,13 +528,14 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
         cancelable: Bool = true
     ) async -> Value {
         let queue = queue
+        let directQueue = directQueue
         let executor = executor
         let enter: (RunnerCall) -> Void = { record in
             // A task on this client's executor is on the queue: known from the thread's mark of
             // the running job, without the queue lookup.
             if executor.isRunningJobOnThisThread { return record.start() }
             switch DispatchQueue.getSpecific(key: runnerQueueKey) {
-            case .none: queue.sync { record.start() }
+            case .none: directQueue.start(record)
             case .some(let current) where current == ObjectIdentifier(queue): record.start()
             case .some: queue.async { record.start() }
             }
@@ -559,7 +563,7 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     /// called on another runner's queue (no queue waits for another).
     @inlinable package func onQueue(_ body: @escaping @Sendable () -> Void) {
         switch DispatchQueue.getSpecific(key: runnerQueueKey) {
-        case .none: queue.sync(execute: body)
+        case .none: directQueue.sync(body)
         case .some(let current) where current == ObjectIdentifier(queue): body()
         case .some: queue.async(execute: body)
         }

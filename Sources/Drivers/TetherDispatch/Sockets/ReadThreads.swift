@@ -105,7 +105,7 @@ final class ReadThreads: Sendable {
         /// at it again after a thread's turn with it): the connection must end, as no input would
         /// reach it.
         let failed: @Sendable (Int32) -> Void
-        /// `queue`'s Dispatch object, for `dispatch_sync_f` (`directQueue(of:)`); nil: `queue.sync`.
+        /// `queue`'s Dispatch object, for `dispatch_sync_f` (`DirectQueue.object(of:)`); nil: `queue.sync`.
         let direct: OpaquePointer?
         /// A thread is running `handler` (guarded by the table's mutex, so exempt from run-time
         /// exclusivity checks, as are the other `var`s).
@@ -128,7 +128,7 @@ final class ReadThreads: Sendable {
         ) {
             self.socket = socket
             self.queue = queue
-            direct = ReadThreads.directQueue(of: queue)
+            direct = DirectQueue.object(of: queue)
             self.handler = handler
             self.failed = failed
         }
@@ -425,10 +425,8 @@ extension ReadThreads {
     /// Runs `entry`'s handler on its queue (`queue.sync`, which an idle serial queue runs on this
     /// thread) with the jobs it gives the queue's executor (`ConnectionExecutor.runningInline`).
     ///
-    /// Through `dispatch_sync_f` where the queue's Dispatch object is known (`directQueue(of:)`):
-    /// the Swift overlay's `sync` turns its closure into a block copied to the heap, with its
-    /// captures in a second allocation, and checks at run time that it did not escape, on every
-    /// input. The function form takes a pointer to a context on this thread's stack.
+    /// Through `dispatch_sync_f` where the queue's Dispatch object is known (`DirectQueue`), on
+    /// every input.
     private static func handleOnQueue(_ entry: Entry) -> Handled {
         #if canImport(CDispatch)
             if let direct = entry.direct {
@@ -454,24 +452,6 @@ extension ReadThreads {
     private struct DirectSync {
         let entry: Entry
         var handled = Handled.drained
-    }
-
-    /// `queue`'s Dispatch object (`dispatch_queue_t`), or nil where it cannot be had. The Linux
-    /// overlay (swift-corelibs-libdispatch) keeps it in its `DispatchQueue`'s one stored property,
-    /// which is internal: it is read through reflection, once per watched socket, and taken only
-    /// if Dispatch gives it the queue's own label. On Apple platforms (where a `DispatchQueue` is
-    /// the Dispatch object, and its `sync` passes the closure as a block without a copy), and with
-    /// any other overlay, nil.
-    static func directQueue(of queue: DispatchQueue) -> OpaquePointer? {
-        #if canImport(CDispatch)
-            for child in Mirror(reflecting: queue).children where child.label == "__wrapped" {
-                guard let object = child.value as? OpaquePointer,
-                    String(cString: dispatch_queue_get_label(object)) == queue.label
-                else { return nil }
-                return object
-            }
-        #endif
-        return nil
     }
 }
 

@@ -9,9 +9,9 @@ extension XMPPClientMachine {
     /// acknowledges it. Throws `notConnected` when disconnected or closing, `sendQueueFull` at
     /// `maximumQueuedStanzas`.
     public mutating func send(_ message: XMPPMessage, now: Instant) throws(XMPPClientError) {
-        // Every message gets an id (receipts, corrections and duplicate detection need one).
-        let element = message.id == nil ? message.element.settingAttribute("id", to: makeID("m")) : message.element
-        try sendAppStanza(element, now: now)
+        // Every message gets an id (receipts, corrections and duplicate detection need one). A new
+        // one goes on the wire, not into a copy of the tree (`SentStanza.app`), as an iq's does.
+        try sendAppStanza(message.element, addingID: message.id == nil ? makeID("m") : nil, now: now)
     }
 
     /// Sends a presence (queued like a message while offline).

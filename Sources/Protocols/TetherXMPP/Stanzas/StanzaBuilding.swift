@@ -57,6 +57,12 @@ extension XElement {
 struct StanzaAttributes {
     var attributes: [XMLAttribute] = []
 
+    /// Room for a stanza's usual attributes (type, to, id, xml:lang) at once, instead of the
+    /// array growing on the first and second.
+    init() {
+        attributes.reserveCapacity(4)
+    }
+
     mutating func add(_ local: String, _ value: String?) {
         if let value { attributes.append(XMLAttribute(XMLName(local), value)) }
     }

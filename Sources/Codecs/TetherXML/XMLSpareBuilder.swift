@@ -1,0 +1,81 @@
+import Synchronization
+
+/// The builder that elements made in code (`XElement.init`) are built with, kept between them:
+/// its buffers keep their room and its recent names their boxes, so that building an element
+/// allocates its tree's storage and little else (a stanza built in code was four buffers, a box
+/// per name and the storage; a message and its body, two such trees).
+///
+/// One for the process, taken and given back with an atomic exchange: a thread that finds it
+/// taken (another thread building at the same moment, or an element built while one is) makes a
+/// builder of its own, which it keeps only if the slot is empty again when it is done. A builder
+/// whose buffers grew past `keptRoom` (a large element built in code) is not kept, so the spare
+/// never holds more than a stanza's worth of memory.
+@safe final class XMLSpareBuilder {
+    var builder = XMLTreeBuilder(nodes: 16, textBytes: 128, names: 8, depth: 8)
+    /// Boxes of names met lately, by `slot(of:)`: a name met again is the same box (retained by
+    /// each tree that uses it) instead of a new one.
+    private var recentNames = [XMLNameBox?](repeating: nil, count: XMLSpareBuilder.recentNameSlots)
+
+    static let recentNameSlots = 32
+    /// The most nodes, and text bytes, a builder's buffers may have room for and still be kept.
+    static let keptRoom = (nodes: 1024, textBytes: 16 * 1024)
+
+    /// The process's spare (`Unmanaged` bits; zero while taken or not made yet).
+    private static let spare = Atomic<UInt>(0)
+
+    /// Runs `body` with the spare builder (or a new one when it is in use).
+    static func withBuilder<Result>(_ body: (XMLSpareBuilder) -> Result) -> Result {
+        let spare = take()
+        defer { giveBack(spare) }
+        return body(spare)
+    }
+
+    private static func take() -> XMLSpareBuilder {
+        let bits = spare.exchange(0, ordering: .acquiring)
+        guard bits != 0, let pointer = unsafe UnsafeRawPointer(bitPattern: bits) else { return XMLSpareBuilder() }
+        return unsafe Unmanaged<XMLSpareBuilder>.fromOpaque(pointer).takeRetainedValue()
+    }
+
+    private static func giveBack(_ builder: XMLSpareBuilder) {
+        builder.builder.reset()
+        guard builder.builder.nodes.capacity <= keptRoom.nodes, builder.builder.text.capacity <= keptRoom.textBytes
+        else { return }
+        let retained = unsafe Unmanaged.passRetained(builder)
+        let bits = UInt(bitPattern: unsafe retained.toOpaque())
+        if !spare.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged {
+            unsafe retained.release()
+        }
+    }
+
+    /// The room the spare's buffers have (nodes, text bytes), nil while it is taken or not made
+    /// yet (for the tests).
+    static var spareRoom: (nodes: Int, textBytes: Int)? {
+        let bits = spare.exchange(0, ordering: .acquiring)
+        guard bits != 0, let pointer = unsafe UnsafeRawPointer(bitPattern: bits) else { return nil }
+        let builder = unsafe Unmanaged<XMLSpareBuilder>.fromOpaque(pointer).takeRetainedValue()
+        defer { giveBack(builder) }
+        return (builder.builder.nodes.capacity, builder.builder.text.capacity)
+    }
+
+    /// The box for `name`: the recent one when it is the same name (prefix included, which the
+    /// serializer writes), else a new one that takes its slot.
+    func box(for name: XMLName) -> XMLNameBox {
+        let slot = Self.slot(of: name)
+        if let recent = recentNames[slot], recent.name.local == name.local, recent.name.namespace == name.namespace,
+            recent.name.prefix == name.prefix
+        {
+            return recent
+        }
+        let box = XMLNameBox(name)
+        recentNames[slot] = box
+        return box
+    }
+
+    /// A slot from what a name's strings give at once: their lengths and the local name's last
+    /// byte ("message", "body", "type", "to", "id" and the client namespace spread apart).
+    static func slot(of name: XMLName) -> Int {
+        let local = name.local.utf8
+        let mixed = local.count &* 7 &+ (name.namespace?.utf8.count ?? 0) &* 3 &+ Int(local.last ?? 0)
+        return mixed & (recentNameSlots - 1)
+    }
+}
