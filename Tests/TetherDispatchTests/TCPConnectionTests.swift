@@ -613,9 +613,12 @@ struct TCPConnectionTests {
     /// Only the thread that handled the last input waits with a timer: with two threads that have
     /// both handled input at about the same time (the first busy with one socket while the second
     /// reads another, whose handler lets the first one go), the one that finished last makes the
-    /// window's wake-ups, and the other wakes once or twice at most before it sees that and waits
-    /// without a timer. (Were each thread to keep its own window, the idle one would wake every
-    /// millisecond and, back to waiting last, take the next input from the busy one.)
+    /// window's wake-ups, and the other wakes once at most after that (its timer armed before)
+    /// and then waits without a timer. (Were each thread to keep its own window, the idle one
+    /// would wake every millisecond and, back to waiting last, take the next input from the busy
+    /// one.) Counted by who woke, not by the total: on a loaded machine the thread that finished
+    /// first may stay the last one for several milliseconds before the other finishes, and its
+    /// wake-ups then are the window's own.
     @Test func onlyTheThreadThatHandledTheLastInputWaitsWithATimer() async throws {
         let waits = 20
         let blocked = try Self.watchWithAFirstRunThatWaits(tickWindow: .milliseconds(Int64(waits)))
@@ -645,8 +648,9 @@ struct TCPConnectionTests {
         #expect(inputs.snapshot.bytes == [9])
         try await Self.waitUntil { blocked.threads.quietWakeUps >= waits }
         try await Task.sleep(for: .milliseconds(Int64(3 * waits)))
-        let wakeUps = blocked.threads.quietWakeUps
-        #expect(wakeUps >= waits && wakeUps <= waits + 5, "\(wakeUps) quiet wake-ups")
+        let (wakeUps, stale) = (blocked.threads.quietWakeUps, blocked.threads.staleWakeUps)
+        #expect(wakeUps >= waits, "\(wakeUps) quiet wake-ups")
+        #expect(stale <= 2, "\(stale) of \(wakeUps) quiet wake-ups by a thread that had not handled the last input")
         let canceled = DispatchSemaphore(value: 0)
         watch?.cancel { canceled.signal() }
         #expect(canceled.wait(timeout: .now() + 5) == .success)

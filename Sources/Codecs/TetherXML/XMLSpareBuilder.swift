@@ -16,7 +16,7 @@ import Synchronization
     /// each tree that uses it) instead of a new one.
     private var recentNames = [XMLNameBox?](repeating: nil, count: XMLSpareBuilder.recentNameSlots)
 
-    static let recentNameSlots = 32
+    static let recentNameSlots = 64
     /// The most nodes, and text bytes, a builder's buffers may have room for and still be kept.
     static let keptRoom = (nodes: 1024, textBytes: 16 * 1024)
 
@@ -58,24 +58,31 @@ import Synchronization
     }
 
     /// The box for `name`: the recent one when it is the same name (prefix included, which the
-    /// serializer writes), else a new one that takes its slot.
+    /// serializer writes), else a new one. Two slots per name (`slot(of:)` and its neighbour):
+    /// a new box goes into the first and the one there moves to the second, so that two names
+    /// that share a slot and alternate (an element and its attribute) both stay.
     func box(for name: XMLName) -> XMLNameBox {
-        let slot = Self.slot(of: name)
-        if let recent = recentNames[slot], recent.name.local == name.local, recent.name.namespace == name.namespace,
-            recent.name.prefix == name.prefix
-        {
-            return recent
-        }
+        let first = Self.slot(of: name)
+        let second = first ^ 1
+        if let recent = recentNames[first], Self.isSame(recent.name, name) { return recent }
+        if let recent = recentNames[second], Self.isSame(recent.name, name) { return recent }
         let box = XMLNameBox(name)
-        recentNames[slot] = box
+        recentNames[second] = recentNames[first]
+        recentNames[first] = box
         return box
     }
 
-    /// A slot from what a name's strings give at once: their lengths and the local name's last
-    /// byte ("message", "body", "type", "to", "id" and the client namespace spread apart).
+    private static func isSame(_ recent: XMLName, _ name: XMLName) -> Bool {
+        recent.local == name.local && recent.namespace == name.namespace && recent.prefix == name.prefix
+    }
+
+    /// A slot from the local name's bytes (FNV-1a over its first 12) and the namespace's length:
+    /// the usual names of stanzas (message, body, type, to, id, iq, ping, presence, show, …) fall
+    /// at most two to a pair of slots.
     static func slot(of name: XMLName) -> Int {
-        let local = name.local.utf8
-        let mixed = local.count &* 7 &+ (name.namespace?.utf8.count ?? 0) &* 3 &+ Int(local.last ?? 0)
-        return mixed & (recentNameSlots - 1)
+        var hash: UInt32 = 0x811C_9DC5 ^ UInt32(truncatingIfNeeded: name.namespace?.utf8.count ?? 0)
+        for byte in name.local.utf8.prefix(12) { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+        hash ^= hash >> 13
+        return Int(hash) & (recentNameSlots - 1)
     }
 }

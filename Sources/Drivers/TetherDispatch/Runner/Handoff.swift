@@ -15,20 +15,22 @@ public import Synchronization
 /// visible on every path, so the sanitized tests need no suppression. An answer of up to
 /// `inlineCapacity` bytes is kept in the record itself; a larger one in memory of its own.
 ///
-/// The continuation is a checked one although the record checks what it would (answered twice,
-/// or before it started: a precondition failure): an `UnsafeContinuation`'s resume is inlined
-/// into the caller, and under ThreadSanitizer its read of the task's context then races, as TSan
-/// sees it, with the task's own writes to that context when the answer comes before the task
-/// awaits (ordered by the runtime's atomics, which TSan does not see). The checked one resumes
-/// inside the runtime, at the cost of one allocation per call.
+/// A call its start answers at once (a send with room, a state query) makes no continuation:
+/// the task finds the answer when the start returns. One that waits makes a checked one,
+/// although the record checks what it would (answered twice: a precondition failure): an
+/// `UnsafeContinuation`'s resume is inlined into the caller, and under ThreadSanitizer its read
+/// of the task's context then races, as TSan sees it, with the task's own writes to that context
+/// when the answer comes before the task awaits (ordered by the runtime's atomics, which TSan
+/// does not see). The checked one resumes inside the runtime, at the cost of one allocation per
+/// waiting call.
 @_spi(TetherInternal) open class RunnerCall: @unchecked Sendable {
     /// The id of what it sent (an iq's id, an invocation id), once sent. Used only on the queue.
     package var id: String?
     /// Its task was canceled. Used only on the queue.
     @usableFromInline package var isCanceled = false
 
-    /// The hand-off's state: `waiting` once the task's continuation is in place, `writing` while
-    /// the answer is put, `answered` once it is.
+    /// The hand-off's state: `fresh` until the task waits or the answer comes, `waiting` once
+    /// the task's continuation is in place, `answered` once the answer is (whichever came first).
     @usableFromInline let state = Atomic<Int>(RunnerCall.fresh)
     /// The awaiting task's continuation; written before `state` becomes `waiting`.
     @usableFromInline var continuation: CheckedContinuation<Void, Never>?
@@ -41,8 +43,7 @@ public import Synchronization
 
     @usableFromInline static let fresh = 0
     @usableFromInline static let waiting = 1
-    @usableFromInline static let writing = 2
-    @usableFromInline static let answered = 3
+    @usableFromInline static let answered = 2
     /// The largest answer kept in the record itself, in bytes.
     @usableFromInline static let inlineCapacity = 64
 
@@ -64,32 +65,38 @@ public import Synchronization
         MemoryLayout<Value>.size <= inlineCapacity && MemoryLayout<Value>.alignment <= MemoryLayout<UInt64>.alignment
     }
 
-    /// Suspends until the answer is handed off (`enter` hands the record to the queue) and
-    /// returns it; like `withCheckedContinuation`, with the answer passed as the type explains.
+    /// Hands the record to the queue (`enter`) and returns the answer: at once when the start
+    /// answered (a send with room, a state query: no continuation made, nothing suspended), else
+    /// once it is handed off; like `withCheckedContinuation`, with the answer passed as the type
+    /// explains.
     @inlinable final package func awaitAnswer<Value>(
         isolation: isolated (any Actor)? = #isolation,
         _: Value.Type,
         entering enter: (RunnerCall) -> Void
     ) async -> Value {
+        enter(self)
+        if state.load(ordering: .acquiring) == Self.answered { return take(Value.self) }
         await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Void, Never>) in
             self.continuation = continuation
-            state.store(Self.waiting, ordering: .releasing)
-            enter(self)
+            let (waiting, _) = state.compareExchange(
+                expected: Self.fresh,
+                desired: Self.waiting,
+                ordering: .acquiringAndReleasing
+            )
+            if !waiting {
+                // Answered since the check above (on the queue's thread): the answer is there.
+                self.continuation = nil
+                continuation.resume()
+            }
         }
         return take(Value.self)
     }
 
-    /// Stores the answer and returns the continuation to resume.
-    @inlinable final func put<Value>(_ value: Value) -> CheckedContinuation<Void, Never> {
-        let (exchanged, found) = state.compareExchange(
-            expected: Self.waiting,
-            desired: Self.writing,
-            ordering: .acquiring
-        )
-        precondition(
-            exchanged,
-            found == Self.fresh ? "a call was answered before it started" : "a call was answered twice"
-        )
+    /// Stores the answer and returns the continuation to resume: nil when the task does not wait
+    /// (yet): it finds the answer when it looks.
+    @inlinable final func put<Value>(_ value: Value) -> CheckedContinuation<Void, Never>? {
+        // Answers are put on the queue, one after another: a second finds the first's state.
+        precondition(state.load(ordering: .relaxed) != Self.answered, "a call was answered twice")
         if Self.fits(Value.self) {
             withUnsafeMutableBytes(of: &inlineAnswer) {
                 _ = $0.baseAddress!.initializeMemory(as: Value.self, to: value)
@@ -99,6 +106,15 @@ public import Synchronization
             pointer.initialize(to: value)
             outOfLineAnswer = UnsafeMutableRawPointer(pointer)
         }
+        let (early, found) = state.compareExchange(
+            expected: Self.fresh,
+            desired: Self.answered,
+            ordering: .acquiringAndReleasing
+        )
+        if early { return nil }
+        precondition(found == Self.waiting, "a call was answered twice")
+        // The task waits, suspended until resumed: its continuation (written before `waiting`,
+        // seen through the acquire above) is taken before the answer is published.
         let continuation = continuation.unsafelyUnwrapped
         self.continuation = nil
         state.store(Self.answered, ordering: .releasing)
@@ -130,7 +146,7 @@ public import Synchronization
 
     /// Resumes the task with `value` (exactly once, as with a continuation).
     @inlinable package func resume(returning value: Value) {
-        call.put(value).resume()
+        call.put(value)?.resume()
     }
 }
 

@@ -139,6 +139,9 @@ final class ReadThreads: Sendable {
         var nextToken: UInt64 = 1
         /// Timed waits that came back without input, over all the threads (for the tests).
         var quietWakeUps = 0
+        /// Of them, those of a thread that was no longer the last to handle input when it woke
+        /// (its timer armed before another thread took over; for the tests).
+        var staleWakeUps = 0
         /// Events passed on to the thread handling their socket, and of them those that reported
         /// the peer's end (for the tests).
         var passedOn = (events: 0, ends: 0)
@@ -146,6 +149,9 @@ final class ReadThreads: Sendable {
 
     /// How many times the threads woke from a timed wait without input (`tickWindow`).
     var quietWakeUps: Int { table.withLock { $0.quietWakeUps } }
+
+    /// How many of those were made by a thread that was no longer the last to handle input.
+    var staleWakeUps: Int { table.withLock { $0.staleWakeUps } }
 
     /// How many events were passed on to the thread handling their socket (and how many of them
     /// reported the peer's end).
@@ -323,7 +329,13 @@ final class ReadThreads: Sendable {
                 continue
             }
             guard waited == 1 else {
-                if timed { table.withLock { $0.quietWakeUps += 1 } }
+                if timed {
+                    let stale = lastHandler.load(ordering: .relaxed) != index
+                    table.withLock { table in
+                        table.quietWakeUps += 1
+                        if stale { table.staleWakeUps += 1 }
+                    }
+                }
                 quietWaits += 1
                 continue
             }
