@@ -159,12 +159,26 @@ public struct XElement: Hashable, Sendable, CustomStringConvertible {
 
     /// The element's direct text (its text children joined).
     public var text: String {
-        var bytes: [UInt8] = []
+        // One text child (a body, a status): its string straight from the tree, with no array
+        // in between. Several (text around child elements): joined.
+        var only: XMLTree.Node?
+        var joined: [UInt8]?
         forEachChildIndex { position in
             let child = tree.node(position)
-            if child.kind == .text { tree.withBytes(of: child) { bytes.append(copying: $0) } }
+            guard child.kind == .text else { return }
+            if joined != nil {
+                tree.withBytes(of: child) { joined!.append(copying: $0) }
+            } else if let first = only {
+                var bytes: [UInt8] = []
+                tree.withBytes(of: first) { bytes.append(copying: $0) }
+                tree.withBytes(of: child) { bytes.append(copying: $0) }
+                joined = bytes
+            } else {
+                only = child
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        if let joined { return String(decoding: joined, as: UTF8.self) }
+        return only.map(tree.string) ?? ""
     }
 
     /// Whether the element has neither children nor text.
