@@ -588,28 +588,47 @@ public final class ConnectionRunner<Machine: ConnectionMachine & ~Copyable & Sen
     @inlinable nonisolated(nonsending) package func send<Value: Sendable>(
         _ body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
     ) async throws(Failure) -> Value {
-        let result: Result<Value, Failure> = await call(
-            { [self] handoff in
-                // At once when nothing waits for room (no command built), else as a command.
-                let failure = runForCompletion(
-                    call: handoff.call,
-                    writingAtOnce: false,
-                    { machine, now throws(Failure) in handoff.resume(returning: .success(try body(&machine, now))) },
-                    later: {
-                        Command(
-                            run: { machine, now throws(Failure) in
-                                handoff.resume(returning: .success(try body(&machine, now)))
-                            },
-                            fail: { handoff.resume(returning: .failure($0)) },
-                            call: handoff.call
-                        )
-                    }
-                )
-                if let failure { handoff.resume(returning: .failure(failure)) }
-            },
-            onCancel: { [self] in cancelWaitingCommand($0) }
-        )
-        return try result.get()
+        try await call(SendCall(runner: self, body: body), returning: Result<Value, Failure>.self).get()
+    }
+
+    /// A call of `send(_:)`: its own start and cancel, so that a send costs this object and the
+    /// caller's closure (a `ClosureCall` would add its start's and its cancel's).
+    @usableFromInline final class SendCall<Value: Sendable>: RunnerCall, @unchecked Sendable {
+        @usableFromInline let runner: ConnectionRunner
+        @usableFromInline let body: @Sendable (inout Machine, Instant) throws(Failure) -> Value
+
+        @inlinable init(
+            runner: ConnectionRunner,
+            body: @escaping @Sendable (inout Machine, Instant) throws(Failure) -> Value
+        ) {
+            self.runner = runner
+            self.body = body
+        }
+
+        @inlinable override func start() {
+            let handoff = Handoff<Result<Value, Failure>>(self)
+            let body = body
+            // At once when nothing waits for room (no command built), else as a command.
+            let failure = runner.runForCompletion(
+                call: self,
+                writingAtOnce: false,
+                { machine, now throws(Failure) in handoff.resume(returning: .success(try body(&machine, now))) },
+                later: {
+                    Command(
+                        run: { machine, now throws(Failure) in
+                            handoff.resume(returning: .success(try body(&machine, now)))
+                        },
+                        fail: { handoff.resume(returning: .failure($0)) },
+                        call: handoff.call
+                    )
+                }
+            )
+            if let failure { handoff.resume(returning: .failure(failure)) }
+        }
+
+        @inlinable override func cancel() {
+            runner.cancelWaitingCommand(self)
+        }
     }
 
     // MARK: - Health and shutdown
