@@ -17,7 +17,8 @@ import Synchronization
     private var recentNames = [XMLNameBox?](repeating: nil, count: XMLSpareBuilder.recentNameSlots)
 
     static let recentNameSlots = 64
-    /// The most nodes, and text bytes, a builder's buffers may have room for and still be kept.
+    /// The most nodes (and names, and open elements), and text bytes, a builder's buffers may
+    /// have room for and still be kept.
     static let keptRoom = (nodes: 1024, textBytes: 16 * 1024)
 
     /// The process's spare (`Unmanaged` bits; zero while taken or not made yet).
@@ -38,7 +39,8 @@ import Synchronization
 
     private static func giveBack(_ builder: XMLSpareBuilder) {
         builder.builder.reset()
-        guard builder.builder.nodes.capacity <= keptRoom.nodes, builder.builder.text.capacity <= keptRoom.textBytes
+        guard builder.builder.nodes.capacity <= keptRoom.nodes, unsafe builder.builder.names.capacity <= keptRoom.nodes,
+            builder.builder.open.capacity <= keptRoom.nodes, builder.builder.text.capacity <= keptRoom.textBytes
         else { return }
         let retained = unsafe Unmanaged.passRetained(builder)
         let bits = UInt(bitPattern: unsafe retained.toOpaque())
