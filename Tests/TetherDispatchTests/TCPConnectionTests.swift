@@ -342,13 +342,14 @@ struct TCPConnectionTests {
             #if os(Linux)
                 #expect(DirectQueue.object(of: queue) != nil, "label '\(label)'")
             #endif
-            var ran = false
+            let ran = DispatchSemaphore(value: 0)
             DirectQueue(queue).sync {
                 dispatchPrecondition(condition: .onQueue(queue))
                 #expect(DispatchQueue.getSpecific(key: key) == 7)
-                ran = true
+                ran.signal()
             }
-            #expect(ran, "label '\(label)'")
+            // Signaled already: `sync` returned after the body ran.
+            #expect(ran.wait(timeout: .now()) == .success, "label '\(label)'")
         }
         let pair = try Self.socketPair()
         defer {

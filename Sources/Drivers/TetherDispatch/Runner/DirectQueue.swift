@@ -35,17 +35,18 @@ import Dispatch
         queue.sync { call.start() }
     }
 
-    /// Runs `body` on the queue and returns when it has run.
-    public func sync(_ body: () -> Void) {
+    /// Runs `body` on the queue and returns when it has run. `body` is a closure the caller has
+    /// already made (its captures already allocated); passing it costs nothing more. (A closure
+    /// made just for this call, capturing a variable it sets, has that variable boxed on the
+    /// heap: on a path run per input, pass a context as `ReadThreads.handleOnQueue` does.)
+    public func sync(_ body: @escaping @Sendable () -> Void) {
         #if canImport(CDispatch)
             if let object {
-                withoutActuallyEscaping(body) { body in
-                    var body = body
-                    withUnsafeMutablePointer(to: &body) { pointer in
-                        dispatch_sync_f(object, pointer) { raw in
-                            guard let raw = raw else { return }
-                            raw.assumingMemoryBound(to: (() -> Void).self).pointee()
-                        }
+                var body = body
+                withUnsafeMutablePointer(to: &body) { pointer in
+                    dispatch_sync_f(object, pointer) { raw in
+                        guard let raw = raw else { return }
+                        raw.assumingMemoryBound(to: (@Sendable () -> Void).self).pointee()
                     }
                 }
                 return
