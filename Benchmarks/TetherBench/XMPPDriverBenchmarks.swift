@@ -49,22 +49,69 @@ enum XMPPDriverBenchmarks {
         return user + Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
     }
 
+    /// Turns taken with other ping harnesses (`Benchmarks/xmpp-driver/turns.py`, which starts
+    /// them side by side and passes one turn around): with `BENCH_TURNS=IN,OUT,BATCH` in the
+    /// environment, the harness says it is connected with a byte on the descriptor `OUT`, then
+    /// waits for a byte on `IN` before each `BATCH` pings, makes one untimed ping (what the wait
+    /// cooled), and writes a byte when the batch is done (the last one: it exits). So every
+    /// client's samples come from the same minutes of a noisy host. Without it, no waits.
+    struct Turns: Sendable {
+        let input: Int32
+        let output: Int32
+        let batch: Int
+
+        static func fromEnvironment() throws -> Turns? {
+            guard let value = ProcessInfo.processInfo.environment["BENCH_TURNS"] else { return nil }
+            let parts = value.split(separator: ",").compactMap { Int($0) }
+            guard parts.count == 3, parts[2] > 0 else { throw BenchError("BENCH_TURNS is IN,OUT,BATCH") }
+            return Turns(input: Int32(parts[0]), output: Int32(parts[1]), batch: parts[2])
+        }
+
+        /// Says the harness is connected and warmed up.
+        func ready() { signal() }
+
+        /// Before ping `index`: whether this starts a batch (the turn waited for).
+        func starts(_ index: Int) -> Bool {
+            guard index % batch == 0 else { return false }
+            var byte: UInt8 = 0
+            while read(input, &byte, 1) < 0 && errno == EINTR {}
+            return true
+        }
+
+        /// After ping `index` of `count`: passes the turn on when a batch is done (after the last
+        /// one, the process's exit passes it: its end of the pipe closes).
+        func ends(_ index: Int, of count: Int) {
+            if (index + 1) % batch == 0 && index + 1 < count { signal() }
+        }
+
+        private func signal() {
+            var byte = UInt8(ascii: "t")
+            while write(output, &byte, 1) < 0 && errno == EINTR {}
+        }
+    }
+
     /// Sequential pings of the server: p50 and p99 of the round trip. With `onExecutor` the pings
     /// are made from a task that prefers the client's executor (`XMPPClient.executor`), as the
     /// libstrophe harness runs its loop on the connection's one thread.
     static func latency(_ server: Server, jid: String, count: Int, onExecutor: Bool) async throws -> String {
         let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
+        let turns = try Turns.fromEnvironment()
         var mallocs: UInt64 = 0
         var cpu = 0.0
         func measure() async throws -> [Double] {
             var samples: [Double] = []
             samples.reserveCapacity(count)
             for index in -50..<count {
-                if index == 0 { (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds()) }
+                if index == 0 {
+                    turns?.ready()
+                    (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds())
+                }
+                if index >= 0, let turns, turns.starts(index) { _ = try await client.request(.ping(to: nil)) }
                 let start = DispatchTime.now().uptimeNanoseconds
                 _ = try await client.request(.ping(to: nil))
                 if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+                if index >= 0 { turns?.ends(index, of: count) }
             }
             (mallocs, cpu) = (tether_malloc_count() - mallocs, processCPUMicroseconds() - cpu)
             return samples
@@ -91,7 +138,7 @@ enum XMPPDriverBenchmarks {
     static func callbackLatency(_ server: Server, jid: String, count: Int) async throws -> String {
         let client = try XMPPClient(configuration: configuration(jid, server, streamManagement: false))
         try await client.connect()
-        let pings = CallbackPings(client: client, count: count)
+        let pings = CallbackPings(client: client, count: count, turns: try Turns.fromEnvironment())
         let samples = try await withCheckedThrowingContinuation { continuation in
             pings.finished = { continuation.resume(with: $0) }
             pings.next()
@@ -113,7 +160,12 @@ enum XMPPDriverBenchmarks {
     final class CallbackPings: @unchecked Sendable {
         let client: XMPPClient
         let count: Int
+        let turns: Turns?
         var index = -50
+        /// The untimed ping that starts a batch is out (`Turns`).
+        var warming = false
+        /// The last index `next()` was called for.
+        var reached = Int.min
         var start: UInt64 = 0
         /// Heap allocations over the measured pings (the process's, the read threads' included).
         var mallocs: UInt64 = 0
@@ -122,18 +174,35 @@ enum XMPPDriverBenchmarks {
         var samples: [Double] = []
         var finished: ((Result<[Double], any Error>) -> Void)?
 
-        init(client: XMPPClient, count: Int) {
+        init(client: XMPPClient, count: Int, turns: Turns?) {
             self.client = client
             self.count = count
+            self.turns = turns
             samples.reserveCapacity(count)
         }
 
+        /// Sends ping `index` (with a turn: waiting for it on the client's queue, which has
+        /// nothing else to do meanwhile, and an untimed ping first).
         func next() {
-            if index == 0 { (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds()) }
+            if index > reached {
+                reached = index
+                if index == 0 {
+                    turns?.ready()
+                    (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds())
+                }
+                if index >= 0, let turns, turns.starts(index) { warming = true }
+            }
             start = DispatchTime.now().uptimeNanoseconds
             client.request(.ping(to: nil)) { [self] result in
                 if case .failure(let error) = result { return finished!(.failure(error)) }
-                if index >= 0 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000) }
+                if warming {
+                    warming = false
+                    return next()
+                }
+                if index >= 0 {
+                    samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+                    turns?.ends(index, of: count)
+                }
                 index += 1
                 if index < count {
                     next()

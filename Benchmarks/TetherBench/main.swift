@@ -87,7 +87,8 @@ struct Options {
                          COUNT idle clients in this process (memory per connection, threads,
                          descriptors; TETHER_IDLE_RELEASE_MS, default 250, is how soon they give
                          their parser buffers back); one JSON line (Benchmarks/xmpp-driver/run.sh
-                         compares libstrophe);
+                         compares libstrophe; its turns.py sets BENCH_TURNS=IN,OUT,BATCH for the
+                         ping modes to take turns of BATCH pings with other harnesses);
                          online: COUNT logins and resumptions through a slow relay, the median times
                          (Benchmarks/xmpp-online/run.sh compares slixmpp and libstrophe);
                          online-sasl2: the same with SASL2 and Bind 2 (XEP-0388, XEP-0386);

@@ -8,8 +8,10 @@
 # task on the client's executor; both clients send the same stanzas: an initial presence, an id on
 # every message), and many idle connections
 # in one process (resident memory and live heap per connection beyond a first one, threads,
-# descriptors; Tether's release their parser buffers after 250 ms of quiet). The per-message rows
-# run alternately, ROUNDS times each; the best of each client's rounds is compared.
+# descriptors; Tether's release their parser buffers after 250 ms of quiet). Each round runs the
+# four ping harnesses side by side, taking turns of PING_BATCH pings (default 250; turns.py), and
+# the per-message rows one after another; ROUNDS rounds, the best of each client's rounds is
+# compared, and each round's ping ratios are printed beside it (paired: the same minutes).
 #
 #   Benchmarks/xmpp-driver/run.sh [IDLE_COUNT] [ROUNDS]      (default: 10000 and 3; PINGS=N
 #                                                             pings per round, default 5000)
@@ -117,27 +119,27 @@ run() { # ROW COMMAND...
     echo "{\"row\":\"$row\",${line#\{}" >>"$results"
 }
 
-# A ping row, run with turnaround.c loaded: its line gets the client's own part of a round trip
-# (from the wait that returned with the answer to the next ping's send) and the waiting (from that
-# send to the next input), timed the same way in both clients.
-run_pings() { # COMMAND...
-    rm -f "$work/turnaround.json"
-    TURNAROUND_OUT="$work/turnaround.json" LD_PRELOAD="$work/turnaround.so" run latency "$@"
-    local own
-    own=$(cat "$work/turnaround.json") || { echo "no turnaround from: $*" >&2; exit 1; }
-    echo "$own" >&2
-    python3 -c 'import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
-rows[-1].update(json.loads(sys.argv[2]))
-open(sys.argv[1], "w").writelines(json.dumps(row) + "\n" for row in rows)' "$results" "$own"
+# The ping rows of a round: the four harnesses side by side, taking turns of $batch pings
+# (turns.py), so that every client's samples come from the same minutes of a noisy host; each run
+# with turnaround.c loaded, its line getting the client's own part of a round trip (from the wait
+# that returned with the answer to the next ping's send) and the waiting (from that send to the
+# next input), timed the same way in both clients.
+batch=${PING_BATCH:-250}
+run_pings() {
+    local lines
+    lines=$(TURNAROUND_SO="$work/turnaround.so" python3 Benchmarks/xmpp-driver/turns.py "$batch" "$work" \
+        -- "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings" \
+        -- "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/le "$pings" \
+        -- "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lc "$pings" \
+        -- "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings") ||
+        { echo "failed: the ping rows" >&2; exit 1; }
+    echo "$lines" >&2
+    echo "$lines" | sed "s/^{/{\"row\":\"latency\",\"round\":$round,/" >>"$results"
 }
 
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
-    run_pings "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run_pings "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run_pings "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lt "$pings"
-    run_pings "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings"
+    run_pings
     run throughput "$bench" --xmpp throughput "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
     run throughput "$bench" --xmpp throughput-executor "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
     run throughput "$strophe" throughput 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
@@ -156,10 +158,17 @@ def best(row, client, key, lower):
     values = [r[key] for r in rows if r["row"] == row and r["client"] == client]
     return (min if lower else max)(values) if values else None
 print("XMPPClient vs libstrophe, same prosody, same run (best of the rounds)")
+def round_ratios(client, key):
+    """Each round's ratio to libstrophe's: the pings of a round took turns, so these are paired."""
+    ours = {r["round"]: r[key] for r in rows if r["row"] == "latency" and r["client"] == client}
+    theirs = {r["round"]: r[key] for r in rows if r["row"] == "latency" and r["client"] == "libstrophe"}
+    return [ours[n] / theirs[n] for n in sorted(ours) if n in theirs]
 for client, name in (("tether", "tether"), ("tether-executor", "on executor"), ("tether-callback", "callback")):
     for key, label in (("p50_us", "ping p50 (µs)"), ("p99_us", "ping p99 (µs)")):
         t, s = best("latency", client, key, True), best("latency", "libstrophe", key, True)
-        print(f"  {label:28} {name:11} {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)")
+        paired = " ".join(f"{ratio:.3f}" for ratio in round_ratios(client, key))
+        print(f"  {label:28} {name:11} {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)"
+              f"   each round {paired}")
 print("Where a ping's time goes (turnaround.c: the same wrappers in both clients; median of the rounds):")
 print("  own part: from the wait that returned with the answer to the next ping's send; waiting:")
 print("  from that send to the next input (server, kernel, wake-up); CPU: the process's, per ping")

@@ -19,6 +19,8 @@
 #include <malloc.h>
 #include <dirent.h>
 #include <sys/resource.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* User and system time of the whole process, in microseconds. */
 static double cpu_us(void) {
@@ -94,6 +96,24 @@ static void wait_online(xmpp_ctx_t *ctx, int count) {
     }
 }
 
+/* Turns taken with the other ping harnesses (turns.py; tether-bench's XMPPDriverBenchmarks.Turns
+ * does the same): with BENCH_TURNS=IN,OUT,BATCH, a byte on OUT once connected, a byte read from IN
+ * before each BATCH pings (then one untimed ping), a byte on OUT after each batch but the last
+ * (the exit passes that turn). */
+static int turn_in = -1, turn_out = -1, turn_batch = 0;
+
+static void turn_signal(void) {
+    char byte = 't';
+    while (write(turn_out, &byte, 1) < 0 && errno == EINTR) {}
+}
+
+static int turn_starts(int index) {
+    if (turn_batch <= 0 || index % turn_batch != 0) return 0;
+    char byte;
+    while (read(turn_in, &byte, 1) < 0 && errno == EINTR) {}
+    return 1;
+}
+
 /* Sequential pings to the server. */
 static int ping_answered = 0;
 
@@ -105,32 +125,48 @@ static int on_pong(xmpp_conn_t *conn, xmpp_stanza_t *stanza, void *userdata) {
     return 0;
 }
 
+/* One ping, from building the request to its answer, as the Tether rows time
+ * `request(.ping(to: nil))`, and the same stanza: no `to`, so the server answers for the account
+ * (RFC 6120 §10.3.3). (Addressed to the domain, prosody takes about 6 µs longer to answer.) */
+static double ping_once(xmpp_ctx_t *ctx, xmpp_conn_t *conn, int number) {
+    char id[32];
+    double start = now_us();
+    snprintf(id, sizeof id, "p%d", number);
+    xmpp_stanza_t *iq = xmpp_iq_new(ctx, "get", id);
+    xmpp_stanza_t *ping = xmpp_stanza_new(ctx);
+    xmpp_stanza_set_name(ping, "ping");
+    xmpp_stanza_set_ns(ping, "urn:xmpp:ping");
+    xmpp_stanza_add_child(iq, ping);
+    xmpp_stanza_release(ping);
+    xmpp_id_handler_add(conn, on_pong, id, NULL);
+    ping_answered = 0;
+    xmpp_send(conn, iq);
+    xmpp_stanza_release(iq);
+    while (!ping_answered) xmpp_run_once(ctx, 1);
+    return now_us() - start;
+}
+
 static int latency(const char *host, int port, const char *jid, const char *password, int count) {
     xmpp_ctx_t *ctx = xmpp_ctx_new(NULL, NULL);
     xmpp_conn_t *conn = connect_one(ctx, host, port, jid, password);
     wait_online(ctx, 1);
     double *samples = calloc((size_t)count, sizeof(double));
-    char id[32];
     double cpu = 0;
+    const char *turns = getenv("BENCH_TURNS");
+    if (turns && sscanf(turns, "%d,%d,%d", &turn_in, &turn_out, &turn_batch) != 3) {
+        fprintf(stderr, "BENCH_TURNS is IN,OUT,BATCH\n");
+        return 1;
+    }
     for (int i = -50; i < count; i++) {
-        if (i == 0) cpu = cpu_us();
-        /* From building the request to its answer, as the Tether rows time `request(.ping(to: nil))`,
-         * and the same stanza: no `to`, so the server answers for the account (RFC 6120 §10.3.3).
-         * (Addressed to the domain, prosody takes about 6 µs longer to answer.) */
-        double start = now_us();
-        snprintf(id, sizeof id, "p%d", i + 50);
-        xmpp_stanza_t *iq = xmpp_iq_new(ctx, "get", id);
-        xmpp_stanza_t *ping = xmpp_stanza_new(ctx);
-        xmpp_stanza_set_name(ping, "ping");
-        xmpp_stanza_set_ns(ping, "urn:xmpp:ping");
-        xmpp_stanza_add_child(iq, ping);
-        xmpp_stanza_release(ping);
-        xmpp_id_handler_add(conn, on_pong, id, NULL);
-        ping_answered = 0;
-        xmpp_send(conn, iq);
-        xmpp_stanza_release(iq);
-        while (!ping_answered) xmpp_run_once(ctx, 1);
-        if (i >= 0) samples[i] = now_us() - start;
+        if (i == 0) {
+            if (turn_batch > 0) turn_signal();
+            cpu = cpu_us();
+        }
+        /* A batch's first ping, after the wait for the turn, is not timed. */
+        if (i >= 0 && turn_starts(i)) ping_once(ctx, conn, i + 50);
+        double elapsed = ping_once(ctx, conn, i + 50);
+        if (i >= 0) samples[i] = elapsed;
+        if (turn_batch > 0 && i >= 0 && (i + 1) % turn_batch == 0 && i + 1 < count) turn_signal();
     }
     cpu = cpu_us() - cpu;
     qsort(samples, (size_t)count, sizeof(double), compare);
