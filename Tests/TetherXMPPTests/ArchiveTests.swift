@@ -215,6 +215,40 @@ struct ArchiveCatchUpTests {
         #expect(harness.machine.clientState.archivePosition?.id == "A0")
     }
 
+    /// A server without an archive refuses the query (RFC 6120 §8.4): nothing is lost and nothing
+    /// waits for it; the next new session asks again (Specs/xmpp/archive.md, "No service
+    /// discovery first").
+    @Test(arguments: ["service-unavailable", "feature-not-implemented"])
+    func aServerWithoutAnArchiveRefusesTheQuery(_ condition: String) throws {
+        let refusal = { (id: String) in
+            "<iq type='error' id='\(id)'><error type='cancel'><\(condition) xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>"
+        }
+        // No position: the anchoring query is refused, and nothing follows.
+        let fresh = Self.harness { $0.streamManagement = nil }
+        fresh.login()
+        let anchoring = try #require(Self.query(fresh))
+        fresh.server(refusal(anchoring.iqID))
+        fresh.server(Self.live("l1", body: "live", stanzaID: nil))
+        #expect(messages(fresh).map(\.body) == ["live"])
+        #expect(!fresh.events.contains { if case .caughtUp = $0 { true } else { false } })
+        #expect(fresh.machine.clientState.archivePosition == nil)
+        fresh.transportClosed()
+        fresh.advance(by: .seconds(60))
+        fresh.login()
+        #expect(try #require(Self.query(fresh)).queryID != anchoring.queryID)  // asked again
+
+        // A position: what came meanwhile is delivered after the refusal, and the position stays.
+        let known = Self.harness(position: XMPPArchivePosition(id: "A0"))
+        known.login()
+        let query = try #require(Self.query(known))
+        known.server(Self.live("l2", body: "held", stanzaID: "B5"))
+        #expect(messages(known).isEmpty)
+        known.server(refusal(query.iqID))
+        #expect(known.events.contains(.caughtUp(count: 0, complete: false)))
+        #expect(messages(known).map(\.body) == ["held"])
+        #expect(known.machine.clientState.archivePosition?.id == "A0")
+    }
+
     @Test func aResumedSessionDoesNotCatchUp() throws {
         let harness = Self.harness(position: XMPPArchivePosition(id: "A0"))
         harness.login()
