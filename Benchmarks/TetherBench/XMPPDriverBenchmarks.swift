@@ -54,7 +54,9 @@ enum XMPPDriverBenchmarks {
     /// environment, the harness says it is connected with a byte on the descriptor `OUT`, then
     /// waits for a byte on `IN` before each `BATCH` pings, makes one untimed ping (what the wait
     /// cooled), and writes a byte when the batch is done (the last one: it exits). So every
-    /// client's samples come from the same minutes of a noisy host. Without it, no waits.
+    /// client's samples come from the same minutes of a noisy host. The wait blocks the thread it
+    /// is made on (the client's queue, for a task on its executor or a completion: the client has
+    /// nothing else to do meanwhile). Without it, no waits.
     struct Turns: Sendable {
         let input: Int32
         let output: Int32
