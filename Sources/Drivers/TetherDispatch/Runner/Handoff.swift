@@ -16,13 +16,15 @@ public import Synchronization
 /// `inlineCapacity` bytes is kept in the record itself; a larger one in memory of its own.
 ///
 /// A call its start answers at once (a send with room, a state query) makes no continuation:
-/// the task finds the answer when the start returns. One that waits makes a checked one,
-/// although the record checks what it would (answered twice: a precondition failure): an
-/// `UnsafeContinuation`'s resume is inlined into the caller, and under ThreadSanitizer its read
-/// of the task's context then races, as TSan sees it, with the task's own writes to that context
-/// when the answer comes before the task awaits (ordered by the runtime's atomics, which TSan
-/// does not see). The checked one resumes inside the runtime, at the cost of one allocation per
-/// waiting call.
+/// the task finds the answer when the start returns. One that waits makes an unsafe one (no
+/// allocation; a second answer is a precondition failure, as a checked one would stop it, and a
+/// call never answered would leave its task waiting with either: the runner answers each one,
+/// at the latest with its shutdown's error). Its continuation exists only from the moment the
+/// task, inside `withUnsafeContinuation`, moves the state from `fresh` to `waiting` with release
+/// ordering, and the queue resumes it only after seeing `waiting` with acquire ordering, so the
+/// task's writes to its context before that are ordered for ThreadSanitizer too. (Before the
+/// fifteenth performance session the continuation was made before the state said so, and an
+/// unsafe one's inlined resume then raced, as TSan saw it, with those writes: `Specs/robustness.md`.)
 @_spi(TetherInternal) open class RunnerCall: @unchecked Sendable {
     /// The id of what it sent (an iq's id, an invocation id), once sent. Used only on the queue.
     package var id: String?
@@ -33,7 +35,7 @@ public import Synchronization
     /// the task's continuation is in place, `answered` once the answer is (whichever came first).
     @usableFromInline let state = Atomic<Int>(RunnerCall.fresh)
     /// The awaiting task's continuation; written before `state` becomes `waiting`.
-    @usableFromInline var continuation: CheckedContinuation<Void, Never>?
+    @usableFromInline var continuation: UnsafeContinuation<Void, Never>?
     /// The answer, when it fits (`inlineCapacity` bytes, 8-byte alignment at most).
     @exclusivity(unchecked) @usableFromInline var inlineAnswer:
         (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
@@ -67,7 +69,7 @@ public import Synchronization
 
     /// Hands the record to the queue (`enter`) and returns the answer: at once when the start
     /// answered (a send with room, a state query: no continuation made, nothing suspended), else
-    /// once it is handed off; like `withCheckedContinuation`, with the answer passed as the type
+    /// once it is handed off; like `withUnsafeContinuation`, with the answer passed as the type
     /// explains.
     @inlinable final package func awaitAnswer<Value>(
         isolation: isolated (any Actor)? = #isolation,
@@ -76,7 +78,7 @@ public import Synchronization
     ) async -> Value {
         enter(self)
         if state.load(ordering: .acquiring) == Self.answered { return take(Value.self) }
-        await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Void, Never>) in
+        await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
             self.continuation = continuation
             let (waiting, _) = state.compareExchange(
                 expected: Self.fresh,
@@ -94,7 +96,7 @@ public import Synchronization
 
     /// Stores the answer and returns the continuation to resume: nil when the task does not wait
     /// (yet): it finds the answer when it looks.
-    @inlinable final func put<Value>(_ value: Value) -> CheckedContinuation<Void, Never>? {
+    @inlinable final func put<Value>(_ value: Value) -> UnsafeContinuation<Void, Never>? {
         // Answers are put on the queue, one after another: a second finds the first's state.
         precondition(state.load(ordering: .relaxed) != Self.answered, "a call was answered twice")
         if Self.fits(Value.self) {
@@ -177,7 +179,8 @@ extension Handoff where Value == Void {
 }
 
 /// Suspends until `body`'s handoff is resumed and returns its value; like
-/// `withCheckedContinuation`, with the value passed as `RunnerCall` explains.
+/// `withUnsafeContinuation`, with the value passed as `RunnerCall` explains (resumed more than
+/// once: a precondition failure).
 @_spi(TetherInternal) @inlinable public func awaitHandoff<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Handoff<Value>) -> Void
