@@ -16,6 +16,13 @@
 #   Benchmarks/xmpp-driver/run.sh [IDLE_COUNT] [ROUNDS]      (default: 10000 and 3; PINGS=N
 #                                                             pings per round, default 5000)
 #
+# BASELINE=PATH (another build's tether-bench) adds its three ping rows to every round's turns and
+# prints each round's ratio of this build to it: a change measured against the build before it
+# in the same seconds, e.g.
+#   git worktree add /tmp/tether-base HEAD~1 && swift build -c release --product tether-bench \
+#       --package-path /tmp/tether-base
+#   BASELINE=/tmp/tether-base/.build/release/tether-bench Benchmarks/xmpp-driver/run.sh 1000 3
+#
 # libstrophe's event loop uses select(), so its idle row stops at 1,000 connections; Tether's runs
 # at 1,000 (side by side) and at IDLE_COUNT. Needs (installed when run as root): prosody,
 # lua-unbound, libstrophe-dev, gcc, pkg-config. Everything listens on 127.0.0.1 only.
@@ -125,14 +132,27 @@ run() { # ROW COMMAND...
 # that returned with the answer to the next ping's send) and the waiting (from that send to the
 # next input), timed the same way in both clients.
 batch=${PING_BATCH:-250}
+baseline=${BASELINE:-}
+if [ -n "$baseline" ] && [ ! -x "$baseline" ]; then
+    echo "BASELINE is not an executable: $baseline" >&2
+    exit 1
+fi
 run_pings() {
     local lines
+    local extra=()
+    if [ -n "$baseline" ]; then
+        extra=(-- "$baseline" --xmpp latency "127.0.0.1:$port" alice@localhost/bt "$pings"
+            -- "$baseline" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/be "$pings"
+            -- "$baseline" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/bc "$pings")
+    fi
     lines=$(TURNAROUND_SO="$work/turnaround.so" python3 Benchmarks/xmpp-driver/turns.py "$batch" "$work" \
         -- "$bench" --xmpp latency "127.0.0.1:$port" alice@localhost/lt "$pings" \
         -- "$bench" --xmpp latency-executor "127.0.0.1:$port" alice@localhost/le "$pings" \
         -- "$bench" --xmpp latency-callback "127.0.0.1:$port" alice@localhost/lc "$pings" \
-        -- "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings") ||
+        -- "$strophe" latency 127.0.0.1 "$port" alice@localhost/ls benchpass "$pings" "${extra[@]}") ||
         { echo "failed: the ping rows" >&2; exit 1; }
+    # The baseline's lines (after libstrophe's) name their clients "baseline-…".
+    lines=$(echo "$lines" | sed '5,$s/"client":"/"client":"baseline-/')
     echo "$lines" >&2
     echo "$lines" | sed "s/^{/{\"row\":\"latency\",\"round\":$round,/" >>"$results"
 }
@@ -158,10 +178,10 @@ def best(row, client, key, lower):
     values = [r[key] for r in rows if r["row"] == row and r["client"] == client]
     return (min if lower else max)(values) if values else None
 print("XMPPClient vs libstrophe, same prosody, same run (best of the rounds)")
-def round_ratios(client, key):
-    """Each round's ratio to libstrophe's: the pings of a round took turns, so these are paired."""
+def round_ratios(client, key, against="libstrophe"):
+    """Each round's ratio to `against`'s: the pings of a round took turns, so these are paired."""
     ours = {r["round"]: r[key] for r in rows if r["row"] == "latency" and r["client"] == client}
-    theirs = {r["round"]: r[key] for r in rows if r["row"] == "latency" and r["client"] == "libstrophe"}
+    theirs = {r["round"]: r[key] for r in rows if r["row"] == "latency" and r["client"] == against}
     return [ours[n] / theirs[n] for n in sorted(ours) if n in theirs]
 for client, name in (("tether", "tether"), ("tether-executor", "on executor"), ("tether-callback", "callback")):
     for key, label in (("p50_us", "ping p50 (µs)"), ("p99_us", "ping p99 (µs)")):
@@ -169,6 +189,12 @@ for client, name in (("tether", "tether"), ("tether-executor", "on executor"), (
         paired = " ".join(f"{ratio:.3f}" for ratio in round_ratios(client, key))
         print(f"  {label:28} {name:11} {t:10.1f}   libstrophe {s:10.1f}   ratio {t / s:.2f} (≤ 1 is the target)"
               f"   each round {paired}")
+if any(r["client"].startswith("baseline-") for r in rows):
+    print("This build against BASELINE, the same turns (p50 / p99 ratio, each round; < 1: this one is faster):")
+    for client, name in (("tether", "tether"), ("tether-executor", "on executor"), ("tether-callback", "callback")):
+        p50, p99 = (" ".join(f"{ratio:.3f}" for ratio in round_ratios(client, key, "baseline-" + client))
+                    for key in ("p50_us", "p99_us"))
+        print(f"  {name:11}  p50 {p50}   p99 {p99}")
 print("Where a ping's time goes (turnaround.c: the same wrappers in both clients; median of the rounds):")
 print("  own part: from the wait that returned with the answer to the next ping's send; waiting:")
 print("  from that send to the next input (server, kernel, wake-up); CPU: the process's, per ping")
