@@ -9,9 +9,9 @@ XMPPDriverBenchmarks.Turns and strophe_bench.c) and, when TURNAROUND_SO is set, 
 preloaded and TURNAROUND_OUT=OUT_DIR/turnaround.N.json. Once every harness has said it is
 connected, the turn goes round them in order: a harness pings BATCH times and passes it back;
 one that has exited is done. Prints each harness's JSON line, in the commands' order, with its
-turnaround line merged in (whose own-part samples include one wait for the turn per batch: 0.4 %
-of them with batches of 250, below its p90). A harness that fails, or holds a turn for more than TURN_LIMIT seconds
-(default 120), ends the run: every harness is killed, the exit status is 1.
+turnaround line merged in (whose own-part samples include one wait for the turn per batch: 2 %
+of them with batches of 50, below its p90). A harness that fails, or holds a turn for more than
+TURN_LIMIT seconds (default 120), ends the run: every harness is killed, the exit status is 1.
 """
 import json
 import os
