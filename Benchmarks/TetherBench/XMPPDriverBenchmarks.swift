@@ -54,7 +54,8 @@ enum XMPPDriverBenchmarks {
     /// environment, the harness says it is connected with a byte on the descriptor `OUT`, then
     /// waits for a byte on `IN` before each `BATCH` pings, makes one untimed ping (what the wait
     /// cooled), and writes a byte when the batch is done (the last one: it exits). So every
-    /// client's samples come from the same minutes of a noisy host. The wait blocks the thread it
+    /// client's samples come from the same minutes of a noisy host (the message harnesses take a
+    /// turn for each batch of `BATCH` messages: `take()`, then `pass()`). The wait blocks the thread it
     /// is made on (the client's queue, for a task on its executor or a completion: the client has
     /// nothing else to do meanwhile). Without it, no waits.
     struct Turns: Sendable {
@@ -71,6 +72,15 @@ enum XMPPDriverBenchmarks {
 
         /// Says the harness is connected and warmed up.
         func ready() { signal() }
+
+        /// Waits for the turn (a message batch's start).
+        func take() {
+            var byte: UInt8 = 0
+            while read(input, &byte, 1) < 0 && errno == EINTR {}
+        }
+
+        /// Passes the turn on (a message batch done, but the last).
+        func pass() { signal() }
 
         /// Before ping `index`: whether this starts a batch (the turn waited for).
         func starts(_ index: Int) -> Bool {
@@ -220,7 +230,8 @@ enum XMPPDriverBenchmarks {
     /// clients, sent as fast as the client takes them; the time until the last one arrived. With
     /// `onExecutor` the sends are made from a task that prefers the sender's executor, so that the
     /// messages sent before the task next waits leave in one write (`ConnectionExecutor`), as the
-    /// libstrophe harness writes what it queued when it runs its loop.
+    /// libstrophe harness writes what it queued when it runs its loop. With `Turns`, in batches
+    /// of its size, one a turn, each timed from its first send to its last arrival.
     static func throughput(
         _ server: Server,
         from: String,
@@ -231,35 +242,46 @@ enum XMPPDriverBenchmarks {
     ) async throws -> String {
         let receiver = try XMPPClient(configuration: configuration(to, server, streamManagement: streamManagement))
         let sender = try XMPPClient(configuration: configuration(from, server, streamManagement: streamManagement))
+        let turns = try Turns.fromEnvironment()
+        let batch = turns?.batch ?? count
         let arrived = Counter()
         let done = DispatchSemaphore(value: 0)
         receiver.setEventHandler(queue: DispatchQueue(label: "receiver")) { event in
-            if case .message(let message) = event, message.body != nil, arrived.increment() == count {
-                done.signal()
-            }
+            guard case .message(let message) = event, message.body != nil else { return }
+            let total = arrived.increment()
+            if total % batch == 0 || total == count { done.signal() }
         }
         try await receiver.connect()
         try await sender.connect()
         try await Task.sleep(for: .milliseconds(50))  // as the harness: the receiver's presence settles
         guard let target = JID(to) else { throw BenchError("not a JID: \(to)") }
-        let (start, mallocs, cpu) = (
-            DispatchTime.now().uptimeNanoseconds, tether_malloc_count(), processCPUMicroseconds()
-        )
-        func sendAll() async throws {
-            for index in 0..<count {
+        turns?.ready()
+        let (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds())
+        var nanoseconds: UInt64 = 0
+        func send(_ indices: Range<Int>) async throws {
+            for index in indices {
                 try await sender.send(XMPPMessage(to: target, body: "message \(index)", type: .chat))
             }
         }
-        if onExecutor {
-            try await withTaskExecutorPreference(sender.executor) { try await sendAll() }
-        } else {
-            try await sendAll()
+        var sent = 0
+        while sent < count {
+            let next = min(sent + batch, count)
+            turns?.take()
+            let start = DispatchTime.now().uptimeNanoseconds
+            if onExecutor {
+                try await withTaskExecutorPreference(sender.executor) { [sent] in try await send(sent..<next) }
+            } else {
+                try await send(sent..<next)
+            }
+            let finished = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: done.wait(timeout: .now() + 120)) }
+            }
+            guard finished == .success else { throw BenchError("\(arrived.value) of \(next) messages arrived") }
+            nanoseconds += DispatchTime.now().uptimeNanoseconds - start
+            sent = next
+            if sent < count { turns?.pass() }
         }
-        let finished = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: done.wait(timeout: .now() + 120)) }
-        }
-        guard finished == .success else { throw BenchError("\(arrived.value) of \(count) messages arrived") }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let seconds = Double(nanoseconds) / 1e9
         let (allocations, processor) = (tether_malloc_count() - mallocs, processCPUMicroseconds() - cpu)
         await sender.disconnect()
         await receiver.disconnect()

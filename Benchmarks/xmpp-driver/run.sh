@@ -22,6 +22,7 @@
 #   git worktree add /tmp/tether-base HEAD~1 && swift build -c release --product tether-bench \
 #       --package-path /tmp/tether-base
 #   BASELINE=/tmp/tether-base/.build/release/tether-bench Benchmarks/xmpp-driver/run.sh 1000 3
+# MESSAGE_BATCH=N runs the message rows side by side in turns of N messages (below).
 #
 # libstrophe's event loop uses select(), so its idle row stops at 1,000 connections; Tether's runs
 # at 1,000 (side by side) and at IDLE_COUNT. Needs (installed when run as root): prosody,
@@ -159,15 +160,34 @@ run_pings() {
     echo "$lines" | sed "s/^{/{\"row\":\"latency\",\"round\":$round,/" >>"$results"
 }
 
+# The message rows of a round (ROW: throughput or throughput-sm): one after another, each one burst
+# of 10,000 (the measure); with MESSAGE_BATCH=N side by side instead, taking turns of N
+# messages, each batch timed from its first send to its last arrival (paired, but every batch's
+# end is a burst's end: see Specs/performance.md, "The end of a burst").
+message_batch=${MESSAGE_BATCH:-}
+run_messages() { # ROW
+    local row=$1 mode=${1/throughput/}
+    if [ -z "$message_batch" ]; then
+        run "$row" "$bench" --xmpp "$row" "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
+        run "$row" "$bench" --xmpp "$row-executor" "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
+        run "$row" "$strophe" "$row" 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
+        return
+    fi
+    local lines
+    lines=$(python3 Benchmarks/xmpp-driver/turns.py "$message_batch" "$work" \
+        -- "$bench" --xmpp "$row" "127.0.0.1:$port" "alice@localhost/tt$mode" "bob@localhost/tr$mode" 10000 \
+        -- "$bench" --xmpp "$row-executor" "127.0.0.1:$port" "alice@localhost/te$mode" "bob@localhost/re$mode" 10000 \
+        -- "$strophe" "$row" 127.0.0.1 "$port" "alice@localhost/st$mode" "bob@localhost/sr$mode" benchpass 10000) ||
+        { echo "failed: the $row rows" >&2; exit 1; }
+    echo "$lines" >&2
+    echo "$lines" | sed "s/^{/{\"row\":\"$row\",\"round\":$round,/" >>"$results"
+}
+
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
     run_pings
-    run throughput "$bench" --xmpp throughput "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
-    run throughput "$bench" --xmpp throughput-executor "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
-    run throughput "$strophe" throughput 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
-    run throughput-sm "$bench" --xmpp throughput-sm "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
-    run throughput-sm "$bench" --xmpp throughput-sm-executor "127.0.0.1:$port" alice@localhost/tt bob@localhost/tr 10000
-    run throughput-sm "$strophe" throughput-sm 127.0.0.1 "$port" alice@localhost/st bob@localhost/sr benchpass 10000
+    run_messages throughput
+    run_messages throughput-sm
 done
 run idle-1000 "$strophe" idle 127.0.0.1 "$port" bob@localhost benchpass 1000
 run idle-1000 "$bench" --xmpp idle "127.0.0.1:$port" bob@localhost 1000
@@ -207,10 +227,16 @@ for client, name in (("tether", "tether"), ("tether-executor", "on executor"), (
                      ("libstrophe", "libstrophe")):
     own, waiting, cpu = (median("latency", client, key) for key in ("turnaround_p50_us", "waiting_p50_us", "cpu_us_per_ping"))
     print(f"  {name:11}  own part p50 {own:6.1f} µs   waiting p50 {waiting:6.1f} µs   CPU {cpu:6.1f} µs per ping")
+def paired(row, client, key):
+    ours = {r["round"]: r[key] for r in rows if r["row"] == row and r["client"] == client and "round" in r}
+    theirs = {r["round"]: r[key] for r in rows if r["row"] == row and r["client"] == "libstrophe" and "round" in r}
+    ratios = [ours[n] / theirs[n] for n in sorted(ours) if n in theirs]
+    return ("   each round " + " ".join(f"{ratio:.3f}" for ratio in ratios)) if ratios else ""
 for row, label in (("throughput", "10,000 messages (msg/s)"), ("throughput-sm", "the same with SM (msg/s)")):
     for client, name in (("tether", "tether"), ("tether-executor", "on executor")):
         t, s = best(row, client, "messages_per_s", False), best(row, "libstrophe", "messages_per_s", False)
-        print(f"  {label:28} {name:11} {t:10.0f}   libstrophe {s:10.0f}   ratio {t / s:.2f} (≥ 1 is the target)")
+        print(f"  {label:28} {name:11} {t:10.0f}   libstrophe {s:10.0f}   ratio {t / s:.2f} (≥ 1 is the target)"
+              + paired(row, client, "messages_per_s"))
 for r in rows:
     if r["row"].startswith("idle"):
         print(f"  {r['row']:12} {r['client']:10} {r['rss_per_connection'] / 1024:6.1f} KiB resident/connection, "

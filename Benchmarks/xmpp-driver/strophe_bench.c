@@ -96,10 +96,10 @@ static void wait_online(xmpp_ctx_t *ctx, int count) {
     }
 }
 
-/* Turns taken with the other ping harnesses (turns.py; tether-bench's XMPPDriverBenchmarks.Turns
- * does the same): with BENCH_TURNS=IN,OUT,BATCH, a byte on OUT once connected, a byte read from IN
- * before each BATCH pings (then one untimed ping), a byte on OUT after each batch but the last
- * (the exit passes that turn). */
+/* Turns taken with the other harnesses (turns.py; tether-bench's XMPPDriverBenchmarks.Turns does
+ * the same): with BENCH_TURNS=IN,OUT,BATCH, a byte on OUT once connected, a byte read from IN
+ * before each BATCH pings (then one untimed ping) or messages, a byte on OUT after each batch but
+ * the last (the exit passes that turn). */
 static int turn_in = -1, turn_out = -1, turn_batch = 0;
 
 static void turn_signal(void) {
@@ -107,10 +107,14 @@ static void turn_signal(void) {
     while (write(turn_out, &byte, 1) < 0 && errno == EINTR) {}
 }
 
-static int turn_starts(int index) {
-    if (turn_batch <= 0 || index % turn_batch != 0) return 0;
+static void turn_take(void) {
     char byte;
     while (read(turn_in, &byte, 1) < 0 && errno == EINTR) {}
+}
+
+static int turn_starts(int index) {
+    if (turn_batch <= 0 || index % turn_batch != 0) return 0;
+    turn_take();
     return 1;
 }
 
@@ -204,24 +208,40 @@ static int throughput(const char *host, int port, const char *from, const char *
     for (int i = 0; i < 50; i++) xmpp_run_once(ctx, 1);
     char body[64];
     char id[32];
-    double start = now_us(), cpu = cpu_us();
-    for (int i = 0; i < count; i++) {
-        snprintf(id, sizeof id, "m%d", i);
-        xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, id);
-        snprintf(body, sizeof body, "message %d", i);
-        xmpp_message_set_body(message, body);
-        xmpp_send(sender, message);
-        xmpp_stanza_release(message);
-        if (i % 64 == 0) xmpp_run_once(ctx, 0);
-    }
-    double deadline = now_us() + 120e6;
-    while (received < count && now_us() < deadline) xmpp_run_once(ctx, 1);
-    double elapsed = now_us() - start;
-    cpu = cpu_us() - cpu;
-    if (received < count) {
-        fprintf(stderr, "strophe_bench: %d of %d messages arrived\n", received, count);
+    /* With BENCH_TURNS, in batches of its size, one a turn (as tether-bench's harness), each timed
+     * from its first send to its last arrival. */
+    const char *turns = getenv("BENCH_TURNS");
+    if (turns && sscanf(turns, "%d,%d,%d", &turn_in, &turn_out, &turn_batch) != 3) {
+        fprintf(stderr, "BENCH_TURNS is IN,OUT,BATCH\n");
         return 1;
     }
+    int batch = turn_batch > 0 ? turn_batch : count;
+    if (turn_batch > 0) turn_signal();
+    double elapsed = 0, cpu = cpu_us();
+    for (int sent = 0; sent < count;) {
+        int next = sent + batch < count ? sent + batch : count;
+        if (turn_batch > 0) turn_take();
+        double start = now_us();
+        for (int i = sent; i < next; i++) {
+            snprintf(id, sizeof id, "m%d", i);
+            xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, id);
+            snprintf(body, sizeof body, "message %d", i);
+            xmpp_message_set_body(message, body);
+            xmpp_send(sender, message);
+            xmpp_stanza_release(message);
+            if (i % 64 == 0) xmpp_run_once(ctx, 0);
+        }
+        double deadline = now_us() + 120e6;
+        while (received < next && now_us() < deadline) xmpp_run_once(ctx, 1);
+        elapsed += now_us() - start;
+        if (received < next) {
+            fprintf(stderr, "strophe_bench: %d of %d messages arrived\n", received, next);
+            return 1;
+        }
+        sent = next;
+        if (turn_batch > 0 && sent < count) turn_signal();
+    }
+    cpu = cpu_us() - cpu;
     printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f,\"cpu_us_per_message\":%.1f}\n",
            count, elapsed / 1e6, count / (elapsed / 1e6), cpu / count);
     xmpp_disconnect(sender);

@@ -245,6 +245,48 @@ struct TCPConnectionTests {
         }
     }
 
+    #if os(Linux)
+        /// Input that follows input with nothing written in between (a server streaming) is
+        /// acknowledged at once (`TCP_QUICKACK`), so that a server using Nagle's algorithm does not
+        /// hold a burst's last segment for the delayed-ACK timer; input that answers what was
+        /// written is not (its acknowledgement goes with the next request).
+        @Test(arguments: [SocketReading.sharedThreads(count: 1), .dispatchSource])
+        func streamingInputIsAcknowledgedAtOnceAndAnAnswerIsNot(reading: SocketReading) async throws {
+            let (listener, port) = try boundLoopbackSocket(listening: true)
+            defer { close(listener) }
+            let (connection, queue, received, server) = try await Self.accepted(
+                port: port,
+                listener: listener,
+                reading: reading
+            )
+            defer { close(server) }
+            var expected = 0
+            func serverSends(_ text: String) async throws {
+                let bytes = Array(text.utf8)
+                #expect(bytes.withUnsafeBytes { send(server, $0.baseAddress, $0.count, 0) } == bytes.count)
+                expected += bytes.count
+                let deadline = ContinuousClock.now + .seconds(10)
+                while received.snapshot.bytes.count < expected && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                #expect(received.snapshot.bytes.count == expected)
+            }
+            let acknowledgements = { queue.sync { connection.streamingAcknowledgements } }
+            try await serverSends("<a/>")
+            #expect(acknowledgements() == 0)  // the first input after the connect (which wrote nothing)
+            try await serverSends("<b/>")
+            #expect(acknowledgements() == 1)  // input after input
+            queue.sync { connection.send(Array("<request/>".utf8)) }
+            var answer = [UInt8](repeating: 0, count: 10)
+            #expect(recv(server, &answer, answer.count, Int32(MSG_WAITALL)) == 10)
+            try await serverSends("<answer/>")
+            #expect(acknowledgements() == 1)  // an answer to what was written
+            try await serverSends("<c/>")
+            #expect(acknowledgements() == 2)
+            queue.sync { connection.close() }
+        }
+    #endif
+
     /// The shared read threads do not grow with the connections: 300 connections read through
     /// `.sharedThreads(count: 3)` each get their own bytes, and the process then has no more
     /// threads named "tether.read" than the sets any test of this process can start (1 + 2 + 3 +

@@ -98,6 +98,10 @@ package final class TCPConnection: @unchecked Sendable {
     /// Closed by the owner, but still writing what was queued (see `close(afterFlushing:)`).
     @exclusivity(unchecked) private var lingering = false
     @exclusivity(unchecked) private var pending: [UInt8] = []
+    /// Something was written since the last input (`acknowledgeStreamingInput`).
+    @exclusivity(unchecked) private var wroteSinceInput = true
+    /// Inputs acknowledged at once (`acknowledgeStreamingInput`; on the queue), for tests.
+    @exclusivity(unchecked) package private(set) var streamingAcknowledgements = 0
     @exclusivity(unchecked) private var pendingOffset = 0
     /// Bytes `hold` keeps for the next `flushHeld()`.
     @exclusivity(unchecked) private var held: [UInt8] = []
@@ -446,6 +450,8 @@ package final class TCPConnection: @unchecked Sendable {
         var handled = ReadThreads.Handled.drained
         if count > 0 {
             if count >= maximumReadSize { handled = .more }
+            if !wroteSinceInput { acknowledgeStreamingInput() }
+            wroteSinceInput = false
             if let onReceived {
                 onReceived(bytes)
             } else {
@@ -509,11 +515,28 @@ package final class TCPConnection: @unchecked Sendable {
         writeSourceRunning = true
     }
 
+    /// Input that follows input with nothing written in between (a server streaming to us, not
+    /// answering a request) is acknowledged at once, on Linux (`TCP_QUICKACK`, which the kernel
+    /// clears again by itself): a delayed acknowledgement would hold back the last small segment
+    /// of a burst from a server that uses Nagle's algorithm until the delayed-ACK timer fires (40
+    /// ms), for every burst (`Specs/performance.md`, "The end of a burst"). After a request the
+    /// acknowledgement stays delayed, to go with our next bytes.
+    private func acknowledgeStreamingInput() {
+        #if os(Linux)
+            var one: Int32 = 1
+            let size = socklen_t(MemoryLayout<Int32>.size)
+            if setsockopt(socket, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, size) == 0 {
+                streamingAcknowledgements += 1
+            }
+        #endif
+    }
+
     /// Writes what the kernel takes now; -1 after a failure (reported).
     private func write(_ bytes: ArraySlice<UInt8>) -> Int {
         let result = bytes.withUnsafeBytes { buffer -> Int in
             systemSend(socket, buffer.baseAddress, buffer.count)
         }
+        if result > 0 { wroteSinceInput = true }
         if result >= 0 { return result }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return 0 }
         let error = Self.errorText(errno)
