@@ -98,11 +98,11 @@ package final class TCPConnection: @unchecked Sendable {
     /// Closed by the owner, but still writing what was queued (see `close(afterFlushing:)`).
     @exclusivity(unchecked) private var lingering = false
     @exclusivity(unchecked) private var pending: [UInt8] = []
+    @exclusivity(unchecked) private var pendingOffset = 0
     /// Something was written since the last input (`acknowledgeStreamingInput`).
     @exclusivity(unchecked) private var wroteSinceInput = true
     /// Inputs acknowledged at once (`acknowledgeStreamingInput`; on the queue), for tests.
     @exclusivity(unchecked) package private(set) var streamingAcknowledgements = 0
-    @exclusivity(unchecked) private var pendingOffset = 0
     /// Bytes `hold` keeps for the next `flushHeld()`.
     @exclusivity(unchecked) private var held: [UInt8] = []
     /// The most bytes taken from the socket by one read. No buffer is kept between reads: each
