@@ -159,7 +159,7 @@ struct HubConnectionBenchmarks {
                     )
                     offset = end
                     while let action = machine.pollAction() {
-                        if case .event(.invocation(let invocation, _)) = action {
+                        if case .event(.invocation(let invocation, _)) = consume action {
                             count &+= (try? invocation.arguments.decode(ParamData.self, at: 0))?.userId ?? 0
                         }
                     }

@@ -267,6 +267,26 @@ struct HubConnectionScenarioTests {
         }
     }
 
+    @Test func handledTargetsLongerThanTheInternersAreMatchedByTheirText() {
+        // A target longer than the parsers intern arrives as a new string each time: the machine's
+        // recent-target list (checked by the strings' identity) never holds it, and the lookup must
+        // still find it by its text, in any case, alternating with short (interned) targets.
+        let long = "Receive" + String(repeating: "Notification", count: 8)
+        var harness = HubConnectionHarness { $0.handledTargets = [long, "Short"] }
+        harness.connect()
+        for round in 0..<12 {
+            let name = round % 3 == 0 ? long.uppercased() : round % 3 == 1 ? long : "SHORT"
+            // Unhandled: as long as the handled one (one letter differs), longer, a short one.
+            let other = [String(long.dropLast()) + "X", long + "X", "Shorter"][round % 3]
+            #expect(harness.server(#"{"type":1,"target":""# + name + #"","arguments":[]}"#) == ["event:invocation"])
+            if case .invocation(_, let handler) = harness.events.last {
+                #expect(handler == (name == "SHORT" ? "Short" : long))
+            }
+            let unhandled = harness.server(#"{"type":1,"target":""# + other + #"","arguments":[]}"#)
+            #expect(unhandled == ["event:unhandledinvocation"], "\(other)")
+        }
+    }
+
     @Test func pendingClientResultsAreBounded() throws {
         var harness = HubConnectionHarness {
             $0.handledTargets = ["GetLocation"]

@@ -255,13 +255,13 @@ extension HubConnectionMachine {
         if let deadline = live.link.heartbeat.nextDeadline { timers.set(.liveness, at: deadline) }
         append(&live.link.parser)
         while true {
-            let message: HubMessage?
+            var next: HubMessage?
             do {
-                message = try live.link.parser.next()
+                next = try live.link.parser.next()
             } catch {
                 return violation(live, error.message, now: now)
             }
-            guard let message else { break }
+            guard let message = next.take() else { break }
             if case .ping = message {} else { health.messagesReceived += 1 }
             if live.link.stateful != nil {
                 if message.isSequenced {
@@ -286,9 +286,8 @@ extension HubConnectionMachine {
 
     /// Handles one message of the connected `live` connection; returns false when the connection
     /// ended (the state then is the one that followed, and `live` is spent).
-    mutating func handle(_ message: HubMessage, live: inout LiveConnection, now: Instant) -> Bool {
-        let session = live.session
-        switch message {
+    mutating func handle(_ message: consuming HubMessage, live: inout LiveConnection, now: Instant) -> Bool {
+        switch consume message {
         case .invocation(let invocation):
             if let handler = handler(for: invocation.target) {
                 if let id = invocation.invocationId {
@@ -350,7 +349,7 @@ extension HubConnectionMachine {
                 .serverClosed,
                 close.error.map { "Server returned an error on close: " + $0 } ?? "The server closed the connection."
             )
-            enqueue(.closeTransport(generation: session.generation))
+            enqueue(.closeTransport(generation: live.session.generation))
             connectionLost(live, error: error, allowReconnect: close.allowReconnect, now: now, resumable: false)
             return false
         case .ack(let sequenceId):
@@ -368,10 +367,11 @@ extension HubConnectionMachine {
 
     /// The registered name that handles `target` (matched case-insensitively), or nil.
     mutating func handler(for target: String) -> String? {
-        // Targets are interned by the parsers, so a repeat is usually the very same string (which
-        // compares equal at once), and a hub pushes a handful of targets: the last few are
-        // checked before the cache, whose lookup hashes the string.
-        for index in recentTargets.indices where recentTargets[index].target == target {
+        // Targets are interned by the parsers, so a repeat is usually the very same string, and a
+        // hub pushes a handful of targets: the last few are checked by identity (the string's
+        // representation, bit for bit: equal strings whenever it matches, and a mismatch costs no
+        // comparison of the texts) before the cache, whose lookup hashes the string.
+        for index in recentTargets.indices where Self.isSameString(recentTargets[index].target, target) {
             return recentTargets[index].handler
         }
         let handler: String?
@@ -388,6 +388,12 @@ extension HubConnectionMachine {
             nextRecentTarget = (nextRecentTarget + 1) % Self.recentTargetCount
         }
         return handler
+    }
+
+    /// Whether `a` and `b` have the same representation (the same storage, or the same small
+    /// string's bits): then they are equal. Different representations may still be equal texts.
+    static func isSameString(_ a: String, _ b: String) -> Bool {
+        unsafe withUnsafeBytes(of: a) { a in unsafe withUnsafeBytes(of: b) { b in unsafe a.elementsEqual(b) } }
     }
 
     /// How many recent targets `handler(for:)` checks before its cache.

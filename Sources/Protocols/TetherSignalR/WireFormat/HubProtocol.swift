@@ -273,6 +273,17 @@ public enum AnyHubMessageParser: HubMessageParser {
         }
     }
 
+    /// The message out of `result`, moved (`Result.get()` copies it, then destroys the result).
+    @inlinable
+    static func moved(
+        _ result: consuming Result<HubMessage?, HubProtocolError>
+    ) throws(HubProtocolError) -> HubMessage? {
+        switch consume result {
+        case .success(let message): message
+        case .failure(let error): throw error
+        }
+    }
+
     public mutating func next() throws(HubProtocolError) -> HubMessage? {
         let result: Result<HubMessage?, HubProtocolError>
         switch consume self {
@@ -291,7 +302,7 @@ public enum AnyHubMessageParser: HubMessageParser {
             }
             self = .messagePack(parser)
         }
-        return try result.get()
+        return try Self.moved(result)
     }
 
     @inlinable
@@ -315,7 +326,7 @@ public enum AnyHubMessageParser: HubMessageParser {
             }
             self = .messagePack(parser)
         }
-        return try result.get()
+        return try Self.moved(result)
     }
 
     public var hasPartialMessage: Bool {
