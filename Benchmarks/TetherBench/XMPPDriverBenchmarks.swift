@@ -49,6 +49,24 @@ enum XMPPDriverBenchmarks {
         return user + Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
     }
 
+    /// The server's time on a processor, in microseconds (every thread of the process
+    /// `BENCH_SERVER_PID` names, from `/proc/PID/task/TID/schedstat`), or nil when not given or
+    /// not readable: the message rows print the share of their time the server was busy (a rate
+    /// the server sets is the same for every client).
+    static func serverCPUMicroseconds() -> Double? {
+        guard let pid = ProcessInfo.processInfo.environment["BENCH_SERVER_PID"],
+            let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        else { return nil }
+        var total = 0.0
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+                let nanoseconds = text.split(separator: " ").first.flatMap({ Double($0) })
+            else { continue }
+            total += nanoseconds / 1e3
+        }
+        return total
+    }
+
     /// Turns taken with other ping harnesses (`Benchmarks/xmpp-driver/turns.py`, which starts
     /// them side by side and passes one turn around): with `BENCH_TURNS=IN,OUT,BATCH` in the
     /// environment, the harness says it is connected with a byte on the descriptor `OUT`, then
@@ -258,6 +276,7 @@ enum XMPPDriverBenchmarks {
         turns?.ready()
         let (mallocs, cpu) = (tether_malloc_count(), processCPUMicroseconds())
         var nanoseconds: UInt64 = 0
+        var serverMicroseconds = 0.0
         func send(_ indices: Range<Int>) async throws {
             for index in indices {
                 try await sender.send(XMPPMessage(to: target, body: "message \(index)", type: .chat))
@@ -267,7 +286,7 @@ enum XMPPDriverBenchmarks {
         while sent < count {
             let next = min(sent + batch, count)
             turns?.take()
-            let start = DispatchTime.now().uptimeNanoseconds
+            let (start, serverStart) = (DispatchTime.now().uptimeNanoseconds, Self.serverCPUMicroseconds())
             if onExecutor {
                 try await withTaskExecutorPreference(sender.executor) { [sent] in try await send(sent..<next) }
             } else {
@@ -278,6 +297,7 @@ enum XMPPDriverBenchmarks {
             }
             guard finished == .success else { throw BenchError("\(arrived.value) of \(next) messages arrived") }
             nanoseconds += DispatchTime.now().uptimeNanoseconds - start
+            if let serverStart, let serverEnd = Self.serverCPUMicroseconds() { serverMicroseconds += serverEnd - serverStart }
             sent = next
             if sent < count { turns?.pass() }
         }
@@ -287,12 +307,14 @@ enum XMPPDriverBenchmarks {
         await receiver.disconnect()
         return String(
             format: #"{"client":"\#(onExecutor ? "tether-executor" : "tether")","count":%d,"seconds":%.4f,"#
-                + #""messages_per_s":%.0f,"cpu_us_per_message":%.1f,"allocations_per_message":%.1f}"#,
+                + #""messages_per_s":%.0f,"cpu_us_per_message":%.1f,"allocations_per_message":%.1f,"#
+                + #""server_busy":%.3f}"#,
             count,
             seconds,
             Double(count) / seconds,
             processor / Double(count),
-            Double(allocations) / Double(count)
+            Double(allocations) / Double(count),
+            Self.serverCPUMicroseconds() == nil ? -1.0 : serverMicroseconds / (seconds * 1e6)
         )
     }
 

@@ -11,7 +11,9 @@
 # descriptors; Tether's release their parser buffers after 250 ms of quiet). Each round runs the
 # four ping harnesses side by side, taking turns of PING_BATCH pings (default 50; turns.py), and
 # the per-message rows one after another; ROUNDS rounds, the best of each client's rounds is
-# compared, and each round's ping ratios are printed beside it (paired: the same minutes).
+# compared, and each round's ratios are printed beside it (paired: the same minutes; for the
+# message rows, the same few seconds), with how busy prosody was during the message rows (near
+# 100 %, the rate is the server's, whichever client sends).
 #
 #   Benchmarks/xmpp-driver/run.sh [IDLE_COUNT] [ROUNDS]      (default: 10000 and 3; PINGS=N
 #                                                             pings per round, default 5000)
@@ -116,15 +118,20 @@ gcc -O2 -o "$work/strophe_bench" Benchmarks/xmpp-driver/strophe_bench.c $(pkg-co
 strophe="$work/strophe_bench"
 gcc -O2 -shared -fPIC -o "$work/turnaround.so" Benchmarks/xmpp-driver/turnaround.c -ldl
 export TETHER_PASSWORD=benchpass
+# The message harnesses print how busy prosody was during their timed part (server_busy: its
+# threads' time on a processor over the time measured); near 1, the rate is prosody's.
+export BENCH_SERVER_PID=$prosody_pid
 results="$work/results.jsonl"
 : >"$results"
+# Rows run inside a round carry its number (round_field), so that their ratios can be paired.
+round_field=""
 run() { # ROW COMMAND...
     local row=$1
     shift
     local line
     line=$("$@") || { echo "failed: $*" >&2; exit 1; }
     echo "$line" >&2
-    echo "{\"row\":\"$row\",${line#\{}" >>"$results"
+    echo "{\"row\":\"$row\",$round_field${line#\{}" >>"$results"
 }
 
 # The ping rows of a round: the four harnesses side by side, taking turns of $batch pings
@@ -185,10 +192,12 @@ run_messages() { # ROW
 
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
+    round_field="\"round\":$round,"
     run_pings
     run_messages throughput
     run_messages throughput-sm
 done
+round_field=""
 run idle-1000 "$strophe" idle 127.0.0.1 "$port" bob@localhost benchpass 1000
 run idle-1000 "$bench" --xmpp idle "127.0.0.1:$port" bob@localhost 1000
 if [ "$idle" -gt 1000 ]; then run "idle-$idle" "$bench" --xmpp idle "127.0.0.1:$port" bob@localhost "$idle"; fi
@@ -237,6 +246,13 @@ for row, label in (("throughput", "10,000 messages (msg/s)"), ("throughput-sm", 
         t, s = best(row, client, "messages_per_s", False), best(row, "libstrophe", "messages_per_s", False)
         print(f"  {label:28} {name:11} {t:10.0f}   libstrophe {s:10.0f}   ratio {t / s:.2f} (≥ 1 is the target)"
               + paired(row, client, "messages_per_s"))
+    busy = {client: [r["server_busy"] for r in rows if r["row"] == row and r["client"] == client
+                     and r.get("server_busy", -1) >= 0]
+            for client in ("tether", "tether-executor", "libstrophe")}
+    if all(busy.values()):
+        shares = ", ".join(f"{name} {min(values) * 100:.0f}–{max(values) * 100:.0f} %" for name, values in
+                           zip(("tether", "on executor", "libstrophe"), busy.values()))
+        print(f"    prosody busy during these rows (its time on a processor over the time measured): {shares}")
 for r in rows:
     if r["row"].startswith("idle"):
         print(f"  {r['row']:12} {r['client']:10} {r['rss_per_connection'] / 1024:6.1f} KiB resident/connection, "

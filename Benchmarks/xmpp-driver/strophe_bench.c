@@ -29,6 +29,30 @@ static double cpu_us(void) {
     return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
 }
 
+/* The server's time on a processor, in microseconds (every thread of BENCH_SERVER_PID, from
+   /proc/PID/task/TID/schedstat, nanoseconds), or -1 when not given or not readable: the message
+   rows print the share of their time the server was busy. */
+static double server_cpu_us(void) {
+    const char *pid = getenv("BENCH_SERVER_PID");
+    if (!pid) return -1;
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%s/task", pid);
+    DIR *tasks = opendir(path);
+    if (!tasks) return -1;
+    double total = 0;
+    struct dirent *task;
+    while ((task = readdir(tasks)) != NULL) {
+        if (task->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/%s/task/%s/schedstat", pid, task->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long ns = 0;
+        if (f && fscanf(f, "%llu", &ns) == 1) total += ns / 1e3;
+        if (f) fclose(f);
+    }
+    closedir(tasks);
+    return total;
+}
+
 static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -217,11 +241,11 @@ static int throughput(const char *host, int port, const char *from, const char *
     }
     int batch = turn_batch > 0 ? turn_batch : count;
     if (turn_batch > 0) turn_signal();
-    double elapsed = 0, cpu = cpu_us();
+    double elapsed = 0, cpu = cpu_us(), server = 0;
     for (int sent = 0; sent < count;) {
         int next = sent + batch < count ? sent + batch : count;
         if (turn_batch > 0) turn_take();
-        double start = now_us();
+        double start = now_us(), server_start = server_cpu_us();
         for (int i = sent; i < next; i++) {
             snprintf(id, sizeof id, "m%d", i);
             xmpp_stanza_t *message = xmpp_message_new(ctx, "chat", to, id);
@@ -234,6 +258,7 @@ static int throughput(const char *host, int port, const char *from, const char *
         double deadline = now_us() + 120e6;
         while (received < next && now_us() < deadline) xmpp_run_once(ctx, 1);
         elapsed += now_us() - start;
+        server += server_cpu_us() - server_start;
         if (received < next) {
             fprintf(stderr, "strophe_bench: %d of %d messages arrived\n", received, next);
             return 1;
@@ -242,8 +267,9 @@ static int throughput(const char *host, int port, const char *from, const char *
         if (turn_batch > 0 && sent < count) turn_signal();
     }
     cpu = cpu_us() - cpu;
-    printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f,\"cpu_us_per_message\":%.1f}\n",
-           count, elapsed / 1e6, count / (elapsed / 1e6), cpu / count);
+    printf("{\"client\":\"libstrophe\",\"count\":%d,\"seconds\":%.4f,\"messages_per_s\":%.0f,\"cpu_us_per_message\":%.1f,"
+           "\"server_busy\":%.3f}\n",
+           count, elapsed / 1e6, count / (elapsed / 1e6), cpu / count, server_cpu_us() < 0 ? -1 : server / elapsed);
     xmpp_disconnect(sender);
     xmpp_disconnect(receiver);
     return 0;
