@@ -297,7 +297,9 @@ enum XMPPDriverBenchmarks {
             }
             guard finished == .success else { throw BenchError("\(arrived.value) of \(next) messages arrived") }
             nanoseconds += DispatchTime.now().uptimeNanoseconds - start
-            if let serverStart, let serverEnd = Self.serverCPUMicroseconds() { serverMicroseconds += serverEnd - serverStart }
+            if let serverStart, let serverEnd = Self.serverCPUMicroseconds() {
+                serverMicroseconds += serverEnd - serverStart
+            }
             sent = next
             if sent < count { turns?.pass() }
         }
