@@ -105,10 +105,11 @@ extension XMPPClientMachine {
     /// A message for the app: held while a catch-up runs; not delivered again when the catch-up
     /// already did; otherwise delivered, its archive id the new position.
     mutating func liveMessageReceived(_ message: XMPPMessage, _ session: Session) {
-        if var catchUp, !catchUp.anchoring, let limit = configuration.archiveCatchUp?.maximumHeldMessages {
-            if catchUp.held.count < limit {
-                catchUp.held.append(message)
-                self.catchUp = catchUp
+        // `catchUp` is changed in place: a copy changed and stored back would copy its held
+        // messages (still shared with the stored one) at every append, quadratically.
+        if catchUp?.anchoring == false, let limit = configuration.archiveCatchUp?.maximumHeldMessages {
+            if catchUp!.held.count < limit {
+                catchUp!.held.append(message)
             } else {
                 emit(.message(message))  // beyond the limit: at once (out of order, not lost)
             }
@@ -142,12 +143,15 @@ extension XMPPClientMachine {
     }
 
     mutating func archiveResultReceived(_ result: XElement) {
-        guard var catchUp, let id = result.attribute("id"),
+        guard catchUp != nil, let id = result.attribute("id"),
             let forwarded = result.firstChild("forwarded", namespace: XMPPNamespace.forward),
             let inner = forwarded.firstChild("message", namespace: XMPPNamespace.client)
         else { return }  // a result without a message: nothing to deliver
         let timestamp = forwarded.firstChild("delay", namespace: XMPPNamespace.delay)?.attribute("stamp")
         let position = XMPPArchivePosition(id: id, timestamp: timestamp)
+        // Taken out while it changes and put back after: a copy left in `self.catchUp` would make
+        // every insertion into `delivered` copy the whole set (quadratic over a catch-up).
+        var catchUp = self.catchUp.take()!
         defer { self.catchUp = catchUp }
         if catchUp.anchoring {
             catchUp.latest = position

@@ -17,13 +17,13 @@ extension XMPPClientMachine {
     /// `<success/>` ended; after `<proceed/>` the loop stops, the rest being TLS data.
     mutating func processStream(generation: TransportGeneration, now: Instant) {
         while acceptsXML(from: generation) {
-            let event: XMLStreamEvent?
+            var next: XMLStreamEvent?
             do throws(XMLStreamError) {
-                event = try parser.next()
+                next = try parser.next()
             } catch {
                 return xmlFailed(error, generation: generation, now: now)
             }
-            guard var event else { return }
+            guard var event = next.take() else { return }
             if overWebSocket {
                 guard let translated = webSocketEvent(event, generation: generation, now: now) else { continue }
                 event = translated
