@@ -256,10 +256,14 @@ extension XMPPClientMachine {
     // MARK: - Stream management online
 
     mutating func streamManagementElement(_ element: XElement, _ session: Session, now: Instant) {
-        guard var sm = streamManagement else { return }
+        // Changed in place (`streamManagement!`): a copy changed and stored back would copy every
+        // unacknowledged stanza at each <a/>, which a fast sender gets every few stanzas.
+        guard streamManagement != nil else { return }
         switch element.localName {
         case "r":
-            if sm.isEnabled { sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(sm.inbound)'/>", generation: session.generation) }
+            if streamManagement!.isEnabled {
+                sendRaw("<a xmlns='urn:xmpp:sm:3' h='\(streamManagement!.inbound)'/>", generation: session.generation)
+            }
         case "a":
             guard let h = StreamManagement.h(of: element) else {
                 return protocolViolation(
@@ -269,25 +273,23 @@ extension XMPPClientMachine {
                     now: now
                 )
             }
-            if case .tooHigh(let h, let sent) = sm.acknowledge(h) {
+            if case .tooHigh(let h, let sent) = streamManagement!.acknowledge(h) {
                 return handledCountTooHigh(h: h, sent: sent, generation: session.generation, now: now)
             }
-            streamManagement = sm
-            if sm.unacknowledged.isEmpty { timers.cancel(.ackRequest) }
+            if streamManagement!.unacknowledged.isEmpty { timers.cancel(.ackRequest) }
         case "enabled":
-            guard !sm.isEnabled else { return }
-            sm.isEnabled = true
+            guard !streamManagement!.isEnabled else { return }
+            streamManagement!.isEnabled = true
             if element.attribute("resume") == "true" || element.attribute("resume") == "1" {
-                sm.resumptionID = element.attribute("id")
+                streamManagement!.resumptionID = element.attribute("id")
             }
-            sm.location = element.attribute("location").flatMap {
+            streamManagement!.location = element.attribute("location").flatMap {
                 Endpoint(parsing: $0, defaultPort: session.endpoint.port)
             }
-            streamManagement = sm
-            emit(.streamManagementEnabled(resumable: sm.isResumable))
+            emit(.streamManagementEnabled(resumable: streamManagement!.isResumable))
         case "failed":
             // Enabling failed: the stream goes on without acknowledgements.
-            if !sm.isEnabled {
+            if !streamManagement!.isEnabled {
                 streamManagement = nil
                 timers.cancel(.ackRequest)
             }
