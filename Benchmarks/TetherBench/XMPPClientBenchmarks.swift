@@ -7,7 +7,7 @@ import TetherXMPP
 /// XMPP client-machine benchmarks: memory per idle online machine, one timer sweep over many
 /// machines, and the machine's overhead per received stanza on top of parsing.
 struct XMPPClientBenchmarks {
-    static let names = ["xmpp-machine-idle", "xmpp-machine-sweep", "xmpp-machine-receive"]
+    static let names = ["xmpp-machine-idle", "xmpp-machine-sweep", "xmpp-machine-receive", "xmpp-archive-catch-up"]
 
     typealias Machine = XMPPClientMachine
 
@@ -43,21 +43,26 @@ struct XMPPClientBenchmarks {
 
     /// A machine driven through a scripted negotiation (PLAIN, bind, XEP-0198 enabled) to
     /// online, its actions drained.
-    static func onlineMachine(seed: UInt64, maximumQueuedStanzas: Int = 1000) -> Machine {
-        var machine = Machine(
-            configuration: .init(
-                jid: JID("bob@example.com")!,
-                password: "secret",
-                serviceLookup: false,
-                tls: .disabled,
-                allowPlainOnCleartext: true,
-                reconnectPolicy: .tiered(repeats: false),
-                fetchRosterOnConnect: false,
-                maximumQueuedStanzas: maximumQueuedStanzas
-            ),
-            hashProvider: OpenSSLHashProvider(),
-            randomSeed: seed
+    /// `configure` changes the configuration first; `sent` sees every text the machine sends on
+    /// the way.
+    static func onlineMachine(
+        seed: UInt64,
+        maximumQueuedStanzas: Int = 1000,
+        configure: (inout Machine.Configuration) -> Void = { _ in },
+        sent: (String) -> Void = { _ in }
+    ) -> Machine {
+        var configuration = Machine.Configuration(
+            jid: JID("bob@example.com")!,
+            password: "secret",
+            serviceLookup: false,
+            tls: .disabled,
+            allowPlainOnCleartext: true,
+            reconnectPolicy: .tiered(repeats: false),
+            fetchRosterOnConnect: false,
+            maximumQueuedStanzas: maximumQueuedStanzas
         )
+        configure(&configuration)
+        var machine = Machine(configuration: configuration, hashProvider: OpenSSLHashProvider(), randomSeed: seed)
         machine.start(now: .zero)
         var generation = TransportGeneration(0)
         var bindID = ""
@@ -67,6 +72,7 @@ struct XMPPClientBenchmarks {
                 case .openTransport(_, let next): generation = next
                 case .send(let bytes, _, _):
                     let text = String(decoding: bytes, as: UTF8.self)
+                    sent(text)
                     if text.contains("urn:ietf:params:xml:ns:xmpp-bind"), let range = text.range(of: "id='") {
                         bindID = String(text[range.upperBound...].prefix { $0 != "'" })
                     }
@@ -273,6 +279,84 @@ struct XMPPClientBenchmarks {
             )
             results += measured
         }
+        if filter("xmpp-archive-catch-up") {
+            progress("xmpp-archive-catch-up")
+            // A catch-up from the account's archive (XEP-0313) after a reconnect: the results of
+            // one page, in chunks of about 64 KiB, with a live message after every fourth (held
+            // until the catch-up ends), then its end. The time per result must not grow with the
+            // catch-up's size (it did: every result copied the ids delivered before it, every held
+            // message the ones held before it).
+            let sizes = [5000, 20000]
+            let catchUps = sizes.map { size in
+                { () throws -> Int in
+                    var query = ""
+                    var machine = Self.onlineMachine(
+                        seed: 1,
+                        configure: {
+                            $0.archiveCatchUp = .init(
+                                pageSize: size,
+                                maximumMessages: size,
+                                maximumHeldMessages: size / 4
+                            )
+                            $0.state.archivePosition = XMPPArchivePosition(id: "A0")
+                        },
+                        sent: { if $0.contains("urn:xmpp:mam:2") { query = $0 } }
+                    )
+                    let generation = machine.currentGeneration!
+                    guard let queryID = Self.attribute("queryid", in: query), let iqID = Self.attribute("id", in: query)
+                    else { throw BenchError("no archive query was sent") }
+                    var delivered = 0
+                    var chunk: [UInt8] = []
+                    for index in 0...size {
+                        if index < size {
+                            chunk += Array(
+                                "<message to='bob@example.com/phone'><result xmlns='urn:xmpp:mam:2' queryid='\(queryID)' id='R\(index)'><forwarded xmlns='urn:xmpp:forward:0'><delay xmlns='urn:xmpp:delay' stamp='2026-12-01T10:00:00Z'/><message xmlns='jabber:client' from='alice@example.com/x' to='bob@example.com' id='m\(index)' type='chat'><body>message \(index)</body></message></forwarded></result></message>"
+                                    .utf8
+                            )
+                            if index % 4 == 3 {
+                                chunk += Array(
+                                    "<message from='alice@example.com/x' to='bob@example.com/phone' id='l\(index)' type='chat'><body>live \(index)</body></message>"
+                                        .utf8
+                                )
+                            }
+                        } else {
+                            chunk += Array(
+                                "<iq type='result' id='\(iqID)'><fin xmlns='urn:xmpp:mam:2' complete='true'/></iq>".utf8
+                            )
+                        }
+                        guard chunk.count >= 65536 || index == size else { continue }
+                        machine.transportReceived(chunk, generation: generation, now: .zero)
+                        chunk.removeAll(keepingCapacity: true)
+                        while let action = machine.pollAction() {
+                            if case .event(.message) = action { delivered += 1 }
+                        }
+                    }
+                    guard delivered == size + size / 4 else {
+                        throw BenchError("\(delivered) of \(size + size / 4) messages delivered")
+                    }
+                    return delivered
+                }
+            }
+            var measured = try measureAlternating(
+                zip(sizes, catchUps).map { size, body in
+                    ("xmpp-archive-catch-up (\(size.formatted()) results)", 0, size, body)
+                },
+                passes: passes
+            )
+            let growth = (measured[1].seconds / Double(sizes[1])) / (measured[0].seconds / Double(sizes[0]))
+            measured[0].note = String(format: "%.1f µs per result", measured[0].seconds / Double(sizes[0]) * 1e6)
+            measured[1].note = String(
+                format: "%.2fx the time per result of 5,000 (target 1.5: as long per result however many)",
+                growth
+            )
+            results += measured
+        }
         return results
+    }
+
+    /// The value of the first `name='…'` attribute in `text`.
+    static func attribute(_ name: String, in text: String) -> String? {
+        guard let range = text.range(of: " \(name)='") else { return nil }
+        return String(text[range.upperBound...].prefix { $0 != "'" })
     }
 }

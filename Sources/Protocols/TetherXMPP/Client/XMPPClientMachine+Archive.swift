@@ -82,8 +82,10 @@ extension XMPPClientMachine {
         // Only the account may send archive results and carbons; its JID is parsed only for a
         // message that could be one (most are not).
         func fromOwnAccount() -> Bool { element.attribute("from").map { JID($0) == session.jid.bare } ?? true }
-        if let catchUp, let result = element.firstChild("result", namespace: XMPPNamespace.archive),
-            result.attribute("queryid") == catchUp.queryID, fromOwnAccount()
+        // `catchUp` is not bound here: a copy alive during `archiveResultReceived` would make its
+        // changes copy the catch-up's set of delivered ids.
+        if catchUp != nil, let result = element.firstChild("result", namespace: XMPPNamespace.archive),
+            result.attribute("queryid") == catchUp?.queryID, fromOwnAccount()
         {
             return archiveResultReceived(result)
         }
