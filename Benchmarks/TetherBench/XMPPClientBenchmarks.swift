@@ -287,46 +287,55 @@ struct XMPPClientBenchmarks {
             // catch-up's size (it did: every result copied the ids delivered before it, every held
             // message the ones held before it).
             let sizes = [5000, 20000]
-            let catchUps = sizes.map { size in
+            // The machine of a size, online with its catch-up's query sent (its ids are the same in
+            // every pass: the same seed); `query` gets that query's text.
+            func catchingUp(_ size: Int, query: inout String) -> Machine {
+                Self.onlineMachine(
+                    seed: 1,
+                    configure: {
+                        $0.archiveCatchUp = .init(pageSize: size, maximumMessages: size, maximumHeldMessages: size / 4)
+                        $0.state.archivePosition = XMPPArchivePosition(id: "A0")
+                    },
+                    sent: { if $0.contains("urn:xmpp:mam:2") { query = $0 } }
+                )
+            }
+            // The input, built before the timing: the results in chunks of about 64 KiB, then the end.
+            let inputs = try sizes.map { size in
+                var query = ""
+                _ = catchingUp(size, query: &query)
+                guard let queryID = Self.attribute("queryid", in: query), let iqID = Self.attribute("id", in: query)
+                else { throw BenchError("no archive query was sent") }
+                var chunks: [[UInt8]] = []
+                var chunk: [UInt8] = []
+                for index in 0..<size {
+                    chunk += Array(
+                        "<message to='bob@example.com/phone'><result xmlns='urn:xmpp:mam:2' queryid='\(queryID)' id='R\(index)'><forwarded xmlns='urn:xmpp:forward:0'><delay xmlns='urn:xmpp:delay' stamp='2026-12-01T10:00:00Z'/><message xmlns='jabber:client' from='alice@example.com/x' to='bob@example.com' id='m\(index)' type='chat'><body>message \(index)</body></message></forwarded></result></message>"
+                            .utf8
+                    )
+                    if index % 4 == 3 {
+                        chunk += Array(
+                            "<message from='alice@example.com/x' to='bob@example.com/phone' id='l\(index)' type='chat'><body>live \(index)</body></message>"
+                                .utf8
+                        )
+                    }
+                    if chunk.count >= 65536 {
+                        chunks.append(chunk)
+                        chunk = []
+                    }
+                }
+                let end = "<iq type='result' id='\(iqID)'><fin xmlns='urn:xmpp:mam:2' complete='true'/></iq>"
+                chunks.append(chunk + Array(end.utf8))
+                return (query, chunks)
+            }
+            let catchUps = zip(sizes, inputs).map { size, input in
                 { () throws -> Int in
                     var query = ""
-                    var machine = Self.onlineMachine(
-                        seed: 1,
-                        configure: {
-                            $0.archiveCatchUp = .init(
-                                pageSize: size,
-                                maximumMessages: size,
-                                maximumHeldMessages: size / 4
-                            )
-                            $0.state.archivePosition = XMPPArchivePosition(id: "A0")
-                        },
-                        sent: { if $0.contains("urn:xmpp:mam:2") { query = $0 } }
-                    )
+                    var machine = catchingUp(size, query: &query)
+                    guard query == input.0 else { throw BenchError("the archive query differs between passes") }
                     let generation = machine.currentGeneration!
-                    guard let queryID = Self.attribute("queryid", in: query), let iqID = Self.attribute("id", in: query)
-                    else { throw BenchError("no archive query was sent") }
                     var delivered = 0
-                    var chunk: [UInt8] = []
-                    for index in 0...size {
-                        if index < size {
-                            chunk += Array(
-                                "<message to='bob@example.com/phone'><result xmlns='urn:xmpp:mam:2' queryid='\(queryID)' id='R\(index)'><forwarded xmlns='urn:xmpp:forward:0'><delay xmlns='urn:xmpp:delay' stamp='2026-12-01T10:00:00Z'/><message xmlns='jabber:client' from='alice@example.com/x' to='bob@example.com' id='m\(index)' type='chat'><body>message \(index)</body></message></forwarded></result></message>"
-                                    .utf8
-                            )
-                            if index % 4 == 3 {
-                                chunk += Array(
-                                    "<message from='alice@example.com/x' to='bob@example.com/phone' id='l\(index)' type='chat'><body>live \(index)</body></message>"
-                                        .utf8
-                                )
-                            }
-                        } else {
-                            chunk += Array(
-                                "<iq type='result' id='\(iqID)'><fin xmlns='urn:xmpp:mam:2' complete='true'/></iq>".utf8
-                            )
-                        }
-                        guard chunk.count >= 65536 || index == size else { continue }
+                    for chunk in input.1 {
                         machine.transportReceived(chunk, generation: generation, now: .zero)
-                        chunk.removeAll(keepingCapacity: true)
                         while let action = machine.pollAction() {
                             if case .event(.message) = action { delivered += 1 }
                         }
